@@ -1,0 +1,47 @@
+# Glassbox: `make run` serves the demo, `make test` runs the test suite.
+# Both build the virtualenv from the project's own files, so they work on a fresh machine.
+
+VENV := .venv
+PY := $(VENV)/bin/python
+PORT ?= 8000
+# Django 6 needs Python 3.12 or newer; pyenv installs are found even when not selected.
+PYTHON ?= $(shell for v in 3.12 3.13; do \
+	  c=$$(command -v python$$v 2>/dev/null) && PYENV_VERSION=$$(pyenv versions --bare 2>/dev/null | grep "^$$v" | tail -n1) \
+	    python$$v -c 'import sys; print(sys.executable)' 2>/dev/null && break; \
+	done)
+
+.PHONY: run test lint format bench clean
+
+$(VENV)/.installed: requirements.txt requirements-dev.txt
+	@test -x $(PY) || test -n "$(PYTHON)" || { echo "Glassbox needs Python 3.12 or newer (Django 6)." >&2; exit 1; }
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements-dev.txt
+	touch $@
+
+run: $(VENV)/.installed
+	$(PY) manage.py migrate --noinput
+	$(PY) manage.py collectstatic --noinput --verbosity 0
+	$(PY) manage.py seed_demo
+	@echo ""
+	@echo "  Glassbox is running at http://127.0.0.1:$(PORT)/"
+	@echo "  Log in as demo / demo"
+	@echo ""
+	$(VENV)/bin/daphne -b 127.0.0.1 -p $(PORT) project.asgi:application
+
+test: $(VENV)/.installed
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+lint: $(VENV)/.installed
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: $(VENV)/.installed
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
+
+bench: $(VENV)/.installed
+	@for script in bench/*.py; do echo "== $$script"; $(PY) $$script || exit 1; done
+
+clean:
+	rm -rf $(VENV) staticfiles db.sqlite3

@@ -1,0 +1,155 @@
+"""The typed events of one turn, and their JSON form (the protocol in DESIGN.md).
+
+Plain Python on purpose: the agent loop yields these, the recorder stores them, and every
+consumer renders them, so they must be cheap and import nothing heavy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+StatusState = Literal["in_progress", "done", "failed"]
+TurnState = Literal["complete", "failed", "interrupted"]
+
+
+@dataclass(frozen=True, slots=True)
+class Status:
+    icon: str
+    message: str
+    state: StatusState
+    tool: str = ""
+    # Set when the line belongs to one tool call; a later in-progress status of the same call
+    # (the model's feedback_to_user) replaces the line in place instead of adding another.
+    call_id: str = ""
+    seq: int | None = None
+    type: Literal["status"] = "status"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    tool: str
+    call_id: str
+    arguments: dict[str, Any]
+    seq: int | None = None
+    type: Literal["tool_call"] = "tool_call"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    call_id: str
+    ok: bool
+    summary: str
+    duration_ms: int
+    tool: str = ""
+    # The full error is kept for admins only; it never goes to the user or the model.
+    error: str = field(default="", repr=False)
+    seq: int | None = None
+    type: Literal["tool_result"] = "tool_result"
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    content: str
+    type: Literal["text"] = "text"
+
+
+@dataclass(frozen=True, slots=True)
+class Done:
+    message_id: str
+    state: TurnState
+    summary_icon: str = ""
+    summary_text: str = ""
+    type: Literal["done"] = "done"
+
+
+Event = Status | ToolCall | ToolResult | TextDelta | Done
+RecordedEvent = Status | ToolCall | ToolResult
+
+
+def with_seq(event: RecordedEvent, seq: int) -> RecordedEvent:
+    return replace(event, seq=seq)
+
+
+def to_json(event: Event) -> dict[str, Any]:
+    """The wire form of an event, the same live, in the API and in exports."""
+    match event:
+        case Status():
+            data = {
+                "type": "status",
+                "seq": event.seq,
+                "icon": event.icon,
+                "message": event.message,
+                "state": event.state,
+                "tool": event.tool,
+            }
+            if event.call_id:
+                data["call_id"] = event.call_id
+            return data
+        case ToolCall():
+            return {
+                "type": "tool_call",
+                "seq": event.seq,
+                "tool": event.tool,
+                "call_id": event.call_id,
+                "arguments": event.arguments,
+            }
+        case ToolResult():
+            return {
+                "type": "tool_result",
+                "seq": event.seq,
+                "call_id": event.call_id,
+                "ok": event.ok,
+                "summary": event.summary,
+                "duration_ms": event.duration_ms,
+            }
+        case TextDelta():
+            return {"type": "text", "content": event.content}
+        case Done():
+            return {
+                "type": "done",
+                "message_id": event.message_id,
+                "state": event.state,
+                "summary": {"icon": event.summary_icon, "text": event.summary_text},
+            }
+    raise TypeError(f"not an event: {event!r}")
+
+
+def from_json(data: dict[str, Any]) -> Event:
+    """The inverse of to_json, for events that cross the channel layer."""
+    kind = data.get("type")
+    if kind == "status":
+        return Status(
+            icon=data["icon"],
+            message=data["message"],
+            state=data["state"],
+            tool=data.get("tool", ""),
+            call_id=data.get("call_id", ""),
+            seq=data.get("seq"),
+        )
+    if kind == "tool_call":
+        return ToolCall(
+            tool=data["tool"],
+            call_id=data["call_id"],
+            arguments=data["arguments"],
+            seq=data.get("seq"),
+        )
+    if kind == "tool_result":
+        return ToolResult(
+            call_id=data["call_id"],
+            ok=data["ok"],
+            summary=data["summary"],
+            duration_ms=data["duration_ms"],
+            seq=data.get("seq"),
+        )
+    if kind == "text":
+        return TextDelta(content=data["content"])
+    if kind == "done":
+        summary = data.get("summary") or {}
+        return Done(
+            message_id=data["message_id"],
+            state=data["state"],
+            summary_icon=summary.get("icon", ""),
+            summary_text=summary.get("text", ""),
+        )
+    raise ValueError(f"unknown event type {kind!r}")

@@ -1,0 +1,140 @@
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+from activity.events import RecordedEvent, Status, ToolCall, ToolResult
+
+
+class ActivityFeed(models.Model):
+    """Everything the agent did during one turn; one per assistant message."""
+
+    class State(models.TextChoices):
+        RUNNING = "running"
+        COMPLETE = "complete"
+        FAILED = "failed"
+        INTERRUPTED = "interrupted"
+
+    # Denormalised from the conversation so feeds are scoped by user without joining chat.
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="activity_feeds"
+    )
+    state = models.CharField(max_length=16, choices=State.choices, default=State.RUNNING)
+    summary_icon = models.CharField(max_length=8, blank=True)
+    summary_text = models.CharField(max_length=200, blank=True)
+    started_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    event_count = models.PositiveIntegerField(default=0)
+    tool_call_count = models.PositiveIntegerField(default=0)
+    failed_tool_count = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["-started_at"]
+
+    def __str__(self) -> str:
+        return f"Feed {self.pk} ({self.state})"
+
+    @property
+    def duration_ms(self) -> int | None:
+        if self.finished_at is None:
+            return None
+        return int((self.finished_at - self.started_at).total_seconds() * 1000)
+
+
+class ActivityEvent(models.Model):
+    """One recorded step of a feed. Append-only: an audit trail is never edited."""
+
+    class Kind(models.TextChoices):
+        STATUS = "status"
+        TOOL_CALL = "tool_call"
+        TOOL_RESULT = "tool_result"
+
+    feed = models.ForeignKey(ActivityFeed, on_delete=models.CASCADE, related_name="events")
+    seq = models.PositiveIntegerField()
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    icon = models.CharField(max_length=8, blank=True)
+    message = models.CharField(max_length=400, blank=True)
+    state = models.CharField(max_length=16, blank=True)
+    tool = models.CharField(max_length=64, blank=True, db_index=True)
+    call_id = models.CharField(max_length=64, blank=True)
+    arguments = models.JSONField(null=True, blank=True)
+    ok = models.BooleanField(null=True)
+    result_summary = models.CharField(max_length=400, blank=True)
+    error = models.TextField(blank=True)
+    duration_ms = models.PositiveIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["feed", "seq"]
+        constraints = [
+            models.UniqueConstraint(fields=["feed", "seq"], name="activity_event_seq_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"#{self.seq} {self.kind} {self.message or self.tool}"
+
+    def save(self, *args, **kwargs):
+        if not self._state.adding:
+            raise ValueError("Activity events are append-only and cannot be changed.")
+        super().save(*args, **kwargs)
+
+    @classmethod
+    def from_event(cls, feed: ActivityFeed, event: RecordedEvent) -> ActivityEvent:
+        match event:
+            case Status():
+                return cls(
+                    feed=feed,
+                    seq=event.seq,
+                    kind=cls.Kind.STATUS,
+                    icon=event.icon,
+                    message=event.message,
+                    state=event.state,
+                    tool=event.tool,
+                    call_id=event.call_id,
+                )
+            case ToolCall():
+                return cls(
+                    feed=feed,
+                    seq=event.seq,
+                    kind=cls.Kind.TOOL_CALL,
+                    tool=event.tool,
+                    call_id=event.call_id,
+                    arguments=event.arguments,
+                )
+            case ToolResult():
+                return cls(
+                    feed=feed,
+                    seq=event.seq,
+                    kind=cls.Kind.TOOL_RESULT,
+                    tool=event.tool,
+                    call_id=event.call_id,
+                    ok=event.ok,
+                    result_summary=event.summary,
+                    error=event.error,
+                    duration_ms=event.duration_ms,
+                )
+        raise TypeError(f"not a recorded event: {event!r}")
+
+    def to_event(self) -> RecordedEvent:
+        if self.kind == self.Kind.STATUS:
+            return Status(
+                icon=self.icon,
+                message=self.message,
+                state=self.state,
+                tool=self.tool,
+                call_id=self.call_id,
+                seq=self.seq,
+            )
+        if self.kind == self.Kind.TOOL_CALL:
+            return ToolCall(
+                tool=self.tool, call_id=self.call_id, arguments=self.arguments or {}, seq=self.seq
+            )
+        return ToolResult(
+            call_id=self.call_id,
+            ok=bool(self.ok),
+            summary=self.result_summary,
+            duration_ms=self.duration_ms or 0,
+            tool=self.tool,
+            error=self.error,
+            seq=self.seq,
+        )

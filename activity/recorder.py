@@ -1,0 +1,44 @@
+"""Writes one turn's events as they happen: one INSERT per status or tool event, nothing
+per text token, and one UPDATE of the feed when the turn ends."""
+
+from __future__ import annotations
+
+from django.utils import timezone
+
+from activity.events import RecordedEvent, Status, ToolCall, ToolResult, with_seq
+from activity.models import ActivityEvent, ActivityFeed
+from activity.presentation import Summary
+
+
+class FeedRecorder:
+    """The single writer of one feed; seq is counted here, the unique index guards it."""
+
+    def __init__(self, feed: ActivityFeed) -> None:
+        self.feed = feed
+        self.events: list[RecordedEvent] = []
+
+    @property
+    def last_seq(self) -> int:
+        return self.events[-1].seq if self.events else 0
+
+    async def record(self, event: RecordedEvent) -> RecordedEvent:
+        numbered = with_seq(event, self.last_seq + 1)
+        await ActivityEvent.from_event(self.feed, numbered).asave()
+        self.events.append(numbered)
+        return numbered
+
+    async def finish(self, state: str, summary: Summary | None) -> None:
+        calls = [e for e in self.events if isinstance(e, ToolCall)]
+        failures = [e for e in self.events if isinstance(e, ToolResult) and not e.ok]
+        await ActivityFeed.objects.filter(pk=self.feed.pk).aupdate(
+            state=state,
+            summary_icon=summary.icon if summary else "",
+            summary_text=summary.text if summary else "",
+            finished_at=timezone.now(),
+            event_count=len(self.events),
+            tool_call_count=len(calls),
+            failed_tool_count=len(failures),
+        )
+
+    def statuses(self) -> list[Status]:
+        return [e for e in self.events if isinstance(e, Status)]

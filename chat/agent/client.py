@@ -1,0 +1,37 @@
+"""The LLM client factory: a real OpenAI-compatible provider when a key is set, otherwise
+the offline demo model behind the very same openai client."""
+
+from __future__ import annotations
+
+import httpx2
+from django.conf import settings
+from openai import AsyncOpenAI
+
+from chat.agent.demo import DemoTransport
+
+
+def uses_demo_model() -> bool:
+    return not settings.OPENAI_API_KEY
+
+
+def make_client() -> AsyncOpenAI:
+    timeout = httpx2.Timeout(
+        settings.GLASSBOX_READ_TIMEOUT, connect=settings.GLASSBOX_CONNECT_TIMEOUT
+    )
+    if uses_demo_model():
+        return AsyncOpenAI(
+            api_key="demo",
+            base_url="http://demo.glassbox.invalid/v1",
+            http_client=httpx2.AsyncClient(
+                transport=DemoTransport(delay=settings.GLASSBOX_DEMO_DELAY), timeout=timeout
+            ),
+            max_retries=0,
+        )
+    # The SDK retries only failed requests, i.e. before the first streamed byte; a stream
+    # that breaks after text was shown is never replayed.
+    return AsyncOpenAI(
+        api_key=settings.OPENAI_API_KEY,
+        base_url=settings.OPENAI_BASE_URL or None,
+        timeout=timeout,
+        max_retries=2,
+    )

@@ -1,0 +1,23 @@
+"""Provider failures in words a person understands."""
+
+from __future__ import annotations
+
+import openai
+
+
+def describe_failure(exc: BaseException) -> str:
+    if isinstance(exc, openai.APITimeoutError):
+        return "the model provider did not answer in time"
+    if isinstance(exc, openai.APIConnectionError):
+        return "could not reach the model provider"
+    if isinstance(exc, openai.AuthenticationError | openai.PermissionDeniedError):
+        return "the model provider refused our credentials"
+    if isinstance(exc, openai.RateLimitError):
+        return "the model provider is rate limiting us; try again shortly"
+    if isinstance(exc, openai.APIStatusError):
+        return f"the model provider answered with an error ({exc.status_code})"
+    if isinstance(exc, openai.APIError):
+        return "the model provider stopped with an error"
+    if isinstance(exc, TimeoutError):
+        return "the answer took too long"
+    return "something went wrong on our side"

@@ -1,0 +1,287 @@
+"""The tool-calling loop. It streams chat completions and yields activity events as the
+stream arrives; whoever runs it decides where the events go."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+import traceback
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+import jiter
+from openai import AsyncOpenAI
+
+from activity.events import Event, Status, TextDelta, ToolCall, ToolResult
+from chat.agent.tools import FEEDBACK_ARG, Tool, ToolError, ToolRegistry, truncate_feedback
+
+logger = logging.getLogger("glassbox.agent")
+
+SYSTEM_PROMPT = (
+    "You are Glassbox, a helpful assistant that shows its work. When the knowledge base may "
+    "hold the answer, call search_documents before answering, and base your answer on what "
+    "it returns. Every tool call must include feedback_to_user: a very short message in the "
+    "user's language saying what you are doing. Answer in the user's language, in Markdown."
+)
+
+WRITING = Status(icon="✍️", message="Writing the answer…", state="in_progress")
+FINISHED = Status(icon="✅", message="Done", state="done")
+FALLBACK = Status(icon="🔄", message="Answering from general knowledge", state="done")
+JSON_TYPES = {
+    "string": str,
+    "integer": int,
+    "number": (int, float),
+    "boolean": bool,
+    "array": list,
+    "object": dict,
+}
+
+
+@dataclass
+class PendingCall:
+    index: int
+    call_id: str = ""
+    name: str = ""
+    arguments: str = ""
+    announced: bool = False
+    feedback_shown: bool = False
+
+
+class ToolCallAssembler:
+    """Joins streamed tool-call deltas by index (parallel calls, arguments in many chunks)
+    and says what to show as soon as it can: the tool's name, then its feedback_to_user."""
+
+    def __init__(self, registry: ToolRegistry, round_number: int) -> None:
+        self.registry = registry
+        self.round_number = round_number
+        self.calls: dict[int, PendingCall] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self.calls)
+
+    def feed(self, delta: Any) -> list[Status]:
+        call = self.calls.setdefault(delta.index, PendingCall(index=delta.index))
+        if delta.id and not call.call_id:
+            call.call_id = delta.id
+        function = delta.function
+        if function is not None:
+            if function.name and not call.name:
+                call.name = function.name
+            if function.arguments:
+                call.arguments += function.arguments
+        if not call.name:
+            return []
+        if not call.call_id:
+            call.call_id = f"call_{self.round_number}_{call.index}"
+        statuses = []
+        tool = self.registry.get(call.name)
+        if not call.announced:
+            call.announced = True
+            statuses.append(self._status(call, tool, working_message(tool, call.name)))
+        if not call.feedback_shown and FEEDBACK_ARG in call.arguments:
+            feedback = complete_feedback(call.arguments)
+            if feedback:
+                call.feedback_shown = True
+                statuses.append(self._status(call, tool, truncate_feedback(feedback)))
+        return statuses
+
+    def _status(self, call: PendingCall, tool: Tool | None, message: str) -> Status:
+        return Status(
+            icon=tool.icon if tool else "🛠️",
+            message=message,
+            state="in_progress",
+            tool=call.name,
+            call_id=call.call_id,
+        )
+
+    def completed(self) -> list[PendingCall]:
+        return [self.calls[index] for index in sorted(self.calls)]
+
+
+def working_message(tool: Tool | None, name: str) -> str:
+    return tool.working_message if tool else f"Running {name}…"
+
+
+def complete_feedback(arguments: str) -> str:
+    """feedback_to_user once its string is complete in still-streaming JSON, else ''."""
+    try:
+        parsed = jiter.from_json(arguments.encode(), partial_mode="on")
+    except ValueError:
+        return ""
+    value = parsed.get(FEEDBACK_ARG) if isinstance(parsed, dict) else None
+    return value.strip() if isinstance(value, str) else ""
+
+
+def parse_arguments(tool: Tool, raw: str) -> dict[str, Any]:
+    try:
+        arguments = json.loads(raw or "{}")
+    except ValueError:
+        raise ToolError("malformed arguments") from None
+    if not isinstance(arguments, dict):
+        raise ToolError("arguments are not an object")
+    schema = tool.schema()["function"]["parameters"]
+    properties = schema.get("properties", {})
+    for name in schema.get("required", []):
+        if name not in arguments:
+            raise ToolError(f"missing argument {name!r}")
+    for name, value in arguments.items():
+        if name not in properties:
+            raise ToolError(f"unexpected argument {name!r}")
+        expected = JSON_TYPES.get(properties[name].get("type", ""))
+        if expected and not _has_type(value, expected):
+            raise ToolError(f"argument {name!r} has the wrong type")
+    return arguments
+
+
+def _has_type(value: Any, expected: type | tuple[type, ...]) -> bool:
+    # JSON booleans are not numbers, though Python's bool is an int.
+    if isinstance(value, bool):
+        return expected is bool
+    return isinstance(value, expected)
+
+
+async def run_tool(
+    registry: ToolRegistry, call: PendingCall, timeout: float
+) -> tuple[ToolCall, ToolResult, list[Status], str]:
+    """Runs one call. Never raises: a failure becomes events and a short error for the model."""
+    tool = registry.get(call.name)
+    started = time.monotonic()
+    arguments: dict[str, Any] = {}
+    outcome = None
+    error = reason = ""
+    try:
+        if tool is None:
+            raise ToolError("unknown tool")
+        arguments = parse_arguments(tool, call.arguments)
+        kwargs = {k: v for k, v in arguments.items() if k != FEEDBACK_ARG}
+        outcome = await asyncio.wait_for(tool.run(**kwargs), timeout)
+    except ToolError as exc:
+        reason = error = str(exc)
+    except TimeoutError:
+        reason = f"timed out after {timeout:g} s"
+        error = f"TimeoutError: {reason}"
+    except Exception:
+        logger.exception("tool %s failed", call.name)
+        reason = "unexpected error"
+        error = traceback.format_exc()
+    duration_ms = int((time.monotonic() - started) * 1000)
+    recorded_arguments = arguments or _raw_arguments(call.arguments)
+    tool_call = ToolCall(tool=call.name, call_id=call.call_id, arguments=recorded_arguments)
+    if outcome is not None:
+        result = ToolResult(
+            call_id=call.call_id,
+            ok=True,
+            summary=outcome.summary,
+            duration_ms=duration_ms,
+            tool=call.name,
+        )
+        done = Status(
+            icon=tool.labels.icon,
+            message=outcome.done_message,
+            state="done",
+            tool=call.name,
+            call_id=call.call_id,
+        )
+        return tool_call, result, [done], json.dumps(outcome.content, ensure_ascii=False)
+    result = ToolResult(
+        call_id=call.call_id,
+        ok=False,
+        summary=reason,
+        duration_ms=duration_ms,
+        tool=call.name,
+        error=error,
+    )
+    what = tool.labels.failed if tool else f"Unknown tool {call.name}"
+    failed = Status(
+        icon="❌",
+        message=f"{what} ({reason})",
+        state="failed",
+        tool=call.name,
+        call_id=call.call_id,
+    )
+    return tool_call, result, [failed, FALLBACK], json.dumps({"error": reason})
+
+
+def _raw_arguments(raw: str) -> dict[str, Any]:
+    try:
+        parsed = json.loads(raw or "{}")
+    except ValueError:
+        return {"_raw": raw[:2000]}
+    return parsed if isinstance(parsed, dict) else {"_raw": raw[:2000]}
+
+
+async def run_agent(
+    *,
+    client: AsyncOpenAI,
+    model: str,
+    messages: list[dict[str, Any]],
+    registry: ToolRegistry,
+    max_tool_rounds: int,
+    tool_timeout: float,
+) -> AsyncIterator[Event]:
+    """Yields Status, ToolCall, ToolResult and TextDelta events; the caller adds Done."""
+    conversation = [{"role": "system", "content": SYSTEM_PROMPT}, *messages]
+    used_tools = False
+    for round_number in range(max_tool_rounds + 1):
+        offer_tools = bool(registry) and round_number < max_tool_rounds
+        options: dict[str, Any] = {"tools": registry.schemas()} if offer_tools else {}
+        stream = await client.chat.completions.create(
+            model=model, messages=conversation, stream=True, **options
+        )
+        calls = ToolCallAssembler(registry, round_number)
+        text: list[str] = []
+        async for chunk in stream:
+            if not chunk.choices:
+                continue
+            delta = chunk.choices[0].delta
+            if delta.content:
+                if used_tools and not text:
+                    yield WRITING
+                text.append(delta.content)
+                yield TextDelta(delta.content)
+            for tool_delta in delta.tool_calls or []:
+                for status in calls.feed(tool_delta):
+                    yield status
+        if not calls:
+            if used_tools:
+                yield FINISHED
+            return
+        used_tools = True
+        pending = calls.completed()
+        conversation.append(
+            {
+                "role": "assistant",
+                "content": "".join(text) or None,
+                "tool_calls": [
+                    {
+                        "id": call.call_id,
+                        "type": "function",
+                        "function": {
+                            "name": call.name,
+                            "arguments": call.arguments if _is_json(call.arguments) else "{}",
+                        },
+                    }
+                    for call in pending
+                ],
+            }
+        )
+        for call in pending:
+            tool_call, result, statuses, content = await run_tool(registry, call, tool_timeout)
+            yield tool_call
+            yield result
+            for status in statuses:
+                yield status
+            conversation.append({"role": "tool", "tool_call_id": call.call_id, "content": content})
+    # Only reached when the model asked for tools even though none were offered.
+    yield FINISHED
+
+
+def _is_json(raw: str) -> bool:
+    try:
+        json.loads(raw or "{}")
+    except ValueError:
+        return False
+    return True

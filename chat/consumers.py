@@ -1,0 +1,186 @@
+"""The conversation socket. It checks who is asking and what they sent, starts turns, and
+renders the conversation group's events for its own client. It never calls the LLM."""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+from urllib.parse import parse_qs
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncWebsocketConsumer
+from django.conf import settings
+from django.core.exceptions import ObjectDoesNotExist
+
+from chat import fragments, services
+from chat.broadcast import send_turn_started
+from chat.models import Conversation, Message
+from chat.selectors import amessage_with_feed
+from chat.turns import turn_launch
+
+logger = logging.getLogger("glassbox.socket")
+
+# Close codes in the 4000s: htmx's ws extension reconnects only after 1006/1011/1012/1013.
+CLOSE_UNAUTHENTICATED = 4401
+CLOSE_NOT_FOUND = 4404
+ALLOWED_KEYS = {"message", "HEADERS"}  # htmx's ws-send adds HEADERS to every form message
+
+
+class ChatConsumer(AsyncWebsocketConsumer):
+    conversation: Conversation
+    group: str
+    wants_json: bool
+
+    async def connect(self) -> None:
+        await self.accept()
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated:
+            await self.close(code=CLOSE_UNAUTHENTICATED)
+            return
+        conversation_id = self.scope["url_route"]["kwargs"]["conversation_id"]
+        try:
+            self.conversation = await Conversation.objects.aget(pk=conversation_id, owner=user)
+        except ObjectDoesNotExist:
+            await self.close(code=CLOSE_NOT_FOUND)
+            return
+        query = parse_qs(self.scope.get("query_string", b"").decode())
+        self.wants_json = query.get("format") == ["json"]
+        self.group = self.conversation.group_name
+        # Live events from the last snapshot on: status lines are deduplicated by seq and
+        # text by offset, so a client that joins mid-turn sees nothing twice.
+        self.seen_seq: dict[int, int] = {}
+        self.seen_text: dict[int, int] = {}
+        await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.send_running_turn()
+
+    async def disconnect(self, code: int) -> None:
+        if hasattr(self, "group"):
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+
+    async def send_running_turn(self) -> None:
+        running = await (
+            Message.objects.filter(conversation=self.conversation, state=Message.State.STREAMING)
+            .values_list("pk", flat=True)
+            .afirst()
+        )
+        if running is None:
+            return
+        message = await amessage_with_feed(running)
+        self.seen_seq[message.pk] = message.feed_events[-1].seq if message.feed_events else 0
+        self.seen_text[message.pk] = len(message.content)
+        if not self.wants_json:
+            await self.send(text_data=fragments.assistant_message(message))
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        try:
+            text = self.parse(text_data)
+        except ValueError as problem:
+            await self.send_notice(str(problem))
+            return
+        try:
+            turn = await database_sync_to_async(services.turn_start)(
+                conversation=self.conversation, text=text
+            )
+        except services.TurnRejected as refusal:
+            await self.send_notice(str(refusal))
+            return
+        # The question appears on every open tab before the agent starts.
+        await send_turn_started(self.group, question_id=turn.question.pk, answer_id=turn.answer.pk)
+        turn_launch(turn.answer)
+
+    def parse(self, text_data: str | None) -> str:
+        if text_data is None:
+            raise ValueError("Send your question as text.")
+        try:
+            data = json.loads(text_data)
+        except ValueError:
+            raise ValueError("That message could not be read (it was not JSON).") from None
+        if not isinstance(data, dict):
+            raise ValueError("That message could not be read (expected a JSON object).")
+        unknown = set(data) - ALLOWED_KEYS
+        if unknown:
+            raise ValueError(f"Unknown field: {sorted(unknown)[0]}.")
+        text = data.get("message")
+        if not isinstance(text, str):
+            raise ValueError("The question must be text.")
+        text = text.strip()
+        if not text:
+            raise ValueError("Type a question first.")
+        limit = settings.GLASSBOX_MAX_MESSAGE_CHARS
+        if len(text) > limit:
+            raise ValueError(
+                f"That question is {len(text):,} characters long; the limit is {limit:,}."
+            )
+        return text
+
+    async def send_notice(self, text: str) -> None:
+        if self.wants_json:
+            await self.send(text_data=json.dumps({"type": "error", "message": text}))
+        else:
+            await self.send(text_data=fragments.notice(text))
+
+    # Channel-layer handlers: one per message type sent to the conversation's group.
+
+    async def turn_started(self, message: dict[str, Any]) -> None:
+        question, answer = await _question_and_answer(message["question_id"], message["answer_id"])
+        self.seen_seq[answer.pk] = 0
+        self.seen_text[answer.pk] = 0
+        if self.wants_json:
+            await self.send(
+                text_data=json.dumps(
+                    {
+                        "type": "turn",
+                        "question_id": str(question.pk),
+                        "message_id": str(answer.pk),
+                    }
+                )
+            )
+        else:
+            await self.send(
+                text_data=fragments.clear_notice() + fragments.turn_started(question, answer)
+            )
+
+    async def turn_event(self, message: dict[str, Any]) -> None:
+        answer_id = message["answer_id"]
+        event = message["event"]
+        kind = event["type"]
+        if kind == "text":
+            content = self._unseen_text(answer_id, message.get("offset", 0), event["content"])
+            if not content:
+                return
+            event = {"type": "text", "content": content}
+        elif "seq" in event:
+            if event["seq"] <= self.seen_seq.get(answer_id, 0):
+                return
+            self.seen_seq[answer_id] = max(self.seen_seq.get(answer_id, 0), event["seq"])
+        if self.wants_json:
+            await self.send(text_data=json.dumps(event, ensure_ascii=False))
+            return
+        if kind == "text":
+            await self.send(text_data=fragments.answer_text(answer_id, event["content"]))
+        elif kind == "status":
+            html = fragments.status_line(answer_id, event, replace=message.get("replace", False))
+            await self.send(text_data=html)
+        elif kind == "done":
+            answer = await amessage_with_feed(answer_id)
+            await self.send(text_data=fragments.assistant_message(answer))
+
+    def _unseen_text(self, answer_id: int, offset: int, content: str) -> str:
+        seen = self.seen_text.get(answer_id, 0)
+        end = offset + len(content)
+        if end <= seen:
+            return ""
+        self.seen_text[answer_id] = end
+        return content[max(seen - offset, 0) :]
+
+
+@database_sync_to_async
+def _question_and_answer(question_id: int, answer_id: int) -> tuple[Message, Message]:
+    messages = {
+        m.pk: m
+        for m in Message.objects.select_related("feed").filter(pk__in=[question_id, answer_id])
+    }
+    answer = messages[answer_id]
+    answer.feed_events = []
+    return messages[question_id], answer

@@ -1,0 +1,106 @@
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+from django.urls import reverse
+
+from activity.models import ActivityFeed
+
+TITLE_LENGTH = 80
+
+
+class Conversation(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="conversations"
+    )
+    title = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True, db_index=True)
+
+    class Meta:
+        ordering = ["-updated_at"]
+
+    def __str__(self) -> str:
+        return self.title or "New conversation"
+
+    def get_absolute_url(self) -> str:
+        return reverse("chat:conversation_detail", args=[self.pk])
+
+    @property
+    def group_name(self) -> str:
+        return self.group_name_for(self.pk)
+
+    @staticmethod
+    def group_name_for(conversation_id: uuid.UUID) -> str:
+        """The channel-layer group every open socket of this conversation joins."""
+        return f"conversation-{conversation_id.hex}"
+
+    @staticmethod
+    def title_from(question: str) -> str:
+        text = " ".join(question.split())
+        if len(text) <= TITLE_LENGTH:
+            return text
+        return text[: TITLE_LENGTH - 1].rstrip() + "…"
+
+
+class Message(models.Model):
+    class Role(models.TextChoices):
+        USER = "user"
+        ASSISTANT = "assistant"
+
+    class State(models.TextChoices):
+        STREAMING = "streaming"
+        COMPLETE = "complete"
+        FAILED = "failed"
+        INTERRUPTED = "interrupted"
+
+    conversation = models.ForeignKey(
+        Conversation, on_delete=models.CASCADE, related_name="messages"
+    )
+    role = models.CharField(max_length=16, choices=Role.choices)
+    content = models.TextField(blank=True)
+    state = models.CharField(max_length=16, choices=State.choices, default=State.COMPLETE)
+    # The turn's activity; assistant messages only.
+    feed = models.OneToOneField(
+        ActivityFeed, on_delete=models.PROTECT, null=True, blank=True, related_name="message"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        constraints = [
+            # The database, not a check-then-act race, guarantees one running turn per
+            # conversation.
+            models.UniqueConstraint(
+                fields=["conversation"],
+                condition=models.Q(state="streaming"),
+                name="one_streaming_turn_per_conversation",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.role}: {self.content[:40]}"
+
+    @property
+    def dom_id(self) -> str:
+        return f"m-{self.pk}"
+
+
+class Document(models.Model):
+    """A knowledge-base entry that the search_documents tool ranks and returns."""
+
+    title = models.CharField(max_length=200)
+    body = models.TextField()
+    language = models.CharField(max_length=16, default="en")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["title"]
+
+    def __str__(self) -> str:
+        return self.title

@@ -1,0 +1,126 @@
+"""Ranked search over the knowledge base: BM25 over words (Latin scripts) and character
+bigrams (Chinese, Japanese), so "negotiating a salary" finds "Salary negotiation"."""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+import unicodedata
+from collections import Counter
+from dataclasses import dataclass
+
+from django.db.models import Count, Max
+
+from chat.models import Document
+
+WORD = re.compile(r"[^\W\d_]+|\d+", re.UNICODE)
+CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+STEM_LENGTH = 6
+STOPWORDS = frozenset(
+    """a an and are as at be by can could do does for from had has have how i in is it its me
+    my of on or our should so that the their this to was we what when where which who why will
+    with would you your il lo la i gli le un una di da in con su per tra fra e o che come cosa
+    mi mio mia ho ha sono è non del della dei delle al alla""".split()
+)
+K1 = 1.5
+B = 0.75
+
+
+def _fold(word: str) -> str:
+    decomposed = unicodedata.normalize("NFKD", word.casefold())
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
+
+
+def tokenize(text: str) -> list[str]:
+    tokens: list[str] = []
+    for match in WORD.finditer(text):
+        word = match.group()
+        if CJK.search(word):
+            chars = [c for c in word if CJK.match(c)]
+            tokens.extend(a + b for a, b in zip(chars, chars[1:], strict=False))
+            if len(chars) == 1:
+                tokens.append(chars[0])
+            continue
+        folded = _fold(word)
+        if folded in STOPWORDS or len(folded) < 2:
+            continue
+        # A prefix stem is crude but language-neutral: it joins negotiate/negotiation and
+        # stipendio/stipendi without a stemmer per language.
+        tokens.append(folded[:STEM_LENGTH])
+    return tokens
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    document_id: int
+    title: str
+    snippet: str
+    score: float
+
+
+class Index:
+    def __init__(self, documents: list[tuple[int, str, str]]) -> None:
+        self.documents = {pk: (title, body) for pk, title, body in documents}
+        self.terms: dict[int, Counter[str]] = {}
+        self.lengths: dict[int, int] = {}
+        document_frequency: Counter[str] = Counter()
+        for pk, title, body in documents:
+            # The title counts twice: a match there says more than one in passing.
+            tokens = tokenize(title) * 2 + tokenize(body)
+            self.terms[pk] = Counter(tokens)
+            self.lengths[pk] = len(tokens)
+            document_frequency.update(set(tokens))
+        count = max(len(documents), 1)
+        self.average_length = sum(self.lengths.values()) / count if documents else 0.0
+        self.idf = {
+            term: math.log(1 + (count - df + 0.5) / (df + 0.5))
+            for term, df in document_frequency.items()
+        }
+
+    def search(self, query: str, limit: int = 3) -> list[Hit]:
+        query_terms = set(tokenize(query))
+        scores: list[tuple[float, int]] = []
+        for pk, counts in self.terms.items():
+            score = 0.0
+            norm = K1 * (1 - B + B * self.lengths[pk] / (self.average_length or 1))
+            for term in query_terms:
+                tf = counts.get(term)
+                if tf:
+                    score += self.idf[term] * tf * (K1 + 1) / (tf + norm)
+            if score > 0:
+                scores.append((score, pk))
+        scores.sort(key=lambda item: (-item[0], item[1]))
+        hits = []
+        for score, pk in scores[:limit]:
+            title, body = self.documents[pk]
+            hits.append(Hit(pk, title, snippet(body), round(score, 3)))
+        return hits
+
+
+def snippet(body: str, length: int = 280) -> str:
+    text = " ".join(body.split())
+    if len(text) <= length:
+        return text
+    return text[:length].rsplit(" ", 1)[0] + "…"
+
+
+_cache: dict[str, tuple[tuple, Index]] = {}
+_cache_lock = threading.Lock()
+
+
+def current_index() -> Index:
+    """The index is rebuilt only when the knowledge base changed since the last search."""
+    signature = tuple(Document.objects.aggregate(n=Count("id"), at=Max("updated_at")).values())
+    with _cache_lock:
+        cached = _cache.get("index")
+        if cached and cached[0] == signature:
+            return cached[1]
+    index = Index(list(Document.objects.values_list("id", "title", "body")))
+    with _cache_lock:
+        _cache["index"] = (signature, index)
+    return index
+
+
+def search_documents(query: str, limit: int = 3) -> list[Hit]:
+    return current_index().search(query, limit=limit)

@@ -1,0 +1,66 @@
+"""Reads of chat data, always scoped to the user who asks."""
+
+from __future__ import annotations
+
+from django.db.models import Count, Max, OuterRef, Q, QuerySet, Subquery
+from django.db.models.functions import Coalesce
+from django.shortcuts import get_object_or_404
+
+from activity.models import ActivityEvent
+from chat.models import Conversation, Message
+
+
+def conversations_of(user) -> QuerySet[Conversation]:
+    first_question = (
+        Message.objects.filter(conversation=OuterRef("pk"), role=Message.Role.USER)
+        .order_by("created_at", "id")
+        .values("content")[:1]
+    )
+    return (
+        Conversation.objects.filter(owner=user)
+        .annotate(
+            last_activity=Coalesce(Max("messages__created_at"), "created_at"),
+            turn_count=Count("messages", filter=Q(messages__role=Message.Role.USER)),
+            first_question=Subquery(first_question),
+        )
+        .order_by("-last_activity", "-created_at")
+    )
+
+
+def conversation_for(user, conversation_id) -> Conversation:
+    """The user's own conversation, or 404: another user's conversation does not exist."""
+    return get_object_or_404(Conversation, pk=conversation_id, owner=user)
+
+
+def messages_with_feeds(conversation: Conversation) -> list[Message]:
+    """Every message in order, each assistant message with its feed's events attached
+    (two queries, whatever the number of turns)."""
+    messages = list(conversation.messages.select_related("feed").order_by("created_at", "id"))
+    feed_ids = [m.feed_id for m in messages if m.feed_id]
+    events: dict[int, list] = {feed_id: [] for feed_id in feed_ids}
+    if feed_ids:
+        for event in ActivityEvent.objects.filter(feed_id__in=feed_ids).order_by("feed_id", "seq"):
+            events[event.feed_id].append(event.to_event())
+    for message in messages:
+        message.feed_events = events.get(message.feed_id, [])
+    return messages
+
+
+async def amessage_with_feed(message_id: int) -> Message:
+    message = await Message.objects.select_related("feed").aget(pk=message_id)
+    message.feed_events = [
+        event.to_event()
+        async for event in ActivityEvent.objects.filter(feed_id=message.feed_id).order_by("seq")
+    ]
+    return message
+
+
+async def amodel_history(answer: Message) -> list[dict[str, str]]:
+    """The conversation up to this answer (its question included) as chat messages for the
+    model; empty answers are left out."""
+    rows = Message.objects.filter(conversation_id=answer.conversation_id, id__lt=answer.id)
+    return [
+        {"role": m.role, "content": m.content}
+        async for m in rows.order_by("id")
+        if m.content.strip()
+    ]

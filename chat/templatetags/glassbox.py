@@ -1,0 +1,19 @@
+from __future__ import annotations
+
+from django import template
+from django.utils.safestring import mark_safe
+
+from activity.presentation import visible_lines
+from chat.markdown import render_markdown
+
+register = template.Library()
+
+
+@register.filter
+def markdown(text: str) -> str:
+    return mark_safe(render_markdown(text or ""))  # noqa: S308 - nh3 has sanitized it
+
+
+@register.filter
+def feed_lines(message) -> list:
+    return visible_lines(getattr(message, "feed_events", []))

@@ -1,0 +1,158 @@
+"""The turn runner: runs the agent for one answer, records its feed, and broadcasts every
+event to the conversation's sockets. The WebSocket consumer (and later the REST turn API)
+only start it; it outlives the socket that asked."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+
+from django.conf import settings
+from openai import AsyncOpenAI
+
+from activity.events import Done, RecordedEvent, Status, TextDelta, to_json
+from activity.presentation import line_key, summarize
+from activity.recorder import FeedRecorder
+from chat.agent.builtin_tools import default_registry
+from chat.agent.client import make_client
+from chat.agent.errors import describe_failure
+from chat.agent.loop import run_agent
+from chat.agent.tools import ToolRegistry
+from chat.broadcast import send_turn_event
+from chat.models import Conversation, Message
+from chat.selectors import amodel_history
+
+logger = logging.getLogger("glassbox.turns")
+
+# Strong references: the event loop keeps only weak ones to tasks.
+RUNNING: set[asyncio.Task] = set()
+
+
+def turn_launch(answer: Message, **options) -> asyncio.Task:
+    task = asyncio.create_task(turn_run(answer=answer, **options), name=f"turn-{answer.pk}")
+    RUNNING.add(task)
+    task.add_done_callback(RUNNING.discard)
+    return task
+
+
+class AnswerText:
+    """The answer as it streams: coalesced into frames for sockets, and written to the
+    database every few thousand characters, never once per token."""
+
+    def __init__(self, answer: Message, group: str) -> None:
+        self.answer = answer
+        self.group = group
+        self.text = ""
+        self.sent = 0
+        self.stored = 0
+        self.flush_task: asyncio.Task | None = None
+        self.last_frame = 0.0
+
+    async def add(self, content: str) -> None:
+        self.text += content
+        window = settings.GLASSBOX_TEXT_FRAME_SECONDS
+        wait = self.last_frame + window - asyncio.get_running_loop().time()
+        if wait <= 0:
+            await self.send()
+        elif self.flush_task is None:
+            self.flush_task = asyncio.create_task(self._send_later(wait))
+        if len(self.text) - self.stored >= settings.GLASSBOX_TEXT_FLUSH_CHARS:
+            await self.store()
+
+    async def _send_later(self, wait: float) -> None:
+        await asyncio.sleep(wait)
+        self.flush_task = None
+        await self.send()
+
+    async def send(self) -> None:
+        """Sends what is pending; called before any other event so order is kept."""
+        if self.flush_task is not None:
+            self.flush_task.cancel()
+            self.flush_task = None
+        if self.sent == len(self.text):
+            return
+        offset, self.sent = self.sent, len(self.text)
+        self.last_frame = asyncio.get_running_loop().time()
+        await send_turn_event(
+            self.group,
+            answer_id=self.answer.pk,
+            event=to_json(TextDelta(self.text[offset:])),
+            offset=offset,
+        )
+
+    async def store(self, **fields) -> None:
+        self.stored = len(self.text)
+        await Message.objects.filter(pk=self.answer.pk).aupdate(content=self.text, **fields)
+
+
+async def turn_run(
+    *,
+    answer: Message,
+    registry: ToolRegistry | None = None,
+    client_factory: Callable[[], AsyncOpenAI] = make_client,
+) -> Message.State:
+    registry = registry or default_registry()
+    group = Conversation.group_name_for(answer.conversation_id)
+    recorder = FeedRecorder(answer.feed)
+    text = AnswerText(answer, group)
+    shown: set[str] = set()
+
+    async def emit(event: RecordedEvent) -> None:
+        await text.send()
+        recorded = await recorder.record(event)
+        replace = False
+        if isinstance(recorded, Status):
+            key = line_key(recorded)
+            replace = key in shown
+            shown.add(key)
+        await send_turn_event(group, answer_id=answer.pk, event=to_json(recorded), replace=replace)
+
+    state = Message.State.COMPLETE
+    try:
+        async with asyncio.timeout(settings.GLASSBOX_TURN_TIMEOUT):
+            history = await amodel_history(answer)
+            async with client_factory() as client:
+                async for event in run_agent(
+                    client=client,
+                    model=settings.GLASSBOX_MODEL,
+                    messages=history,
+                    registry=registry,
+                    max_tool_rounds=settings.GLASSBOX_MAX_TOOL_ROUNDS,
+                    tool_timeout=settings.GLASSBOX_TOOL_TIMEOUT,
+                ):
+                    if isinstance(event, TextDelta):
+                        await text.add(event.content)
+                    else:
+                        await emit(event)
+    except asyncio.CancelledError:
+        state = Message.State.INTERRUPTED
+        await emit(Status(icon="⏹", message="Stopped", state="failed"))
+        await _finish(answer, recorder, text, registry, state)
+        raise
+    except Exception as exc:
+        logger.warning("turn %s failed: %r", answer.pk, exc, exc_info=True)
+        state = Message.State.FAILED
+        await emit(
+            Status(icon="❌", message=f"No answer: {describe_failure(exc)}", state="failed")
+        )
+    await _finish(answer, recorder, text, registry, state)
+    return state
+
+
+async def _finish(answer, recorder, text, registry, state) -> None:
+    await text.send()
+    summary = summarize(recorder.events, registry.labels())
+    await text.store(state=state)
+    await recorder.finish(state, summary)
+    done = Done(
+        message_id=str(answer.pk),
+        state=state,
+        summary_icon=summary.icon if summary else "",
+        summary_text=summary.text if summary else "",
+    )
+    await send_turn_event(
+        Conversation.group_name_for(answer.conversation_id),
+        answer_id=answer.pk,
+        event=to_json(done),
+    )

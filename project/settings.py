@@ -1,0 +1,137 @@
+"""Glassbox settings. Everything comes from the environment, with defaults that run the demo:
+SQLite, the in-memory channel layer and the offline demo model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dj_database_url
+
+from project.env import env_bool, env_float, env_int, env_list, env_str
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+DEBUG = env_bool("DEBUG", False)
+# The fallback key only suits the local demo; any real deployment sets SECRET_KEY.
+SECRET_KEY = env_str("SECRET_KEY", "glassbox-insecure-demo-key-set-SECRET_KEY-in-production")
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "127.0.0.1,localhost")
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "channels",
+    "rest_framework",
+    "django_htmx",
+    "chat",
+    "activity",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.auth.middleware.LoginRequiredMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "project.urls"
+ASGI_APPLICATION = "project.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASES = {
+    "default": dj_database_url.parse(
+        env_str("DATABASE_URL", f"sqlite:///{BASE_DIR / 'db.sqlite3'}"),
+        conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 0),
+    )
+}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # WAL lets the page read history while a turn writes its feed.
+    DATABASES["default"]["OPTIONS"] = {
+        "transaction_mode": "IMMEDIATE",
+        "timeout": 20,
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+    }
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+REDIS_URL = env_str("REDIS_URL", "")
+if REDIS_URL:
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [REDIS_URL]},
+        }
+    }
+else:
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "chat:conversation_list"
+LOGOUT_REDIRECT_URL = "login"
+
+LANGUAGE_CODE = "en"
+TIME_ZONE = env_str("TIME_ZONE", "UTC")
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = BASE_DIR / "staticfiles"
+
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", False)
+CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "loggers": {"glassbox": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")}},
+}
+
+# The agent. With no OPENAI_API_KEY the offline demo model answers through the same client.
+OPENAI_API_KEY = env_str("OPENAI_API_KEY", "")
+OPENAI_BASE_URL = env_str("OPENAI_BASE_URL", "")
+GLASSBOX_MODEL = env_str("GLASSBOX_MODEL", "gpt-4o-mini" if OPENAI_API_KEY else "glassbox-demo")
+GLASSBOX_CONNECT_TIMEOUT = env_float("GLASSBOX_CONNECT_TIMEOUT", 5.0)
+GLASSBOX_READ_TIMEOUT = env_float("GLASSBOX_READ_TIMEOUT", 60.0)
+GLASSBOX_TURN_TIMEOUT = env_float("GLASSBOX_TURN_TIMEOUT", 300.0)
+GLASSBOX_TOOL_TIMEOUT = env_float("GLASSBOX_TOOL_TIMEOUT", 20.0)
+GLASSBOX_MAX_TOOL_ROUNDS = env_int("GLASSBOX_MAX_TOOL_ROUNDS", 4)
+GLASSBOX_MAX_MESSAGE_CHARS = env_int("GLASSBOX_MAX_MESSAGE_CHARS", 8000)
+# Seconds between the demo model's streamed chunks, so a person can watch it write.
+GLASSBOX_DEMO_DELAY = env_float("GLASSBOX_DEMO_DELAY", 0.03)
+# Answer text is written to the database at most this often, or every 2,000 characters.
+GLASSBOX_TEXT_FLUSH_SECONDS = env_float("GLASSBOX_TEXT_FLUSH_SECONDS", 1.0)
+GLASSBOX_TEXT_FLUSH_CHARS = env_int("GLASSBOX_TEXT_FLUSH_CHARS", 2000)
+# Streamed text is coalesced into one frame per window, so the channel layer is never flooded.
+GLASSBOX_TEXT_FRAME_SECONDS = env_float("GLASSBOX_TEXT_FRAME_SECONDS", 0.03)

@@ -1,0 +1,13 @@
+from __future__ import annotations
+
+from django.contrib import admin
+from django.urls import include, path
+
+from chat import account_views
+
+urlpatterns = [
+    path("accounts/logout/", account_views.LogoutView.as_view(), name="logout"),
+    path("accounts/", include("django.contrib.auth.urls")),
+    path("admin/", admin.site.urls),
+    path("", include("chat.urls")),
+]

@@ -1,0 +1,65 @@
+from __future__ import annotations
+
+import pytest
+from asgiref.sync import sync_to_async
+from channels.testing import WebsocketCommunicator
+from django.contrib.auth import get_user_model
+
+from chat.demo_documents import DOCUMENTS
+from chat.models import Conversation, Document
+
+
+@pytest.fixture(autouse=True)
+def fast_agent(settings):
+    """The demo model without its human-watchable pace, and a tiny text-frame window."""
+    settings.GLASSBOX_DEMO_DELAY = 0
+    settings.GLASSBOX_TEXT_FRAME_SECONDS = 0.005
+    settings.OPENAI_API_KEY = ""
+    settings.GLASSBOX_MODEL = "glassbox-demo"
+
+
+@pytest.fixture
+def alice(db):
+    return get_user_model().objects.create_user("alice", password="alice-password")
+
+
+@pytest.fixture
+def bob(db):
+    return get_user_model().objects.create_user("bob", password="bob-password")
+
+
+@pytest.fixture
+def knowledge_base(db):
+    return Document.objects.bulk_create(
+        Document(title=title, language=language, body=body) for title, language, body in DOCUMENTS
+    )
+
+
+@pytest.fixture
+def alice_conversation(alice):
+    return Conversation.objects.create(owner=alice)
+
+
+@pytest.fixture
+def alice_client(client, alice):
+    client.force_login(alice)
+    return client
+
+
+def session_cookie_for(user) -> bytes:
+    from django.test import Client
+
+    client = Client()
+    client.force_login(user)
+    return f"sessionid={client.cookies['sessionid'].value}".encode()
+
+
+async def connect(conversation_id, user=None, *, query: str = "") -> WebsocketCommunicator:
+    """A socket to the full ASGI app (origin check, auth, routing), logged in as user."""
+    from project.asgi import application
+
+    headers = [(b"origin", b"http://127.0.0.1"), (b"host", b"127.0.0.1")]
+    if user is not None:
+        headers.append((b"cookie", await sync_to_async(session_cookie_for)(user)))
+    path = f"/ws/c/{conversation_id}/" + (f"?{query}" if query else "")
+    return WebsocketCommunicator(application, path, headers=headers)
