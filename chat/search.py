@@ -9,6 +9,7 @@ import threading
 import unicodedata
 from collections import Counter
 from dataclasses import dataclass
+from itertools import pairwise
 
 from django.db.models import Count, Max
 
@@ -18,9 +19,10 @@ WORD = re.compile(r"[^\W\d_]+|\d+", re.UNICODE)
 CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 STEM_LENGTH = 6
 STOPWORDS = frozenset(
-    """a an and are as at be by can could do does for from had has have how i in is it its me
-    my of on or our should so that the their this to was we what when where which who why will
-    with would you your il lo la i gli le un una di da in con su per tra fra e o che come cosa
+    """a about all also am an and any are as at be been but by can could did do does for from
+    get give had has have help how i if in into is it its just know let like me more my need
+    of on or our please should so some tell than that the their them then there these they
+    this to us want was we what when where which who why will with would you your il lo la i gli le un una di da in con su per tra fra e o che come cosa
     mi mio mia ho ha sono è non del della dei delle al alla""".split()
 )
 K1 = 1.5
@@ -38,7 +40,7 @@ def tokenize(text: str) -> list[str]:
         word = match.group()
         if CJK.search(word):
             chars = [c for c in word if CJK.match(c)]
-            tokens.extend(a + b for a, b in zip(chars, chars[1:], strict=False))
+            tokens.extend(a + b for a, b in pairwise(chars))
             if len(chars) == 1:
                 tokens.append(chars[0])
             continue

@@ -16,6 +16,7 @@ def fast_agent(settings):
     settings.GLASSBOX_TEXT_FRAME_SECONDS = 0.005
     settings.OPENAI_API_KEY = ""
     settings.GLASSBOX_MODEL = "glassbox-demo"
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 @pytest.fixture

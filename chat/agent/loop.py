@@ -144,7 +144,7 @@ def _has_type(value: Any, expected: type | tuple[type, ...]) -> bool:
 
 
 async def run_tool(
-    registry: ToolRegistry, call: PendingCall, timeout: float
+    registry: ToolRegistry, call: PendingCall, time_limit: float
 ) -> tuple[ToolCall, ToolResult, list[Status], str]:
     """Runs one call. Never raises: a failure becomes events and a short error for the model."""
     tool = registry.get(call.name)
@@ -157,11 +157,11 @@ async def run_tool(
             raise ToolError("unknown tool")
         arguments = parse_arguments(tool, call.arguments)
         kwargs = {k: v for k, v in arguments.items() if k != FEEDBACK_ARG}
-        outcome = await asyncio.wait_for(tool.run(**kwargs), timeout)
+        outcome = await asyncio.wait_for(tool.run(**kwargs), time_limit)
     except ToolError as exc:
         reason = error = str(exc)
     except TimeoutError:
-        reason = f"timed out after {timeout:g} s"
+        reason = f"timed out after {time_limit:g} s"
         error = f"TimeoutError: {reason}"
     except Exception:
         logger.exception("tool %s failed", call.name)

@@ -11,7 +11,7 @@ register = template.Library()
 
 @register.filter
 def markdown(text: str) -> str:
-    return mark_safe(render_markdown(text or ""))  # noqa: S308 - nh3 has sanitized it
+    return mark_safe(render_markdown(text or ""))  # sanitized by nh3
 
 
 @register.filter

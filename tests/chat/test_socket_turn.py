@@ -2,46 +2,301 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 
 import pytest
+from django.db.backends.utils import CursorWrapper
 
-from activity.models import ActivityEvent
+from activity.models import ActivityEvent, ActivityFeed
 from chat.models import Message
 from chat.turns import RUNNING
 from tests.conftest import connect
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 
+QUESTION = "How do I negotiate my salary?"
 
-async def receive_until_done(communicator, timeout: float = 10) -> list[str]:
+
+def is_final(frame: str) -> bool:
+    return 'class="message assistant state-' in frame and "state-streaming" not in frame
+
+
+async def frames_until_done(socket, limit: float = 10) -> list[str]:
     frames = []
-    async with asyncio.timeout(timeout):
+    async with asyncio.timeout(limit):
         while True:
-            frame = await communicator.receive_from(timeout=timeout)
-            frames.append(frame)
-            if 'class="message assistant state-' in frame and "state-streaming" not in frame:
+            frames.append(await socket.receive_from(timeout=limit))
+            if is_final(frames[-1]):
                 return frames
 
 
-async def wait_for_turns():
+async def json_until_done(socket, limit: float = 10) -> list[dict]:
+    events = []
+    async with asyncio.timeout(limit):
+        while True:
+            events.append(json.loads(await socket.receive_from(timeout=limit)))
+            if events[-1]["type"] == "done":
+                return events
+
+
+async def finish_turns():
     while RUNNING:
         await asyncio.gather(*RUNNING, return_exceptions=True)
 
 
-async def test_a_tool_turn_streams_status_lines_before_the_answer(
-    alice, alice_conversation, knowledge_base
-):
-    socket = await connect(alice_conversation.pk, alice)
+async def open_socket(conversation, user, **kwargs):
+    socket = await connect(conversation.pk, user, **kwargs)
     connected, _ = await socket.connect()
     assert connected
-    await socket.send_to(text_data=json.dumps({"message": "How do I negotiate my salary?"}))
-    frames = await receive_until_done(socket)
-    await wait_for_turns()
+    return socket
+
+
+async def ask(socket, text: str) -> None:
+    await socket.send_to(text_data=json.dumps({"message": text, "HEADERS": {"HX-Request": "true"}}))
+
+
+async def test_status_lines_arrive_before_the_answer_and_the_feed_folds(
+    alice, alice_conversation, knowledge_base
+):
+    socket = await open_socket(alice_conversation, alice)
+    await ask(socket, QUESTION)
+    frames = await frames_until_done(socket)
+    await finish_turns()
     await socket.disconnect()
 
-    html = "\n".join(frames)
-    print(html[:3000])
-    assert "How do I negotiate my salary?" in frames[0]
-    first_text = next(i for i, f in enumerate(frames) if "beforeend:#answer-" in f)
-    searching = next(i for i, f in enumerate(frames) if "🔍" in f)
-    assert searching < first_text
+    assert QUESTION in frames[0] and "beforeend:#messages" in frames[0]
+    kinds = []
+    for frame in frames[1:-1]:
+        if "#answer-" in frame:
+            kinds.append("text")
+        elif 'class="line' in frame:
+            kinds.append(re.search(r'aria-hidden="true">(.+?)</span>', frame).group(1))
+    first_text = kinds.index("text")
+    assert kinds[:first_text] == ["🔍", "🔍", "📄", "✍️"]
+    assert kinds[-1] == "✅"
+    final = frames[-1]
+    assert 'hx-swap-oob="true"' in final
+    assert "Searched the knowledge base" in final
+    assert "<details" in final and " open" not in final.split(">")[1]
+    assert "<strong>Salary negotiation: preparing your number</strong>" in final
+
+
+async def test_the_database_holds_the_feed_in_order(alice, alice_conversation, knowledge_base):
+    socket = await open_socket(alice_conversation, alice)
+    await ask(socket, QUESTION)
+    await frames_until_done(socket)
+    await finish_turns()
+    await socket.disconnect()
+
+    answer = await Message.objects.select_related("feed").aget(role="assistant")
+    assert answer.state == Message.State.COMPLETE
+    assert "Salary negotiation" in answer.content
+    events = [e async for e in ActivityEvent.objects.filter(feed=answer.feed).order_by("seq")]
+    assert [e.seq for e in events] == list(range(1, len(events) + 1))
+    assert [(e.kind, e.icon) for e in events] == [
+        ("status", "🔍"),
+        ("status", "🔍"),
+        ("tool_call", ""),
+        ("tool_result", ""),
+        ("status", "📄"),
+        ("status", "✍️"),
+        ("status", "✅"),
+    ]
+    assert events[2].arguments["query"] == "negotiate salary"
+    assert events[3].ok is True and events[3].result_summary == "3 documents"
+    feed = answer.feed
+    assert (feed.state, feed.summary_icon, feed.summary_text) == (
+        "complete",
+        "📄",
+        "Searched the knowledge base",
+    )
+    assert (feed.event_count, feed.tool_call_count, feed.failed_tool_count) == (7, 1, 0)
+    assert feed.finished_at is not None
+
+
+async def test_a_direct_answer_shows_no_status_line(alice, alice_conversation, knowledge_base):
+    socket = await open_socket(alice_conversation, alice, query="format=json")
+    await ask(socket, "Tell me a joke about penguins")
+    events = await json_until_done(socket)
+    await finish_turns()
+    await socket.disconnect()
+
+    assert events[0]["type"] == "turn"
+    assert {e["type"] for e in events[1:-1]} == {"text"}
+    assert events[-1]["state"] == "complete"
+    assert events[-1]["summary"] == {"icon": "", "text": ""}
+
+
+async def test_json_clients_get_the_event_protocol(alice, alice_conversation, knowledge_base):
+    socket = await open_socket(alice_conversation, alice, query="format=json")
+    await ask(socket, QUESTION)
+    events = await json_until_done(socket)
+    await finish_turns()
+    await socket.disconnect()
+
+    recorded = [e for e in events if "seq" in e]
+    assert [e["seq"] for e in recorded] == list(range(1, len(recorded) + 1))
+    assert recorded[0] == {
+        "type": "status",
+        "seq": 1,
+        "icon": "🔍",
+        "message": "Searching the knowledge base…",
+        "state": "in_progress",
+        "tool": "search_documents",
+        "call_id": "call_demo_1",
+    }
+    answer = "".join(e["content"] for e in events if e["type"] == "text")
+    stored = await Message.objects.aget(role="assistant")
+    assert answer == stored.content
+
+
+async def test_a_second_socket_on_the_conversation_sees_the_same_fragments(
+    alice, alice_conversation, knowledge_base
+):
+    first = await open_socket(alice_conversation, alice)
+    second = await open_socket(alice_conversation, alice)
+    await ask(first, QUESTION)
+    seen_by_first = await frames_until_done(first)
+    seen_by_second = await frames_until_done(second)
+    await finish_turns()
+    await first.disconnect()
+    await second.disconnect()
+    assert seen_by_second == seen_by_first
+
+
+async def test_joining_mid_turn_shows_the_feed_so_far_then_the_rest(
+    settings, alice, alice_conversation, knowledge_base
+):
+    settings.GLASSBOX_DEMO_DELAY = 0.005
+    first = await open_socket(alice_conversation, alice)
+    await ask(first, QUESTION)
+    while "✍️" not in await first.receive_from(timeout=5):
+        pass
+    late = await open_socket(alice_conversation, alice)
+    frames = await frames_until_done(late)
+    await frames_until_done(first)
+    await finish_turns()
+    await first.disconnect()
+    await late.disconnect()
+
+    snapshot = frames[0]
+    assert 'hx-swap-oob="true"' in snapshot and "state-streaming" in snapshot
+    assert "📄" in snapshot and "✍️" in snapshot
+    later_lines = [f for f in frames[1:-1] if 'class="line' in f]
+    assert all("✍️" not in f and "📄" not in f for f in later_lines)
+    assert is_final(frames[-1])
+
+
+async def test_a_second_question_while_the_agent_works_is_refused_clearly(
+    settings, alice, alice_conversation, knowledge_base
+):
+    settings.GLASSBOX_DEMO_DELAY = 0.005
+    socket = await open_socket(alice_conversation, alice)
+    await ask(socket, QUESTION)
+    await socket.receive_from(timeout=5)
+    await ask(socket, "And another thing?")
+    refusal = None
+    while refusal is None:
+        frame = await socket.receive_from(timeout=5)
+        if 'id="notice"' in frame:
+            refusal = frame
+    assert "still working on the previous question" in refusal
+    await frames_until_done(socket)
+    await finish_turns()
+    await socket.disconnect()
+    assert await Message.objects.filter(content="And another thing?").acount() == 0
+
+
+@pytest.mark.parametrize(
+    ("payload", "problem"),
+    [
+        ("not json", "was not JSON"),
+        ('["a list"]', "expected a JSON object"),
+        ('{"message": "   "}', "Type a question first."),
+        ('{"message": 42}', "The question must be text."),
+        ('{"message": "hi", "evil": 1}', "Unknown field: evil."),
+        (json.dumps({"message": "x" * 8001}), "the limit is 8,000"),
+    ],
+)
+async def test_bad_input_gets_a_clear_error_and_saves_nothing(
+    alice, alice_conversation, payload, problem
+):
+    socket = await open_socket(alice_conversation, alice)
+    await socket.send_to(text_data=payload)
+    frame = await socket.receive_from(timeout=5)
+    assert 'id="notice"' in frame and problem in frame
+    assert await socket.receive_nothing(timeout=0.1)
+    await socket.disconnect()
+    assert await Message.objects.acount() == 0
+
+
+async def test_another_users_conversation_is_refused_with_a_4xxx_code(bob, alice_conversation):
+    socket = await connect(alice_conversation.pk, bob)
+    connected, _ = await socket.connect()
+    assert connected  # accepted, then closed: htmx does not retry a 4xxx close
+    assert await socket.receive_output(timeout=5) == {"type": "websocket.close", "code": 4404}
+
+
+async def test_an_anonymous_socket_is_refused(alice_conversation):
+    socket = await connect(alice_conversation.pk, None)
+    await socket.connect()
+    assert await socket.receive_output(timeout=5) == {"type": "websocket.close", "code": 4401}
+
+
+async def test_a_socket_without_an_allowed_origin_is_refused(alice, alice_conversation):
+    from channels.testing import WebsocketCommunicator
+
+    from project.asgi import application
+
+    socket = WebsocketCommunicator(
+        application, f"/ws/c/{alice_conversation.pk}/", headers=[(b"host", b"127.0.0.1")]
+    )
+    connected, _ = await socket.connect()
+    assert not connected
+
+
+async def test_what_the_model_writes_is_escaped_live_and_in_the_final_answer(
+    alice, alice_conversation, knowledge_base
+):
+    socket = await open_socket(alice_conversation, alice)
+    # The demo model quotes the question back, so markup in it is markup from the model.
+    await ask(socket, "<script>alert(1)</script><img src=x onerror=alert(2)>")
+    frames = await frames_until_done(socket)
+    await finish_turns()
+    await socket.disconnect()
+    joined = "".join(frames)
+    assert "<script>" not in joined and "<img" not in joined
+    assert "&lt;script&gt;" in frames[0]
+    assert any("&lt;img" in f or "&lt;script" in f for f in frames[1:-1])
+
+
+async def test_answer_text_is_written_in_batches_not_per_token(
+    settings, alice, alice_conversation, knowledge_base, monkeypatch
+):
+    settings.GLASSBOX_TEXT_FLUSH_CHARS = 200
+    writes: list[str] = []
+    original = CursorWrapper.execute
+
+    def counting(self, sql, params=None):
+        if sql.lstrip().upper().startswith(("UPDATE", "INSERT")):
+            writes.append(sql)
+        return original(self, sql, params)
+
+    monkeypatch.setattr(CursorWrapper, "execute", counting)
+    socket = await open_socket(alice_conversation, alice, query="format=json")
+    await ask(socket, QUESTION)
+    events = await json_until_done(socket)
+    await finish_turns()
+    await socket.disconnect()
+
+    answer = await Message.objects.aget(role="assistant")
+    deltas = [e for e in events if e["type"] == "text"]
+    message_updates = [w for w in writes if w.startswith('UPDATE "chat_message"')]
+    assert len(answer.content) > 600 and len(deltas) > 3
+    # Every 200 characters, plus the final write with the state.
+    assert len(message_updates) == len(answer.content) // 200 + 1
+    event_inserts = [w for w in writes if w.startswith('INSERT INTO "activity_activityevent"')]
+    assert len(event_inserts) == 7
+    feed_updates = [w for w in writes if w.startswith('UPDATE "activity_activityfeed"')]
+    assert len(feed_updates) == 1
+    assert await ActivityFeed.objects.acount() == 1
