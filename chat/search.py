@@ -22,8 +22,9 @@ STOPWORDS = frozenset(
     """a about all also am an and any are as at be been but by can could did do does for from
     get give had has have help how i if in into is it its just know let like me more my need
     of on or our please should so some tell than that the their them then there these they
-    this to us want was we what when where which who why will with would you your il lo la i gli le un una di da in con su per tra fra e o che come cosa
-    mi mio mia ho ha sono è non del della dei delle al alla""".split()
+    this to us want was we what when where which who why will with would you your
+    il lo la gli le un una di da con su per tra fra che come cosa mi mio mia ho ha sono è
+    non del della dei delle al alla""".split()
 )
 K1 = 1.5
 B = 0.75

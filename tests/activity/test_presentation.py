@@ -37,9 +37,7 @@ def test_a_search_folds_into_searched_the_knowledge_base():
 
 
 def test_a_failed_tool_folds_into_a_warning():
-    assert summarize(search_turn(ok=False), LABELS) == Summary(
-        "⚠️", "Knowledge base query failed"
-    )
+    assert summarize(search_turn(ok=False), LABELS) == Summary("⚠️", "Knowledge base query failed")
 
 
 def test_several_tool_calls_fold_into_a_count():

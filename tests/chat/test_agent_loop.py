@@ -10,7 +10,7 @@ from activity.presentation import ToolLabels
 from chat.agent.builtin_tools import default_registry
 from chat.agent.client import make_client
 from chat.agent.loop import run_agent
-from chat.agent.tools import Tool, ToolError, ToolOutcome, ToolRegistry
+from chat.agent.tools import Tool, ToolError, ToolRegistry
 from tests.fakes import ScriptedTransport, scripted_client, text_response, tool_call_response
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]

@@ -52,7 +52,9 @@ async def open_socket(conversation, user, **kwargs):
 
 
 async def ask(socket, text: str) -> None:
-    await socket.send_to(text_data=json.dumps({"message": text, "HEADERS": {"HX-Request": "true"}}))
+    await socket.send_to(
+        text_data=json.dumps({"message": text, "HEADERS": {"HX-Request": "true"}})
+    )
 
 
 async def test_status_lines_arrive_before_the_answer_and_the_feed_folds(

@@ -28,7 +28,7 @@ def test_user_facing_tools_require_feedback_to_user_first():
     assert schema["function"]["name"] == "search_documents"
     assert parameters["required"][0] == FEEDBACK_ARG
     assert "query" in parameters["required"]
-    assert list(parameters["properties"])[0] == FEEDBACK_ARG
+    assert next(iter(parameters["properties"])) == FEEDBACK_ARG
     description = parameters["properties"][FEEDBACK_ARG]["description"]
     assert "100 characters" in description
     assert "user's language" in description
