@@ -302,3 +302,21 @@ async def test_answer_text_is_written_in_batches_not_per_token(
     feed_updates = [w for w in writes if w.startswith('UPDATE "activity_activityfeed"')]
     assert len(feed_updates) == 1
     assert await ActivityFeed.objects.acount() == 1
+
+
+async def test_reopening_the_page_shows_exactly_what_was_streamed(
+    alice, alice_conversation, knowledge_base
+):
+    from django.test import AsyncClient
+
+    socket = await open_socket(alice_conversation, alice)
+    await ask(socket, QUESTION)
+    frames = await frames_until_done(socket)
+    await finish_turns()
+    await socket.disconnect()
+
+    client = AsyncClient()
+    await client.aforce_login(alice)
+    page = (await client.get(alice_conversation.get_absolute_url())).content.decode()
+    streamed = frames[-1].replace(' hx-swap-oob="true"', "").strip()
+    assert streamed in page
