@@ -179,7 +179,9 @@ class ChatConsumer(AsyncWebsocketConsumer):
 def _question_and_answer(question_id: int, answer_id: int) -> tuple[Message, Message]:
     messages = {
         m.pk: m
-        for m in Message.objects.select_related("feed").filter(pk__in=[question_id, answer_id])
+        for m in Message.objects.select_related("feed", "conversation").filter(
+            pk__in=[question_id, answer_id]
+        )
     }
     answer = messages[answer_id]
     answer.feed_events = []

@@ -28,9 +28,7 @@ def test_anonymous_users_are_sent_to_log_in(client, alice_conversation):
 
 def test_logging_in_and_out(client, alice):
     assert client.get("/accounts/login/").status_code == 200
-    response = client.post(
-        "/accounts/login/", {"username": "alice", "password": "alice-password"}
-    )
+    response = client.post("/accounts/login/", {"username": "alice", "password": "alice-password"})
     assert response.status_code == 302 and response.url == "/"
     assert client.get("/").status_code == 200
     assert b"Log out of Glassbox?" in client.get("/accounts/logout/").content
@@ -105,7 +103,7 @@ def test_history_shows_each_answer_with_its_feed_folded_above_it(
     feed = page[page.index(f'id="feed-{answer.pk}"') :]
     feed = feed[: feed.index("</details>")]
     assert "open" not in feed.split(">")[0]  # folded; <details> expands without JavaScript
-    assert "📄</span> <span class=\"text\">Searched the knowledge base" in feed
+    assert '📄</span> <span class="text">Searched the knowledge base' in feed
     lines = ["negotiate salary", "Found 3 documents", "Writing the answer…", "Done"]
     positions = [feed.index(line) for line in lines]
     assert positions == sorted(positions)

@@ -1,0 +1,89 @@
+"""A real Daphne process serving Glassbox with its own SQLite database, and headless Chromium
+driving it. Without Chromium the browser tests are skipped, unless REQUIRE_BROWSER=1 (CI)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMEDRIVER = shutil.which("chromedriver")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def live_server_url(tmp_path_factory):
+    work = tmp_path_factory.mktemp("e2e")
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "project.settings",
+        "DATABASE_URL": f"sqlite:///{work / 'e2e.sqlite3'}",
+        "STATIC_ROOT": str(work / "static"),
+        "GLASSBOX_DEMO_DELAY": "0.01",
+        "OPENAI_API_KEY": "",
+    }
+    manage = [sys.executable, str(ROOT / "manage.py")]
+    for command in (["migrate", "--noinput"], ["collectstatic", "--noinput"], ["seed_demo"]):
+        subprocess.run([*manage, *command, "-v", "0"], env=env, cwd=ROOT, check=True)
+    port = free_port()
+    daphne = subprocess.Popen(
+        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
+         "project.asgi:application"],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )  # fmt: skip
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            break
+        except OSError:
+            if daphne.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"Daphne did not start: {daphne.stderr.read().decode()}")
+            time.sleep(0.1)
+    yield f"http://127.0.0.1:{port}"
+    daphne.terminate()
+    daphne.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def browser():
+    if not (CHROMIUM and CHROMEDRIVER):
+        if os.environ.get("REQUIRE_BROWSER") == "1":
+            pytest.fail("REQUIRE_BROWSER=1 but chromium or chromedriver is not installed")
+        pytest.skip("chromium and chromedriver are not installed")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for argument in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--window-size=1100,1000",
+    ):
+        options.add_argument(argument)
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    yield driver
+    driver.quit()
