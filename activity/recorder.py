@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.utils import timezone
 
-from activity.events import RecordedEvent, Status, ToolCall, ToolResult, with_seq
+from activity.events import RecordedEvent, ToolCall, ToolResult, with_seq
 from activity.models import ActivityEvent, ActivityFeed
 from activity.presentation import Summary
 
@@ -39,6 +39,3 @@ class FeedRecorder:
             tool_call_count=len(calls),
             failed_tool_count=len(failures),
         )
-
-    def statuses(self) -> list[Status]:
-        return [e for e in self.events if isinstance(e, Status)]

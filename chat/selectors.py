@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.db.models import Count, Max, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Count, Max, Q, QuerySet
 from django.db.models.functions import Coalesce
 from django.shortcuts import get_object_or_404
 
@@ -11,17 +11,11 @@ from chat.models import Conversation, Message
 
 
 def conversations_of(user) -> QuerySet[Conversation]:
-    first_question = (
-        Message.objects.filter(conversation=OuterRef("pk"), role=Message.Role.USER)
-        .order_by("created_at", "id")
-        .values("content")[:1]
-    )
     return (
         Conversation.objects.filter(owner=user)
         .annotate(
             last_activity=Coalesce(Max("messages__created_at"), "created_at"),
             turn_count=Count("messages", filter=Q(messages__role=Message.Role.USER)),
-            first_question=Subquery(first_question),
         )
         .order_by("-last_activity", "-created_at")
     )

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timedelta
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.utils import timezone
 
 from activity.models import ActivityFeed
 from chat.models import Conversation, Message
@@ -28,23 +31,44 @@ def turn_start(*, conversation: Conversation, text: str) -> StartedTurn:
     """Saves the question and a streaming answer with its feed, or refuses if a turn of this
     conversation is already running."""
     try:
-        with transaction.atomic():
-            question = Message.objects.create(
-                conversation=conversation, role=Message.Role.USER, content=text
-            )
-            feed = ActivityFeed.objects.create(owner_id=conversation.owner_id)
-            answer = Message.objects.create(
-                conversation=conversation,
-                role=Message.Role.ASSISTANT,
-                state=Message.State.STREAMING,
-                feed=feed,
-            )
-            if not conversation.title:
-                conversation.title = Conversation.title_from(text)
-                conversation.save(update_fields=["title", "updated_at"])
+        return _turn_create(conversation, text)
     except IntegrityError:
-        raise TurnRejected(
-            "The agent is still working on the previous question. "
-            "Wait for it to finish, then ask again."
-        ) from None
+        # Only a turn that blocks us is worth checking for abandonment.
+        if not abandoned_turns_close(conversation=conversation):
+            raise TurnRejected(
+                "The agent is still working on the previous question. "
+                "Wait for it to finish, then ask again."
+            ) from None
+    return _turn_create(conversation, text)
+
+
+@transaction.atomic
+def _turn_create(conversation: Conversation, text: str) -> StartedTurn:
+    question = Message.objects.create(
+        conversation=conversation, role=Message.Role.USER, content=text
+    )
+    feed = ActivityFeed.objects.create(owner_id=conversation.owner_id)
+    answer = Message.objects.create(
+        conversation=conversation,
+        role=Message.Role.ASSISTANT,
+        state=Message.State.STREAMING,
+        feed=feed,
+    )
+    if not conversation.title:
+        conversation.title = Conversation.title_from(text)
+        conversation.save(update_fields=["title", "updated_at"])
     return StartedTurn(question=question, answer=answer)
+
+
+def abandoned_turns_close(*, conversation: Conversation) -> int:
+    """Marks interrupted the turns that cannot still be running: every turn is cut off at
+    GLASSBOX_TURN_TIMEOUT, so one streaming for longer lost its process (a restart or a
+    crash). Its text and events are kept."""
+    cutoff = timezone.now() - timedelta(seconds=settings.GLASSBOX_TURN_TIMEOUT + 60)
+    abandoned = Message.objects.filter(
+        conversation=conversation, state=Message.State.STREAMING, created_at__lt=cutoff
+    )
+    feeds = ActivityFeed.objects.filter(message__in=abandoned)
+    with transaction.atomic():
+        feeds.update(state=ActivityFeed.State.INTERRUPTED, finished_at=timezone.now())
+        return abandoned.update(state=Message.State.INTERRUPTED)

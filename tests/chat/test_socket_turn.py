@@ -57,14 +57,20 @@ async def ask(socket, text: str) -> None:
     )
 
 
+async def turn_frames(conversation, user, question: str, *, as_json: bool = False) -> list:
+    """Asks on a fresh socket and returns every frame up to the folded answer."""
+    socket = await open_socket(conversation, user, query="format=json" if as_json else "")
+    await ask(socket, question)
+    frames = await (json_until_done(socket) if as_json else frames_until_done(socket))
+    await finish_turns()
+    await socket.disconnect()
+    return frames
+
+
 async def test_status_lines_arrive_before_the_answer_and_the_feed_folds(
     alice, alice_conversation, knowledge_base
 ):
-    socket = await open_socket(alice_conversation, alice)
-    await ask(socket, QUESTION)
-    frames = await frames_until_done(socket)
-    await finish_turns()
-    await socket.disconnect()
+    frames = await turn_frames(alice_conversation, alice, QUESTION)
 
     assert QUESTION in frames[0] and "beforeend:#messages" in frames[0]
     kinds = []
@@ -84,11 +90,7 @@ async def test_status_lines_arrive_before_the_answer_and_the_feed_folds(
 
 
 async def test_the_database_holds_the_feed_in_order(alice, alice_conversation, knowledge_base):
-    socket = await open_socket(alice_conversation, alice)
-    await ask(socket, QUESTION)
-    await frames_until_done(socket)
-    await finish_turns()
-    await socket.disconnect()
+    await turn_frames(alice_conversation, alice, QUESTION)
 
     answer = await Message.objects.select_related("feed").aget(role="assistant")
     assert answer.state == Message.State.COMPLETE
@@ -117,11 +119,9 @@ async def test_the_database_holds_the_feed_in_order(alice, alice_conversation, k
 
 
 async def test_a_direct_answer_shows_no_status_line(alice, alice_conversation, knowledge_base):
-    socket = await open_socket(alice_conversation, alice, query="format=json")
-    await ask(socket, "Tell me a joke about penguins")
-    events = await json_until_done(socket)
-    await finish_turns()
-    await socket.disconnect()
+    events = await turn_frames(
+        alice_conversation, alice, "Tell me a joke about penguins", as_json=True
+    )
 
     assert events[0]["type"] == "turn"
     assert {e["type"] for e in events[1:-1]} == {"text"}
@@ -130,11 +130,7 @@ async def test_a_direct_answer_shows_no_status_line(alice, alice_conversation, k
 
 
 async def test_json_clients_get_the_event_protocol(alice, alice_conversation, knowledge_base):
-    socket = await open_socket(alice_conversation, alice, query="format=json")
-    await ask(socket, QUESTION)
-    events = await json_until_done(socket)
-    await finish_turns()
-    await socket.disconnect()
+    events = await turn_frames(alice_conversation, alice, QUESTION, as_json=True)
 
     recorded = [e for e in events if "seq" in e]
     assert [e["seq"] for e in recorded] == list(range(1, len(recorded) + 1))
@@ -285,11 +281,7 @@ async def test_answer_text_is_written_in_batches_not_per_token(
         return original(self, sql, params)
 
     monkeypatch.setattr(CursorWrapper, "execute", counting)
-    socket = await open_socket(alice_conversation, alice, query="format=json")
-    await ask(socket, QUESTION)
-    events = await json_until_done(socket)
-    await finish_turns()
-    await socket.disconnect()
+    events = await turn_frames(alice_conversation, alice, QUESTION, as_json=True)
 
     answer = await Message.objects.aget(role="assistant")
     deltas = [e for e in events if e["type"] == "text"]
@@ -309,11 +301,7 @@ async def test_reopening_the_page_shows_exactly_what_was_streamed(
 ):
     from django.test import AsyncClient
 
-    socket = await open_socket(alice_conversation, alice)
-    await ask(socket, QUESTION)
-    frames = await frames_until_done(socket)
-    await finish_turns()
-    await socket.disconnect()
+    frames = await turn_frames(alice_conversation, alice, QUESTION)
 
     client = AsyncClient()
     await client.aforce_login(alice)

@@ -54,7 +54,8 @@ def live_server_url(tmp_path_factory):
             break
         except OSError:
             if daphne.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"Daphne did not start: {daphne.stderr.read().decode()}")
+                problem = daphne.stderr.read().decode()
+                raise RuntimeError(f"Daphne did not start: {problem}") from None
             time.sleep(0.1)
     yield f"http://127.0.0.1:{port}"
     daphne.terminate()

@@ -51,7 +51,9 @@ def test_the_user_watches_the_feed_then_the_answer_then_the_fold(conversation_pa
     answer = browser.find_element(By.CSS_SELECTOR, "article.assistant .answer")
     assert "Salary negotiation: preparing your number" in answer.text
     assert answer.find_element(By.TAG_NAME, "strong").text.startswith("Salary negotiation")
-    assert "How do I negotiate my salary?" in browser.find_element(By.ID, "conversation-title").text
+    assert (
+        "How do I negotiate my salary?" in browser.find_element(By.ID, "conversation-title").text
+    )
 
     feed.find_element(By.TAG_NAME, "summary").click()
     lines_live = feed_lines(browser)
