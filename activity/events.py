@@ -44,6 +44,8 @@ class ToolResult:
     tool: str = ""
     # The full error is kept for admins only; it never goes to the user or the model.
     error: str = field(default="", repr=False)
+    # What the model was given, so later turns can show it the same result again.
+    content: str = field(default="", repr=False)
     seq: int | None = None
     type: Literal["tool_result"] = "tool_result"
 

@@ -61,6 +61,8 @@ class ActivityEvent(models.Model):
     ok = models.BooleanField(null=True)
     result_summary = models.CharField(max_length=400, blank=True)
     error = models.TextField(blank=True)
+    # The result as the model saw it; sent again with later turns of the conversation.
+    result_content = models.TextField(blank=True)
     duration_ms = models.PositiveIntegerField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -111,6 +113,7 @@ class ActivityEvent(models.Model):
                     ok=event.ok,
                     result_summary=event.summary,
                     error=event.error,
+                    result_content=event.content,
                     duration_ms=event.duration_ms,
                 )
         raise TypeError(f"not a recorded event: {event!r}")
@@ -136,5 +139,6 @@ class ActivityEvent(models.Model):
             duration_ms=self.duration_ms or 0,
             tool=self.tool,
             error=self.error,
+            content=self.result_content,
             seq=self.seq,
         )

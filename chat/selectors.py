@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db.models import Count, Max, Q, QuerySet
 from django.db.models.functions import Coalesce
 from django.shortcuts import get_object_or_404
 
 from activity.models import ActivityEvent
+from chat.agent.memory import trim, turn_messages
 from chat.models import Conversation, Message
 
 
@@ -49,12 +51,22 @@ async def amessage_with_feed(message_id: int) -> Message:
     return message
 
 
-async def amodel_history(answer: Message) -> list[dict[str, str]]:
+async def amodel_history(answer: Message) -> list[dict]:
     """The conversation up to this answer (its question included) as chat messages for the
-    model; empty answers are left out."""
-    rows = Message.objects.filter(conversation_id=answer.conversation_id, id__lt=answer.id)
-    return [
-        {"role": m.role, "content": m.content}
-        async for m in rows.order_by("id")
-        if m.content.strip()
+    model, with earlier tool calls and results, trimmed from the oldest turn to the budget."""
+    earlier = [
+        m
+        async for m in Message.objects.filter(
+            conversation_id=answer.conversation_id, id__lt=answer.id
+        ).order_by("id")
     ]
+    feed_ids = [m.feed_id for m in earlier if m.feed_id]
+    events: dict[int, list] = {feed_id: [] for feed_id in feed_ids}
+    async for event in ActivityEvent.objects.filter(
+        feed_id__in=feed_ids, kind__in=["tool_call", "tool_result"]
+    ).order_by("feed_id", "seq"):
+        events[event.feed_id].append(event.to_event())
+    messages = []
+    for message in earlier:
+        messages += turn_messages(message.role, message.content, events.get(message.feed_id, []))
+    return trim(messages, settings.GLASSBOX_HISTORY_CHARS)

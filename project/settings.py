@@ -135,3 +135,17 @@ GLASSBOX_TEXT_FLUSH_SECONDS = env_float("GLASSBOX_TEXT_FLUSH_SECONDS", 1.0)
 GLASSBOX_TEXT_FLUSH_CHARS = env_int("GLASSBOX_TEXT_FLUSH_CHARS", 2000)
 # Streamed text is coalesced into one frame per window, so the channel layer is never flooded.
 GLASSBOX_TEXT_FRAME_SECONDS = env_float("GLASSBOX_TEXT_FRAME_SECONDS", 0.03)
+# The agent's tools, as dotted paths to chat.agent.tools.Tool objects; add your own here.
+GLASSBOX_TOOLS = env_list(
+    "GLASSBOX_TOOLS",
+    ",".join(
+        [
+            "chat.agent.builtin_tools.SEARCH_DOCUMENTS",
+            "chat.agent.builtin_tools.CALCULATOR",
+            "chat.agent.builtin_tools.CURRENT_DATETIME",
+            "chat.agent.builtin_tools.REQUEST_CONTACT_FORM",
+        ]
+    ),
+)
+# Earlier turns sent to the model, trimmed from the oldest to this many characters.
+GLASSBOX_HISTORY_CHARS = env_int("GLASSBOX_HISTORY_CHARS", 24000)

@@ -1,22 +1,39 @@
-"""The tools every Glassbox agent has."""
+"""The tools every Glassbox agent has; GLASSBOX_TOOLS lists them by dotted path."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
 from asgiref.sync import sync_to_async
+from django.conf import settings
+from pydantic import BaseModel, ConfigDict, Field
 
 from activity.presentation import ToolLabels
-from chat.agent.tools import Tool, ToolOutcome, ToolRegistry
+from chat.agent.arithmetic import ArithmeticError_, evaluate
+from chat.agent.tools import Tool, ToolError, ToolOutcome, ToolRegistry
 from chat.search import search_documents
 
 
-async def run_search_documents(query: str, **_: object) -> ToolOutcome:
-    hits = await sync_to_async(search_documents)(query)
+class Arguments(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SearchArguments(Arguments):
+    query: str = Field(description="What to look for, in a few words.", min_length=1)
+
+
+async def run_search_documents(arguments: SearchArguments) -> ToolOutcome:
+    hits = await sync_to_async(search_documents)(arguments.query)
     count = len(hits)
-    found = "Found 1 document" if count == 1 else f"Found {count} documents"
     return ToolOutcome(
         content=[{"title": h.title, "snippet": h.snippet, "score": h.score} for h in hits],
         summary="1 document" if count == 1 else f"{count} documents",
-        done_message=found if count else "No matching documents",
+        done_message=(
+            ("Found 1 document" if count == 1 else f"Found {count} documents")
+            if count
+            else "No matching documents"
+        ),
     )
 
 
@@ -26,13 +43,7 @@ SEARCH_DOCUMENTS = Tool(
         "Search the company knowledge base (career advice: salaries, interviews, CVs, "
         "reviews, remote work, in several languages). Returns the best-matching documents."
     ),
-    parameters={
-        "type": "object",
-        "properties": {
-            "query": {"type": "string", "description": "What to look for, in a few words."}
-        },
-        "required": ["query"],
-    },
+    arguments=SearchArguments,
     run=run_search_documents,
     icon="🔍",
     working_message="Searching the knowledge base…",
@@ -42,7 +53,96 @@ SEARCH_DOCUMENTS = Tool(
 )
 
 
+class CalculatorArguments(Arguments):
+    expression: str = Field(
+        description="Plain arithmetic, e.g. '(52000 * 1.07) / 12'. Numbers, + - * / // % ** "
+        "and sqrt(), abs(), round() only."
+    )
+
+
+async def run_calculator(arguments: CalculatorArguments) -> ToolOutcome:
+    try:
+        result = evaluate(arguments.expression)
+    except ArithmeticError_ as exc:
+        raise ToolError(str(exc)) from None
+    shown = f"{result:,.6g}" if isinstance(result, float) else f"{result:,}"
+    return ToolOutcome(
+        content={"expression": arguments.expression, "result": result},
+        summary=f"= {shown}",
+        done_message=f"Calculated {arguments.expression} = {shown}",
+    )
+
+
+CALCULATOR = Tool(
+    name="calculator",
+    description="Evaluate an arithmetic expression exactly. Use it for any calculation.",
+    arguments=CalculatorArguments,
+    run=run_calculator,
+    icon="🧮",
+    working_message="Calculating…",
+    labels=ToolLabels(icon="🧮", done="Did a calculation", failed="Calculation failed"),
+)
+
+
+class DateTimeArguments(Arguments):
+    timezone: str = Field(
+        default="UTC", description="An IANA time zone such as 'Europe/Rome' or 'Asia/Taipei'."
+    )
+
+
+async def run_current_datetime(arguments: DateTimeArguments) -> ToolOutcome:
+    try:
+        zone = ZoneInfo(arguments.timezone)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ToolError(f"unknown time zone {arguments.timezone[:40]!r}") from None
+    now = datetime.now(UTC).astimezone(zone)
+    return ToolOutcome(
+        content={"iso": now.isoformat(timespec="seconds"), "timezone": arguments.timezone},
+        summary=now.isoformat(timespec="minutes"),
+        done_message=f"It is {now:%Y-%m-%d %H:%M} in {arguments.timezone}",
+    )
+
+
+CURRENT_DATETIME = Tool(
+    name="current_datetime",
+    description="The current date and time, in a given time zone.",
+    arguments=DateTimeArguments,
+    run=run_current_datetime,
+    icon="🕒",
+    working_message="Checking the date and time…",
+    labels=ToolLabels(icon="🕒", done="Checked the date and time", failed="Clock lookup failed"),
+)
+
+
+class ContactFormArguments(Arguments):
+    topic: str = Field(
+        default="", description="What the user wants to talk to a person about, briefly."
+    )
+
+
+async def run_request_contact_form(arguments: ContactFormArguments) -> ToolOutcome:
+    # The page shows the form when it sees this tool's done line; nothing to fetch here.
+    return ToolOutcome(
+        content={"shown": True, "note": "A contact form is now open in the user's page."},
+        summary="form shown",
+        done_message="Opened a contact form",
+    )
+
+
+REQUEST_CONTACT_FORM = Tool(
+    name="request_contact_form",
+    description=(
+        "Open a contact form in the user's page so they can reach a human advisor. Use it when "
+        "the user asks to talk to a person or to be contacted."
+    ),
+    arguments=ContactFormArguments,
+    run=run_request_contact_form,
+    icon="📝",
+    working_message="Opening a contact form…",
+    labels=ToolLabels(icon="📝", done="Opened a contact form", failed="Contact form failed"),
+    user_facing=False,
+)
+
+
 def default_registry() -> ToolRegistry:
-    registry = ToolRegistry()
-    registry.register(SEARCH_DOCUMENTS)
-    return registry
+    return ToolRegistry.from_paths(settings.GLASSBOX_TOOLS)

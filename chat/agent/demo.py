@@ -1,9 +1,9 @@
 """The offline demo model: an httpx transport that answers chat-completion requests in
 OpenAI's streaming wire format, so the real openai client parses every byte of it.
 
-It is deterministic: it searches the knowledge base when the question matches it, answers
-directly otherwise, and streams a few characters at a time at a pace a person can watch.
-"""
+It is deterministic and covers every path of the agent: a direct answer, one search, two
+tools in sequence, two tools in parallel, a tool failure with its fallback, the contact form
+and a calculation, in the language of the question (English, Italian or Chinese)."""
 
 from __future__ import annotations
 
@@ -11,11 +11,13 @@ import asyncio
 import json
 import re
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Any
 
 import httpx2
 from asgiref.sync import sync_to_async
 
+from chat.agent.demo_script import say
 from chat.search import CJK, STOPWORDS, search_documents
 
 MODEL = "glassbox-demo"
@@ -23,57 +25,25 @@ TEXT_CHUNK = 4
 ARGUMENT_CHUNK = 6
 ITALIAN_HINTS = frozenset(
     "il lo la gli di che come per non sono mio mia del della vorrei posso devo mi ciao "
-    "stipendio lavoro colloquio".split()
+    "stipendio lavoro colloquio quanto fa calcola ora contattare parlare confronta".split()
 )
-
-FEEDBACK = {
-    "en": "Looking up “{query}” in the knowledge base",
-    "it": "Cerco “{query}” nella base di conoscenza",
-    "zh": "正在知識庫中查詢「{query}」",
-}
-FOUND = {
-    "en": "Here is what the knowledge base says:",
-    "it": "Ecco cosa dice la base di conoscenza:",
-    "zh": "以下是知識庫中的相關內容：",
-}
-FOLLOW_UP = {
-    "en": "Ask me to go deeper into any of these.",
-    "it": "Chiedimi di approfondire uno di questi punti.",
-    "zh": "如需深入了解其中任何一項，請告訴我。",
-}
-NOTHING_FOUND = {
-    "en": "The knowledge base has nothing on this, so I am answering from general knowledge.",
-    "it": "La base di conoscenza non contiene nulla su questo: rispondo con le mie conoscenze.",
-    "zh": "知識庫中沒有相關資料，以下根據一般知識回答。",
-}
-TOOL_FAILED = {
-    "en": "I could not search the knowledge base just now, so this is a general answer.",
-    "it": "Non sono riuscito a consultare la base di conoscenza: ecco una risposta generale.",
-    "zh": "目前無法查詢知識庫，以下是一般性的回答。",
-}
-DIRECT = {
-    "en": (
-        "I am the Glassbox demo model, running offline. Nothing in the knowledge base "
-        "matches “{question}”, so I am answering directly, without tools.\n\n"
-        "Try asking about salaries, interviews, CVs or remote work to watch me search."
-    ),
-    "it": (
-        "Sono il modello demo di Glassbox, offline. Nella base di conoscenza non c'è nulla "
-        "su “{question}”, quindi rispondo direttamente, senza strumenti.\n\n"
-        "Chiedimi di stipendi, colloqui, CV o lavoro da remoto per vedermi cercare."
-    ),
-    "zh": (
-        "我是 Glassbox 的離線示範模型。知識庫中沒有與「{question}」相關的內容，"
-        "所以我直接回答，不使用工具。\n\n試著問我薪資、面試、履歷或遠端工作，就能看到我查詢知識庫。"
-    ),
-}
+TIME_WORDS = re.compile(r"\b(time|date|today|clock|ora|ore|data|oggi)\b|時間|日期|幾點|今天")
+CONTACT_WORDS = re.compile(
+    r"\b(contact|human|person|advisor|contatt\w*|persona|consulente)\b|聯絡|聯繫|真人|顧問"
+)
+COMPARE_WORDS = re.compile(r"\b(compare|both|versus|confront\w*|entrambi)\b|比較")
+FAILURE_WORDS = re.compile(r"\b(simulate|simula)\b|模擬")
+SPLIT_WORDS = re.compile(r"\band\b|\bwith\b|\be\b|\bcon\b|和|與|跟", re.IGNORECASE)
+EXPRESSION = re.compile(
+    r"(?:sqrt\()?[\d(][\d\s.,()+\-*/×÷%^]*[+\-*/×÷%^][\d\s.,()+\-*/×÷%^]*\d\)?"
+)
 
 
 def detect_language(text: str) -> str:
     if CJK.search(text):
         return "zh"
     words = set(re.findall(r"[^\W\d_]+", text.casefold()))
-    return "it" if len(words & ITALIAN_HINTS) >= 1 else "en"
+    return "it" if words & ITALIAN_HINTS else "en"
 
 
 def keywords(question: str, limit: int = 60) -> str:
@@ -85,50 +55,115 @@ def keywords(question: str, limit: int = 60) -> str:
     return text[:limit] or question[:limit]
 
 
+@dataclass(frozen=True, slots=True)
+class Call:
+    tool: str
+    arguments: dict[str, Any]
+
+
 class DemoModel:
-    """Decides what to answer; DemoTransport puts it on the wire."""
+    """Decides what to say; DemoTransport puts it on the wire."""
 
     async def respond(self, body: dict[str, Any]) -> list[dict[str, Any]]:
         """The deltas of one streamed response, in order."""
         messages = body.get("messages") or []
-        last = messages[-1] if messages else {"role": "user", "content": ""}
-        question = next((_text(m) for m in reversed(messages) if m.get("role") == "user"), "")
+        last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1)
+        question = _text(messages[last_user]) if last_user >= 0 else ""
+        since_question = messages[last_user + 1 :]
         language = detect_language(question)
-        offers_search = any(
-            t.get("function", {}).get("name") == "search_documents"
-            for t in body.get("tools") or []
+        offered = {t.get("function", {}).get("name") for t in body.get("tools") or []}
+        rounds = await self.plan(question, language, offered)
+        done = sum(
+            1 for m in since_question if m.get("role") == "assistant" and m.get("tool_calls")
         )
-        if last.get("role") == "tool":
-            return _text_deltas(self.answer_from_tool(_text(last), language))
-        if offers_search and await sync_to_async(search_documents)(question, limit=1):
-            query = keywords(question)
-            arguments = json.dumps(
-                {
-                    "feedback_to_user": FEEDBACK[language].format(query=query),
-                    "query": query,
-                },
-                ensure_ascii=False,
-            )
-            return _tool_call_deltas("search_documents", arguments, call_id="call_demo_1")
-        return _text_deltas(DIRECT[language].format(question=" ".join(question.split())[:200]))
+        if offered and done < len(rounds):
+            calls = rounds[done]
+            return _tool_call_deltas(calls, prefix=f"call_demo_{len(messages)}")
+        if since_question:
+            return _text_deltas(self.answer_from_tools(since_question, language))
+        short = " ".join(question.split())[:200]
+        return _text_deltas(say("direct", language, question=short))
 
-    def answer_from_tool(self, content: str, language: str) -> str:
-        try:
-            documents = json.loads(content)
-        except ValueError:
-            documents = None
-        if not isinstance(documents, list):
-            return TOOL_FAILED[language]
-        if not documents:
-            return NOTHING_FOUND[language]
-        parts = [FOUND[language], ""]
-        for document in documents:
-            parts.append(f"**{document.get('title', '')}**")
-            parts.append("")
-            parts.append(str(document.get("snippet", "")))
-            parts.append("")
-        parts.append(FOLLOW_UP[language])
-        return "\n".join(parts)
+    async def plan(self, question: str, language: str, offered: set[str]) -> list[list[Call]]:
+        """The tool rounds this question calls for; one round may hold parallel calls."""
+        folded = question.casefold()
+        if FAILURE_WORDS.search(folded) and "search_documents" in offered:
+            # No query: the tool's argument validation fails, and the agent falls back.
+            feedback = say("feedback_search", language, query=keywords(question))
+            return [[Call("search_documents", {"feedback_to_user": feedback})]]
+        if CONTACT_WORDS.search(folded) and "request_contact_form" in offered:
+            return [[Call("request_contact_form", {"topic": keywords(question)})]]
+        rounds: list[list[Call]] = []
+        if TIME_WORDS.search(folded) and "current_datetime" in offered:
+            feedback = say("feedback_datetime", language)
+            rounds.append([Call("current_datetime", {"feedback_to_user": feedback})])
+        expression = _expression(question)
+        if expression and "calculator" in offered:
+            feedback = say("feedback_calculator", language, expression=expression)
+            arguments = {"feedback_to_user": feedback, "expression": expression}
+            rounds.append([Call("calculator", arguments)])
+        if "search_documents" in offered:
+            parts = [question]
+            if COMPARE_WORDS.search(folded):
+                parts = [p for p in SPLIT_WORDS.split(question) if p.strip()] or parts
+            searches = [
+                self.search_call(part, language)
+                for part in parts
+                if await sync_to_async(search_documents)(part, limit=1)
+            ]
+            if searches:
+                rounds.append(searches)
+        return rounds
+
+    def search_call(self, text: str, language: str) -> Call:
+        query = keywords(text)
+        feedback = say("feedback_search", language, query=query)
+        return Call("search_documents", {"feedback_to_user": feedback, "query": query})
+
+    def answer_from_tools(self, since_question: list[dict[str, Any]], language: str) -> str:
+        names = {
+            call["id"]: call["function"]["name"]
+            for message in since_question
+            for call in message.get("tool_calls") or []
+        }
+        parts = []
+        for message in since_question:
+            if message.get("role") != "tool":
+                continue
+            tool = names.get(message.get("tool_call_id"), "")
+            try:
+                content = json.loads(_text(message))
+            except ValueError:
+                content = {"error": "unreadable result"}
+            parts.append(self.describe(tool, content, language))
+        return "\n\n".join(parts)
+
+    def describe(self, tool: str, content: Any, language: str) -> str:
+        if isinstance(content, dict) and "error" in content:
+            return say("tool_failed", language, tool=tool, reason=content["error"])
+        if tool == "calculator":
+            return say("calculated", language, **content)
+        if tool == "current_datetime":
+            when = content["iso"].replace("T", " ")[:16]
+            return say("now", language, when=when, timezone=content["timezone"])
+        if tool == "request_contact_form":
+            return say("contact", language)
+        if not content:
+            return say("nothing_found", language)
+        lines = [say("found", language), ""]
+        for document in content:
+            lines += [f"**{document.get('title', '')}**", "", str(document.get("snippet", "")), ""]
+        lines.append(say("follow_up", language))
+        return "\n".join(lines)
+
+
+def _expression(question: str) -> str:
+    match = EXPRESSION.search(question)
+    if not match:
+        return ""
+    text = match.group().strip().rstrip(".,")
+    # A thousands separator, not a decimal point: "52,000" is 52000.
+    return re.sub(r"(?<=\d),(?=\d{3}\b)", "", text)
 
 
 def _text(message: dict[str, Any]) -> str:
@@ -145,24 +180,29 @@ def _text_deltas(text: str) -> list[dict[str, Any]]:
     return deltas
 
 
-def _tool_call_deltas(name: str, arguments: str, *, call_id: str) -> list[dict[str, Any]]:
-    deltas: list[dict[str, Any]] = [
-        {
-            "role": "assistant",
-            "content": None,
-            "tool_calls": [
-                {
-                    "index": 0,
-                    "id": call_id,
-                    "type": "function",
-                    "function": {"name": name, "arguments": ""},
-                }
-            ],
+def _tool_call_deltas(calls: list[Call], *, prefix: str) -> list[dict[str, Any]]:
+    """Parallel calls interleave their argument chunks, as real providers stream them."""
+    deltas: list[dict[str, Any]] = []
+    pieces = []
+    for index, call in enumerate(calls):
+        header = {
+            "index": index,
+            "id": f"{prefix}_{index + 1}",
+            "type": "function",
+            "function": {"name": call.tool, "arguments": ""},
         }
-    ]
-    for i in range(0, len(arguments), ARGUMENT_CHUNK):
-        piece = arguments[i : i + ARGUMENT_CHUNK]
-        deltas.append({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]})
+        first: dict[str, Any] = {"tool_calls": [header]}
+        if index == 0:
+            first = {"role": "assistant", "content": None, **first}
+        deltas.append(first)
+        raw = json.dumps(call.arguments, ensure_ascii=False)
+        pieces.append([raw[i : i + ARGUMENT_CHUNK] for i in range(0, len(raw), ARGUMENT_CHUNK)])
+    for step in range(max(len(p) for p in pieces)):
+        for index, chunks in enumerate(pieces):
+            if step < len(chunks):
+                deltas.append(
+                    {"tool_calls": [{"index": index, "function": {"arguments": chunks[step]}}]}
+                )
     deltas.append({"finish_reason": "tool_calls"})
     return deltas
 

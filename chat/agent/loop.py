@@ -30,14 +30,6 @@ SYSTEM_PROMPT = (
 WRITING = Status(icon="✍️", message="Writing the answer…", state="in_progress")
 FINISHED = Status(icon="✅", message="Done", state="done")
 FALLBACK = Status(icon="🔄", message="Answering from general knowledge", state="done")
-JSON_TYPES = {
-    "string": str,
-    "integer": int,
-    "number": (int, float),
-    "boolean": bool,
-    "array": list,
-    "object": dict,
-}
 
 
 @dataclass
@@ -115,32 +107,15 @@ def complete_feedback(arguments: str) -> str:
     return value.strip() if isinstance(value, str) else ""
 
 
-def parse_arguments(tool: Tool, raw: str) -> dict[str, Any]:
+def parse_arguments(tool: Tool, raw: str) -> tuple[dict[str, Any], Any]:
+    """The arguments as sent (for the audit) and as the tool's model validated them."""
     try:
         arguments = json.loads(raw or "{}")
     except ValueError:
         raise ToolError("malformed arguments") from None
     if not isinstance(arguments, dict):
         raise ToolError("arguments are not an object")
-    schema = tool.schema()["function"]["parameters"]
-    properties = schema.get("properties", {})
-    for name in schema.get("required", []):
-        if name not in arguments:
-            raise ToolError(f"missing argument {name!r}")
-    for name, value in arguments.items():
-        if name not in properties:
-            raise ToolError(f"unexpected argument {name!r}")
-        expected = JSON_TYPES.get(properties[name].get("type", ""))
-        if expected and not _has_type(value, expected):
-            raise ToolError(f"argument {name!r} has the wrong type")
-    return arguments
-
-
-def _has_type(value: Any, expected: type | tuple[type, ...]) -> bool:
-    # JSON booleans are not numbers, though Python's bool is an int.
-    if isinstance(value, bool):
-        return expected is bool
-    return isinstance(value, expected)
+    return arguments, tool.parse(arguments)
 
 
 async def run_tool(
@@ -155,9 +130,8 @@ async def run_tool(
     try:
         if tool is None:
             raise ToolError("unknown tool")
-        arguments = parse_arguments(tool, call.arguments)
-        kwargs = {k: v for k, v in arguments.items() if k != FEEDBACK_ARG}
-        outcome = await asyncio.wait_for(tool.run(**kwargs), time_limit)
+        arguments, parsed = parse_arguments(tool, call.arguments)
+        outcome = await asyncio.wait_for(tool.run(parsed), time_limit)
     except ToolError as exc:
         reason = error = str(exc)
     except TimeoutError:
@@ -171,12 +145,14 @@ async def run_tool(
     recorded_arguments = arguments or _raw_arguments(call.arguments)
     tool_call = ToolCall(tool=call.name, call_id=call.call_id, arguments=recorded_arguments)
     if outcome is not None:
+        content = json.dumps(outcome.content, ensure_ascii=False, default=str)
         result = ToolResult(
             call_id=call.call_id,
             ok=True,
             summary=outcome.summary,
             duration_ms=duration_ms,
             tool=call.name,
+            content=content,
         )
         done = Status(
             icon=tool.labels.icon,
@@ -185,7 +161,8 @@ async def run_tool(
             tool=call.name,
             call_id=call.call_id,
         )
-        return tool_call, result, [done], json.dumps(outcome.content, ensure_ascii=False)
+        return tool_call, result, [done], content
+    content = json.dumps({"error": reason})
     result = ToolResult(
         call_id=call.call_id,
         ok=False,
@@ -193,6 +170,7 @@ async def run_tool(
         duration_ms=duration_ms,
         tool=call.name,
         error=error,
+        content=content,
     )
     what = tool.labels.failed if tool else f"Unknown tool {call.name}"
     failed = Status(
@@ -202,7 +180,7 @@ async def run_tool(
         tool=call.name,
         call_id=call.call_id,
     )
-    return tool_call, result, [failed, FALLBACK], json.dumps({"error": reason})
+    return tool_call, result, [failed, FALLBACK], content
 
 
 def _raw_arguments(raw: str) -> dict[str, Any]:

@@ -1,11 +1,15 @@
-"""The tool registry: each tool declares its JSON schema, how its steps read to a person, and
-an async function that runs it."""
+"""The tool registry. A tool is one small declared object: a name, a description, a pydantic
+model of its arguments (the JSON schema is generated from it), an icon, its status texts and
+an async `run`."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
+
+from django.utils.module_loading import import_string
+from pydantic import BaseModel, ValidationError
 
 from activity.presentation import ToolLabels
 
@@ -32,7 +36,8 @@ def truncate_feedback(text: str, limit: int = FEEDBACK_LIMIT) -> str:
 
 @dataclass(frozen=True, slots=True)
 class ToolOutcome:
-    """What a tool hands back: content for the model, a short summary for people."""
+    """What a tool hands back: content for the model, a short summary for the audit, and the
+    line the user sees when it is done."""
 
     content: Any
     summary: str
@@ -47,29 +52,30 @@ class ToolError(Exception):
 class Tool:
     name: str
     description: str
-    parameters: dict[str, Any]
-    run: Callable[..., Awaitable[ToolOutcome]]
+    arguments: type[BaseModel]
+    run: Callable[[Any], Awaitable[ToolOutcome]]
     icon: str
     working_message: str
     labels: ToolLabels
+    # Tools that only act in the page (the contact form) do not narrate themselves.
     user_facing: bool = True
 
     def schema(self) -> dict[str, Any]:
         """The OpenAI function-tool schema; user-facing tools require feedback_to_user."""
-        parameters = dict(self.parameters)
-        properties = dict(parameters.get("properties", {}))
-        required = list(parameters.get("required", []))
+        generated = _without_titles(self.arguments.model_json_schema())
+        properties = dict(generated.get("properties", {}))
+        required = list(generated.get("required", []))
         if self.user_facing:
             properties = {FEEDBACK_ARG: FEEDBACK_SCHEMA, **properties}
-            required = [FEEDBACK_ARG, *[r for r in required if r != FEEDBACK_ARG]]
-        parameters.update(
-            {
-                "type": "object",
-                "properties": properties,
-                "required": required,
-                "additionalProperties": False,
-            }
-        )
+            required = [FEEDBACK_ARG, *required]
+        parameters = {
+            "type": "object",
+            "properties": properties,
+            "required": required,
+            "additionalProperties": False,
+        }
+        if "$defs" in generated:
+            parameters["$defs"] = generated["$defs"]
         return {
             "type": "function",
             "function": {
@@ -79,10 +85,59 @@ class Tool:
             },
         }
 
+    def parse(self, arguments: dict[str, Any]) -> BaseModel:
+        """Validated arguments, or a ToolError that says in a few words what was wrong."""
+        values = {k: v for k, v in arguments.items() if k != FEEDBACK_ARG}
+        if self.user_facing and not isinstance(arguments.get(FEEDBACK_ARG, ""), str):
+            raise ToolError(f"argument {FEEDBACK_ARG!r} has the wrong type")
+        try:
+            return self.arguments.model_validate(values)
+        except ValidationError as exc:
+            raise ToolError(_first_problem(exc)) from None
+
+
+def _first_problem(exc: ValidationError) -> str:
+    error = exc.errors()[0]
+    name = ".".join(str(part) for part in error["loc"]) or "arguments"
+    kind = error["type"]
+    if kind == "missing":
+        return f"missing argument {name!r}"
+    if kind == "extra_forbidden":
+        return f"unexpected argument {name!r}"
+    if kind.endswith("_type"):
+        return f"argument {name!r} has the wrong type"
+    return f"argument {name!r} is invalid: {error['msg']}"
+
+
+def _without_titles(schema: Any) -> Any:
+    if isinstance(schema, dict):
+        return {k: _without_titles(v) for k, v in schema.items() if k != "title"}
+    if isinstance(schema, list):
+        return [_without_titles(v) for v in schema]
+    return schema
+
 
 @dataclass
 class ToolRegistry:
     tools: dict[str, Tool] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, tools: Iterable[Tool]) -> ToolRegistry:
+        registry = cls()
+        for tool in tools:
+            registry.register(tool)
+        return registry
+
+    @classmethod
+    def from_paths(cls, paths: Iterable[str]) -> ToolRegistry:
+        """Tools named by dotted paths, as the GLASSBOX_TOOLS setting lists them."""
+        tools = []
+        for path in paths:
+            tool = import_string(path)
+            if not isinstance(tool, Tool):
+                raise TypeError(f"{path} is not a chat.agent.tools.Tool")
+            tools.append(tool)
+        return cls.of(tools)
 
     def register(self, tool: Tool) -> Tool:
         if tool.name in self.tools:

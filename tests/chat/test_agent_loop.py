@@ -4,6 +4,7 @@ import asyncio
 import json
 
 import pytest
+from pydantic import BaseModel, ConfigDict
 
 from activity.events import Status, TextDelta, ToolCall, ToolResult
 from activity.presentation import ToolLabels
@@ -128,35 +129,36 @@ async def test_parallel_tool_calls_are_assembled_by_index(knowledge_base):
     assert answer(events) == "Both found."
 
 
+class LookupArguments(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    query: str
+
+
 def failing_registry(run) -> ToolRegistry:
-    registry = ToolRegistry()
-    registry.register(
-        Tool(
-            name="lookup",
-            description="Looks things up",
-            parameters={
-                "type": "object",
-                "properties": {"query": {"type": "string"}},
-                "required": ["query"],
-            },
-            run=run,
-            icon="🔍",
-            working_message="Looking it up…",
-            labels=ToolLabels("📄", "Looked it up", "Lookup failed"),
-        )
+    return ToolRegistry.of(
+        [
+            Tool(
+                name="lookup",
+                description="Looks things up",
+                arguments=LookupArguments,
+                run=run,
+                icon="🔍",
+                working_message="Looking it up…",
+                labels=ToolLabels("📄", "Looked it up", "Lookup failed"),
+            )
+        ]
     )
-    return registry
 
 
-async def broken(query: str):
+async def broken(arguments):
     raise RuntimeError("database password is hunter2")
 
 
-async def slow(query: str):
+async def slow(arguments):
     await asyncio.sleep(10)
 
 
-async def explained(query: str):
+async def explained(arguments):
     raise ToolError("index is rebuilding")
 
 

@@ -141,7 +141,7 @@ async def test_json_clients_get_the_event_protocol(alice, alice_conversation, kn
         "message": "Searching the knowledge base…",
         "state": "in_progress",
         "tool": "search_documents",
-        "call_id": "call_demo_1",
+        "call_id": "call_demo_2_1",
     }
     answer = "".join(e["content"] for e in events if e["type"] == "text")
     stored = await Message.objects.aget(role="assistant")

@@ -1,0 +1,76 @@
+"""What the demo model says, in English, Italian and Traditional Chinese."""
+
+from __future__ import annotations
+
+TEXT: dict[str, dict[str, str]] = {
+    "feedback_search": {
+        "en": "Looking up “{query}” in the knowledge base",
+        "it": "Cerco “{query}” nella base di conoscenza",
+        "zh": "正在知識庫中查詢「{query}」",
+    },
+    "feedback_calculator": {
+        "en": "Calculating {expression}",
+        "it": "Calcolo {expression}",
+        "zh": "正在計算 {expression}",
+    },
+    "feedback_datetime": {
+        "en": "Checking the current date and time",
+        "it": "Controllo la data e l'ora attuali",
+        "zh": "正在查詢目前的日期與時間",
+    },
+    "found": {
+        "en": "Here is what the knowledge base says:",
+        "it": "Ecco cosa dice la base di conoscenza:",
+        "zh": "以下是知識庫中的相關內容：",
+    },
+    "follow_up": {
+        "en": "Ask me to go deeper into any of these.",
+        "it": "Chiedimi di approfondire uno di questi punti.",
+        "zh": "如需深入了解其中任何一項，請告訴我。",
+    },
+    "nothing_found": {
+        "en": "The knowledge base has nothing on this, so I am answering from general knowledge.",
+        "it": "La base di conoscenza non contiene nulla su questo: "
+        "rispondo con le mie conoscenze.",
+        "zh": "知識庫中沒有相關資料，以下根據一般知識回答。",
+    },
+    "tool_failed": {
+        "en": "I could not use {tool} just now ({reason}), so this is a general answer: "
+        "prepare well, be specific, and ask for what you want.",
+        "it": "Non sono riuscito a usare {tool} ({reason}): ecco una risposta generale. "
+        "Preparati bene, sii concreto e chiedi ciò che desideri.",
+        "zh": "目前無法使用 {tool}（{reason}），以下是一般性的回答："
+        "充分準備、具體表達，並清楚提出你的需求。",
+    },
+    "calculated": {
+        "en": "{expression} = **{result}**",
+        "it": "{expression} = **{result}**",
+        "zh": "{expression} = **{result}**",
+    },
+    "now": {
+        "en": "It is now **{when}** ({timezone}).",
+        "it": "Ora sono le **{when}** ({timezone}).",
+        "zh": "現在是 **{when}**（{timezone}）。",
+    },
+    "contact": {
+        "en": "I have opened a contact form below: leave your details and an advisor will get "
+        "back to you.",
+        "it": "Ho aperto qui sotto un modulo di contatto: lascia i tuoi dati e un consulente ti "
+        "ricontatterà.",
+        "zh": "我已在下方開啟聯絡表單：留下你的資料，顧問會與你聯繫。",
+    },
+    "direct": {
+        "en": "I am the Glassbox demo model, running offline. Nothing in the knowledge base "
+        "matches “{question}”, so I am answering directly, without tools.\n\n"
+        "Try asking about salaries, interviews, CVs or remote work to watch me search.",
+        "it": "Sono il modello demo di Glassbox, offline. Nella base di conoscenza non c'è nulla "
+        "su “{question}”, quindi rispondo direttamente, senza strumenti.\n\n"
+        "Chiedimi di stipendi, colloqui, CV o lavoro da remoto per vedermi cercare.",
+        "zh": "我是 Glassbox 的離線示範模型。知識庫中沒有與「{question}」相關的內容，"
+        "所以我直接回答，不使用工具。\n\n試著問我薪資、面試、履歷或遠端工作，就能看到我查詢知識庫。",
+    },
+}
+
+
+def say(key: str, language: str, **values: object) -> str:
+    return TEXT[key][language].format(**values)
