@@ -24,7 +24,8 @@ STOPWORDS = frozenset(
     of on or our please should so some tell than that the their them then there these they
     this to us want was we what when where which who why will with would you your
     il lo la gli le un una di da con su per tra fra che come cosa mi mio mia ho ha sono è
-    non del della dei delle al alla""".split()
+    non del della dei delle al alla posso puoi può devo vorrei voglio fare qual quale quali
+    quanto questo questa""".split()
 )
 K1 = 1.5
 B = 0.75

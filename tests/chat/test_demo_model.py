@@ -1,0 +1,101 @@
+"""Every path of the agent is reachable in the demo, with the prompts the README lists."""
+
+from __future__ import annotations
+
+import pytest
+
+from activity.events import Status, TextDelta, ToolCall, ToolResult
+from chat.agent.builtin_tools import default_registry
+from chat.agent.client import make_client
+from chat.agent.loop import run_agent
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
+
+
+async def turn(question: str):
+    events = []
+    async with make_client() as client:
+        async for event in run_agent(
+            client=client,
+            model="glassbox-demo",
+            messages=[{"role": "user", "content": question}],
+            registry=default_registry(),
+            max_tool_rounds=4,
+            tool_timeout=5,
+        ):
+            events.append(event)
+    lines = [(e.icon, e.message) for e in events if isinstance(e, Status)]
+    answer = "".join(e.content for e in events if isinstance(e, TextDelta))
+    return events, lines, answer
+
+
+async def test_a_direct_answer(knowledge_base):
+    _, lines, answer = await turn("Tell me a joke")
+    assert lines == []
+    assert "without tools" in answer
+
+
+async def test_one_search(knowledge_base):
+    _, lines, answer = await turn("How do I negotiate my salary?")
+    assert [icon for icon, _ in lines] == ["🔍", "🔍", "📄", "✍️", "✅"]
+    assert "Salary negotiation" in answer
+
+
+async def test_two_tools_in_sequence(knowledge_base):
+    events, lines, answer = await turn("What time is it, and how do I prepare for an interview?")
+    calls = [e.tool for e in events if isinstance(e, ToolCall)]
+    assert calls == ["current_datetime", "search_documents"]
+    # The second tool starts only after the first one's result.
+    first_result = next(i for i, e in enumerate(events) if isinstance(e, ToolResult))
+    second_call = [i for i, e in enumerate(events) if isinstance(e, ToolCall)][1]
+    assert first_result < second_call
+    assert [icon for icon, _ in lines][-2:] == ["✍️", "✅"]
+    assert "It is now" in answer and "Preparing for a job interview" in answer
+
+
+async def test_two_tools_in_parallel(knowledge_base):
+    events, _, answer = await turn("Compare salary negotiation and interview preparation")
+    calls = [e for e in events if isinstance(e, ToolCall)]
+    assert [c.tool for c in calls] == ["search_documents", "search_documents"]
+    # Both calls were announced before either ran: one round, two calls.
+    announced = [i for i, e in enumerate(events) if isinstance(e, Status) and e.icon == "🔍"]
+    assert len(announced) == 4
+    assert max(announced) < events.index(calls[0])
+    assert answer.count("Here is what the knowledge base says:") == 2
+
+
+async def test_a_tool_failure_falls_back(knowledge_base):
+    events, lines, answer = await turn("Simulate a failure while looking up salaries")
+    assert ("❌", "Knowledge base query failed (missing argument 'query')") in lines
+    assert ("🔄", "Answering from general knowledge") in lines
+    assert "could not use search_documents" in answer
+    assert next(e for e in events if isinstance(e, ToolResult)).ok is False
+
+
+async def test_the_contact_form(knowledge_base):
+    events, lines, answer = await turn("I would like to talk to a human advisor")
+    assert [e.tool for e in events if isinstance(e, ToolCall)] == ["request_contact_form"]
+    assert ("📝", "Opened a contact form") in lines
+    assert "contact form below" in answer
+
+
+async def test_a_calculation(knowledge_base):
+    _, lines, answer = await turn("What is 52,000 * 1.07 / 12?")
+    assert ("🧮", "Calculating 52000 * 1.07 / 12") in lines
+    assert ("🧮", "Calculated 52000 * 1.07 / 12 = 4,636.67") in lines
+    assert "= **4636.666666666667**" in answer
+
+
+@pytest.mark.parametrize(
+    ("question", "feedback", "answer_start"),
+    [
+        ("Come posso negoziare lo stipendio?", "Cerco “negoziare stipendio”", "Ecco cosa"),
+        ("我該如何談判薪資？", "正在知識庫中查詢「我該如何談判薪資」", "以下是知識庫"),
+    ],
+)
+async def test_feedback_and_answer_follow_the_language_of_the_question(
+    knowledge_base, question, feedback, answer_start
+):
+    _, lines, answer = await turn(question)
+    assert any(message.startswith(feedback) for _, message in lines)
+    assert answer.startswith(answer_start)
