@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from chat.models import Conversation, Document, Message
+from chat.models import ContactRequest, Conversation, Document, Message
 
 
 class MessageInline(admin.TabularInline):
@@ -44,3 +44,15 @@ class DocumentAdmin(admin.ModelAdmin):
     list_display = ["title", "language", "updated_at"]
     list_filter = ["language"]
     search_fields = ["title", "body"]
+
+
+@admin.register(ContactRequest)
+class ContactRequestAdmin(admin.ModelAdmin):
+    list_display = ["created_at", "name", "email", "owner", "message"]
+    list_select_related = ["owner", "message"]
+    search_fields = ["name", "email", "body", "owner__username"]
+    date_hierarchy = "created_at"
+    readonly_fields = ["owner", "message", "name", "email", "body", "created_at"]
+
+    def has_add_permission(self, request):
+        return False

@@ -104,3 +104,24 @@ class Document(models.Model):
 
     def __str__(self) -> str:
         return self.title
+
+
+class ContactRequest(models.Model):
+    """What a user sent through the contact form that the agent opened in their page."""
+
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="contact_requests"
+    )
+    message = models.OneToOneField(
+        Message, on_delete=models.CASCADE, related_name="contact_request"
+    )
+    name = models.CharField(max_length=100)
+    email = models.EmailField()
+    body = models.TextField(max_length=2000)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.name} <{self.email}>"

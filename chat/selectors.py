@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from django.conf import settings
-from django.db.models import Count, Max, Q, QuerySet
+from django.db.models import Count, Exists, Max, OuterRef, Q, QuerySet
 from django.db.models.functions import Coalesce
 from django.shortcuts import get_object_or_404
 
 from activity.models import ActivityEvent
 from chat.agent.memory import trim, turn_messages
-from chat.models import Conversation, Message
+from chat.models import ContactRequest, Conversation, Message
 
 
 def conversations_of(user) -> QuerySet[Conversation]:
@@ -28,10 +28,16 @@ def conversation_for(user, conversation_id) -> Conversation:
     return get_object_or_404(Conversation, pk=conversation_id, owner=user)
 
 
+def _with_contact(messages: QuerySet[Message]) -> QuerySet[Message]:
+    return messages.select_related("feed").annotate(
+        contact_sent=Exists(ContactRequest.objects.filter(message=OuterRef("pk")))
+    )
+
+
 def messages_with_feeds(conversation: Conversation) -> list[Message]:
     """Every message in order, each assistant message with its feed's events attached
     (two queries, whatever the number of turns)."""
-    messages = list(conversation.messages.select_related("feed").order_by("created_at", "id"))
+    messages = list(_with_contact(conversation.messages.order_by("created_at", "id")))
     feed_ids = [m.feed_id for m in messages if m.feed_id]
     events: dict[int, list] = {feed_id: [] for feed_id in feed_ids}
     if feed_ids:
@@ -42,8 +48,17 @@ def messages_with_feeds(conversation: Conversation) -> list[Message]:
     return messages
 
 
+def answer_with_feed(conversation: Conversation, message_id: int) -> Message:
+    """One answer of this conversation with its events, or 404."""
+    message = get_object_or_404(
+        _with_contact(conversation.messages.filter(role=Message.Role.ASSISTANT)), pk=message_id
+    )
+    message.feed_events = [e.to_event() for e in message.feed.events.order_by("seq")]
+    return message
+
+
 async def amessage_with_feed(message_id: int) -> Message:
-    message = await Message.objects.select_related("feed").aget(pk=message_id)
+    message = await _with_contact(Message.objects.all()).aget(pk=message_id)
     message.feed_events = [
         event.to_event()
         async for event in ActivityEvent.objects.filter(feed_id=message.feed_id).order_by("seq")

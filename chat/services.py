@@ -9,8 +9,9 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from activity.models import ActivityFeed
-from chat.models import Conversation, Message
+from activity.events import Status, with_seq
+from activity.models import ActivityEvent, ActivityFeed
+from chat.models import ContactRequest, Conversation, Message
 
 
 class TurnRejected(Exception):
@@ -72,3 +73,39 @@ def abandoned_turns_close(*, conversation: Conversation) -> int:
     with transaction.atomic():
         feeds.update(state=ActivityFeed.State.INTERRUPTED, finished_at=timezone.now())
         return abandoned.update(state=Message.State.INTERRUPTED)
+
+
+class ContactRefused(Exception):
+    """The contact form cannot be sent for this answer; the text says why."""
+
+
+CONTACT_TOOL = "request_contact_form"
+
+
+def contact_form_requested(message: Message) -> bool:
+    return any(
+        getattr(e, "tool", "") == CONTACT_TOOL and getattr(e, "state", "") == "done"
+        for e in getattr(message, "feed_events", [])
+    )
+
+
+@transaction.atomic
+def contact_request_create(
+    *, message: Message, name: str, email: str, body: str
+) -> ContactRequest:
+    """Stores the request and records it at the end of the turn's feed, for the audit."""
+    if ContactRequest.objects.filter(message=message).exists():
+        raise ContactRefused("This contact request was already sent.")
+    request = ContactRequest.objects.create(
+        owner_id=message.conversation.owner_id,
+        message=message,
+        name=name,
+        email=email,
+        body=body,
+    )
+    feed = ActivityFeed.objects.select_for_update().get(pk=message.feed_id)
+    last = feed.events.order_by("-seq").values_list("seq", flat=True).first() or 0
+    sent = Status(icon="📨", message="Contact request sent", state="done", tool=CONTACT_TOOL)
+    ActivityEvent.from_event(feed, with_seq(sent, last + 1)).save()
+    ActivityFeed.objects.filter(pk=feed.pk).update(event_count=last + 1)
+    return request

@@ -1,10 +1,13 @@
 from __future__ import annotations
 
 from django.conf import settings
+from django.contrib import messages as django_messages
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from chat import selectors, services
+from chat.forms import ContactForm
 
 
 @require_GET
@@ -31,3 +34,25 @@ def conversation_detail(request, conversation_id):
             "max_chars": settings.GLASSBOX_MAX_MESSAGE_CHARS,
         },
     )
+
+
+@require_POST
+def contact_request(request, conversation_id, message_id):
+    conversation = selectors.conversation_for(request.user, conversation_id)
+    message = selectors.answer_with_feed(conversation, message_id)
+    form = ContactForm(request.POST)
+    if not services.contact_form_requested(message):
+        return HttpResponse("The agent did not open a contact form here.", status=400)
+    if form.is_valid():
+        try:
+            services.contact_request_create(message=message, **form.cleaned_data)
+        except services.ContactRefused as refusal:
+            form.add_error(None, str(refusal))
+        else:
+            message.contact_sent = True
+            form = None
+    if not request.htmx:
+        if form is not None:
+            django_messages.error(request, "The contact form has errors; please try again.")
+        return redirect(f"{conversation.get_absolute_url()}#{message.dom_id}")
+    return render(request, "chat/_contact_form.html", {"message": message, "form": form})

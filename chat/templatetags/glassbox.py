@@ -4,7 +4,9 @@ from django import template
 from django.utils.safestring import mark_safe
 
 from activity.presentation import visible_lines
+from chat.forms import ContactForm
 from chat.markdown import render_markdown
+from chat.services import contact_form_requested
 
 register = template.Library()
 
@@ -17,3 +19,13 @@ def markdown(text: str) -> str:
 @register.filter
 def feed_lines(message) -> list:
     return visible_lines(getattr(message, "feed_events", []))
+
+
+@register.filter
+def wants_contact_form(message) -> bool:
+    return contact_form_requested(message)
+
+
+@register.filter
+def contact_form(message) -> ContactForm:
+    return ContactForm()
