@@ -14,7 +14,8 @@ def uses_demo_model() -> bool:
     return not settings.OPENAI_API_KEY
 
 
-def make_client() -> AsyncOpenAI:
+def make_client(transport: httpx2.AsyncBaseTransport | None = None) -> AsyncOpenAI:
+    """transport replaces the network for a real provider's client (tests inject faults)."""
     timeout = httpx2.Timeout(
         settings.GLASSBOX_READ_TIMEOUT, connect=settings.GLASSBOX_CONNECT_TIMEOUT
     )
@@ -34,4 +35,5 @@ def make_client() -> AsyncOpenAI:
         base_url=settings.OPENAI_BASE_URL or None,
         timeout=timeout,
         max_retries=2,
+        http_client=httpx2.AsyncClient(transport=transport, timeout=timeout) if transport else None,
     )

@@ -1,0 +1,91 @@
+"""The real-provider client: settings, and retries only before the first streamed byte."""
+
+from __future__ import annotations
+
+import httpx2
+import pytest
+from asgiref.sync import async_to_sync
+
+from chat.agent.client import make_client, uses_demo_model
+from chat.agent.demo import SSEStream
+from chat.models import Message
+from chat.services import turn_start
+from chat.turns import turn_run
+from tests.fakes import text_response
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def real_provider(settings):
+    settings.OPENAI_API_KEY = "sk-test"
+    settings.OPENAI_BASE_URL = "http://llm.internal:8080/v1"
+    settings.GLASSBOX_MODEL = "qwen2.5"
+
+
+class BrokenStream(SSEStream):
+    """Sends some text, then the connection drops."""
+
+    async def __aiter__(self):
+        count = 0
+        async for data in super().__aiter__():
+            if count == 3:
+                raise httpx2.ReadError("connection reset by peer")
+            count += 1
+            yield data
+
+
+class FlakyProvider(httpx2.AsyncBaseTransport):
+    def __init__(self, failures_before_stream: int, stream_cls=SSEStream) -> None:
+        self.failures = failures_before_stream
+        self.stream_cls = stream_cls
+        self.requests: list[httpx2.Request] = []
+
+    async def handle_async_request(self, request):
+        self.requests.append(request)
+        if len(self.requests) <= self.failures:
+            return httpx2.Response(
+                500, json={"error": {"message": "overloaded"}}, headers={"retry-after-ms": "5"}
+            )
+        stream = self.stream_cls(text_response("Hello from the provider, in parts."), 0)
+        return httpx2.Response(200, headers={"content-type": "text/event-stream"}, stream=stream)
+
+
+def run(conversation, transport) -> Message:
+    turn = turn_start(conversation=conversation, text="Hi")
+    async_to_sync(turn_run)(answer=turn.answer, client_factory=lambda: make_client(transport))
+    return Message.objects.select_related("feed").get(pk=turn.answer.pk)
+
+
+def test_a_key_selects_the_real_provider_and_its_settings(real_provider, settings):
+    assert not uses_demo_model()
+    client = make_client()
+    assert str(client.base_url) == "http://llm.internal:8080/v1/"
+    assert client.max_retries == 2
+    assert client.timeout.connect == settings.GLASSBOX_CONNECT_TIMEOUT
+    assert client.timeout.read == settings.GLASSBOX_READ_TIMEOUT
+
+
+def test_without_a_key_the_demo_model_answers(settings):
+    settings.OPENAI_API_KEY = ""
+    assert uses_demo_model()
+
+
+def test_errors_before_the_first_byte_are_retried(real_provider, alice_conversation):
+    transport = FlakyProvider(failures_before_stream=2)
+    answer = run(alice_conversation, transport)
+    assert len(transport.requests) == 3
+    assert answer.state == Message.State.COMPLETE
+    assert answer.content == "Hello from the provider, in parts."
+    assert transport.requests[0].url.path == "/v1/chat/completions"
+    assert transport.requests[0].headers["authorization"] == "Bearer sk-test"
+
+
+def test_a_stream_that_breaks_after_text_is_never_replayed(real_provider, alice_conversation):
+    transport = FlakyProvider(failures_before_stream=0, stream_cls=BrokenStream)
+    answer = run(alice_conversation, transport)
+    assert len(transport.requests) == 1
+    assert answer.state == Message.State.FAILED
+    assert answer.content == "Hello from"  # what arrived is kept
+    assert answer.feed.summary_icon == "❌"
+    assert "could not reach the model provider" in answer.feed.summary_text
