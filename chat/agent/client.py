@@ -30,10 +30,11 @@ def make_client(transport: httpx2.AsyncBaseTransport | None = None) -> AsyncOpen
         )
     # The SDK retries only failed requests, i.e. before the first streamed byte; a stream
     # that breaks after text was shown is never replayed.
+    http_client = httpx2.AsyncClient(transport=transport, timeout=timeout) if transport else None
     return AsyncOpenAI(
         api_key=settings.OPENAI_API_KEY,
         base_url=settings.OPENAI_BASE_URL or None,
         timeout=timeout,
         max_retries=2,
-        http_client=httpx2.AsyncClient(transport=transport, timeout=timeout) if transport else None,
+        http_client=http_client,
     )

@@ -2,7 +2,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 
+import httpx2
 import pytest
 from pydantic import BaseModel, ConfigDict
 
@@ -13,6 +15,8 @@ from chat.agent.client import make_client
 from chat.agent.loop import run_agent
 from chat.agent.tools import Tool, ToolError, ToolRegistry
 from tests.fakes import ScriptedTransport, scripted_client, text_response, tool_call_response
+
+FIXTURES = Path(__file__).parent / "fixtures"
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 
@@ -224,3 +228,50 @@ async def test_after_the_last_tool_round_the_model_must_answer_without_tools(kno
     assert answer(events) == "Final."
     seqless = [e for e in events if isinstance(e, ToolCall)]
     assert [c.call_id for c in seqless] == ["c1", "c2"]
+
+
+class RecordedStream(httpx2.AsyncByteStream):
+    """Replays a stream recorded in OpenAI's exact wire format, cut at arbitrary byte
+    boundaries (mid-line and mid-character), as a network delivers it."""
+
+    def __init__(self, data: bytes, size: int = 7) -> None:
+        self.data = data
+        self.size = size
+
+    async def __aiter__(self):
+        for i in range(0, len(self.data), self.size):
+            yield self.data[i : i + self.size]
+
+
+class RecordedProvider(httpx2.AsyncBaseTransport):
+    def __init__(self, *names: str) -> None:
+        self.files = [FIXTURES / name for name in names]
+        self.requests: list[dict] = []
+
+    async def handle_async_request(self, request):
+        self.requests.append(json.loads(await request.aread()))
+        stream = RecordedStream(self.files.pop(0).read_bytes())
+        return httpx2.Response(200, headers={"content-type": "text/event-stream"}, stream=stream)
+
+
+async def test_openais_own_wire_format_with_parallel_calls_and_a_usage_chunk(knowledge_base):
+    transport = RecordedProvider("openai_parallel_tool_calls.sse", "openai_text.sse")
+    events = await collect(scripted_client(transport), "Quanto guadagnerò?")
+    assert statuses(events) == [
+        ("🔍", "Searching the knowledge base…", "in_progress"),
+        ("🔍", "Cerco consigli per la trattativa sullo stipendio", "in_progress"),
+        ("🧮", "Calculating…", "in_progress"),
+        ("🧮", "Calcolo l'aumento", "in_progress"),
+        ("📄", "Found 1 document", "done"),
+        ("🧮", "Calculated 2400 * 1.08 = 2,592", "done"),
+        ("✍️", "Writing the answer…", "in_progress"),
+        ("✅", "Done", "done"),
+    ]
+    calls = [(e.call_id, e.tool) for e in events if isinstance(e, ToolCall)]
+    assert calls == [("call_pQ2rV7sT", "search_documents"), ("call_Zk8mW1nB", "calculator")]
+    assert answer(events) == "Ecco cosa ho trovato: **2592** € al mese."
+    second = transport.requests[1]["messages"]
+    assert [m["tool_call_id"] for m in second if m["role"] == "tool"] == [
+        "call_pQ2rV7sT",
+        "call_Zk8mW1nB",
+    ]
