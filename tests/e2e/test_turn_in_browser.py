@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import pytest
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
@@ -8,7 +9,10 @@ pytestmark = pytest.mark.e2e
 
 
 def wait(browser, condition, seconds: float = 20):
-    return WebDriverWait(browser, seconds, poll_frequency=0.02).until(condition)
+    # htmx replaces whole elements by id, so a found element may be swapped out under us.
+    return WebDriverWait(
+        browser, seconds, poll_frequency=0.02, ignored_exceptions=[StaleElementReferenceException]
+    ).until(condition)
 
 
 @pytest.fixture
@@ -86,3 +90,43 @@ def test_markup_in_a_question_is_shown_as_text_never_run(conversation_page):
     assert browser.title != "pwned"
     assert "<img src=x" in browser.find_element(By.CSS_SELECTOR, "article.user").text
     assert not browser.find_elements(By.CSS_SELECTOR, "#messages img")
+
+
+def summary_after(browser, question: str) -> str:
+    ask(browser, question)
+    done = "article.assistant.state-complete details.feed summary"
+    return wait(browser, lambda b: [e.text for e in b.find_elements(By.CSS_SELECTOR, done)])[-1]
+
+
+@pytest.mark.parametrize(
+    ("question", "summary"),
+    [
+        ("What time is it, and how do I prepare for an interview?", "Used 2 tools"),
+        ("Compare salary negotiation and interview preparation", "Used 2 tools"),
+        ("Simulate a failure while looking up salaries", "Knowledge base query failed"),
+        ("What is 52,000 * 1.07 / 12?", "Did a calculation"),
+        ("Come posso negoziare lo stipendio?", "Searched the knowledge base"),
+    ],
+)
+def test_each_try_asking_prompt_folds_into_its_summary(conversation_page, question, summary):
+    assert summary in summary_after(conversation_page, question)
+
+
+def test_the_contact_form_the_agent_opens_can_be_sent(conversation_page):
+    browser = conversation_page
+    assert "Opened a contact form" in summary_after(browser, "I want to talk to a human advisor")
+    field = "#messages .contact-form [name={}]".format
+    browser.find_element(By.CSS_SELECTOR, field("name")).send_keys("Demo User")
+    browser.find_element(By.CSS_SELECTOR, field("email")).send_keys("not-an-email")
+    browser.find_element(By.CSS_SELECTOR, field("body")).send_keys("Please call me tomorrow.")
+    browser.find_element(By.CSS_SELECTOR, ".contact-form button").click()
+    # The browser's own validation stops a bad email before anything is sent.
+    assert browser.find_elements(By.CSS_SELECTOR, ".contact-form form")
+    browser.find_element(By.CSS_SELECTOR, field("email")).clear()
+    browser.find_element(By.CSS_SELECTOR, field("email")).send_keys("demo@example.com")
+    browser.find_element(By.CSS_SELECTOR, ".contact-form button").click()
+    wait(browser, lambda b: "was sent" in b.find_element(By.CSS_SELECTOR, ".contact-form").text)
+    browser.refresh()
+    wait(browser, lambda b: b.find_elements(By.CSS_SELECTOR, ".contact-form .sent"))
+    browser.find_element(By.CSS_SELECTOR, "details.feed summary").click()
+    assert any("Contact request sent" in line for line in feed_lines(browser))
