@@ -58,7 +58,5 @@ def test_a_direct_answer_has_no_summary_and_no_lines():
 
 
 def test_a_turn_that_failed_without_tools_folds_into_its_last_line():
-    events = [Status("❌", "No answer: could not reach the model provider", "failed", seq=1)]
-    assert summarize(events, LABELS) == Summary(
-        "❌", "No answer: could not reach the model provider"
-    )
+    events = [Status("❌", "Could not reach the model provider", "failed", seq=1)]
+    assert summarize(events, LABELS) == Summary("❌", "Could not reach the model provider")

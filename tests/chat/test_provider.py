@@ -88,4 +88,18 @@ def test_a_stream_that_breaks_after_text_is_never_replayed(real_provider, alice_
     assert answer.state == Message.State.FAILED
     assert answer.content == "Hello from"  # what arrived is kept
     assert answer.feed.summary_icon == "❌"
-    assert "could not reach the model provider" in answer.feed.summary_text
+    assert answer.feed.summary_text == "Could not reach the model provider"
+
+
+def test_a_turn_past_its_time_limit_fails_visibly_and_keeps_its_text(settings, alice_conversation):
+    settings.GLASSBOX_DEMO_DELAY = 0.02
+    settings.GLASSBOX_TURN_TIMEOUT = 0.3
+    turn = turn_start(conversation=alice_conversation, text="Tell me a joke")
+    async_to_sync(turn_run)(answer=turn.answer)
+    answer = Message.objects.select_related("feed").get(pk=turn.answer.pk)
+    assert answer.state == Message.State.FAILED
+    assert answer.content.startswith("I am the Glassbox demo model")
+    assert (answer.feed.summary_icon, answer.feed.summary_text) == (
+        "❌",
+        "The answer took too long",
+    )
