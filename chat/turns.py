@@ -133,9 +133,8 @@ async def turn_run(
     except Exception as exc:
         logger.warning("turn %s failed: %r", answer.pk, exc, exc_info=True)
         state = Message.State.FAILED
-        await emit(
-            Status(icon="❌", message=f"No answer: {describe_failure(exc)}", state="failed")
-        )
+        reason = describe_failure(exc)
+        await emit(Status(icon="❌", message=reason[0].upper() + reason[1:], state="failed"))
     await _finish(answer, recorder, text, registry, state)
     return state
 
