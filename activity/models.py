@@ -4,6 +4,7 @@ from django.conf import settings
 from django.db import models
 
 from activity.events import RecordedEvent, Status, ToolCall, ToolResult
+from activity.preferences import FeedPrefs
 
 
 class ActivityFeed(models.Model):
@@ -142,3 +143,29 @@ class ActivityEvent(models.Model):
             content=self.result_content,
             seq=self.seq,
         )
+
+
+class FeedPreferences(models.Model):
+    """A user's overrides of the GLASSBOX_FEED settings; keys absent here use the defaults."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="feed_preferences"
+    )
+    overrides = models.JSONField(default=dict, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name_plural = "feed preferences"
+
+    def __str__(self) -> str:
+        return f"Feed preferences of {self.user}"
+
+    @classmethod
+    def prefs_for(cls, user_id: int) -> FeedPrefs:
+        row = cls.objects.filter(user_id=user_id).values_list("overrides", flat=True).first()
+        return FeedPrefs.from_mappings(settings.GLASSBOX_FEED, row or {})
+
+    @classmethod
+    async def aprefs_for(cls, user_id: int) -> FeedPrefs:
+        rows = cls.objects.filter(user_id=user_id).values_list("overrides", flat=True)
+        return FeedPrefs.from_mappings(settings.GLASSBOX_FEED, await rows.afirst() or {})

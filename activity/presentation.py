@@ -5,10 +5,14 @@ Plain Python (no ORM): the same rules serve the live stream, history and the adm
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any
 
 from activity.events import RecordedEvent, Status, ToolCall, ToolResult
+
+FEEDBACK_ARG = "feedback_to_user"
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,6 +23,9 @@ class Line:
     message: str
     state: str
     tool: str
+    # The whole text when `message` was cut to the line width.
+    full: str = ""
+    duration_ms: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,26 +49,79 @@ def line_key(status: Status) -> str:
     return f"seq-{status.seq}"
 
 
-def line_for(status: Status) -> Line:
+def cut(text: str, width: int) -> str:
+    """Keeps the readable start, so a line updated in place never reflows."""
+    if len(text) <= width:
+        return text
+    return text[: width - 1].rstrip() + "…"
+
+
+def raw_detail(arguments: Mapping[str, Any]) -> str:
+    return ", ".join(f"{k}: {v}" for k, v in arguments.items() if k != FEEDBACK_ARG)
+
+
+def line_for(status: Status, *, width: int = 80, detail: str = "") -> Line:
+    message = f"{status.message}, {detail}" if detail else status.message
+    shown = cut(message, width)
     return Line(
         key=line_key(status),
         seq=status.seq or 0,
         icon=status.icon,
-        message=status.message,
+        message=shown,
         state=status.state,
         tool=status.tool,
+        full=message if shown != message else "",
     )
 
 
-def visible_lines(events: Iterable[RecordedEvent]) -> list[Line]:
+def visible_lines(
+    events: Sequence[RecordedEvent],
+    *,
+    times: Sequence[datetime] | None = None,
+    finished_at: datetime | None = None,
+    detail: str = "explain",
+    width: int = 80,
+) -> list[Line]:
     """Status events in order; a later in-progress status of the same call replaces its line
-    where it stands, exactly as it did live."""
+    where it stands, exactly as it did live. With times, each line carries how long its step
+    took: a tool's result line the tool's own run time, the final line the whole turn, any
+    other line the time until the next line began."""
+    arguments = {e.call_id: e.arguments for e in events if isinstance(e, ToolCall)}
+    run_times = {e.call_id: e.duration_ms for e in events if isinstance(e, ToolResult)}
     lines: dict[str, Line] = {}
-    for event in events:
-        if isinstance(event, Status):
-            line = line_for(event)
-            lines[line.key] = line
-    return list(lines.values())
+    made_by: dict[str, Status] = {}
+    started: dict[str, datetime] = {}
+    for index, event in enumerate(events):
+        if not isinstance(event, Status):
+            continue
+        extra = ""
+        if detail == "raw" and event.state == "in_progress" and event.call_id in arguments:
+            extra = raw_detail(arguments[event.call_id])
+        line = line_for(event, width=width, detail=extra)
+        lines[line.key] = line
+        made_by[line.key] = event
+        if times is not None:
+            started.setdefault(line.key, times[index])
+    ordered = list(lines.values())
+    if times is None or not ordered:
+        return ordered
+    timed = []
+    for position, line in enumerate(ordered):
+        status = made_by[line.key]
+        if status.state != "in_progress" and status.call_id in run_times:
+            duration = run_times[status.call_id]
+        elif position + 1 < len(ordered):
+            duration = _ms(started[line.key], started[ordered[position + 1].key])
+        elif status.state == "done" and finished_at is not None:
+            duration = _ms(times[0], finished_at)
+        else:
+            duration = None
+        timed.append(replace(line, duration_ms=duration))
+    return timed
+
+
+def _ms(start: datetime, end: datetime) -> int:
+    return max(int((end - start).total_seconds() * 1000), 0)
 
 
 def summarize(events: Iterable[RecordedEvent], labels: Mapping[str, ToolLabels]) -> Summary | None:

@@ -3,6 +3,7 @@ renders the conversation group's events for its own client. It never calls the L
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from typing import Any
@@ -13,6 +14,9 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 from django.core.exceptions import ObjectDoesNotExist
 
+from activity.events import to_json
+from activity.live import LivePresenter
+from activity.models import FeedPreferences
 from chat import fragments, services
 from chat.broadcast import send_turn_started
 from chat.models import Conversation, Message
@@ -33,30 +37,42 @@ class ChatConsumer(AsyncWebsocketConsumer):
     wants_json: bool
 
     async def connect(self) -> None:
-        await self.accept()
         user = self.scope.get("user")
         if user is None or not user.is_authenticated:
-            await self.close(code=CLOSE_UNAUTHENTICATED)
+            await self.refuse(CLOSE_UNAUTHENTICATED)
             return
         conversation_id = self.scope["url_route"]["kwargs"]["conversation_id"]
         try:
             self.conversation = await Conversation.objects.aget(pk=conversation_id, owner=user)
         except ObjectDoesNotExist:
-            await self.close(code=CLOSE_NOT_FOUND)
+            await self.refuse(CLOSE_NOT_FOUND)
             return
         query = parse_qs(self.scope.get("query_string", b"").decode())
         self.wants_json = query.get("format") == ["json"]
         self.group = self.conversation.group_name
+        self.prefs = await FeedPreferences.aprefs_for(user.pk)
         # Live events from the last snapshot on: status lines are deduplicated by seq and
         # text by offset, so a client that joins mid-turn sees nothing twice.
         self.seen_seq: dict[int, int] = {}
         self.seen_text: dict[int, int] = {}
+        self.presenters: dict[int, LivePresenter] = {}
+        self.timers: dict[int, asyncio.Task] = {}
+        # Group messages wait until connect returns, so none is lost or shown twice between
+        # joining the group and the snapshot of a running turn.
         await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.accept()
         await self.send_running_turn()
+
+    async def refuse(self, code: int) -> None:
+        # Accept, then close with a 4xxx code: a refused handshake makes htmx retry forever.
+        await self.accept()
+        await self.close(code=code)
 
     async def disconnect(self, code: int) -> None:
         if hasattr(self, "group"):
             await self.channel_layer.group_discard(self.group, self.channel_name)
+            for timer in self.timers.values():
+                timer.cancel()
 
     async def send_running_turn(self) -> None:
         running = await (
@@ -66,9 +82,15 @@ class ChatConsumer(AsyncWebsocketConsumer):
         )
         if running is None:
             return
-        message = await amessage_with_feed(running)
+        message = await amessage_with_feed(running, self.prefs)
         self.seen_seq[message.pk] = message.feed_events[-1].seq if message.feed_events else 0
         self.seen_text[message.pk] = len(message.content)
+        # The snapshot shows what is stored; from here on this viewer's presentation applies.
+        presenter = self.presenters[message.pk] = LivePresenter(self.prefs, message.pk)
+        presenter.draft_shown = True
+        presenter.shown.extend(line.key for line in message.feed_lines)
+        for event in message.feed_events:
+            presenter.on_event(to_json(event))
         if not self.wants_json:
             await self.send(text_data=fragments.assistant_message(message))
 
@@ -123,9 +145,16 @@ class ChatConsumer(AsyncWebsocketConsumer):
     # Channel-layer handlers: one per message type sent to the conversation's group.
 
     async def turn_started(self, message: dict[str, Any]) -> None:
+        if message["answer_id"] in self.presenters:
+            return  # already in this socket's snapshot
         question, answer = await _question_and_answer(message["question_id"], message["answer_id"])
         self.seen_seq[answer.pk] = 0
         self.seen_text[answer.pk] = 0
+        # Preferences are read again per turn, so a change applies from the next question.
+        self.prefs = await FeedPreferences.aprefs_for(self.scope["user"].pk)
+        self.presenters[answer.pk] = LivePresenter(self.prefs, answer.pk)
+        if self.prefs.mode == "progress":
+            self.timers[answer.pk] = asyncio.create_task(self.show_draft_later(answer.pk))
         if self.wants_json:
             await self.send(
                 text_data=json.dumps(
@@ -157,14 +186,28 @@ class ChatConsumer(AsyncWebsocketConsumer):
         if self.wants_json:
             await self.send(text_data=json.dumps(event, ensure_ascii=False))
             return
-        if kind == "text":
-            await self.send(text_data=fragments.answer_text(answer_id, event["content"]))
-        elif kind == "status":
-            html = fragments.status_line(answer_id, event, replace=message.get("replace", False))
-            await self.send(text_data=html)
-        elif kind == "done":
-            answer = await amessage_with_feed(answer_id)
+        if kind == "done":
+            self.presenters.pop(answer_id, None)
+            timer = self.timers.pop(answer_id, None)
+            if timer is not None:
+                timer.cancel()
+            answer = await amessage_with_feed(answer_id, self.prefs)
             await self.send(text_data=fragments.assistant_message(answer))
+            return
+        presenter = self.presenters.get(answer_id)
+        if presenter is None:  # a turn that began before this socket was open
+            presenter = self.presenters[answer_id] = LivePresenter(self.prefs, answer_id)
+            presenter.draft_shown = True
+        ops = presenter.on_event(event)
+        if ops:
+            await self.send(text_data=fragments.live_ops(answer_id, ops))
+
+    async def show_draft_later(self, answer_id: int) -> None:
+        await asyncio.sleep(self.prefs.show_after)
+        presenter = self.presenters.get(answer_id)
+        ops = presenter.tick() if presenter else []
+        if ops:
+            await self.send(text_data=fragments.live_ops(answer_id, ops))
 
     def _unseen_text(self, answer_id: int, offset: int, content: str) -> str:
         seen = self.seen_text.get(answer_id, 0)

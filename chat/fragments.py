@@ -6,8 +6,7 @@ from __future__ import annotations
 from django.template.loader import render_to_string
 from django.utils.html import format_html
 
-from activity.events import Status, from_json
-from activity.presentation import line_for
+from activity.live import AddLine, AppendText, Op, RemoveLine, ReplaceLine
 from chat.models import Message
 
 
@@ -15,22 +14,26 @@ def turn_started(question: Message, answer: Message) -> str:
     return render_to_string("chat/_turn_started.html", {"question": question, "answer": answer})
 
 
-def status_line(answer_id: int, event: dict, *, replace: bool) -> str:
-    status = from_json(event)
-    assert isinstance(status, Status)
-    return render_to_string(
-        "chat/_live_line.html",
-        {
-            "line": line_for(status),
-            "answer_id": answer_id,
-            "replace": replace,
-        },
-    )
+def live_ops(answer_id: int, ops: list[Op]) -> str:
+    return "".join(_live_op(answer_id, op) for op in ops)
 
 
-def answer_text(answer_id: int, content: str) -> str:
-    # Wrapped in an element: only top-level elements are swapped, and the text is escaped.
-    return format_html('<div hx-swap-oob="beforeend:#answer-{}">{}</div>', answer_id, content)
+def _live_op(answer_id: int, op: Op) -> str:
+    match op:
+        case AddLine(line) | ReplaceLine(line):
+            context = {
+                "line": line,
+                "answer_id": answer_id,
+                "replace": isinstance(op, ReplaceLine),
+                "live": True,
+            }
+            return render_to_string("chat/_live_line.html", context)
+        case RemoveLine(key):
+            return format_html('<li id="line-{}-{}" hx-swap-oob="delete"></li>', answer_id, key)
+        case AppendText(text):
+            # Wrapped in an element: only top-level elements are swapped; the text is escaped.
+            return format_html('<div hx-swap-oob="beforeend:#answer-{}">{}</div>', answer_id, text)
+    raise TypeError(f"not a live operation: {op!r}")
 
 
 def assistant_message(message: Message) -> str:

@@ -8,6 +8,8 @@ from django.db.models.functions import Coalesce
 from django.shortcuts import get_object_or_404
 
 from activity.models import ActivityEvent
+from activity.preferences import FeedPrefs
+from activity.presentation import visible_lines
 from chat.agent.memory import trim, turn_messages
 from chat.models import ContactRequest, Conversation, Message
 
@@ -34,36 +36,45 @@ def _with_contact(messages: QuerySet[Message]) -> QuerySet[Message]:
     )
 
 
-def messages_with_feeds(conversation: Conversation) -> list[Message]:
-    """Every message in order, each assistant message with its feed's events attached
-    (two queries, whatever the number of turns)."""
+def messages_with_feeds(conversation: Conversation, prefs: FeedPrefs) -> list[Message]:
+    """Every message in order, each answer with its feed's lines (two queries, whatever the
+    number of turns)."""
     messages = list(_with_contact(conversation.messages.order_by("created_at", "id")))
     feed_ids = [m.feed_id for m in messages if m.feed_id]
-    events: dict[int, list] = {feed_id: [] for feed_id in feed_ids}
+    rows: dict[int, list[ActivityEvent]] = {feed_id: [] for feed_id in feed_ids}
     if feed_ids:
-        for event in ActivityEvent.objects.filter(feed_id__in=feed_ids).order_by("feed_id", "seq"):
-            events[event.feed_id].append(event.to_event())
+        for row in ActivityEvent.objects.filter(feed_id__in=feed_ids).order_by("feed_id", "seq"):
+            rows[row.feed_id].append(row)
     for message in messages:
-        message.feed_events = events.get(message.feed_id, [])
+        _attach_lines(message, rows.get(message.feed_id, []), prefs)
     return messages
 
 
-def answer_with_feed(conversation: Conversation, message_id: int) -> Message:
-    """One answer of this conversation with its events, or 404."""
+def answer_with_feed(conversation: Conversation, message_id: int, prefs: FeedPrefs) -> Message:
+    """One answer of this conversation with its feed's lines, or 404."""
     message = get_object_or_404(
         _with_contact(conversation.messages.filter(role=Message.Role.ASSISTANT)), pk=message_id
     )
-    message.feed_events = [e.to_event() for e in message.feed.events.order_by("seq")]
+    _attach_lines(message, list(message.feed.events.order_by("seq")), prefs)
     return message
 
 
-async def amessage_with_feed(message_id: int) -> Message:
+async def amessage_with_feed(message_id: int, prefs: FeedPrefs) -> Message:
     message = await _with_contact(Message.objects.all()).aget(pk=message_id)
-    message.feed_events = [
-        event.to_event()
-        async for event in ActivityEvent.objects.filter(feed_id=message.feed_id).order_by("seq")
-    ]
+    rows = [row async for row in ActivityEvent.objects.filter(feed_id=message.feed_id)]
+    _attach_lines(message, sorted(rows, key=lambda row: row.seq), prefs)
     return message
+
+
+def _attach_lines(message: Message, rows: list[ActivityEvent], prefs: FeedPrefs) -> None:
+    message.feed_events = [row.to_event() for row in rows]
+    message.feed_lines = visible_lines(
+        message.feed_events,
+        times=[row.created_at for row in rows],
+        finished_at=message.feed.finished_at if message.feed_id else None,
+        detail=prefs.detail,
+        width=prefs.line_width,
+    )
 
 
 async def amodel_history(answer: Message) -> list[dict]:

@@ -6,6 +6,7 @@ from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
+from activity.models import FeedPreferences
 from chat import selectors, services
 from chat.forms import ContactForm
 
@@ -30,7 +31,9 @@ def conversation_detail(request, conversation_id):
         "chat/conversation_detail.html",
         {
             "conversation": conversation,
-            "messages": selectors.messages_with_feeds(conversation),
+            "messages": selectors.messages_with_feeds(
+                conversation, FeedPreferences.prefs_for(request.user.pk)
+            ),
             "max_chars": settings.GLASSBOX_MAX_MESSAGE_CHARS,
         },
     )
@@ -39,7 +42,8 @@ def conversation_detail(request, conversation_id):
 @require_POST
 def contact_request(request, conversation_id, message_id):
     conversation = selectors.conversation_for(request.user, conversation_id)
-    message = selectors.answer_with_feed(conversation, message_id)
+    prefs = FeedPreferences.prefs_for(request.user.pk)
+    message = selectors.answer_with_feed(conversation, message_id, prefs)
     form = ContactForm(request.POST)
     if not services.contact_form_requested(message):
         return HttpResponse("The agent did not open a contact form here.", status=400)

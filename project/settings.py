@@ -149,3 +149,14 @@ GLASSBOX_TOOLS = env_list(
 )
 # Earlier turns sent to the model, trimmed from the oldest to this many characters.
 GLASSBOX_HISTORY_CHARS = env_int("GLASSBOX_HISTORY_CHARS", 24000)
+# How the live feed is presented (see the README); each user can override these.
+GLASSBOX_FEED = {
+    "MODE": env_str("GLASSBOX_FEED_MODE", "partial"),
+    "LABEL": env_str("GLASSBOX_FEED_LABEL", "auto"),
+    "LABELS": env_list("GLASSBOX_FEED_LABELS", "") or None,
+    "SHOW_AFTER": env_float("GLASSBOX_FEED_SHOW_AFTER", 5.0),
+    "MAX_LINES": env_int("GLASSBOX_FEED_MAX_LINES", 6),
+    "DETAIL": env_str("GLASSBOX_FEED_DETAIL", "explain"),
+    "TOOL_PROGRESS": env_bool("GLASSBOX_FEED_TOOL_PROGRESS", True),
+    "LINE_WIDTH": env_int("GLASSBOX_FEED_LINE_WIDTH", 80),
+}

@@ -3,7 +3,6 @@ from __future__ import annotations
 from django import template
 from django.utils.safestring import mark_safe
 
-from activity.presentation import visible_lines
 from chat.forms import ContactForm
 from chat.markdown import render_markdown
 from chat.services import contact_form_requested
@@ -17,8 +16,15 @@ def markdown(text: str) -> str:
 
 
 @register.filter
-def feed_lines(message) -> list:
-    return visible_lines(getattr(message, "feed_events", []))
+def seconds(milliseconds: int) -> str:
+    if milliseconds < 10_000:
+        return f"{milliseconds / 1000:.1f} s"
+    return f"{milliseconds / 1000:.0f} s"
+
+
+@register.filter
+def state_word(state: str) -> str:
+    return {"failed": "failed", "in_progress": "done", "done": "done"}.get(state, state)
 
 
 @register.filter

@@ -1,0 +1,156 @@
+"""What one viewer sees of a running turn, by their feed preferences. Every socket keeps one
+LivePresenter per turn; the turn itself streams and records everything whatever the mode.
+
+Plain Python: it turns events into display operations, and the consumer renders those."""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from activity.events import Status, from_json
+from activity.preferences import FeedPrefs
+from activity.presentation import Line, line_for, line_key, raw_detail
+
+LABEL_KEY = "label"
+# Block mode waits for a paragraph, but never holds more than this.
+BLOCK_LIMIT = 1200
+
+
+@dataclass(frozen=True, slots=True)
+class AddLine:
+    line: Line
+
+
+@dataclass(frozen=True, slots=True)
+class ReplaceLine:
+    line: Line
+
+
+@dataclass(frozen=True, slots=True)
+class RemoveLine:
+    key: str
+
+
+@dataclass(frozen=True, slots=True)
+class AppendText:
+    text: str
+
+
+Op = AddLine | ReplaceLine | RemoveLine | AppendText
+
+
+@dataclass
+class LivePresenter:
+    prefs: FeedPrefs
+    turn_id: int
+    started: float = field(default_factory=time.monotonic)
+    work_events: int = 0
+    draft_shown: bool = False
+    pending: list[Line] = field(default_factory=list)
+    shown: deque[str] = field(default_factory=deque)
+    lines: dict[str, Status] = field(default_factory=dict)
+    arguments: dict[str, dict[str, Any]] = field(default_factory=dict)
+    block: str = ""
+
+    @property
+    def is_draft(self) -> bool:
+        return self.prefs.mode == "progress"
+
+    def on_event(self, event: dict[str, Any], *, now: float | None = None) -> list[Op]:
+        kind = event["type"]
+        if self.prefs.mode == "off":
+            return []
+        if kind == "text":
+            return self._text(event["content"])
+        if kind == "tool_call":
+            return self._tool_call(event)
+        if kind != "status":
+            return []
+        status = from_json(event)
+        assert isinstance(status, Status)
+        key = line_key(status)
+        replacing = key in self.lines
+        self.lines[key] = status
+        if not replacing:
+            self.work_events += 1
+        if status.tool and not self.prefs.tool_progress:
+            return self._maybe_show_draft(now)
+        line = self._line(status)
+        if self.is_draft and not self.draft_shown:
+            self.pending = [p for p in self.pending if p.key != key] + [line]
+            return self._maybe_show_draft(now)
+        if replacing:
+            # A line that scrolled out of the draft stays out.
+            return [ReplaceLine(line)] if key in self.shown else []
+        return self._add(line)
+
+    def tick(self, now: float | None = None) -> list[Op]:
+        """Called once SHOW_AFTER has passed: a turn still working shows its draft."""
+        if self.prefs.mode == "off":
+            return []
+        return self._maybe_show_draft(now)
+
+    def flush(self) -> list[Op]:
+        """What block mode still holds when the turn ends."""
+        text, self.block = self.block, ""
+        return [AppendText(text)] if text else []
+
+    def _text(self, content: str) -> list[Op]:
+        if self.is_draft:
+            return []  # the final answer replaces the draft
+        if self.prefs.mode == "partial":
+            return [AppendText(content)]
+        self.block += content
+        cut = self.block.rfind("\n\n")
+        if cut < 0 and len(self.block) < BLOCK_LIMIT:
+            return []
+        end = cut + 2 if cut >= 0 else len(self.block)
+        text, self.block = self.block[:end], self.block[end:]
+        return [AppendText(text)]
+
+    def _tool_call(self, event: dict[str, Any]) -> list[Op]:
+        self.arguments[event["call_id"]] = event.get("arguments") or {}
+        key = f"call-{event['call_id']}"
+        status = self.lines.get(key)
+        if self.prefs.detail != "raw" or status is None:
+            return []
+        line = self._line(status)
+        if key in self.shown:
+            return [ReplaceLine(line)]
+        self.pending = [line if p.key == key else p for p in self.pending]
+        return []
+
+    def _line(self, status: Status) -> Line:
+        detail = ""
+        if self.prefs.detail == "raw" and status.state == "in_progress":
+            detail = raw_detail(self.arguments.get(status.call_id, {}))
+        return line_for(status, width=self.prefs.line_width, detail=detail)
+
+    def _maybe_show_draft(self, now: float | None) -> list[Op]:
+        if not self.is_draft or self.draft_shown or self.work_events == 0:
+            return []
+        elapsed = (now if now is not None else time.monotonic()) - self.started
+        if self.work_events < 2 and elapsed < self.prefs.show_after:
+            return []
+        self.draft_shown = True
+        ops: list[Op] = []
+        label = self.prefs.label_for(self.turn_id)
+        if label:
+            ops += self._add(
+                Line(LABEL_KEY, 0, "", label, "in_progress", "", full="", duration_ms=None)
+            )
+        for line in self.pending:
+            ops += self._add(line)
+        self.pending = []
+        return ops
+
+    def _add(self, line: Line) -> list[Op]:
+        ops: list[Op] = [AddLine(line)]
+        self.shown.append(line.key)
+        if self.is_draft:
+            while len(self.shown) > self.prefs.max_lines:
+                ops.append(RemoveLine(self.shown.popleft()))
+        return ops

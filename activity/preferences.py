@@ -1,0 +1,88 @@
+"""How a user wants the live feed presented: the GLASSBOX_FEED settings, overridden per user.
+
+Plain Python; the stored overrides live on activity.models.FeedPreferences."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import Any
+
+MODES = ("partial", "block", "progress", "off")
+DETAILS = ("explain", "raw")
+# The seed's default pool: one word and an ellipsis.
+DEFAULT_LABELS = (
+    "Thinking... Shelling... Scuttling... Clawing... Pinching... Molting... Bubbling... "
+    "Tiding... Reefing... Cracking... Sifting... Brining... Nautiling... Krilling... "
+    "Barnacling... Lobstering... Tidepooling... Pearling... Snapping... Surfacing..."
+).split()
+
+
+class PreferenceError(ValueError):
+    """A setting or preference with a value outside what it accepts."""
+
+
+@dataclass(frozen=True, slots=True)
+class FeedPrefs:
+    mode: str = "partial"
+    # "auto" picks from labels; "" shows no label; anything else is a fixed label.
+    label: str = "auto"
+    labels: tuple[str, ...] = tuple(DEFAULT_LABELS)
+    show_after: float = 5.0
+    max_lines: int = 6
+    detail: str = "explain"
+    tool_progress: bool = True
+    line_width: int = 80
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise PreferenceError(f"MODE must be one of {', '.join(MODES)}, not {self.mode!r}")
+        if self.detail not in DETAILS:
+            raise PreferenceError(f"DETAIL must be explain or raw, not {self.detail!r}")
+        if not self.labels:
+            raise PreferenceError("LABELS must name at least one label")
+        if self.show_after < 0:
+            raise PreferenceError("SHOW_AFTER must be zero or more seconds")
+        if not 1 <= self.max_lines <= 50:
+            raise PreferenceError("MAX_LINES must be between 1 and 50")
+        if not 20 <= self.line_width <= 400:
+            raise PreferenceError("LINE_WIDTH must be between 20 and 400")
+
+    def label_for(self, turn_id: int) -> str:
+        """The draft's label; a turn keeps the same auto label however often it is drawn."""
+        if self.label != "auto":
+            return self.label
+        return self.labels[turn_id % len(self.labels)]
+
+    @classmethod
+    def from_mappings(cls, *layers: Mapping[str, Any]) -> FeedPrefs:
+        """Later layers win; keys are the settings' upper-case names."""
+        values: dict[str, Any] = {}
+        names = {f.name for f in fields(cls)}
+        for layer in layers:
+            for key, value in layer.items():
+                name = key.lower()
+                if name not in names:
+                    raise PreferenceError(f"unknown feed setting {key!r}")
+                if value is not None:
+                    values[name] = _coerce(name, value)
+        return cls(**values)
+
+    def as_settings(self) -> dict[str, Any]:
+        return {f.name.upper(): getattr(self, f.name) for f in fields(self)}
+
+
+def _coerce(name: str, value: Any) -> Any:
+    if name == "label" and value is False:
+        return ""
+    if name == "labels":
+        if isinstance(value, str):
+            value = value.split(",")
+        return tuple(str(v).strip() for v in value if str(v).strip())
+    if name == "tool_progress" and isinstance(value, str):
+        return value.lower() not in {"0", "false", "no", "off"}
+    if name in {"max_lines", "line_width"}:
+        return int(value)
+    if name == "show_after":
+        return float(value)
+    return value
