@@ -93,11 +93,6 @@ class LivePresenter:
             return []
         return self._maybe_show_draft(now)
 
-    def flush(self) -> list[Op]:
-        """What block mode still holds when the turn ends."""
-        text, self.block = self.block, ""
-        return [AppendText(text)] if text else []
-
     def _text(self, content: str) -> list[Op]:
         if self.is_draft:
             return []  # the final answer replaces the draft

@@ -60,3 +60,29 @@ def test_a_direct_answer_has_no_summary_and_no_lines():
 def test_a_turn_that_failed_without_tools_folds_into_its_last_line():
     events = [Status("❌", "Could not reach the model provider", "failed", seq=1)]
     assert summarize(events, LABELS) == Summary("❌", "Could not reach the model provider")
+
+
+def test_history_lines_carry_each_steps_duration():
+    from datetime import UTC, datetime, timedelta
+
+    start = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
+    offsets = [0, 0.4, 0.5, 0.7, 0.7, 0.8, 2.3]
+    times = [start + timedelta(seconds=s) for s in offsets]
+    lines = visible_lines(search_turn(), times=times, finished_at=start + timedelta(seconds=2.5))
+    assert [(line.message, line.duration_ms) for line in lines] == [
+        ("Looking up salaries", 700),  # from the first line of the call to the next line
+        ("Found 3 documents", 120),  # the tool's own run time
+        ("Writing the answer…", 1500),
+        ("Done", 2500),  # the whole turn
+    ]
+
+
+def test_raw_detail_shows_the_arguments_in_history_too():
+    lines = visible_lines(search_turn(), detail="raw")
+    assert lines[0].message == "Looking up salaries, query: salary"
+
+
+def test_history_lines_are_cut_to_the_width_with_the_full_text_kept():
+    lines = visible_lines(search_turn(), width=12)
+    assert lines[0].message == "Looking up…"
+    assert lines[0].full == "Looking up salaries"

@@ -1,0 +1,164 @@
+from __future__ import annotations
+
+import pytest
+
+from activity.live import AddLine, AppendText, LivePresenter, RemoveLine, ReplaceLine
+from activity.preferences import DEFAULT_LABELS, FeedPrefs, PreferenceError
+
+
+def status(seq, icon, message, state="in_progress", tool="", call_id=""):
+    return {
+        "type": "status",
+        "seq": seq,
+        "icon": icon,
+        "message": message,
+        "state": state,
+        "tool": tool,
+        **({"call_id": call_id} if call_id else {}),
+    }
+
+
+SEARCH = [
+    status(1, "🔍", "Searching the knowledge base…", tool="search_documents", call_id="c1"),
+    status(2, "🔍", "Looking up salary tips", tool="search_documents", call_id="c1"),
+    {"type": "tool_call", "seq": 3, "tool": "search_documents", "call_id": "c1",
+     "arguments": {"feedback_to_user": "Looking up salary tips", "query": "salary"}},
+    {"type": "tool_result", "seq": 4, "call_id": "c1", "ok": True, "summary": "3 documents",
+     "duration_ms": 120},
+    status(5, "📄", "Found 3 documents", "done", tool="search_documents", call_id="c1"),
+    status(6, "✍️", "Writing the answer…"),
+]  # fmt: skip
+
+
+def play(presenter, events, now=0.0):
+    ops = []
+    for event in events:
+        ops += presenter.on_event(event, now=now)
+    return ops
+
+
+def texts(ops):
+    return [(type(op).__name__, getattr(getattr(op, "line", None), "message", None)) for op in ops]
+
+
+def test_partial_mode_shows_each_line_at_once_and_streams_text():
+    presenter = LivePresenter(FeedPrefs(), turn_id=1, started=0.0)
+    ops = play(presenter, SEARCH)
+    assert texts(ops) == [
+        ("AddLine", "Searching the knowledge base…"),
+        ("ReplaceLine", "Looking up salary tips"),
+        ("AddLine", "Found 3 documents"),
+        ("AddLine", "Writing the answer…"),
+    ]
+    assert presenter.on_event({"type": "text", "content": "Hi"}) == [AppendText("Hi")]
+
+
+def test_block_mode_sends_text_a_paragraph_at_a_time():
+    presenter = LivePresenter(FeedPrefs(mode="block"), turn_id=1)
+    assert presenter.on_event({"type": "text", "content": "First para"}) == []
+    assert presenter.on_event({"type": "text", "content": "graph.\n\nSecond"}) == [
+        AppendText("First paragraph.\n\n")
+    ]
+    long = presenter.on_event({"type": "text", "content": "x" * 1300})
+    assert long == [AppendText("Second" + "x" * 1300)]
+
+
+def test_off_mode_shows_nothing_live():
+    presenter = LivePresenter(FeedPrefs(mode="off"), turn_id=1)
+    assert play(presenter, [*SEARCH, {"type": "text", "content": "Hi"}]) == []
+    assert presenter.tick(now=100) == []
+
+
+def test_progress_mode_shows_the_draft_at_the_second_work_event_and_no_text():
+    presenter = LivePresenter(FeedPrefs(mode="progress", labels=("Sifting...",)), 1, started=0)
+    first = play(presenter, SEARCH[:2])
+    assert first == []  # one work event (the feedback replaced its own line), under 5 s
+    ops = play(presenter, SEARCH[2:5], now=1.0)
+    assert texts(ops) == [
+        ("AddLine", "Sifting..."),
+        ("AddLine", "Looking up salary tips"),
+        ("AddLine", "Found 3 documents"),
+    ]
+    assert presenter.on_event({"type": "text", "content": "answer"}) == []
+
+
+def test_progress_mode_shows_the_draft_after_five_seconds_of_work():
+    presenter = LivePresenter(FeedPrefs(mode="progress", label="Investigating"), 1, started=0)
+    assert play(presenter, SEARCH[:1], now=1.0) == []
+    assert presenter.tick(now=4.9) == []
+    assert texts(presenter.tick(now=5.0)) == [
+        ("AddLine", "Investigating"),
+        ("AddLine", "Searching the knowledge base…"),
+    ]
+
+
+def test_a_direct_answer_never_shows_a_draft():
+    presenter = LivePresenter(FeedPrefs(mode="progress"), 1, started=0)
+    assert presenter.on_event({"type": "text", "content": "Hello"}, now=60) == []
+    assert presenter.tick(now=60) == []
+
+
+def test_older_lines_scroll_away_the_label_first():
+    presenter = LivePresenter(FeedPrefs(mode="progress", max_lines=2, label="Working"), 1, 0)
+    ops = play(presenter, SEARCH, now=1.0)
+    removed = [op.key for op in ops if isinstance(op, RemoveLine)]
+    assert removed == ["label", "call-c1"]
+    assert list(presenter.shown) == ["seq-5", "seq-6"]
+
+
+def test_no_label_shows_only_the_lines():
+    presenter = LivePresenter(FeedPrefs(mode="progress", label=""), 1, started=0)
+    ops = play(presenter, SEARCH, now=1.0)
+    assert "label" not in [op.line.key for op in ops if isinstance(op, AddLine)]
+
+
+def test_without_tool_progress_the_label_stays_and_tool_lines_hide():
+    presenter = LivePresenter(FeedPrefs(mode="progress", label="Busy", tool_progress=False), 1, 0)
+    ops = play(presenter, SEARCH, now=1.0)
+    assert texts(ops) == [("AddLine", "Busy"), ("AddLine", "Writing the answer…")]
+
+
+def test_raw_detail_adds_the_tools_arguments_to_its_line():
+    presenter = LivePresenter(FeedPrefs(detail="raw"), 1)
+    ops = play(presenter, SEARCH[:3])
+    assert ops[-1] == ReplaceLine(ops[-1].line)
+    assert ops[-1].line.message == "Looking up salary tips, query: salary"
+
+
+def test_long_lines_are_cut_keeping_their_start():
+    presenter = LivePresenter(FeedPrefs(line_width=20), 1)
+    (op,) = presenter.on_event(status(1, "🔍", "Looking up the salary bands of 2026 in Milan"))
+    assert op.line.message == "Looking up the sala…"
+    assert op.line.full == "Looking up the salary bands of 2026 in Milan"
+
+
+def test_auto_labels_come_from_the_pool_and_stay_put_for_a_turn():
+    prefs = FeedPrefs()
+    assert prefs.label_for(7) in DEFAULT_LABELS
+    assert prefs.label_for(7) == prefs.label_for(7)
+    assert FeedPrefs(labels=("Checking",)).label_for(123) == "Checking"
+
+
+@pytest.mark.parametrize(
+    ("layer", "problem"),
+    [
+        ({"MODE": "loud"}, "MODE must be one of"),
+        ({"DETAIL": "verbose"}, "DETAIL must be explain or raw"),
+        ({"MAX_LINES": 0}, "MAX_LINES must be between 1 and 50"),
+        ({"LINE_WIDTH": 5}, "LINE_WIDTH must be between 20 and 400"),
+        ({"SHOW_AFTER": -1}, "SHOW_AFTER must be zero or more"),
+        ({"LABELS": []}, "LABELS must name at least one"),
+        ({"COLOUR": "red"}, "unknown feed setting 'COLOUR'"),
+    ],
+)
+def test_bad_feed_settings_are_refused_clearly(layer, problem):
+    with pytest.raises(PreferenceError, match=problem):
+        FeedPrefs.from_mappings(layer)
+
+
+def test_user_overrides_win_over_the_settings():
+    prefs = FeedPrefs.from_mappings(
+        {"MODE": "partial", "MAX_LINES": 6, "LABELS": None}, {"MODE": "progress", "LABEL": False}
+    )
+    assert (prefs.mode, prefs.max_lines, prefs.label) == ("progress", 6, "")
+    assert prefs.labels == tuple(DEFAULT_LABELS)
