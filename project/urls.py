@@ -9,5 +9,6 @@ urlpatterns = [
     path("accounts/logout/", account_views.LogoutView.as_view(), name="logout"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),
+    path("", include("activity.urls")),
     path("", include("chat.urls")),
 ]

@@ -1,0 +1,11 @@
+from __future__ import annotations
+
+from django.urls import path
+
+from activity import views
+
+app_name = "activity"
+
+urlpatterns = [
+    path("preferences/", views.preferences, name="preferences"),
+]

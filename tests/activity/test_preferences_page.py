@@ -1,0 +1,78 @@
+from __future__ import annotations
+
+import pytest
+
+from activity.models import FeedPreferences
+
+pytestmark = pytest.mark.django_db
+
+VALID = {
+    "mode": "progress",
+    "label_kind": "fixed",
+    "label_text": "Investigating",
+    "labels": "",
+    "show_after": "2",
+    "max_lines": "4",
+    "detail": "raw",
+    "tool_progress": "on",
+    "line_width": "60",
+}
+
+
+def test_the_page_shows_the_defaults(alice_client):
+    page = alice_client.get("/preferences/").content.decode()
+    assert 'value="partial" name="mode"' in page or 'name="mode" value="partial"' in page
+    assert "checked" in page
+    assert 'name="max_lines" value="6"' in page
+
+
+def test_saving_stores_only_what_differs_from_the_defaults(alice_client, alice):
+    response = alice_client.post("/preferences/", VALID)
+    assert response.status_code == 302
+    stored = FeedPreferences.objects.get(user=alice).overrides
+    assert stored == {
+        "MODE": "progress",
+        "LABEL": "Investigating",
+        "SHOW_AFTER": 2.0,
+        "MAX_LINES": 4,
+        "DETAIL": "raw",
+        "LINE_WIDTH": 60,
+    }
+    prefs = FeedPreferences.prefs_for(alice.pk)
+    assert (prefs.mode, prefs.label, prefs.max_lines) == ("progress", "Investigating", 4)
+    page = alice_client.get("/preferences/").content.decode()
+    assert "Your next question uses these preferences." in page
+    assert 'value="Investigating"' in page
+
+
+def test_preferences_are_per_user(alice_client, alice, bob):
+    alice_client.post("/preferences/", VALID)
+    assert FeedPreferences.prefs_for(bob.pk).mode == "partial"
+
+
+@pytest.mark.parametrize(
+    ("change", "problem"),
+    [
+        ({"mode": "loud"}, "Select a valid choice"),
+        ({"max_lines": "0"}, "greater than or equal to 1"),
+        ({"line_width": "5000"}, "less than or equal to 400"),
+        ({"label_text": ""}, "Type the label to show"),
+        ({"labels": " , , "}, "LABELS must name at least one label"),
+    ],
+)
+def test_bad_values_are_explained_and_nothing_is_saved(alice_client, alice, change, problem):
+    response = alice_client.post("/preferences/", {**VALID, **change})
+    assert response.status_code == 200
+    assert problem in response.content.decode()
+    assert not FeedPreferences.objects.filter(user=alice).exists()
+
+
+def test_reset_returns_to_the_defaults(alice_client, alice):
+    alice_client.post("/preferences/", VALID)
+    alice_client.post("/preferences/", {"reset": "1"})
+    assert not FeedPreferences.objects.filter(user=alice).exists()
+    assert FeedPreferences.prefs_for(alice.pk).mode == "partial"
+
+
+def test_the_page_needs_a_login(client):
+    assert client.get("/preferences/").status_code == 302

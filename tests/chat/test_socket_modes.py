@@ -1,0 +1,95 @@
+"""Each viewer's feed preferences change what their socket shows, never what is recorded."""
+
+from __future__ import annotations
+
+import pytest
+
+from activity.models import ActivityEvent, FeedPreferences
+from tests.chat.test_socket_turn import QUESTION, turn_frames
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
+
+
+async def prefer(user, **overrides):
+    await FeedPreferences.objects.acreate(user=user, overrides=overrides)
+
+
+def text_frames(frames):
+    return [f for f in frames[1:-1] if "#answer-" in f]
+
+
+async def test_off_shows_only_the_question_then_the_final_answer(
+    alice, alice_conversation, knowledge_base
+):
+    await prefer(alice, MODE="off")
+    frames = await turn_frames(alice_conversation, alice, QUESTION)
+    assert len(frames) == 2
+    assert QUESTION in frames[0]
+    assert "Searched the knowledge base" in frames[1] and "Salary negotiation" in frames[1]
+    assert await ActivityEvent.objects.acount() == 7  # recorded in full all the same
+
+
+async def test_block_sends_whole_paragraphs(alice, alice_conversation, knowledge_base):
+    await prefer(alice, MODE="block")
+    frames = await turn_frames(alice_conversation, alice, QUESTION)
+    texts = text_frames(frames)
+    assert len(texts) >= 3
+    assert all(f.endswith("\n\n</div>") for f in texts)
+    assert any("🔍" in f for f in frames)
+
+
+async def test_progress_shows_a_labelled_draft_and_no_streaming_text(
+    alice, alice_conversation, knowledge_base
+):
+    await prefer(alice, MODE="progress", LABEL="Sifting...", SHOW_AFTER=60)
+    frames = await turn_frames(alice_conversation, alice, QUESTION)
+    assert text_frames(frames) == []
+    draft = next(i for i, f in enumerate(frames) if "Sifting..." in f)
+    assert "line-" in frames[draft] and 'id="line-' in frames[draft]
+    # Shown at the second work event: the label, then the lines held until then.
+    assert frames[draft].index("Sifting...") < frames[draft].index("Found 3 documents")
+    assert "Salary negotiation" in frames[-1] and "state-complete" in frames[-1]
+
+
+async def test_progress_shows_the_draft_once_show_after_has_passed(
+    settings, alice, alice_conversation, knowledge_base
+):
+    settings.GLASSBOX_DEMO_DELAY = 0.02
+    await prefer(alice, MODE="progress", LABEL="Busy", SHOW_AFTER=0.05)
+    frames = await turn_frames(alice_conversation, alice, QUESTION)
+    draft = next(i for i, f in enumerate(frames) if "Busy" in f)
+    found = next(i for i, f in enumerate(frames) if "Found 3 documents" in f)
+    assert draft < found
+    assert "Searching the knowledge base" in frames[draft] or "Looking up" in frames[draft]
+
+
+async def test_progress_never_shows_a_draft_for_a_direct_answer(
+    alice, alice_conversation, knowledge_base
+):
+    await prefer(alice, MODE="progress", LABEL="Busy", SHOW_AFTER=0)
+    frames = await turn_frames(alice_conversation, alice, "Tell me a joke")
+    assert len(frames) == 2
+    assert "Busy" not in "".join(frames)
+
+
+async def test_raw_detail_shows_the_search_query_live_and_in_history(
+    alice, alice_conversation, knowledge_base
+):
+    await prefer(alice, DETAIL="raw")
+    frames = await turn_frames(alice_conversation, alice, QUESTION)
+    assert any("query: negotiate salary" in f for f in frames[1:-1])
+    assert "query: negotiate salary" in frames[-1]
+
+
+async def test_a_changed_preference_applies_from_the_next_question_on_an_open_socket(
+    alice, alice_conversation, knowledge_base
+):
+    from tests.chat.test_socket_turn import ask, finish_turns, frames_until_done, open_socket
+
+    socket = await open_socket(alice_conversation, alice)  # opened with the defaults
+    await prefer(alice, MODE="off")
+    await ask(socket, QUESTION)
+    frames = await frames_until_done(socket)
+    await finish_turns()
+    await socket.disconnect()
+    assert len(frames) == 2
