@@ -1,5 +1,6 @@
 """A real Daphne process serving Glassbox with its own SQLite database, and headless Chromium
-driving it. Without Chromium the browser tests are skipped, unless REQUIRE_BROWSER=1 (CI)."""
+driving it through Playwright. Without Chromium the browser tests are skipped with a visible
+reason, unless REQUIRE_BROWSER=1 (set by .ci/run), which makes them required."""
 
 from __future__ import annotations
 
@@ -15,7 +16,6 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-CHROMEDRIVER = shutil.which("chromedriver")
 
 
 def free_port() -> int:
@@ -32,7 +32,7 @@ def live_server_url(tmp_path_factory):
         "DJANGO_SETTINGS_MODULE": "project.settings",
         "DATABASE_URL": f"sqlite:///{work / 'e2e.sqlite3'}",
         "STATIC_ROOT": str(work / "static"),
-        "GLASSBOX_DEMO_DELAY": "0.01",
+        "GLASSBOX_DEMO_DELAY": "0.005",
         "OPENAI_API_KEY": "",
     }
     manage = [sys.executable, str(ROOT / "manage.py")]
@@ -64,27 +64,34 @@ def live_server_url(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def browser():
-    if not (CHROMIUM and CHROMEDRIVER):
+    if not CHROMIUM:
         if os.environ.get("REQUIRE_BROWSER") == "1":
-            pytest.fail("REQUIRE_BROWSER=1 but chromium or chromedriver is not installed")
-        pytest.skip("chromium and chromedriver are not installed")
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
+            pytest.fail("REQUIRE_BROWSER=1 but Debian's chromium is not installed")
+        pytest.skip("chromium is not installed (apt-get install chromium); browser tests skipped")
+    from playwright.sync_api import expect, sync_playwright
 
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for argument in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--window-size=1100,1000",
-    ):
-        options.add_argument(argument)
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-    yield driver
-    driver.quit()
+    expect.set_options(timeout=20_000)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+            ],
+        )
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1100, "height": 1000})
+    context.set_default_timeout(20_000)
+    page = context.new_page()
+    yield page
+    context.close()

@@ -3,100 +3,99 @@ from __future__ import annotations
 import re
 
 import pytest
-from selenium.common.exceptions import StaleElementReferenceException
-from selenium.webdriver.common.by import By
-from selenium.webdriver.support.ui import WebDriverWait
+from playwright.sync_api import expect
 
 pytestmark = pytest.mark.e2e
 
-
-def wait(browser, condition, seconds: float = 20):
-    # htmx replaces whole elements by id, so a found element may be swapped out under us.
-    return WebDriverWait(
-        browser, seconds, poll_frequency=0.02, ignored_exceptions=[StaleElementReferenceException]
-    ).until(condition)
+DONE = "article.assistant.state-complete"
 
 
 @pytest.fixture
-def conversation_page(browser, live_server_url):
-    browser.delete_all_cookies()
-    browser.get(f"{live_server_url}/accounts/login/")
-    browser.find_element(By.NAME, "username").send_keys("demo")
-    browser.find_element(By.NAME, "password").send_keys("demo")
-    browser.find_element(By.CSS_SELECTOR, "main form button[type=submit]").click()
-    wait(browser, lambda b: b.current_url == f"{live_server_url}/")
-    browser.find_element(By.XPATH, "//main//button[text()='New conversation']").click()
-    wait(browser, lambda b: "/c/" in b.current_url)
-    # The socket is open once htmx has connected; sending earlier would be queued anyway.
-    return browser
+def conversation(page, live_server_url):
+    page.goto(f"{live_server_url}/accounts/login/")
+    page.fill("[name=username]", "demo")
+    page.fill("[name=password]", "demo")
+    page.click("main form button[type=submit]")
+    expect(page).to_have_url(f"{live_server_url}/")
+    page.click("main button:text('New conversation')")
+    expect(page).to_have_url(re.compile(r"/c/[0-9a-f-]+/$"))
+    return page
 
 
-def ask(browser, question: str) -> None:
-    browser.find_element(By.ID, "question").send_keys(question)
-    browser.find_element(By.CSS_SELECTOR, "#composer button").click()
+def ask(page, question: str) -> None:
+    page.fill("#question", question)
+    page.click("#composer button")
 
 
-def feed_lines(browser) -> list[str]:
-    return [li.text for li in browser.find_elements(By.CSS_SELECTOR, "details.feed li")]
+def feed_lines(page) -> list[str]:
+    return page.locator("details.feed li").all_inner_texts()
 
 
-def test_the_user_watches_the_feed_then_the_answer_then_the_fold(conversation_page):
-    browser = conversation_page
-    ask(browser, "How do I negotiate my salary?")
+def summary_after(page, question: str) -> str:
+    ask(page, question)
+    summary = page.locator(f"{DONE} details.feed summary").last
+    expect(summary).not_to_be_empty()
+    return summary.inner_text()
+
+
+def test_the_user_watches_the_feed_then_the_answer_then_the_fold(conversation):
+    page = conversation
+    ask(page, "How do I negotiate my salary?")
 
     # Live: the search line is on screen while the answer is still streaming.
-    wait(browser, lambda b: any("Found 3 documents" in line for line in feed_lines(b)))
-    assert browser.find_elements(By.CSS_SELECTOR, "article.assistant.state-streaming")
-    assert browser.find_element(By.CSS_SELECTOR, "details.feed").get_attribute("open")
-    assert browser.find_element(By.ID, "question").get_attribute("value") == ""
+    expect(page.locator("details.feed li", has_text="Found 3 documents")).to_be_visible()
+    assert page.locator("article.assistant.state-streaming").count() == 1
+    expect(page.locator("#question")).to_have_value("")
 
-    wait(browser, lambda b: b.find_elements(By.CSS_SELECTOR, "article.assistant.state-complete"))
-    feed = browser.find_element(By.CSS_SELECTOR, "details.feed")
-    assert not feed.get_attribute("open")
-    assert "Searched the knowledge base" in feed.find_element(By.TAG_NAME, "summary").text
-    answer = browser.find_element(By.CSS_SELECTOR, "article.assistant .answer")
-    assert "Salary negotiation: preparing your number" in answer.text
-    assert answer.find_element(By.TAG_NAME, "strong").text.startswith("Salary negotiation")
-    assert (
-        "How do I negotiate my salary?" in browser.find_element(By.ID, "conversation-title").text
+    expect(page.locator(DONE)).to_be_visible()
+    feed = page.locator(f"{DONE} details.feed")
+    expect(feed).not_to_have_attribute("open", "")
+    expect(feed.locator("summary")).to_contain_text("Searched the knowledge base")
+    answer = page.locator(f"{DONE} .answer")
+    expect(answer.locator("strong").first).to_have_text(
+        "Salary negotiation: preparing your number"
     )
+    expect(page.locator("#conversation-title")).to_have_text("How do I negotiate my salary?")
 
-    feed.find_element(By.TAG_NAME, "summary").click()
-    lines_live = feed_lines(browser)
+    feed.locator("summary").click()
+    lines_live = feed_lines(page)
     steps = [line.split(" ", 1)[1].split(" · ")[0] for line in lines_live]
     assert steps[1:] == ["Found 3 documents", "Writing the answer…", "Done"]
     # Each folded step says how long it took, and that it finished.
     assert all(re.search(r" · \d+\.\d s ✓$", line) for line in lines_live)
-    answer_live = answer.text
+    answer_live = answer.inner_text()
 
-    browser.refresh()
-    wait(browser, lambda b: b.find_elements(By.CSS_SELECTOR, "details.feed"))
-    browser.find_element(By.CSS_SELECTOR, "details.feed summary").click()
-    assert feed_lines(browser) == lines_live
-    assert browser.find_element(By.CSS_SELECTOR, "article.assistant .answer").text == answer_live
-
-
-def test_a_direct_answer_shows_no_feed_at_all(conversation_page):
-    browser = conversation_page
-    ask(browser, "Tell me a joke about penguins")
-    wait(browser, lambda b: b.find_elements(By.CSS_SELECTOR, "article.assistant.state-complete"))
-    assert "penguins" in browser.find_element(By.CSS_SELECTOR, "article.assistant").text
-    assert not browser.find_element(By.CSS_SELECTOR, "details.feed").is_displayed()
+    page.reload()
+    page.locator("details.feed summary").click()
+    assert feed_lines(page) == lines_live
+    assert page.locator(".answer").inner_text() == answer_live
 
 
-def test_markup_in_a_question_is_shown_as_text_never_run(conversation_page):
-    browser = conversation_page
-    ask(browser, "<img src=x onerror=\"document.title='pwned'\"> hello")
-    wait(browser, lambda b: b.find_elements(By.CSS_SELECTOR, "article.assistant.state-complete"))
-    assert browser.title != "pwned"
-    assert "<img src=x" in browser.find_element(By.CSS_SELECTOR, "article.user").text
-    assert not browser.find_elements(By.CSS_SELECTOR, "#messages img")
+def test_the_search_line_appears_before_any_answer_text(conversation):
+    page = conversation
+    page.evaluate(
+        """() => {
+        window.seen = [];
+        new MutationObserver(() => {
+          const line = document.querySelector('details.feed li');
+          const answer = document.querySelector('.answer');
+          window.seen.push([!!line, answer ? answer.textContent.length : 0]);
+        }).observe(document.querySelector('#messages'), {subtree: true, childList: true,
+                                                         characterData: true});
+      }"""
+    )
+    ask(page, "How do I negotiate my salary?")
+    expect(page.locator(DONE)).to_be_visible()
+    seen = page.evaluate("window.seen")
+    first_text = next(i for i, (_, length) in enumerate(seen) if length)
+    assert seen[first_text][0], "answer text appeared before any feed line"
 
 
-def summary_after(browser, question: str) -> str:
-    ask(browser, question)
-    done = "article.assistant.state-complete details.feed summary"
-    return wait(browser, lambda b: [e.text for e in b.find_elements(By.CSS_SELECTOR, done)])[-1]
+def test_a_direct_answer_shows_no_feed_at_all(conversation):
+    page = conversation
+    ask(page, "Tell me a joke about penguins")
+    expect(page.locator(DONE)).to_contain_text("penguins")
+    expect(page.locator("details.feed")).to_be_hidden()
 
 
 @pytest.mark.parametrize(
@@ -109,25 +108,61 @@ def summary_after(browser, question: str) -> str:
         ("Come posso negoziare lo stipendio?", "Searched the knowledge base"),
     ],
 )
-def test_each_try_asking_prompt_folds_into_its_summary(conversation_page, question, summary):
-    assert summary in summary_after(conversation_page, question)
+def test_each_try_asking_prompt_folds_into_its_summary(conversation, question, summary):
+    assert summary in summary_after(conversation, question)
 
 
-def test_the_contact_form_the_agent_opens_can_be_sent(conversation_page):
-    browser = conversation_page
-    assert "Opened a contact form" in summary_after(browser, "I want to talk to a human advisor")
-    field = "#messages .contact-form [name={}]".format
-    browser.find_element(By.CSS_SELECTOR, field("name")).send_keys("Demo User")
-    browser.find_element(By.CSS_SELECTOR, field("email")).send_keys("not-an-email")
-    browser.find_element(By.CSS_SELECTOR, field("body")).send_keys("Please call me tomorrow.")
-    browser.find_element(By.CSS_SELECTOR, ".contact-form button").click()
+def test_the_contact_form_the_agent_opens_can_be_sent(conversation):
+    page = conversation
+    assert "Opened a contact form" in summary_after(page, "I want to talk to a human advisor")
+    form = page.locator(".contact-form form")
+    form.locator("[name=name]").fill("Demo User")
+    form.locator("[name=email]").fill("not-an-email")
+    form.locator("[name=body]").fill("Please call me tomorrow.")
+    form.locator("button").click()
     # The browser's own validation stops a bad email before anything is sent.
-    assert browser.find_elements(By.CSS_SELECTOR, ".contact-form form")
-    browser.find_element(By.CSS_SELECTOR, field("email")).clear()
-    browser.find_element(By.CSS_SELECTOR, field("email")).send_keys("demo@example.com")
-    browser.find_element(By.CSS_SELECTOR, ".contact-form button").click()
-    wait(browser, lambda b: "was sent" in b.find_element(By.CSS_SELECTOR, ".contact-form").text)
-    browser.refresh()
-    wait(browser, lambda b: b.find_elements(By.CSS_SELECTOR, ".contact-form .sent"))
-    browser.find_element(By.CSS_SELECTOR, "details.feed summary").click()
-    assert any("Contact request sent" in line for line in feed_lines(browser))
+    expect(form).to_be_visible()
+    form.locator("[name=email]").fill("demo@example.com")
+    form.locator("button").click()
+    expect(page.locator(".contact-form .sent")).to_contain_text("was sent")
+    page.reload()
+    expect(page.locator(".contact-form .sent")).to_be_visible()
+    page.locator("details.feed summary").click()
+    expect(page.locator("details.feed li", has_text="Contact request sent")).to_be_visible()
+
+
+def test_progress_mode_shows_a_draft_that_turns_into_the_answer(conversation, live_server_url):
+    page = conversation
+    conversation_url = page.url
+    page.goto(f"{live_server_url}/preferences/")
+    page.check("input[name=mode][value=progress]")
+    page.check("input[name=label_kind][value=fixed]")
+    page.fill("[name=label_text]", "Sifting...")
+    page.click("button:text('Save')")
+    expect(page.locator(".notice.success")).to_be_visible()
+
+    page.goto(conversation_url)
+    ask(page, "How do I negotiate my salary?")
+    draft = page.locator("article.assistant.state-streaming details.feed li")
+    expect(draft.first).to_have_text("Sifting...")
+    # No answer text streams into the draft.
+    assert page.locator("article.assistant.state-streaming .answer").inner_text() == ""
+    expect(page.locator(DONE)).to_be_visible()
+    expect(page.locator(f"{DONE} .answer strong").first).to_contain_text("Salary negotiation")
+    expect(page.locator(f"{DONE} details.feed summary")).to_contain_text("Searched")
+    # The label was only the draft's: history keeps the recorded steps.
+    assert "Sifting..." not in " ".join(feed_lines(page))
+
+    page.goto(f"{live_server_url}/preferences/")
+    page.click("button:text('Reset to defaults')")
+
+
+def test_markup_in_a_question_is_shown_as_text_never_run(conversation):
+    page = conversation
+    dialogs = []
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    ask(page, "<img src=x onerror=\"alert('pwned')\"> hello")
+    expect(page.locator(DONE)).to_be_visible()
+    expect(page.locator("article.user")).to_contain_text("<img src=x")
+    assert page.locator("#messages img").count() == 0
+    assert dialogs == []
