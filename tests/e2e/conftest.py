@@ -24,9 +24,8 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="session")
-def live_server_url(tmp_path_factory):
-    work = tmp_path_factory.mktemp("e2e")
+def serve(work: Path, **settings: str):
+    """Migrates a fresh database, seeds the demo, and starts Daphne; yields its URL."""
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "project.settings",
@@ -34,6 +33,7 @@ def live_server_url(tmp_path_factory):
         "STATIC_ROOT": str(work / "static"),
         "GLASSBOX_DEMO_DELAY": "0.005",
         "OPENAI_API_KEY": "",
+        **settings,
     }
     manage = [sys.executable, str(ROOT / "manage.py")]
     for command in (["migrate", "--noinput"], ["collectstatic", "--noinput"], ["seed_demo"]):
@@ -60,6 +60,25 @@ def live_server_url(tmp_path_factory):
     yield f"http://127.0.0.1:{port}"
     daphne.terminate()
     daphne.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def live_server_url(tmp_path_factory):
+    yield from serve(tmp_path_factory.mktemp("e2e"))
+
+
+@pytest.fixture(scope="session")
+def hostile_server_url(tmp_path_factory):
+    """Glassbox talking to an OpenAI-compatible provider whose model writes attacks."""
+    from tests.e2e.hostile_provider import HostileProvider
+
+    with HostileProvider() as provider:
+        yield from serve(
+            tmp_path_factory.mktemp("hostile"),
+            OPENAI_API_KEY="sk-hostile",
+            OPENAI_BASE_URL=provider.url,
+            GLASSBOX_MODEL="hostile-model",
+        )
 
 
 @pytest.fixture(scope="session")
