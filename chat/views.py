@@ -31,7 +31,7 @@ def conversation_detail(request, conversation_id):
         "chat/conversation_detail.html",
         {
             "conversation": conversation,
-            "messages": selectors.messages_with_feeds(
+            "turns": selectors.messages_with_feeds(
                 conversation, FeedPreferences.prefs_for(request.user.pk)
             ),
             "max_chars": settings.GLASSBOX_MAX_MESSAGE_CHARS,

@@ -174,3 +174,10 @@ def test_a_recent_running_turn_still_blocks_a_second_one(alice_conversation):
     with pytest.raises(TurnRejected, match="still working"):
         turn_start(conversation=alice_conversation, text="second")
     assert Message.objects.filter(content="second").count() == 0
+
+
+def test_a_flash_message_and_the_history_do_not_mix(alice_client, alice_conversation):
+    Message.objects.create(conversation=alice_conversation, role="user", content="my question")
+    page = alice_client.get(alice_conversation.get_absolute_url()).content.decode()
+    assert page.count("my question") == 1
+    assert 'class="notice' not in page.split("<main>")[1].split("<section")[0]

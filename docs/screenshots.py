@@ -1,0 +1,40 @@
+"""Takes the README's screenshots from a running Glassbox (`make run`), with Debian's Chromium.
+
+.venv/bin/python docs/screenshots.py http://127.0.0.1:8000
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from playwright.sync_api import expect, sync_playwright
+
+HERE = Path(__file__).parent
+
+
+def main(base: str) -> None:
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path="/usr/bin/chromium",
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+        )
+        page = browser.new_page(viewport={"width": 900, "height": 560}, device_scale_factor=1)
+        page.goto(f"{base}/accounts/login/")
+        page.fill("[name=username]", "demo")
+        page.fill("[name=password]", "demo")
+        page.click("main form button[type=submit]")
+        page.click("main button:text('New conversation')")
+        page.fill("#question", "How do I negotiate my salary?")
+        page.click("#composer button")
+        expect(page.locator(".answer.streaming")).to_contain_text("market range", timeout=30_000)
+        page.screenshot(path=HERE / "live-feed.png")
+        expect(page.locator("article.assistant.state-complete")).to_be_visible(timeout=60_000)
+        page.reload()
+        page.locator("details.feed summary").click()
+        page.screenshot(path=HERE / "folded-history.png")
+        browser.close()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else "http://127.0.0.1:8000")
