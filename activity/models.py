@@ -20,6 +20,9 @@ class ActivityFeed(models.Model):
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="activity_feeds"
     )
+    # The conversation's id, not a foreign key: activity depends on nothing in chat, and the
+    # API filters feeds by conversation without a join.
+    conversation_id = models.UUIDField(null=True, blank=True, db_index=True)
     state = models.CharField(max_length=16, choices=State.choices, default=State.RUNNING)
     summary_icon = models.CharField(max_length=8, blank=True)
     summary_text = models.CharField(max_length=200, blank=True)

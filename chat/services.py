@@ -48,7 +48,9 @@ def _turn_create(conversation: Conversation, text: str) -> StartedTurn:
     question = Message.objects.create(
         conversation=conversation, role=Message.Role.USER, content=text
     )
-    feed = ActivityFeed.objects.create(owner_id=conversation.owner_id)
+    feed = ActivityFeed.objects.create(
+        owner_id=conversation.owner_id, conversation_id=conversation.pk
+    )
     answer = Message.objects.create(
         conversation=conversation,
         role=Message.Role.ASSISTANT,

@@ -9,6 +9,7 @@ urlpatterns = [
     path("accounts/logout/", account_views.LogoutView.as_view(), name="logout"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),
+    path("api/", include("chat.api.urls")),
     path("", include("activity.urls")),
     path("", include("chat.urls")),
 ]

@@ -64,3 +64,10 @@ async def connect(conversation_id, user=None, *, query: str = "") -> WebsocketCo
         headers.append((b"cookie", await sync_to_async(session_cookie_for)(user)))
     path = f"/ws/c/{conversation_id}/" + (f"?{query}" if query else "")
     return WebsocketCommunicator(application, path, headers=headers)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items):
+    """Browser tests run last, after the random shuffle: Playwright's sync API keeps an event
+    loop running in the main thread for the rest of the session, which async_to_sync refuses."""
+    items.sort(key=lambda item: item.get_closest_marker("e2e") is not None)

@@ -1,0 +1,128 @@
+"""Feeds as data: the JSON form shared by the API and exports, and safe CSV rows.
+
+Event JSON is exactly the live protocol (activity.events.to_json)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections import defaultdict
+from collections.abc import AsyncIterator, Iterable
+from typing import Any
+
+from activity.events import to_json
+from activity.models import ActivityEvent, ActivityFeed
+
+CSV_COLUMNS = [
+    "feed_id", "conversation", "message", "user", "feed_state", "started_at",
+    "seq", "type", "icon", "message_text", "state", "tool", "call_id", "arguments",
+    "ok", "summary", "duration_ms",
+]  # fmt: skip
+# A spreadsheet runs a cell that starts like a formula; prefixing a quote keeps it text.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def feed_data(feed: ActivityFeed, events: Iterable[ActivityEvent]) -> dict[str, Any]:
+    """feed needs `message_id` and `username` annotated, as activity.selectors does."""
+    return {
+        "id": feed.pk,
+        "conversation": str(feed.conversation_id) if feed.conversation_id else None,
+        "message": feed.message_id,
+        "user": feed.username,
+        "state": feed.state,
+        "summary": {"icon": feed.summary_icon, "text": feed.summary_text},
+        "started_at": feed.started_at.isoformat(),
+        "finished_at": feed.finished_at.isoformat() if feed.finished_at else None,
+        "duration_ms": feed.duration_ms,
+        "tool_call_count": feed.tool_call_count,
+        "failed_tool_count": feed.failed_tool_count,
+        "events": [to_json(event.to_event()) for event in events],
+    }
+
+
+def ndjson_line(data: dict[str, Any]) -> str:
+    return json.dumps(data, ensure_ascii=False) + "\n"
+
+
+def safe_cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return "'" + text if text.startswith(FORMULA_STARTS) else text
+
+
+def csv_rows(data: dict[str, Any]) -> list[list[str]]:
+    """One row per event; a feed without events still gets one row."""
+    common = [
+        data["id"], data["conversation"], data["message"], data["user"], data["state"],
+        data["started_at"],
+    ]  # fmt: skip
+    rows = []
+    for event in data["events"] or [{}]:
+        rows.append(
+            [
+                *common,
+                event.get("seq"),
+                event.get("type"),
+                event.get("icon"),
+                event.get("message"),
+                event.get("state"),
+                event.get("tool"),
+                event.get("call_id"),
+                event.get("arguments"),
+                event.get("ok"),
+                event.get("summary"),
+                event.get("duration_ms"),
+            ]
+        )
+    return [[safe_cell(cell) for cell in row] for row in rows]
+
+
+def csv_text(rows: Iterable[list[str]]) -> str:
+    buffer = io.StringIO()
+    csv.writer(buffer).writerows(rows)
+    return buffer.getvalue()
+
+
+FORMATS = {
+    "ndjson": "application/x-ndjson",
+    "csv": "text/csv; charset=utf-8",
+    "json": "application/json",
+}
+CHUNK = 500
+
+
+async def export_stream(feeds, fmt: str) -> AsyncIterator[str]:
+    """Every feed with its events, a chunk of feeds at a time (keyset by id), so memory stays
+    flat however many events there are."""
+    if fmt == "csv":
+        yield csv_text([CSV_COLUMNS])
+    elif fmt == "json":
+        yield "["
+    separator = ""
+    last_id = 0
+    while True:
+        chunk = [feed async for feed in feeds.filter(id__gt=last_id).order_by("id")[:CHUNK]]
+        if not chunk:
+            break
+        last_id = chunk[-1].pk
+        events: dict[int, list[ActivityEvent]] = defaultdict(list)
+        rows = ActivityEvent.objects.filter(feed_id__in=[f.pk for f in chunk])
+        async for event in rows.order_by("feed_id", "seq"):
+            events[event.feed_id].append(event)
+        for feed in chunk:
+            data = feed_data(feed, events[feed.pk])
+            if fmt == "ndjson":
+                yield ndjson_line(data)
+            elif fmt == "csv":
+                yield csv_text(csv_rows(data))
+            else:
+                yield separator + json.dumps(data, ensure_ascii=False)
+                separator = ","
+    if fmt == "json":
+        yield "]"

@@ -1,0 +1,42 @@
+"""Reads of activity data scoped by who asks: pages, the REST API, exports and admin share
+these, so the access rule is written once."""
+
+from __future__ import annotations
+
+from django.db.models import F, QuerySet
+
+from activity.models import ActivityFeed
+
+
+def feeds_visible_to(user) -> QuerySet[ActivityFeed]:
+    """Staff see every feed; anyone else only their own."""
+    feeds = ActivityFeed.objects.all()
+    if not user.is_staff:
+        feeds = feeds.filter(owner=user)
+    # The message points at its feed; its id is read back through that reverse relation.
+    return feeds.annotate(username=F("owner__username"), message_id=F("message__id"))
+
+
+def feeds_filtered(
+    feeds: QuerySet[ActivityFeed],
+    *,
+    conversation=None,
+    tool: str = "",
+    state: str = "",
+    since=None,
+    until=None,
+    username: str = "",
+) -> QuerySet[ActivityFeed]:
+    if conversation is not None:
+        feeds = feeds.filter(conversation_id=conversation)
+    if tool:
+        feeds = feeds.filter(events__tool=tool, events__kind="tool_call").distinct()
+    if state:
+        feeds = feeds.filter(state=state)
+    if since is not None:
+        feeds = feeds.filter(started_at__gte=since)
+    if until is not None:
+        feeds = feeds.filter(started_at__lt=until)
+    if username:
+        feeds = feeds.filter(owner__username=username)
+    return feeds
