@@ -1,7 +1,10 @@
 from __future__ import annotations
 
+from django.contrib import messages
 from django.contrib.auth import views as auth_views
-from django.shortcuts import render
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_http_methods
+from rest_framework.authtoken.models import Token
 
 
 class LogoutView(auth_views.LogoutView):
@@ -11,3 +14,18 @@ class LogoutView(auth_views.LogoutView):
 
     def get(self, request, *args, **kwargs):
         return render(request, "registration/logout.html")
+
+
+@require_http_methods(["GET", "POST"])
+def api_token(request):
+    """A user's API token: create (or replace) it, or revoke it."""
+    if request.method == "POST":
+        Token.objects.filter(user=request.user).delete()
+        if request.POST.get("action") == "create":
+            Token.objects.create(user=request.user)
+            messages.success(request, "A new API token was created; the old one no longer works.")
+        else:
+            messages.success(request, "Your API token was revoked.")
+        return redirect("api_token")
+    token = Token.objects.filter(user=request.user).first()
+    return render(request, "registration/api_token.html", {"token": token})

@@ -7,6 +7,7 @@ from chat import account_views
 
 urlpatterns = [
     path("accounts/logout/", account_views.LogoutView.as_view(), name="logout"),
+    path("accounts/token/", account_views.api_token, name="api_token"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),
     path("api/", include("chat.api.urls")),

@@ -80,7 +80,10 @@ def filtered_feeds(request: Request):
         raise ValidationError({"user": "Only staff can see other users' feeds."})
     conversation = params.get("conversation") or None
     if conversation:
-        conversation = serializers.UUIDField().to_internal_value(conversation)
+        try:
+            conversation = serializers.UUIDField().to_internal_value(conversation)
+        except ValidationError:
+            raise ValidationError({"conversation": "Must be a conversation's UUID."}) from None
     state = params.get("state", "")
     if state and state not in ActivityFeed.State.values:
         raise ValidationError({"state": f"Must be one of {', '.join(ActivityFeed.State.values)}."})

@@ -1,0 +1,251 @@
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+from asgiref.sync import async_to_sync
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+from django.test import AsyncClient
+from rest_framework.authtoken.models import Token
+
+from activity.events import to_json
+from activity.models import ActivityEvent, ActivityFeed
+from chat.models import Conversation
+from chat.services import turn_start
+from chat.turns import turn_run
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def run_turn(conversation, question):
+    turn = turn_start(conversation=conversation, text=question)
+    async_to_sync(turn_run)(answer=turn.answer)
+    return turn.answer
+
+
+@pytest.fixture
+def world(alice, bob, knowledge_base):
+    mine = Conversation.objects.create(owner=alice)
+    search = run_turn(mine, "How do I negotiate my salary?")
+    direct = run_turn(mine, "Tell me a joke")
+    theirs = Conversation.objects.create(owner=bob)
+    bobs = run_turn(theirs, "What is 2 + 2?")
+    return {"mine": mine, "theirs": theirs, "search": search, "direct": direct, "bobs": bobs}
+
+
+@pytest.fixture
+def staff(db):
+    return get_user_model().objects.create_user("root", password="x", is_staff=True)
+
+
+def client_for(client, user):
+    if user is not None:
+        client.force_login(user)
+    return client
+
+
+ENDPOINTS = ["/api/conversations/", "/api/feeds/", "/api/feeds/export/"]
+
+
+@pytest.mark.parametrize("url", ENDPOINTS)
+def test_anonymous_programs_get_401_not_a_login_page(client, world, url):
+    response = client.get(url)
+    assert response.status_code == 401
+    assert response["Content-Type"].startswith("application/json")
+
+
+def test_the_permission_matrix(client, alice, bob, staff, world):
+    search, bobs = world["search"], world["bobs"]
+    expectations = {
+        # user: (sees alice's feed, sees bob's feed, alice's conversation status)
+        "alice": (True, False, 200),
+        "bob": (False, True, 404),
+        "root": (True, True, 404),  # staff audit feeds, but conversations stay private
+    }
+    for user in (alice, bob, staff):
+        client.logout()
+        client.force_login(user)
+        alice_feed, bob_feed, conversation_status = expectations[user.username]
+        ids = {feed["id"] for feed in client.get("/api/feeds/").json()["results"]}
+        assert (search.feed_id in ids, bobs.feed_id in ids) == (alice_feed, bob_feed)
+        detail = client.get(f"/api/feeds/{search.feed_id}/").status_code
+        assert detail == (200 if alice_feed else 404)
+        mine = client.get(f"/api/conversations/{world['mine'].pk}/").status_code
+        assert mine == conversation_status
+        conversations = client.get("/api/conversations/").json()["results"]
+        assert all(c["id"] != str(world["theirs"].pk) for c in conversations) == (
+            user.username != "bob"
+        )
+
+
+def test_a_token_authenticates_a_program(client, alice, world):
+    token = Token.objects.create(user=alice)
+    response = client.get("/api/feeds/", headers={"Authorization": f"Token {token.key}"})
+    assert response.status_code == 200
+    assert len(response.json()["results"]) == 2
+    bad = client.get("/api/feeds/", headers={"Authorization": "Token not-a-token"})
+    assert bad.status_code == 401
+
+
+def test_creating_a_conversation(client, alice):
+    client.force_login(alice)
+    response = client.post(
+        "/api/conversations/", {"title": "Budget"}, content_type="application/json"
+    )
+    assert response.status_code == 201
+    assert Conversation.objects.get(pk=response.json()["id"]).owner == alice
+
+
+def test_a_conversation_has_its_messages_each_answer_with_its_feed(client, alice, world):
+    client.force_login(alice)
+    data = client.get(f"/api/conversations/{world['mine'].pk}/").json()
+    roles = [m["role"] for m in data["messages"]]
+    assert roles == ["user", "assistant", "user", "assistant"]
+    feed = data["messages"][1]["feed"]
+    assert feed["summary"] == {"icon": "📄", "text": "Searched the knowledge base"}
+    assert feed["message"] == data["messages"][1]["id"]
+    assert feed["user"] == "alice"
+    stored = ActivityEvent.objects.filter(feed_id=feed["id"]).order_by("seq")
+    assert feed["events"] == [to_json(e.to_event()) for e in stored]
+    assert data["messages"][0]["feed"] is None
+
+
+def test_feed_filters(client, alice, staff, world):
+    client.force_login(alice)
+
+    def ids(query):
+        response = client.get(f"/api/feeds/?{query}")
+        assert response.status_code == 200, response.content
+        return {feed["id"] for feed in response.json()["results"]}
+
+    search, direct = world["search"].feed_id, world["direct"].feed_id
+    assert ids(f"conversation={world['mine'].pk}") == {search, direct}
+    assert ids(f"conversation={world['theirs'].pk}") == set()
+    assert ids("tool=search_documents") == {search}
+    assert ids("state=complete") == {search, direct}
+    assert ids("since=2000-01-01T00:00:00Z&until=2000-01-02T00:00:00Z") == set()
+    assert ids("since=2000-01-01T00:00:00Z") == {search, direct}
+    client.logout()
+    client.force_login(staff)
+    assert ids("user=bob") == {world["bobs"].feed_id}
+
+
+@pytest.mark.parametrize(
+    ("query", "field"),
+    [
+        ("state=exploded", "state"),
+        ("since=yesterday", "since"),
+        ("conversation=not-a-uuid", "conversation"),
+        ("user=bob", "user"),
+    ],
+)
+def test_bad_filters_are_explained(client, alice, world, query, field):
+    client.force_login(alice)
+    response = client.get(f"/api/feeds/?{query}")
+    assert response.status_code == 400
+    assert field in response.json()
+
+
+def test_feeds_come_newest_first_a_cursor_page_at_a_time(client, alice, world, monkeypatch):
+    from chat.api.views import NewestFirst
+
+    monkeypatch.setattr(NewestFirst, "page_size", 1)
+    client.force_login(alice)
+    first = client.get("/api/feeds/").json()
+    second = client.get(first["next"]).json()
+    assert [first["results"][0]["id"], second["results"][0]["id"]] == [
+        world["direct"].feed_id,
+        world["search"].feed_id,
+    ]
+    assert second["next"] is None
+
+
+async def export(user, query: str):
+    client = AsyncClient()
+    await client.aforce_login(user)
+    response = await client.get(f"/api/feeds/export/?{query}")
+    assert response.streaming, "the export is streamed, not built in memory"
+    body = b"".join([chunk async for chunk in response.streaming_content]).decode()
+    return response, body
+
+
+def stored_events():
+    return {
+        feed.pk: [to_json(e.to_event()) for e in feed.events.order_by("seq")]
+        for feed in ActivityFeed.objects.all()
+    }
+
+
+@pytest.mark.asyncio
+async def test_ndjson_and_json_exports_round_trip_the_events(alice, world):
+    from asgiref.sync import sync_to_async
+
+    events = await sync_to_async(stored_events)()
+    response, body = await export(alice, "format=ndjson")
+    assert response["Content-Type"] == "application/x-ndjson"
+    feeds = [json.loads(line) for line in body.splitlines()]
+    assert {f["id"] for f in feeds} == {world["search"].feed_id, world["direct"].feed_id}
+    assert all(f["events"] == events[f["id"]] for f in feeds)
+    _, body = await export(alice, "format=json&tool=search_documents")
+    (only,) = json.loads(body)
+    assert only["events"] == events[world["search"].feed_id]
+
+
+@pytest.mark.asyncio
+async def test_csv_export_has_an_event_per_row_and_defuses_formulas(alice, world):
+    from asgiref.sync import sync_to_async
+
+    feed = world["search"].feed
+    await sync_to_async(ActivityEvent.objects.create)(
+        feed=feed, seq=99, kind="status", icon="=", message="=HYPERLINK(\"http://x\")",
+        state="done", tool="@SUM(A1)",
+    )  # fmt: skip
+    response, body = await export(alice, "format=csv")
+    assert response["Content-Type"] == "text/csv; charset=utf-8"
+    rows = list(csv.DictReader(io.StringIO(body)))
+    search_rows = [r for r in rows if r["feed_id"] == str(feed.pk)]
+    assert [r["seq"] for r in search_rows] == [str(n) for n in range(1, 8)] + ["99"]
+    evil = search_rows[-1]
+    assert evil["message_text"] == '\'=HYPERLINK("http://x")'
+    assert evil["tool"] == "'@SUM(A1)" and evil["icon"] == "'="
+    call = next(r for r in search_rows if r["type"] == "tool_call")
+    assert json.loads(call["arguments"])["query"] == "negotiate salary"
+
+
+@pytest.mark.asyncio
+async def test_an_unknown_export_format_is_refused(alice, world):
+    client = AsyncClient()
+    await client.aforce_login(alice)
+    response = await client.get("/api/feeds/export/?format=xlsx")
+    assert response.status_code == 400
+    assert "ndjson" in response.json()["format"]
+
+
+@pytest.mark.asyncio
+async def test_the_export_only_holds_ones_own_feeds(bob, world):
+    _, body = await export(bob, "format=ndjson")
+    assert [json.loads(line)["id"] for line in body.splitlines()] == [world["bobs"].feed_id]
+
+
+def test_the_schema_validates_and_the_docs_work_offline(client, alice):
+    call_command("spectacular", "--validate", "--fail-on-warn", "--file", "/dev/null")
+    client.force_login(alice)
+    assert client.get("/api/schema/").status_code == 200
+    docs = client.get("/api/docs/").content.decode()
+    assert "/static/drf_spectacular_sidecar/swagger-ui-dist/" in docs
+    assert "cdn" not in docs.lower()
+
+
+def test_a_user_creates_replaces_and_revokes_their_token(client, alice):
+    client.force_login(alice)
+    assert "You have no API token" in client.get("/accounts/token/").content.decode()
+    client.post("/accounts/token/", {"action": "create"})
+    first = Token.objects.get(user=alice).key
+    assert first in client.get("/accounts/token/").content.decode()
+    client.post("/accounts/token/", {"action": "create"})
+    assert Token.objects.get(user=alice).key != first
+    client.post("/accounts/token/", {"action": "revoke"})
+    assert not Token.objects.filter(user=alice).exists()
