@@ -7,11 +7,9 @@ import asyncio
 import json
 import logging
 from typing import Any
-from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
-from django.conf import settings
 from django.core.exceptions import ObjectDoesNotExist
 
 from activity.events import to_json
@@ -19,6 +17,7 @@ from activity.live import LivePresenter
 from activity.models import FeedPreferences
 from chat import fragments, services
 from chat.broadcast import send_turn_started
+from chat.follow import TurnFollower
 from chat.models import Conversation, Message
 from chat.selectors import amessage_with_feed
 from chat.turns import turn_launch
@@ -28,6 +27,7 @@ logger = logging.getLogger("glassbox.socket")
 # Close codes in the 4000s: htmx's ws extension reconnects only after 1006/1011/1012/1013.
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_NOT_FOUND = 4404
+JSON_PROTOCOL = "glassbox.json"
 ALLOWED_KEYS = {"message", "HEADERS"}  # htmx's ws-send adds HEADERS to every form message
 
 
@@ -47,25 +47,25 @@ class ChatConsumer(AsyncWebsocketConsumer):
         except ObjectDoesNotExist:
             await self.refuse(CLOSE_NOT_FOUND)
             return
-        query = parse_qs(self.scope.get("query_string", b"").decode())
-        self.wants_json = query.get("format") == ["json"]
         self.group = self.conversation.group_name
         self.prefs = await FeedPreferences.aprefs_for(user.pk)
-        # Live events from the last snapshot on: status lines are deduplicated by seq and
-        # text by offset, so a client that joins mid-turn sees nothing twice.
-        self.seen_seq: dict[int, int] = {}
-        self.seen_text: dict[int, int] = {}
+        self.follower = TurnFollower()
         self.presenters: dict[int, LivePresenter] = {}
         self.timers: dict[int, asyncio.Task] = {}
         # Group messages wait until connect returns, so none is lost or shown twice between
         # joining the group and the snapshot of a running turn.
         await self.channel_layer.group_add(self.group, self.channel_name)
-        await self.accept()
+        await self.accept(subprotocol=JSON_PROTOCOL if self.wants_json else None)
         await self.send_running_turn()
+
+    @property
+    def wants_json(self) -> bool:
+        """Programs ask for JSON events with the `glassbox.json` subprotocol."""
+        return JSON_PROTOCOL in self.scope.get("subprotocols", [])
 
     async def refuse(self, code: int) -> None:
         # Accept, then close with a 4xxx code: a refused handshake makes htmx retry forever.
-        await self.accept()
+        await self.accept(subprotocol=JSON_PROTOCOL if self.wants_json else None)
         await self.close(code=code)
 
     async def disconnect(self, code: int) -> None:
@@ -83,8 +83,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
         if running is None:
             return
         message = await amessage_with_feed(running, self.prefs)
-        self.seen_seq[message.pk] = message.feed_events[-1].seq if message.feed_events else 0
-        self.seen_text[message.pk] = len(message.content)
+        self.follower.snapshot(message)
         # The snapshot shows what is stored; from here on this viewer's presentation applies.
         presenter = self.presenters[message.pk] = LivePresenter(self.prefs, message.pk)
         presenter.draft_shown = True
@@ -123,18 +122,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
         unknown = set(data) - ALLOWED_KEYS
         if unknown:
             raise ValueError(f"Unknown field: {sorted(unknown)[0]}.")
-        text = data.get("message")
-        if not isinstance(text, str):
-            raise ValueError("The question must be text.")
-        text = text.strip()
-        if not text:
-            raise ValueError("Type a question first.")
-        limit = settings.GLASSBOX_MAX_MESSAGE_CHARS
-        if len(text) > limit:
-            raise ValueError(
-                f"That question is {len(text):,} characters long; the limit is {limit:,}."
-            )
-        return text
+        return services.question_clean(data.get("message"))
 
     async def send_notice(self, text: str) -> None:
         if self.wants_json:
@@ -145,11 +133,10 @@ class ChatConsumer(AsyncWebsocketConsumer):
     # Channel-layer handlers: one per message type sent to the conversation's group.
 
     async def turn_started(self, message: dict[str, Any]) -> None:
-        if message["answer_id"] in self.presenters:
+        if self.follower.follows(message["answer_id"]):
             return  # already in this socket's snapshot
         question, answer = await _question_and_answer(message["question_id"], message["answer_id"])
-        self.seen_seq[answer.pk] = 0
-        self.seen_text[answer.pk] = 0
+        self.follower.start(answer.pk)
         # Preferences are read again per turn, so a change applies from the next question.
         self.prefs = await FeedPreferences.aprefs_for(self.scope["user"].pk)
         self.presenters[answer.pk] = LivePresenter(self.prefs, answer.pk)
@@ -172,17 +159,10 @@ class ChatConsumer(AsyncWebsocketConsumer):
 
     async def turn_event(self, message: dict[str, Any]) -> None:
         answer_id = message["answer_id"]
-        event = message["event"]
+        event = self.follower.admit(message)
+        if event is None:
+            return
         kind = event["type"]
-        if kind == "text":
-            content = self._unseen_text(answer_id, message.get("offset", 0), event["content"])
-            if not content:
-                return
-            event = {"type": "text", "content": content}
-        elif "seq" in event:
-            if event["seq"] <= self.seen_seq.get(answer_id, 0):
-                return
-            self.seen_seq[answer_id] = max(self.seen_seq.get(answer_id, 0), event["seq"])
         if self.wants_json:
             await self.send(text_data=json.dumps(event, ensure_ascii=False))
             return
@@ -208,14 +188,6 @@ class ChatConsumer(AsyncWebsocketConsumer):
         ops = presenter.tick() if presenter else []
         if ops:
             await self.send(text_data=fragments.live_ops(answer_id, ops))
-
-    def _unseen_text(self, answer_id: int, offset: int, content: str) -> str:
-        seen = self.seen_text.get(answer_id, 0)
-        end = offset + len(content)
-        if end <= seen:
-            return ""
-        self.seen_text[answer_id] = end
-        return content[max(seen - offset, 0) :]
 
 
 @database_sync_to_async

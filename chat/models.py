@@ -63,6 +63,9 @@ class Message(models.Model):
     role = models.CharField(max_length=16, choices=Role.choices)
     content = models.TextField(blank=True)
     state = models.CharField(max_length=16, choices=State.choices, default=State.COMPLETE)
+    # A program's id for the turn (assistant messages only): asking again with the same id
+    # joins the turn instead of starting another.
+    client_id = models.UUIDField(null=True, blank=True)
     # The turn's activity; assistant messages only.
     feed = models.OneToOneField(
         ActivityFeed, on_delete=models.PROTECT, null=True, blank=True, related_name="message"
@@ -79,7 +82,10 @@ class Message(models.Model):
                 fields=["conversation"],
                 condition=models.Q(state="streaming"),
                 name="one_streaming_turn_per_conversation",
-            )
+            ),
+            models.UniqueConstraint(
+                fields=["conversation", "client_id"], name="one_turn_per_client_id"
+            ),
         ]
 
     def __str__(self) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -18,21 +19,47 @@ class TurnRejected(Exception):
     """A turn that cannot start; the message is shown to the user as it is."""
 
 
+class QuestionInvalid(ValueError):
+    """A question that cannot be asked as it is; the text says why."""
+
+
 @dataclass(frozen=True, slots=True)
 class StartedTurn:
     question: Message
     answer: Message
+    # True when the client_id named a turn that already existed: nothing new was started.
+    joined: bool = False
+
+
+def question_clean(text: object) -> str:
+    if not isinstance(text, str):
+        raise QuestionInvalid("The question must be text.")
+    text = text.strip()
+    if not text:
+        raise QuestionInvalid("Type a question first.")
+    limit = settings.GLASSBOX_MAX_MESSAGE_CHARS
+    if len(text) > limit:
+        raise QuestionInvalid(
+            f"That question is {len(text):,} characters long; the limit is {limit:,}."
+        )
+    return text
 
 
 def conversation_create(*, owner) -> Conversation:
     return Conversation.objects.create(owner=owner)
 
 
-def turn_start(*, conversation: Conversation, text: str) -> StartedTurn:
+def turn_start(
+    *, conversation: Conversation, text: str, client_id: uuid.UUID | None = None
+) -> StartedTurn:
     """Saves the question and a streaming answer with its feed, or refuses if a turn of this
-    conversation is already running."""
+    conversation is already running. A known client_id joins its turn instead."""
+    if client_id is not None:
+        joined = _turn_of_client(conversation, client_id)
+        if joined is not None:
+            return joined
     try:
-        return _turn_create(conversation, text)
+        return _turn_create(conversation, text, client_id)
     except IntegrityError:
         # Only a turn that blocks us is worth checking for abandonment.
         if not abandoned_turns_close(conversation=conversation):
@@ -40,11 +67,21 @@ def turn_start(*, conversation: Conversation, text: str) -> StartedTurn:
                 "The agent is still working on the previous question. "
                 "Wait for it to finish, then ask again."
             ) from None
-    return _turn_create(conversation, text)
+    return _turn_create(conversation, text, client_id)
+
+
+def _turn_of_client(conversation: Conversation, client_id: uuid.UUID) -> StartedTurn | None:
+    answer = conversation.messages.filter(client_id=client_id).select_related("feed").first()
+    if answer is None:
+        return None
+    question = conversation.messages.filter(id__lt=answer.pk).order_by("-id").first()
+    return StartedTurn(question=question, answer=answer, joined=True)
 
 
 @transaction.atomic
-def _turn_create(conversation: Conversation, text: str) -> StartedTurn:
+def _turn_create(
+    conversation: Conversation, text: str, client_id: uuid.UUID | None = None
+) -> StartedTurn:
     question = Message.objects.create(
         conversation=conversation, role=Message.Role.USER, content=text
     )
@@ -56,6 +93,7 @@ def _turn_create(conversation: Conversation, text: str) -> StartedTurn:
         role=Message.Role.ASSISTANT,
         state=Message.State.STREAMING,
         feed=feed,
+        client_id=client_id,
     )
     if not conversation.title:
         conversation.title = Conversation.title_from(text)

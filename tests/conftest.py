@@ -55,15 +55,20 @@ def session_cookie_for(user) -> bytes:
     return f"sessionid={client.cookies['sessionid'].value}".encode()
 
 
-async def connect(conversation_id, user=None, *, query: str = "") -> WebsocketCommunicator:
-    """A socket to the full ASGI app (origin check, auth, routing), logged in as user."""
+async def connect(conversation_id, user=None, *, as_json: bool = False) -> WebsocketCommunicator:
+    """A socket to the full ASGI app (origin check, auth, routing), logged in as user; as_json
+    asks for JSON events with the glassbox.json subprotocol."""
     from project.asgi import application
 
     headers = [(b"origin", b"http://127.0.0.1"), (b"host", b"127.0.0.1")]
     if user is not None:
         headers.append((b"cookie", await sync_to_async(session_cookie_for)(user)))
-    path = f"/ws/c/{conversation_id}/" + (f"?{query}" if query else "")
-    return WebsocketCommunicator(application, path, headers=headers)
+    return WebsocketCommunicator(
+        application,
+        f"/ws/c/{conversation_id}/",
+        headers=headers,
+        subprotocols=["glassbox.json"] if as_json else None,
+    )
 
 
 @pytest.hookimpl(trylast=True)

@@ -12,6 +12,11 @@ urlpatterns = [
         views.ConversationDetail.as_view(),
         name="api-conversation",
     ),
+    path(
+        "conversations/<uuid:conversation_id>/messages/",
+        views.TurnCreate.as_view(),
+        name="api-turns",
+    ),
     path("feeds/", views.FeedList.as_view(), name="api-feeds"),
     path("feeds/export/", views.FeedExport.as_view(), name="api-feeds-export"),
     path("feeds/<int:pk>/", views.FeedDetail.as_view(), name="api-feed"),

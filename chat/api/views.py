@@ -2,15 +2,18 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from asgiref.sync import async_to_sync
 from django.http import StreamingHttpResponse
 from django.shortcuts import get_object_or_404
 from django.utils.dateparse import parse_datetime
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import generics, serializers
+from rest_framework import generics, serializers, status
 from rest_framework.exceptions import ValidationError
 from rest_framework.pagination import CursorPagination
+from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
+from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from activity.export import FORMATS, export_stream
@@ -20,9 +23,13 @@ from chat.api.serializers import (
     ConversationDetailSerializer,
     ConversationSerializer,
     FeedSerializer,
+    MessageSerializer,
+    TurnRequestSerializer,
 )
+from chat.api.turn_stream import sse, turn_events
 from chat.models import Conversation
 from chat.selectors import conversations_of
+from chat.services import QuestionInvalid, TurnRejected, question_clean, turn_start
 
 FEED_FILTERS = [
     OpenApiParameter("conversation", OpenApiTypes.UUID, description="one conversation"),
@@ -58,7 +65,16 @@ class ConversationDetail(generics.RetrieveAPIView):
         conversation = get_object_or_404(
             conversations_of(self.request.user), pk=self.kwargs["conversation_id"]
         )
-        messages = list(conversation.messages.select_related("feed").order_by("id"))
+        conversation.api_messages = self.with_feeds(conversation, self.request.user)
+        return conversation
+
+    @staticmethod
+    def with_feeds(conversation, user, answer: int | None = None):
+        """The conversation's messages (or one answer) with their feeds' events attached."""
+        messages = conversation.messages.select_related("feed").order_by("id")
+        if answer is not None:
+            messages = messages.filter(pk=answer)
+        messages = list(messages)
         rows = defaultdict(list)
         feed_ids = [m.feed_id for m in messages if m.feed_id]
         for event in ActivityEvent.objects.filter(feed_id__in=feed_ids).order_by("seq"):
@@ -66,10 +82,9 @@ class ConversationDetail(generics.RetrieveAPIView):
         for message in messages:
             message.feed_rows = rows[message.feed_id]
             if message.feed_id:
-                message.feed.username = self.request.user.get_username()
+                message.feed.username = user.get_username()
                 message.feed.message_id = message.pk
-        conversation.api_messages = messages
-        return conversation
+        return messages[0] if answer is not None else messages
 
 
 def filtered_feeds(request: Request):
@@ -154,3 +169,64 @@ class FeedExport(APIView):
         extension = "json" if fmt == "json" else fmt
         response["Content-Disposition"] = f'attachment; filename="glassbox-feeds.{extension}"'
         return response
+
+
+class EventStreamRenderer(BaseRenderer):
+    """Lets SSE clients negotiate; an error reaches them as one `error` event."""
+
+    media_type = "text/event-stream"
+    format = "sse"
+
+    def render(self, data, accepted_media_type=None, renderer_context=None):
+        return sse({"type": "error", **(data or {})}).encode()
+
+
+@extend_schema(
+    request=TurnRequestSerializer,
+    responses={
+        (200, "application/json"): MessageSerializer,
+        (200, "text/event-stream"): OpenApiTypes.STR,
+    },
+    description=(
+        "Asks a question. With `Accept: text/event-stream` the turn's events stream as "
+        "server-sent events (`turn`, then `status`, `tool_call`, `tool_result`, `text`, and "
+        "`done`); otherwise the answer is returned when it is complete. Repeating a `client_id` "
+        "joins that turn instead of starting another."
+    ),
+)
+class TurnCreate(APIView):
+    renderer_classes = [JSONRenderer, EventStreamRenderer]
+
+    def post(self, request, conversation_id):
+        conversation = get_object_or_404(
+            Conversation.objects.filter(owner=request.user), pk=conversation_id
+        )
+        data = TurnRequestSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            text = question_clean(data.validated_data["content"])
+            turn = turn_start(
+                conversation=conversation,
+                text=text,
+                client_id=data.validated_data.get("client_id"),
+            )
+        except QuestionInvalid as problem:
+            raise ValidationError({"content": str(problem)}) from None
+        except TurnRejected as refusal:
+            return Response({"detail": str(refusal)}, status=status.HTTP_409_CONFLICT)
+        events = turn_events(conversation, turn)
+        if "text/event-stream" in request.headers.get("Accept", ""):
+            response = StreamingHttpResponse(
+                (sse(event) async for event in events), content_type="text/event-stream"
+            )
+            response["Cache-Control"] = "no-cache"
+            response["X-Accel-Buffering"] = "no"
+            return response
+        async_to_sync(_drain)(events)
+        answer = ConversationDetail.with_feeds(conversation, request.user, answer=turn.answer.pk)
+        return Response(MessageSerializer(answer).data)
+
+
+async def _drain(events) -> None:
+    async for _ in events:
+        pass

@@ -44,10 +44,11 @@ async def finish_turns():
         await asyncio.gather(*RUNNING, return_exceptions=True)
 
 
-async def open_socket(conversation, user, **kwargs):
-    socket = await connect(conversation.pk, user, **kwargs)
-    connected, _ = await socket.connect()
+async def open_socket(conversation, user, as_json: bool = False):
+    socket = await connect(conversation.pk, user, as_json=as_json)
+    connected, subprotocol = await socket.connect()
     assert connected
+    assert subprotocol == ("glassbox.json" if as_json else None)
     return socket
 
 
@@ -59,7 +60,7 @@ async def ask(socket, text: str) -> None:
 
 async def turn_frames(conversation, user, question: str, *, as_json: bool = False) -> list:
     """Asks on a fresh socket and returns every frame up to the folded answer."""
-    socket = await open_socket(conversation, user, query="format=json" if as_json else "")
+    socket = await open_socket(conversation, user, as_json=as_json)
     await ask(socket, question)
     frames = await (json_until_done(socket) if as_json else frames_until_done(socket))
     await finish_turns()

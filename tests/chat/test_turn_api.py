@@ -1,0 +1,176 @@
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+
+import pytest
+from django.test import AsyncClient
+
+from chat.models import Message
+from chat.turns import RUNNING
+from tests.chat.test_socket_turn import frames_until_done, open_socket
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
+
+QUESTION = "How do I negotiate my salary?"
+
+
+async def client_for(user) -> AsyncClient:
+    client = AsyncClient()
+    if user is not None:
+        await client.aforce_login(user)
+    return client
+
+
+def url(conversation) -> str:
+    return f"/api/conversations/{conversation.pk}/messages/"
+
+
+async def ask(client, conversation, stream: bool = True, **body):
+    headers = {"Accept": "text/event-stream"} if stream else {}
+    return await client.post(
+        url(conversation),
+        {"content": QUESTION, **body},
+        content_type="application/json",
+        headers=headers,
+    )
+
+
+async def sse_events(response) -> list[dict]:
+    assert response["Content-Type"] == "text/event-stream"
+    text = b"".join([chunk async for chunk in response.streaming_content]).decode()
+    events = []
+    for block in text.strip().split("\n\n"):
+        lines = dict(line.split(": ", 1) for line in block.splitlines())
+        event = json.loads(lines["data"])
+        assert lines["event"] == event["type"]
+        events.append(event)
+    return events
+
+
+async def finish_turns():
+    while RUNNING:
+        await asyncio.gather(*RUNNING, return_exceptions=True)
+
+
+async def test_a_program_follows_its_turn_as_server_sent_events(
+    alice, alice_conversation, knowledge_base
+):
+    response = await ask(await client_for(alice), alice_conversation)
+    events = await sse_events(response)
+    await finish_turns()
+    kinds = [e["type"] for e in events]
+    assert kinds[0] == "turn" and kinds[-1] == "done"
+    first_text = kinds.index("text")
+    assert kinds[1:first_text] == [
+        "status", "status", "tool_call", "tool_result", "status", "status"
+    ]  # fmt: skip
+    seqs = [e["seq"] for e in events if "seq" in e]
+    assert seqs == list(range(1, len(seqs) + 1))
+    answer = await Message.objects.aget(pk=events[0]["message_id"])
+    assert "".join(e["content"] for e in events if e["type"] == "text") == answer.content
+    assert events[-1]["state"] == "complete"
+    assert events[-1]["summary"] == {"icon": "📄", "text": "Searched the knowledge base"}
+
+
+async def test_without_sse_the_finished_answer_comes_back(
+    alice, alice_conversation, knowledge_base
+):
+    response = await ask(await client_for(alice), alice_conversation, stream=False)
+    assert response.status_code == 200
+    data = response.json()
+    assert data["role"] == "assistant" and data["state"] == "complete"
+    assert "Salary negotiation" in data["content"]
+    assert data["feed"]["summary"]["text"] == "Searched the knowledge base"
+    assert [e["seq"] for e in data["feed"]["events"]] == list(range(1, 8))
+
+
+async def test_a_browser_tab_watches_an_api_started_turn_live(
+    alice, alice_conversation, knowledge_base
+):
+    tab = await open_socket(alice_conversation, alice)
+    response = await ask(await client_for(alice), alice_conversation)
+    events, frames = await asyncio.gather(sse_events(response), frames_until_done(tab))
+    await finish_turns()
+    await tab.disconnect()
+    assert QUESTION in frames[0]
+    assert any("Found 3 documents" in f for f in frames)
+    assert "Searched the knowledge base" in frames[-1]
+    assert events[-1]["type"] == "done"
+
+
+async def test_repeating_a_client_id_joins_the_turn_instead_of_starting_another(
+    settings, alice, alice_conversation, knowledge_base
+):
+    settings.GLASSBOX_DEMO_DELAY = 0.002
+    client = await client_for(alice)
+    client_id = str(uuid.uuid4())
+    first = await ask(client, alice_conversation, client_id=client_id)
+    second = await ask(client, alice_conversation, client_id=client_id)
+    first_events, second_events = await asyncio.gather(sse_events(first), sse_events(second))
+    await finish_turns()
+    assert first_events[0]["message_id"] == second_events[0]["message_id"]
+    assert await Message.objects.filter(role="assistant").acount() == 1
+    # The joined stream holds the same recorded events and the same answer text.
+    recorded = [e for e in first_events if "seq" in e]
+    assert [e for e in second_events if "seq" in e] == recorded
+    text = "".join(e["content"] for e in first_events if e["type"] == "text")
+    assert "".join(e["content"] for e in second_events if e["type"] == "text") == text
+    # Asked again after it finished: the finished turn comes back, nothing new runs.
+    third = await sse_events(await ask(client, alice_conversation, client_id=client_id))
+    assert third[0]["message_id"] == first_events[0]["message_id"]
+    assert third[-1]["type"] == "done"
+    assert await Message.objects.filter(role="assistant").acount() == 1
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "problem"),
+    [
+        ({"content": "   "}, 400, "Type a question first."),
+        ({"content": "x" * 8001}, 400, "the limit is 8,000"),
+        ({"content": QUESTION, "client_id": "nope"}, 400, "valid UUID"),
+        ({}, 400, "required"),
+    ],
+)
+async def test_bad_turn_requests_are_explained_and_save_nothing(
+    alice, alice_conversation, body, status, problem
+):
+    client = await client_for(alice)
+    response = await client.post(url(alice_conversation), body, content_type="application/json")
+    assert response.status_code == status
+    assert problem in response.content.decode()
+    assert await Message.objects.acount() == 0
+
+
+async def test_a_second_turn_while_one_runs_is_a_409(
+    settings, alice, alice_conversation, knowledge_base
+):
+    settings.GLASSBOX_DEMO_DELAY = 0.002
+    client = await client_for(alice)
+    first = await ask(client, alice_conversation)
+    busy = await ask(client, alice_conversation)
+    assert busy.status_code == 409
+    assert busy.content.decode().startswith("event: error\ndata: ")
+    assert "still working" in busy.content.decode()
+    await sse_events(first)
+    await finish_turns()
+
+
+async def test_only_the_owner_can_ask(alice, bob, alice_conversation):
+    assert (await ask(await client_for(None), alice_conversation)).status_code == 401
+    assert (await ask(await client_for(bob), alice_conversation)).status_code == 404
+    assert await Message.objects.acount() == 0
+
+
+async def test_json_clients_on_the_socket_negotiate_the_glassbox_json_subprotocol(
+    alice, alice_conversation, knowledge_base
+):
+    socket = await open_socket(alice_conversation, alice, as_json=True)
+    await socket.send_to(text_data=json.dumps({"message": QUESTION}))
+    events = []
+    while not events or events[-1]["type"] != "done":
+        events.append(json.loads(await socket.receive_from(timeout=10)))
+    await finish_turns()
+    await socket.disconnect()
+    assert events[0]["type"] == "turn" and events[1]["type"] == "status"
