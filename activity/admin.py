@@ -1,13 +1,28 @@
-"""Read-only audit of every feed and tool call."""
+"""Read-only audit of every feed and tool call, an export action, and a small dashboard."""
 
 from __future__ import annotations
 
-from django.contrib import admin
+import statistics
+from collections import defaultdict
+from datetime import timedelta
 
-from activity.models import ActivityEvent, ActivityFeed
+from asgiref.sync import async_to_sync
+from django.contrib import admin
+from django.db.models import Count, F, OuterRef, Q, Subquery
+from django.db.models.functions import TruncDate
+from django.http import StreamingHttpResponse
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.utils import timezone
+from django.utils.html import format_html
+
+from activity.export import FORMATS, export_stream
+from activity.models import ActivityEvent, ActivityFeed, FeedPreferences, ToolCallRecord
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
+    """Audit data is never added, changed or deleted through admin, by anyone."""
+
     def has_add_permission(self, request, obj=None):
         return False
 
@@ -18,23 +33,53 @@ class ReadOnlyAdmin(admin.ModelAdmin):
         return False
 
 
+class ToolFilter(admin.SimpleListFilter):
+    title = "tool"
+    parameter_name = "tool"
+
+    def lookups(self, request, model_admin):
+        tools = (
+            ActivityEvent.objects.filter(kind=ActivityEvent.Kind.TOOL_CALL)
+            .order_by("tool")
+            .values_list("tool", flat=True)
+            .distinct()
+        )
+        return [(tool, tool) for tool in tools]
+
+    def queryset(self, request, queryset):
+        if not self.value():
+            return queryset
+        if queryset.model is ActivityFeed:
+            calls = ActivityEvent.objects.filter(kind="tool_call", tool=self.value())
+            return queryset.filter(pk__in=calls.values("feed_id"))
+        return queryset.filter(tool=self.value())
+
+
+class DurationFilter(admin.SimpleListFilter):
+    title = "duration"
+    parameter_name = "took"
+    BUCKETS = {
+        "fast": ("under 100 ms", Q(duration_ms__lt=100)),
+        "normal": ("100 ms – 1 s", Q(duration_ms__gte=100, duration_ms__lt=1000)),
+        "slow": ("1 – 5 s", Q(duration_ms__gte=1000, duration_ms__lt=5000)),
+        "very_slow": ("5 s or more", Q(duration_ms__gte=5000)),
+    }
+
+    def lookups(self, request, model_admin):
+        return [(key, label) for key, (label, _) in self.BUCKETS.items()]
+
+    def queryset(self, request, queryset):
+        if self.value() in self.BUCKETS:
+            return queryset.filter(self.BUCKETS[self.value()][1])
+        return queryset
+
+
 class ActivityEventInline(admin.TabularInline):
     model = ActivityEvent
     fields = [
-        "seq",
-        "kind",
-        "icon",
-        "message",
-        "state",
-        "tool",
-        "call_id",
-        "arguments",
-        "ok",
-        "result_summary",
-        "error",
-        "duration_ms",
-        "created_at",
-    ]
+        "seq", "kind", "icon", "message", "state", "tool", "call_id", "arguments", "ok",
+        "result_summary", "error", "duration_ms", "created_at",
+    ]  # fmt: skip
     readonly_fields = fields
     ordering = ["seq"]
     extra = 0
@@ -47,29 +92,164 @@ class ActivityEventInline(admin.TabularInline):
         return False
 
 
+@admin.action(description="Export selected feeds as NDJSON")
+def export_ndjson(modeladmin, request, queryset):
+    return _export(queryset, "ndjson")
+
+
+@admin.action(description="Export selected feeds as CSV")
+def export_csv(modeladmin, request, queryset):
+    return _export(queryset, "csv")
+
+
+def _export(queryset, fmt: str):
+    feeds = queryset.annotate(username=F("owner__username"), message_id=F("message__id"))
+
+    async def collect() -> list[str]:
+        return [part async for part in export_stream(feeds, fmt)]
+
+    response = StreamingHttpResponse(async_to_sync(collect)(), content_type=FORMATS[fmt])
+    response["Content-Disposition"] = f'attachment; filename="glassbox-feeds.{fmt}"'
+    return response
+
+
 @admin.register(ActivityFeed)
 class ActivityFeedAdmin(ReadOnlyAdmin):
     list_display = [
-        "id",
-        "owner",
-        "state",
-        "summary_icon",
-        "summary_text",
-        "tool_call_count",
-        "failed_tool_count",
-        "started_at",
-    ]
-    list_filter = ["state", "started_at"]
+        "id", "owner", "conversation_link", "state", "summary", "tool_call_count",
+        "failed_tool_count", "took", "started_at",
+    ]  # fmt: skip
+    list_filter = ["state", ToolFilter, ("owner", admin.RelatedOnlyFieldListFilter), "started_at"]
     list_select_related = ["owner"]
     search_fields = ["owner__username", "summary_text", "events__message", "events__tool"]
     date_hierarchy = "started_at"
     show_full_result_count = False
     inlines = [ActivityEventInline]
+    actions = [export_ndjson, export_csv]
+    readonly_fields = ["conversation_link", "message_link", "took"]
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).annotate(message_id=F("message__id"))
+
+    def get_search_results(self, request, queryset, search_term):
+        # Searching through events joins many rows per feed; show each feed once.
+        queryset, _ = super().get_search_results(request, queryset, search_term)
+        return queryset.distinct(), False
+
+    @admin.display(description="summary")
+    def summary(self, feed):
+        return f"{feed.summary_icon} {feed.summary_text}".strip()
+
+    @admin.display(description="took")
+    def took(self, feed):
+        return "running" if feed.duration_ms is None else f"{feed.duration_ms / 1000:.1f} s"
+
+    @admin.display(description="conversation")
+    def conversation_link(self, feed):
+        if feed.conversation_id is None:
+            return "—"
+        url = reverse("admin:chat_conversation_change", args=[feed.conversation_id])
+        return format_html('<a href="{}">{}</a>', url, str(feed.conversation_id)[:8])
+
+    @admin.display(description="message")
+    def message_link(self, feed):
+        if not getattr(feed, "message_id", None):
+            return "—"
+        url = reverse("admin:chat_message_change", args=[feed.message_id])
+        return format_html('<a href="{}">message {}</a>', url, feed.message_id)
+
+    def get_urls(self):
+        dashboard = self.admin_site.admin_view(self.dashboard)
+        return [path("dashboard/", dashboard, name="activity_dashboard"), *super().get_urls()]
+
+    def dashboard(self, request):
+        return TemplateResponse(
+            request,
+            "admin/activity/dashboard.html",
+            {**self.admin_site.each_context(request), "title": "Tool calls", **tool_stats()},
+        )
 
 
-@admin.register(ActivityEvent)
+def tool_stats(days: int = 30) -> dict:
+    """Calls per day and, per tool, failure rate and p50/p95 duration, for the last days."""
+    since = timezone.now() - timedelta(days=days)
+    results = ActivityEvent.objects.filter(kind="tool_result", created_at__gte=since)
+    per_day = list(
+        results.annotate(day=TruncDate("created_at"))
+        .values("day")
+        .annotate(calls=Count("id"), failed=Count("id", filter=Q(ok=False)))
+        .order_by("day")
+    )
+    durations: dict[str, list[int]] = defaultdict(list)
+    failures: dict[str, int] = defaultdict(int)
+    for tool, ok, duration in results.values_list("tool", "ok", "duration_ms").iterator():
+        durations[tool].append(duration or 0)
+        failures[tool] += not ok
+    tools = []
+    for tool, values in sorted(durations.items()):
+        values.sort()
+        tools.append(
+            {
+                "tool": tool,
+                "calls": len(values),
+                "failure_rate": failures[tool] / len(values),
+                "p50": _percentile(values, 50),
+                "p95": _percentile(values, 95),
+            }
+        )
+    peak = max((day["calls"] for day in per_day), default=0)
+    return {"per_day": per_day, "peak": peak, "tools": tools, "days": days}
+
+
+def _percentile(ordered: list[int], percent: int) -> int:
+    if len(ordered) == 1:
+        return ordered[0]
+    return int(statistics.quantiles(ordered, n=100, method="inclusive")[percent - 1])
+
+
+@admin.register(ToolCallRecord)
 class ToolCallAdmin(ReadOnlyAdmin):
-    list_display = ["feed", "seq", "kind", "tool", "ok", "duration_ms", "created_at"]
-    list_filter = ["kind", "tool", "ok"]
-    list_select_related = ["feed"]
+    """Every tool call across all feeds: what was asked, for whom, how it went, and why."""
+
+    list_display = [
+        "created_at", "user", "tool", "ok", "duration_ms", "arguments_sent", "result_summary",
+        "feed_link",
+    ]  # fmt: skip
+    list_filter = [ToolFilter, "ok", DurationFilter, "created_at"]
+    list_select_related = ["feed__owner"]
+    search_fields = ["tool", "result_summary", "error", "feed__owner__username"]
+    date_hierarchy = "created_at"
     show_full_result_count = False
+    readonly_fields = ["feed_link", "tool", "call_id", "ok", "duration_ms", "result_summary",
+                       "error", "arguments_sent", "created_at"]  # fmt: skip
+    fields = readonly_fields
+
+    def get_queryset(self, request):
+        call = ActivityEvent.objects.filter(
+            feed_id=OuterRef("feed_id"), call_id=OuterRef("call_id"), kind="tool_call"
+        )
+        return (
+            super()
+            .get_queryset(request)
+            .filter(kind=ActivityEvent.Kind.TOOL_RESULT)
+            .annotate(sent=Subquery(call.values("arguments")[:1]))
+        )
+
+    @admin.display(description="user", ordering="feed__owner__username")
+    def user(self, record):
+        return record.feed.owner.get_username()
+
+    @admin.display(description="arguments")
+    def arguments_sent(self, record):
+        return record.sent
+
+    @admin.display(description="feed")
+    def feed_link(self, record):
+        url = reverse("admin:activity_activityfeed_change", args=[record.feed_id])
+        return format_html('<a href="{}">feed {}</a>', url, record.feed_id)
+
+
+@admin.register(FeedPreferences)
+class FeedPreferencesAdmin(admin.ModelAdmin):
+    list_display = ["user", "updated_at"]
+    list_select_related = ["user"]

@@ -172,3 +172,11 @@ class FeedPreferences(models.Model):
     async def aprefs_for(cls, user_id: int) -> FeedPrefs:
         rows = cls.objects.filter(user_id=user_id).values_list("overrides", flat=True)
         return FeedPrefs.from_mappings(settings.GLASSBOX_FEED, await rows.afirst() or {})
+
+
+class ToolCallRecord(ActivityEvent):
+    """Tool results across all feeds, as the admin's list of tool calls shows them."""
+
+    class Meta:
+        proxy = True
+        verbose_name = "tool call"
