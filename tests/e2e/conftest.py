@@ -57,14 +57,21 @@ def serve(work: Path, **settings: str):
                 problem = daphne.stderr.read().decode()
                 raise RuntimeError(f"Daphne did not start: {problem}") from None
             time.sleep(0.1)
-    yield f"http://127.0.0.1:{port}"
+    yield f"http://127.0.0.1:{port}", env
     daphne.terminate()
     daphne.wait(timeout=10)
 
 
 @pytest.fixture(scope="session")
-def live_server_url(tmp_path_factory):
+def glassbox_server(tmp_path_factory):
+    """(url, environment) of a Glassbox serving the demo; the environment reaches its
+    database for management commands."""
     yield from serve(tmp_path_factory.mktemp("e2e"))
+
+
+@pytest.fixture(scope="session")
+def live_server_url(glassbox_server):
+    return glassbox_server[0]
 
 
 @pytest.fixture(scope="session")
@@ -73,12 +80,13 @@ def hostile_server_url(tmp_path_factory):
     from tests.e2e.hostile_provider import HostileProvider
 
     with HostileProvider() as provider:
-        yield from serve(
+        for url, _ in serve(
             tmp_path_factory.mktemp("hostile"),
             OPENAI_API_KEY="sk-hostile",
             OPENAI_BASE_URL=provider.url,
             GLASSBOX_MODEL="hostile-model",
-        )
+        ):
+            yield url
 
 
 @pytest.fixture(scope="session")
