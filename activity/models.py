@@ -28,6 +28,11 @@ class ActivityFeed(models.Model):
     summary_text = models.CharField(max_length=200, blank=True)
     started_at = models.DateTimeField(auto_now_add=True, db_index=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # The running turn's sign of life; a streaming turn whose feed shows none for a while lost
+    # its process (see chat.recovery).
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    # Set by a Stop from another process; the runner sees it at its next heartbeat.
+    stop_requested = models.BooleanField(default=False)
     event_count = models.PositiveIntegerField(default=0)
     tool_call_count = models.PositiveIntegerField(default=0)
     failed_tool_count = models.PositiveIntegerField(default=0)

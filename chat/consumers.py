@@ -19,6 +19,7 @@ from chat import fragments, services
 from chat.broadcast import send_turn_started
 from chat.follow import TurnFollower
 from chat.models import Conversation, Message
+from chat.recovery import dead_turns_recover
 from chat.selectors import amessage_with_feed
 from chat.turns import turn_launch
 
@@ -47,6 +48,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
         except ObjectDoesNotExist:
             await self.refuse(CLOSE_NOT_FOUND)
             return
+        await database_sync_to_async(dead_turns_recover)(conversation=self.conversation)
         self.group = self.conversation.group_name
         self.prefs = await FeedPreferences.aprefs_for(user.pk)
         self.follower = TurnFollower()

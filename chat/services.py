@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from datetime import timedelta
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.utils import timezone
 
 from activity.events import Status, with_seq
 from activity.models import ActivityEvent, ActivityFeed
 from chat.models import ContactRequest, Conversation, Message
+from chat.recovery import dead_turns_recover
 
 
 class TurnRejected(Exception):
@@ -61,8 +60,8 @@ def turn_start(
     try:
         return _turn_create(conversation, text, client_id)
     except IntegrityError:
-        # Only a turn that blocks us is worth checking for abandonment.
-        if not abandoned_turns_close(conversation=conversation):
+        # Only a turn that blocks us is worth checking for a dead process.
+        if not dead_turns_recover(conversation=conversation):
             raise TurnRejected(
                 "The agent is still working on the previous question. "
                 "Wait for it to finish, then ask again."
@@ -99,20 +98,6 @@ def _turn_create(
         conversation.title = Conversation.title_from(text)
         conversation.save(update_fields=["title", "updated_at"])
     return StartedTurn(question=question, answer=answer)
-
-
-def abandoned_turns_close(*, conversation: Conversation) -> int:
-    """Marks interrupted the turns that cannot still be running: every turn is cut off at
-    GLASSBOX_TURN_TIMEOUT, so one streaming for longer lost its process (a restart or a
-    crash). Its text and events are kept."""
-    cutoff = timezone.now() - timedelta(seconds=settings.GLASSBOX_TURN_TIMEOUT + 60)
-    abandoned = Message.objects.filter(
-        conversation=conversation, state=Message.State.STREAMING, created_at__lt=cutoff
-    )
-    feeds = ActivityFeed.objects.filter(message__in=abandoned)
-    with transaction.atomic():
-        feeds.update(state=ActivityFeed.State.INTERRUPTED, finished_at=timezone.now())
-        return abandoned.update(state=Message.State.INTERRUPTED)
 
 
 class ContactRefused(Exception):

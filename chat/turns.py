@@ -9,9 +9,11 @@ import logging
 from collections.abc import Callable
 
 from django.conf import settings
+from django.utils import timezone
 from openai import AsyncOpenAI
 
 from activity.events import Done, RecordedEvent, Status, TextDelta, to_json
+from activity.models import ActivityFeed
 from activity.presentation import line_key, summarize
 from activity.recorder import FeedRecorder
 from chat.agent.builtin_tools import default_registry
@@ -25,15 +27,47 @@ from chat.selectors import amodel_history
 
 logger = logging.getLogger("glassbox.turns")
 
-# Strong references: the event loop keeps only weak ones to tasks.
-RUNNING: set[asyncio.Task] = set()
+# The turns this process runs, by answer id. Also the strong references the event loop needs:
+# it keeps only weak ones to tasks.
+RUNNING: dict[int, asyncio.Task] = {}
 
 
 def turn_launch(answer: Message, **options) -> asyncio.Task:
     task = asyncio.create_task(turn_run(answer=answer, **options), name=f"turn-{answer.pk}")
-    RUNNING.add(task)
-    task.add_done_callback(RUNNING.discard)
+    RUNNING[answer.pk] = task
+    task.add_done_callback(lambda _: RUNNING.pop(answer.pk, None))
     return task
+
+
+async def turn_stop(answer: Message) -> None:
+    """Stops a running turn on purpose: at once if this process runs it, otherwise at the
+    running process's next heartbeat."""
+    task = RUNNING.get(answer.pk)
+    if task is not None:
+        task.cancel()
+    else:
+        await ActivityFeed.objects.filter(pk=answer.feed_id).aupdate(stop_requested=True)
+
+
+async def finish_all() -> None:
+    """Waits for every turn this process runs (tests, and a clean shutdown)."""
+    while RUNNING:
+        await asyncio.gather(*RUNNING.values(), return_exceptions=True)
+
+
+async def heartbeat(feed_id: int, turn: asyncio.Task, text: AnswerText) -> None:
+    """Proves the turn alive, saves the answer text that arrived since the last beat (so a
+    crash loses at most one beat of it), and picks up a Stop from another process."""
+    interval = settings.GLASSBOX_HEARTBEAT_SECONDS
+    feeds = ActivityFeed.objects.filter(pk=feed_id)
+    while True:
+        await asyncio.sleep(interval)
+        await feeds.aupdate(heartbeat_at=timezone.now())
+        if text.stored < len(text.text):
+            await text.store()
+        if await feeds.filter(stop_requested=True).aexists():
+            turn.cancel()
+            return
 
 
 class AnswerText:
@@ -109,6 +143,7 @@ async def turn_run(
         await send_turn_event(group, answer_id=answer.pk, event=to_json(recorded), replace=replace)
 
     state = Message.State.COMPLETE
+    beating = asyncio.create_task(heartbeat(answer.feed_id, asyncio.current_task(), text))
     try:
         async with asyncio.timeout(settings.GLASSBOX_TURN_TIMEOUT):
             history = await amodel_history(answer)
@@ -126,6 +161,7 @@ async def turn_run(
                     else:
                         await emit(event)
     except asyncio.CancelledError:
+        beating.cancel()
         state = Message.State.INTERRUPTED
         await emit(Status(icon="⏹", message="Stopped", state="failed"))
         await _finish(answer, recorder, text, registry, state)
@@ -135,6 +171,8 @@ async def turn_run(
         state = Message.State.FAILED
         reason = describe_failure(exc)
         await emit(Status(icon="❌", message=reason[0].upper() + reason[1:], state="failed"))
+    finally:
+        beating.cancel()
     await _finish(answer, recorder, text, registry, state)
     return state
 

@@ -9,6 +9,7 @@ from django.views.decorators.http import require_GET, require_POST
 from activity.models import FeedPreferences
 from chat import selectors, services
 from chat.forms import ContactForm
+from chat.recovery import dead_turns_recover
 
 
 @require_GET
@@ -26,6 +27,7 @@ def conversation_new(request):
 @require_GET
 def conversation_detail(request, conversation_id):
     conversation = selectors.conversation_for(request.user, conversation_id)
+    dead_turns_recover(conversation=conversation)
     return render(
         request,
         "chat/conversation_detail.html",

@@ -133,6 +133,9 @@ GLASSBOX_MAX_TOOL_ROUNDS = env_int("GLASSBOX_MAX_TOOL_ROUNDS", 4)
 GLASSBOX_MAX_MESSAGE_CHARS = env_int("GLASSBOX_MAX_MESSAGE_CHARS", 8000)
 # Seconds between the demo model's streamed chunks, so a person can watch it write.
 GLASSBOX_DEMO_DELAY = env_float("GLASSBOX_DEMO_DELAY", 0.03)
+# A running turn proves it is alive this often; one silent for HEARTBEAT * 4 is recovered
+# as interrupted (its process died).
+GLASSBOX_HEARTBEAT_SECONDS = env_float("GLASSBOX_HEARTBEAT_SECONDS", 2.0)
 # Answer text is written to the database at most this often, or every 2,000 characters.
 GLASSBOX_TEXT_FLUSH_SECONDS = env_float("GLASSBOX_TEXT_FLUSH_SECONDS", 1.0)
 GLASSBOX_TEXT_FLUSH_CHARS = env_int("GLASSBOX_TEXT_FLUSH_CHARS", 2000)

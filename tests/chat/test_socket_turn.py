@@ -9,7 +9,7 @@ from django.db.backends.utils import CursorWrapper
 
 from activity.models import ActivityEvent, ActivityFeed
 from chat.models import Message
-from chat.turns import RUNNING
+from chat.turns import finish_all
 from tests.conftest import connect
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
@@ -40,8 +40,7 @@ async def json_until_done(socket, limit: float = 10) -> list[dict]:
 
 
 async def finish_turns():
-    while RUNNING:
-        await asyncio.gather(*RUNNING, return_exceptions=True)
+    await finish_all()
 
 
 async def open_socket(conversation, user, as_json: bool = False):

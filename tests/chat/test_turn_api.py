@@ -8,7 +8,7 @@ import pytest
 from django.test import AsyncClient
 
 from chat.models import Message
-from chat.turns import RUNNING
+from chat.turns import finish_all
 from tests.chat.test_socket_turn import frames_until_done, open_socket
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
@@ -50,8 +50,7 @@ async def sse_events(response) -> list[dict]:
 
 
 async def finish_turns():
-    while RUNNING:
-        await asyncio.gather(*RUNNING, return_exceptions=True)
+    await finish_all()
 
 
 async def test_a_program_follows_its_turn_as_server_sent_events(

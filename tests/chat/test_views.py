@@ -144,29 +144,6 @@ def test_history_needs_the_same_number_of_queries_for_any_number_of_turns(
         alice_client.get(alice_conversation.get_absolute_url())
 
 
-def test_a_turn_abandoned_by_a_dead_process_no_longer_blocks_the_conversation(
-    settings, alice_conversation, knowledge_base
-):
-    from datetime import timedelta
-
-    from django.utils import timezone
-
-    from activity.models import ActivityFeed
-
-    stuck = turn_start(conversation=alice_conversation, text="How do I negotiate my salary?")
-    Message.objects.filter(pk=stuck.answer.pk).update(content="Partial answer")
-    long_ago = timezone.now() - timedelta(seconds=settings.GLASSBOX_TURN_TIMEOUT + 61)
-    Message.objects.filter(pk=stuck.answer.pk).update(created_at=long_ago)
-
-    answer = run_turn(alice_conversation, "Tell me a joke about penguins")
-
-    assert answer.state == Message.State.COMPLETE
-    stuck.answer.refresh_from_db()
-    assert stuck.answer.state == Message.State.INTERRUPTED
-    assert stuck.answer.content == "Partial answer"
-    assert ActivityFeed.objects.get(pk=stuck.answer.feed_id).state == "interrupted"
-
-
 def test_a_recent_running_turn_still_blocks_a_second_one(alice_conversation):
     from chat.services import TurnRejected
 

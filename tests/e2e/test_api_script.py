@@ -8,18 +8,14 @@ import time
 
 import pytest
 
-from tests.e2e.conftest import ROOT
+from tests.servers import ROOT, manage
 
 pytestmark = pytest.mark.e2e
 
 
 def test_a_script_prints_the_agents_work_as_it_happens(glassbox_server):
     url, env = glassbox_server
-    made = subprocess.run(
-        [sys.executable, str(ROOT / "manage.py"), "drf_create_token", "demo"],
-        env=env, cwd=ROOT, check=True, capture_output=True, text=True,
-    )  # fmt: skip
-    token = made.stdout.split()[2]
+    token = manage(env, "drf_create_token", "demo").split()[2]
     script = subprocess.Popen(
         [sys.executable, str(ROOT / "docs" / "ask.py"), url, "How do I negotiate my salary?"],
         env={**env, "GLASSBOX_TOKEN": token},

@@ -1,0 +1,71 @@
+"""Turns whose process died: judged by the runner's heartbeat (or its last recorded event),
+never by age alone, and closed as `interrupted` with their text and events kept."""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+from django.conf import settings
+from django.core.exceptions import SynchronousOnlyOperation
+from django.db import DatabaseError, transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from activity.events import Status, with_seq
+from activity.models import ActivityEvent, ActivityFeed
+from chat.models import Message
+
+logger = logging.getLogger("glassbox.recovery")
+LOST = Status(icon="⚠️", message="Interrupted: the server stopped while working", state="failed")
+GRACE_BEATS = 4
+
+
+def dead_turns_recover(*, conversation=None) -> int:
+    """Closes the streaming turns (of one conversation, or all) that stopped beating."""
+    silent_since = timezone.now() - timedelta(
+        seconds=settings.GLASSBOX_HEARTBEAT_SECONDS * GRACE_BEATS
+    )
+    streaming = Message.objects.filter(state=Message.State.STREAMING).select_related("feed")
+    if conversation is not None:
+        streaming = streaming.filter(conversation=conversation)
+    recovered = 0
+    for answer in streaming.annotate(last_event=Max("feed__events__created_at")):
+        feed = answer.feed
+        alive = max(t for t in (feed.started_at, feed.heartbeat_at, answer.last_event) if t)
+        if alive < silent_since:
+            recovered += _interrupt(answer, feed)
+    return recovered
+
+
+@transaction.atomic
+def _interrupt(answer: Message, feed: ActivityFeed) -> int:
+    # Only one process may close a turn: the state check makes the update the lock.
+    closed = Message.objects.filter(pk=answer.pk, state=Message.State.STREAMING).update(
+        state=Message.State.INTERRUPTED
+    )
+    if not closed:
+        return 0
+    last = feed.events.aggregate(seq=Max("seq"))["seq"] or 0
+    ActivityEvent.from_event(feed, with_seq(LOST, last + 1)).save()
+    ActivityFeed.objects.filter(pk=feed.pk).update(
+        state=ActivityFeed.State.INTERRUPTED,
+        finished_at=timezone.now(),
+        summary_icon=LOST.icon,
+        summary_text=LOST.message,
+        event_count=last + 1,
+    )
+    return 1
+
+
+def recover_at_start() -> None:
+    """At process start, close the turns a dead process left. A database that is not there
+    yet (before the first migrate) is no reason to fail starting, and an application imported
+    inside a running event loop (tests) leaves it to the conversations' own checks."""
+    try:
+        recovered = dead_turns_recover()
+    except (DatabaseError, SynchronousOnlyOperation) as problem:
+        logger.warning("could not look for interrupted turns at start: %s", problem)
+        return
+    if recovered:
+        logger.warning("marked %d turn(s) of a stopped process as interrupted", recovered)

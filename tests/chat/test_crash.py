@@ -1,0 +1,84 @@
+"""A real Daphne process killed with SIGKILL mid-turn: the turn is recovered, not lost."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import urllib.request
+
+from tests.servers import manage, serve, start_daphne
+
+
+def api(server, token, path, body=None, accept="application/json"):
+    request = urllib.request.Request(
+        server.url + path,
+        data=json.dumps(body).encode() if body is not None else None,
+        method="POST" if body is not None else "GET",
+        headers={"Authorization": f"Token {token}", "Content-Type": "application/json",
+                 "Accept": accept},
+    )  # fmt: skip
+    return urllib.request.urlopen(request, timeout=30)
+
+
+class Follower(threading.Thread):
+    """Reads a turn's server-sent events until a few pieces of answer text have arrived."""
+
+    def __init__(self, server, token, path):
+        super().__init__(daemon=True)
+        self.server, self.token, self.path = server, token, path
+        self.seen: list[dict] = []
+        self.writing = threading.Event()
+
+    def run(self):
+        body = {"content": "How do I negotiate my salary?"}
+        try:
+            stream = api(self.server, self.token, self.path, body, accept="text/event-stream")
+            for raw in stream:
+                if raw.startswith(b"data: "):
+                    self.seen.append(json.loads(raw[6:]))
+                    if len([e for e in self.seen if e["type"] == "text"]) >= 5:
+                        self.writing.set()
+        except OSError:
+            pass  # the server died under us, as intended
+
+
+def test_a_turn_whose_process_is_killed_is_marked_interrupted_with_its_work_kept(tmp_path):
+    settings = {"GLASSBOX_DEMO_DELAY": "0.03", "GLASSBOX_HEARTBEAT_SECONDS": "0.2"}
+    for first in serve(tmp_path, **settings):
+        token = manage(first.env, "drf_create_token", "demo").split()[2]
+        conversation = json.load(api(first, token, "/api/conversations/", {"title": "crash"}))
+        path = f"/api/conversations/{conversation['id']}/messages/"
+        reader = Follower(first, token, path)
+        reader.start()
+        assert reader.writing.wait(timeout=20), reader.seen
+        seen = reader.seen
+        first.process.kill()  # SIGKILL: no cleanup of any kind runs
+        first.process.wait(timeout=10)
+        reader.join(timeout=10)
+        time.sleep(1.0)  # longer than four missed heartbeats
+
+        second = start_daphne(first.env)  # its start recovers the dead process's turn
+        try:
+            data = json.load(api(second, token, f"/api/conversations/{conversation['id']}/"))
+        finally:
+            second.stop()
+
+    _, answer = data["messages"]
+    assert answer["state"] == "interrupted"
+    streamed = "".join(e["content"] for e in seen if e["type"] == "text")
+    assert answer["content"] and streamed.startswith(answer["content"][:8])
+    feed = answer["feed"]
+    assert feed["state"] == "interrupted"
+    lines = [(e["icon"], e["message"]) for e in feed["events"] if e["type"] == "status"]
+    assert lines[-1] == ("⚠️", "Interrupted: the server stopped while working")
+    assert ("📄", "Found 3 documents") in lines
+    assert [e["seq"] for e in feed["events"]] == list(range(1, len(feed["events"]) + 1))
+
+    # The conversation is usable again: a new question runs to the end.
+    for server in [start_daphne(first.env)]:
+        try:
+            done = api(server, token, path, {"content": "Tell me a joke"})
+            assert json.load(done)["state"] == "complete"
+        finally:
+            server.stop()

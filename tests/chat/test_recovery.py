@@ -1,0 +1,74 @@
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from activity.models import ActivityEvent, ActivityFeed
+from chat.models import Message
+from chat.recovery import dead_turns_recover
+from chat.services import TurnRejected, turn_start
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def stalled_turn(conversation, *, silent_for: float, beat_ago: float | None = None):
+    """A streaming turn whose process went quiet `silent_for` seconds ago."""
+    turn = turn_start(conversation=conversation, text="How do I negotiate my salary?")
+    Message.objects.filter(pk=turn.answer.pk).update(content="Partial answer")
+    ActivityEvent.objects.create(feed=turn.answer.feed, seq=1, kind="status", icon="🔍",
+                                 message="Looking up", state="in_progress")  # fmt: skip
+    long_ago = timezone.now() - timedelta(seconds=silent_for)
+    ActivityEvent.objects.filter(feed=turn.answer.feed).update(created_at=long_ago)
+    heartbeat = timezone.now() - timedelta(seconds=beat_ago) if beat_ago is not None else None
+    ActivityFeed.objects.filter(pk=turn.answer.feed_id).update(
+        started_at=long_ago, heartbeat_at=heartbeat
+    )
+    return turn.answer
+
+
+def test_a_turn_that_stopped_beating_is_interrupted_with_its_work_kept(alice_conversation):
+    answer = stalled_turn(alice_conversation, silent_for=60)
+    assert dead_turns_recover(conversation=alice_conversation) == 1
+    answer.refresh_from_db()
+    assert answer.state == Message.State.INTERRUPTED
+    assert answer.content == "Partial answer"
+    feed = ActivityFeed.objects.get(pk=answer.feed_id)
+    assert (feed.state, feed.summary_icon) == ("interrupted", "⚠️")
+    lines = list(feed.events.order_by("seq").values_list("icon", "message"))
+    assert lines == [("🔍", "Looking up"), ("⚠️", "Interrupted: the server stopped while working")]
+    assert dead_turns_recover(conversation=alice_conversation) == 0  # closed once
+
+
+def test_an_old_turn_that_still_beats_is_left_running(alice_conversation):
+    answer = stalled_turn(alice_conversation, silent_for=600, beat_ago=1)
+    assert dead_turns_recover() == 0
+    answer.refresh_from_db()
+    assert answer.state == Message.State.STREAMING
+
+
+def test_a_young_silent_turn_is_given_its_grace(alice_conversation):
+    stalled_turn(alice_conversation, silent_for=2)
+    assert dead_turns_recover() == 0
+
+
+def test_opening_the_conversation_recovers_it(alice_client, alice_conversation):
+    answer = stalled_turn(alice_conversation, silent_for=60)
+    page = alice_client.get(alice_conversation.get_absolute_url()).content.decode()
+    assert "state-interrupted" in page and "Partial answer" in page
+    assert "Interrupted: the server stopped while working" in page
+    answer.refresh_from_db()
+    assert answer.state == Message.State.INTERRUPTED
+
+
+def test_a_dead_turn_no_longer_blocks_a_new_question(alice_conversation):
+    stalled_turn(alice_conversation, silent_for=60)
+    turn = turn_start(conversation=alice_conversation, text="Still there?")
+    assert turn.answer.state == Message.State.STREAMING
+
+
+def test_a_live_turn_still_blocks_a_new_question(alice_conversation):
+    stalled_turn(alice_conversation, silent_for=600, beat_ago=0.5)
+    with pytest.raises(TurnRejected, match="still working"):
+        turn_start(conversation=alice_conversation, text="second")

@@ -1,0 +1,88 @@
+"""Real Glassbox servers for tests: a fresh SQLite database and Daphne processes."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def serve(work: Path, **settings: str):
+    """Migrates a fresh database in `work`, seeds the demo, and starts Daphne; yields it."""
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "project.settings",
+        "DATABASE_URL": f"sqlite:///{work / 'e2e.sqlite3'}",
+        "STATIC_ROOT": str(work / "static"),
+        "GLASSBOX_DEMO_DELAY": "0.005",
+        "OPENAI_API_KEY": "",
+        **settings,
+    }
+    for command in (["migrate", "--noinput"], ["collectstatic", "--noinput"], ["seed_demo"]):
+        manage(env, *command, "-v", "0")
+    server = start_daphne(env)
+    yield server
+    server.stop()
+
+
+@dataclass
+class Server:
+    url: str
+    env: dict[str, str]
+    process: subprocess.Popen
+    log: IO[bytes]
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(timeout=10)
+        self.log.close()
+
+
+def manage(env: dict[str, str], *command: str) -> str:
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "manage.py"), *command],
+        env=env, cwd=ROOT, check=True, capture_output=True, text=True,
+    )  # fmt: skip
+    return done.stdout
+
+
+def start_daphne(env: dict[str, str]) -> Server:
+    """A Daphne process on a free port, once it accepts connections."""
+    port = free_port()
+    # A file, not a pipe: a pipe nobody reads fills up and blocks the server.
+    log = tempfile.TemporaryFile()  # noqa: SIM115 - closed by Server.stop
+    daphne = subprocess.Popen(
+        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
+         "project.asgi:application"],
+        env=env,
+        cwd=ROOT,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            break
+        except OSError:
+            if daphne.poll() is not None or time.monotonic() > deadline:
+                log.seek(0)
+                problem = log.read().decode()
+                raise RuntimeError(f"Daphne did not start: {problem}") from None
+            time.sleep(0.1)
+    return Server(f"http://127.0.0.1:{port}", env, daphne, log)
