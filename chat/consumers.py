@@ -6,6 +6,9 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
+import uuid
+from collections import deque
 from typing import Any
 
 from channels.db import database_sync_to_async
@@ -21,15 +24,19 @@ from chat.follow import TurnFollower
 from chat.models import Conversation, Message
 from chat.recovery import dead_turns_recover
 from chat.selectors import amessage_with_feed
-from chat.turns import turn_launch
+from chat.turns import turn_launch, turn_stop
 
 logger = logging.getLogger("glassbox.socket")
 
 # Close codes in the 4000s: htmx's ws extension reconnects only after 1006/1011/1012/1013.
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_NOT_FOUND = 4404
+CLOSE_TOO_MANY = 4429
 JSON_PROTOCOL = "glassbox.json"
-ALLOWED_KEYS = {"message", "HEADERS"}  # htmx's ws-send adds HEADERS to every form message
+# htmx's ws-send adds HEADERS to every form message.
+ALLOWED_KEYS = {"message", "client_id", "stop", "HEADERS"}
+FLOOD_LIMIT = 20
+FLOOD_WINDOW = 10.0
 
 
 class ChatConsumer(AsyncWebsocketConsumer):
@@ -52,6 +59,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
         self.group = self.conversation.group_name
         self.prefs = await FeedPreferences.aprefs_for(user.pk)
         self.follower = TurnFollower()
+        self.recent: deque[float] = deque()
         self.presenters: dict[int, LivePresenter] = {}
         self.timers: dict[int, asyncio.Task] = {}
         # Group messages wait until connect returns, so none is lost or shown twice between
@@ -96,23 +104,62 @@ class ChatConsumer(AsyncWebsocketConsumer):
             await self.send(text_data=fragments.assistant_message(message))
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        if await self.flooding():
+            return
         try:
-            text = self.parse(text_data)
+            request = self.parse(text_data)
         except ValueError as problem:
             await self.send_notice(str(problem))
             return
+        if not await self.still_owned():
+            await self.close(code=CLOSE_NOT_FOUND)
+            return
+        if "stop" in request:
+            await self.stop(request["stop"])
+            return
         try:
             turn = await database_sync_to_async(services.turn_start)(
-                conversation=self.conversation, text=text
+                conversation=self.conversation,
+                text=request["message"],
+                client_id=request.get("client_id"),
             )
         except services.TurnRejected as refusal:
             await self.send_notice(str(refusal))
             return
+        if turn.joined:
+            return  # a repeated submission: the turn already runs and this socket follows it
         # The question appears on every open tab before the agent starts.
         await send_turn_started(self.group, question_id=turn.question.pk, answer_id=turn.answer.pk)
         turn_launch(turn.answer)
 
-    def parse(self, text_data: str | None) -> str:
+    async def flooding(self) -> bool:
+        """More than FLOOD_LIMIT messages in FLOOD_WINDOW seconds: the socket is closed."""
+        now = time.monotonic()
+        self.recent.append(now)
+        while self.recent and self.recent[0] < now - FLOOD_WINDOW:
+            self.recent.popleft()
+        if len(self.recent) > FLOOD_LIMIT:
+            await self.send_notice("Too many messages at once; this page stopped listening.")
+            await self.close(code=CLOSE_TOO_MANY)
+            return True
+        return False
+
+    async def still_owned(self) -> bool:
+        """Ownership is checked on every message, not only at connect."""
+        return await Conversation.objects.filter(
+            pk=self.conversation.pk, owner=self.scope["user"]
+        ).aexists()
+
+    async def stop(self, answer_id: int) -> None:
+        answer = await Message.objects.filter(
+            pk=answer_id, conversation=self.conversation, state=Message.State.STREAMING
+        ).afirst()
+        if answer is None:
+            await self.send_notice("That answer is not running any more.")
+            return
+        await turn_stop(answer)
+
+    def parse(self, text_data: str | None) -> dict[str, Any]:
         if text_data is None:
             raise ValueError("Send your question as text.")
         try:
@@ -124,7 +171,18 @@ class ChatConsumer(AsyncWebsocketConsumer):
         unknown = set(data) - ALLOWED_KEYS
         if unknown:
             raise ValueError(f"Unknown field: {sorted(unknown)[0]}.")
-        return services.question_clean(data.get("message"))
+        if "stop" in data:
+            try:
+                return {"stop": int(data["stop"])}
+            except (TypeError, ValueError):
+                raise ValueError("Stop needs the id of the answer to stop.") from None
+        request = {"message": services.question_clean(data.get("message"))}
+        if data.get("client_id"):
+            try:
+                request["client_id"] = uuid.UUID(str(data["client_id"]))
+            except ValueError:
+                raise ValueError("client_id must be a UUID.") from None
+        return request
 
     async def send_notice(self, text: str) -> None:
         if self.wants_json:

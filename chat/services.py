@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from datetime import timedelta
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.utils import timezone
 
 from activity.events import Status, with_seq
 from activity.models import ActivityEvent, ActivityFeed
@@ -16,6 +18,14 @@ from chat.recovery import dead_turns_recover
 
 class TurnRejected(Exception):
     """A turn that cannot start; the message is shown to the user as it is."""
+
+    status = 409
+
+
+class TurnLimited(TurnRejected):
+    """Too many turns for one user, at once or in the last minute."""
+
+    status = 429
 
 
 class QuestionInvalid(ValueError):
@@ -57,6 +67,7 @@ def turn_start(
         joined = _turn_of_client(conversation, client_id)
         if joined is not None:
             return joined
+    _check_limits(conversation.owner_id)
     try:
         return _turn_create(conversation, text, client_id)
     except IntegrityError:
@@ -67,6 +78,23 @@ def turn_start(
                 "Wait for it to finish, then ask again."
             ) from None
     return _turn_create(conversation, text, client_id)
+
+
+def _check_limits(owner_id: int) -> None:
+    mine = Message.objects.filter(conversation__owner_id=owner_id)
+    running = mine.filter(state=Message.State.STREAMING).count()
+    if running >= settings.GLASSBOX_MAX_CONCURRENT_TURNS:
+        raise TurnLimited(
+            f"You already have {running} answers in progress; "
+            "wait for one to finish, then ask again."
+        )
+    minute_ago = timezone.now() - timedelta(minutes=1)
+    asked = mine.filter(role=Message.Role.USER, created_at__gte=minute_ago).count()
+    if asked >= settings.GLASSBOX_TURNS_PER_MINUTE:
+        raise TurnLimited(
+            f"You have asked {asked} questions in the last minute, the most allowed; "
+            "wait a moment, then ask again."
+        )
 
 
 def _turn_of_client(conversation: Conversation, client_id: uuid.UUID) -> StartedTurn | None:

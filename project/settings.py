@@ -131,6 +131,9 @@ GLASSBOX_TURN_TIMEOUT = env_float("GLASSBOX_TURN_TIMEOUT", 300.0)
 GLASSBOX_TOOL_TIMEOUT = env_float("GLASSBOX_TOOL_TIMEOUT", 20.0)
 GLASSBOX_MAX_TOOL_ROUNDS = env_int("GLASSBOX_MAX_TOOL_ROUNDS", 4)
 GLASSBOX_MAX_MESSAGE_CHARS = env_int("GLASSBOX_MAX_MESSAGE_CHARS", 8000)
+# Per user: questions a minute, and answers running at once (across conversations).
+GLASSBOX_TURNS_PER_MINUTE = env_int("GLASSBOX_TURNS_PER_MINUTE", 20)
+GLASSBOX_MAX_CONCURRENT_TURNS = env_int("GLASSBOX_MAX_CONCURRENT_TURNS", 3)
 # Seconds between the demo model's streamed chunks, so a person can watch it write.
 GLASSBOX_DEMO_DELAY = env_float("GLASSBOX_DEMO_DELAY", 0.03)
 # A running turn proves it is alive this often; one silent for HEARTBEAT * 4 is recovered

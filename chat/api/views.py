@@ -8,7 +8,7 @@ from django.shortcuts import get_object_or_404
 from django.utils.dateparse import parse_datetime
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import generics, serializers, status
+from rest_framework import generics, serializers
 from rest_framework.exceptions import ValidationError
 from rest_framework.pagination import CursorPagination
 from rest_framework.renderers import BaseRenderer, JSONRenderer
@@ -213,7 +213,7 @@ class TurnCreate(APIView):
         except QuestionInvalid as problem:
             raise ValidationError({"content": str(problem)}) from None
         except TurnRejected as refusal:
-            return Response({"detail": str(refusal)}, status=status.HTTP_409_CONFLICT)
+            return Response({"detail": str(refusal)}, status=refusal.status)
         events = turn_events(conversation, turn)
         if "text/event-stream" in request.headers.get("Accept", ""):
             response = StreamingHttpResponse(

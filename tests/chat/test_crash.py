@@ -37,7 +37,8 @@ class Follower(threading.Thread):
             for raw in stream:
                 if raw.startswith(b"data: "):
                     self.seen.append(json.loads(raw[6:]))
-                    if len([e for e in self.seen if e["type"] == "text"]) >= 5:
+                    # Enough text for a heartbeat (every 0.2 s here) to have saved some.
+                    if len([e for e in self.seen if e["type"] == "text"]) >= 15:
                         self.writing.set()
         except OSError:
             pass  # the server died under us, as intended
