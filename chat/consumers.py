@@ -24,7 +24,7 @@ from chat.follow import TurnFollower
 from chat.models import Conversation, Message
 from chat.recovery import dead_turns_recover
 from chat.selectors import amessage_with_feed
-from chat.turns import turn_launch, turn_stop
+from chat.turns import live_text, turn_launch, turn_stop
 
 logger = logging.getLogger("glassbox.socket")
 
@@ -93,6 +93,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
         if running is None:
             return
         message = await amessage_with_feed(running, self.prefs)
+        # The database holds the text up to the last beat; the running process knows it all.
+        message.content = live_text(message.pk) or message.content
         self.follower.snapshot(message)
         # The snapshot shows what is stored; from here on this viewer's presentation applies.
         presenter = self.presenters[message.pk] = LivePresenter(self.prefs, message.pk)

@@ -45,8 +45,13 @@ def messages_with_feeds(conversation: Conversation, prefs: FeedPrefs) -> list[Me
     if feed_ids:
         for row in ActivityEvent.objects.filter(feed_id__in=feed_ids).order_by("feed_id", "seq"):
             rows[row.feed_id].append(row)
+    question = ""
     for message in messages:
         _attach_lines(message, rows.get(message.feed_id, []), prefs)
+        if message.role == Message.Role.USER:
+            question = message.content
+        else:
+            message.question_text = question
     return messages
 
 
@@ -61,6 +66,14 @@ def answer_with_feed(conversation: Conversation, message_id: int, prefs: FeedPre
 
 async def amessage_with_feed(message_id: int, prefs: FeedPrefs) -> Message:
     message = await _with_contact(Message.objects.all()).aget(pk=message_id)
+    question = (
+        Message.objects.filter(
+            conversation_id=message.conversation_id, id__lt=message.pk, role=Message.Role.USER
+        )
+        .order_by("-id")
+        .values_list("content", flat=True)
+    )
+    message.question_text = await question.afirst() or ""
     rows = [row async for row in ActivityEvent.objects.filter(feed_id=message.feed_id)]
     _attach_lines(message, sorted(rows, key=lambda row: row.seq), prefs)
     return message

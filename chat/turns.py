@@ -32,6 +32,16 @@ logger = logging.getLogger("glassbox.turns")
 RUNNING: dict[int, asyncio.Task] = {}
 
 
+# The answer text of the turns this process runs, ahead of what the database holds.
+LIVE_TEXT: dict[int, AnswerText] = {}
+
+
+def live_text(answer_id: int) -> str | None:
+    """The text so far of a turn this process runs, for a client that joins mid-turn."""
+    answer = LIVE_TEXT.get(answer_id)
+    return answer.text if answer is not None else None
+
+
 def turn_launch(answer: Message, **options) -> asyncio.Task:
     task = asyncio.create_task(turn_run(answer=answer, **options), name=f"turn-{answer.pk}")
     RUNNING[answer.pk] = task
@@ -129,7 +139,7 @@ async def turn_run(
     registry = registry or default_registry()
     group = Conversation.group_name_for(answer.conversation_id)
     recorder = FeedRecorder(answer.feed)
-    text = AnswerText(answer, group)
+    text = LIVE_TEXT[answer.pk] = AnswerText(answer, group)
     shown: set[str] = set()
 
     async def emit(event: RecordedEvent) -> None:
@@ -178,6 +188,7 @@ async def turn_run(
 
 
 async def _finish(answer, recorder, text, registry, state) -> None:
+    LIVE_TEXT.pop(answer.pk, None)
     await text.send()
     summary = summarize(recorder.events, registry.labels())
     await text.store(state=state)

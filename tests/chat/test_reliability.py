@@ -1,0 +1,226 @@
+"""A turn the user started is never silently lost, and every failure is explained."""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import json
+import re
+
+import pytest
+
+from activity.models import ActivityEvent, ActivityFeed
+from chat.models import Conversation, Message
+from chat.turns import RUNNING
+from tests.chat.test_socket_turn import (
+    QUESTION,
+    ask,
+    finish_turns,
+    frames_until_done,
+    open_socket,
+)
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
+
+
+async def until(socket, needle: str, limit: float = 10) -> list[str]:
+    frames = []
+    async with asyncio.timeout(limit):
+        while needle not in (frames[-1] if frames else ""):
+            frames.append(await socket.receive_from(timeout=limit))
+    return frames
+
+
+async def test_closing_the_socket_mid_turn_does_not_stop_the_turn(
+    settings, alice, alice_conversation, knowledge_base
+):
+    settings.GLASSBOX_DEMO_DELAY = 0.003
+    socket = await open_socket(alice_conversation, alice)
+    await ask(socket, QUESTION)
+    await until(socket, "🔍")
+    await socket.disconnect()
+    await finish_turns()
+    answer = await Message.objects.aget(role="assistant")
+    assert answer.state == Message.State.COMPLETE
+    assert "Salary negotiation" in answer.content
+
+
+async def test_a_new_tab_mid_turn_gets_every_line_and_all_the_text_exactly_once(
+    settings, alice, alice_conversation, knowledge_base
+):
+    settings.GLASSBOX_DEMO_DELAY = 0.003
+    settings.GLASSBOX_TEXT_FLUSH_CHARS = 100_000  # nothing of the text is in the database yet
+    first = await open_socket(alice_conversation, alice)
+    await ask(first, QUESTION)
+    await until(first, "#answer-")
+    await until(first, "#answer-")  # some text has streamed
+    late = await open_socket(alice_conversation, alice)
+    frames = await frames_until_done(late)
+    await frames_until_done(first)
+    await finish_turns()
+    await first.disconnect()
+    await late.disconnect()
+
+    snapshot = frames[0]
+    shown = re.search(r'class="answer streaming">(.*?)</div>', snapshot, re.S).group(1)
+    assert shown, "the snapshot carries the text streamed so far"
+    for frame in frames[1:-1]:
+        shown += "".join(re.findall(r'beforeend:#answer-\d+">(.*?)</div>', frame, re.S))
+    answer = await Message.objects.aget(role="assistant")
+    assert html.unescape(shown) == answer.content
+    line_ids = re.findall(r'<li id="(line-[^"]+)"', "".join(frames[:-1]))
+    assert len(line_ids) == len(set(line_ids))
+
+
+async def test_stop_keeps_the_partial_answer_and_records_a_stopped_line(
+    settings, alice, alice_conversation, knowledge_base
+):
+    settings.GLASSBOX_DEMO_DELAY = 0.01
+    socket = await open_socket(alice_conversation, alice)
+    await ask(socket, QUESTION)
+    frames = await until(socket, "#answer-")
+    answer_id = int(re.search(r"#answer-(\d+)", frames[-1]).group(1))
+    assert 'name="stop"' in "".join(frames)  # the Stop button is on the page
+    await socket.send_to(text_data=json.dumps({"stop": str(answer_id)}))
+    final = (await frames_until_done(socket))[-1]
+    await finish_turns()
+    await socket.disconnect()
+    answer = await Message.objects.aget(pk=answer_id)
+    assert answer.state == Message.State.INTERRUPTED
+    assert answer.content and "Salary negotiation: during" not in answer.content
+    last = await ActivityEvent.objects.filter(feed_id=answer.feed_id).order_by("-seq").afirst()
+    assert (last.icon, last.message) == ("⏹", "Stopped")
+    assert "state-interrupted" in final and "⏹" in final and "🔄 Retry" in final
+
+
+async def test_a_stop_from_another_process_is_seen_at_the_next_heartbeat(
+    settings, alice, alice_conversation, knowledge_base
+):
+    settings.GLASSBOX_DEMO_DELAY = 0.01
+    settings.GLASSBOX_HEARTBEAT_SECONDS = 0.05
+    socket = await open_socket(alice_conversation, alice)
+    await ask(socket, QUESTION)
+    await until(socket, "#answer-")
+    answer = await Message.objects.aget(role="assistant")
+    # What turn_stop does when the turn runs elsewhere: only the flag changes.
+    await ActivityFeed.objects.filter(pk=answer.feed_id).aupdate(stop_requested=True)
+    await frames_until_done(socket)
+    await finish_turns()
+    await socket.disconnect()
+    await answer.arefresh_from_db()
+    assert answer.state == Message.State.INTERRUPTED
+
+
+async def test_stopping_an_answer_that_is_not_running_is_explained(
+    alice, alice_conversation, knowledge_base
+):
+    socket = await open_socket(alice_conversation, alice)
+    await socket.send_to(text_data=json.dumps({"stop": "999999"}))
+    assert "not running any more" in await socket.receive_from(timeout=5)
+    await socket.send_to(text_data=json.dumps({"stop": "x"}))
+    assert "needs the id of the answer" in await socket.receive_from(timeout=5)
+    await socket.disconnect()
+
+
+async def test_a_repeated_client_id_on_the_socket_joins_instead_of_asking_twice(
+    settings, alice, alice_conversation, knowledge_base
+):
+    settings.GLASSBOX_DEMO_DELAY = 0.003
+    socket = await open_socket(alice_conversation, alice)
+    payload = json.dumps(
+        {"message": QUESTION, "client_id": "8b9cad0e-1d21-4b5c-9d1e-1f0a2b3c4d5e"}
+    )
+    await socket.send_to(text_data=payload)
+    await socket.send_to(text_data=payload)
+    frames = await frames_until_done(socket)
+    await finish_turns()
+    await socket.disconnect()
+    assert await Message.objects.acount() == 2
+    assert not any("notice" in f and "still working" in f for f in frames)
+
+
+async def test_the_per_user_rate_limit_is_explained(
+    settings, alice, alice_conversation, knowledge_base
+):
+    settings.GLASSBOX_TURNS_PER_MINUTE = 2
+    socket = await open_socket(alice_conversation, alice)
+    for _ in range(2):
+        await ask(socket, "Tell me a joke")
+        await frames_until_done(socket)
+    await ask(socket, "Tell me a joke")
+    notice = await socket.receive_from(timeout=5)
+    await finish_turns()
+    await socket.disconnect()
+    assert "asked 2 questions in the last minute" in notice
+    assert await Message.objects.filter(role="user").acount() == 2
+
+
+async def test_the_per_user_cap_on_running_turns_is_explained(settings, alice, knowledge_base):
+    settings.GLASSBOX_DEMO_DELAY = 0.01
+    settings.GLASSBOX_MAX_CONCURRENT_TURNS = 1
+    first_conversation = await Conversation.objects.acreate(owner=alice)
+    second_conversation = await Conversation.objects.acreate(owner=alice)
+    first = await open_socket(first_conversation, alice)
+    second = await open_socket(second_conversation, alice)
+    await ask(first, QUESTION)
+    await until(first, "🔍")
+    await ask(second, "Tell me a joke")
+    notice = await second.receive_from(timeout=5)
+    await frames_until_done(first)
+    await finish_turns()
+    await first.disconnect()
+    await second.disconnect()
+    assert "already have 1 answers in progress" in notice
+
+
+async def test_a_flood_closes_that_socket_and_others_keep_being_served(
+    alice, bob, alice_conversation, knowledge_base
+):
+    bobs = await Conversation.objects.acreate(owner=bob)
+    flooder = await open_socket(alice_conversation, alice)
+    for _ in range(25):
+        await flooder.send_to(text_data="{}")
+    closed = None
+    async with asyncio.timeout(5):
+        while closed is None:
+            output = await flooder.receive_output(timeout=5)
+            if output["type"] == "websocket.close":
+                closed = output["code"]
+    assert closed == 4429
+    other = await open_socket(bobs, bob)
+    await ask(other, "Tell me a joke")
+    assert "state-complete" in (await frames_until_done(other))[-1]
+    await finish_turns()
+    await other.disconnect()
+
+
+async def test_a_conversation_that_stops_being_yours_closes_your_socket(
+    alice, bob, alice_conversation
+):
+    socket = await open_socket(alice_conversation, alice)
+    await Conversation.objects.filter(pk=alice_conversation.pk).aupdate(owner=bob)
+    await ask(socket, "Tell me a joke")
+    assert await socket.receive_output(timeout=5) == {"type": "websocket.close", "code": 4404}
+    assert await Message.objects.acount() == 0
+
+
+async def test_a_cross_site_page_cannot_open_a_socket(alice, alice_conversation):
+    from asgiref.sync import sync_to_async
+    from channels.testing import WebsocketCommunicator
+
+    from project.asgi import application
+    from tests.conftest import session_cookie_for
+
+    cookie = await sync_to_async(session_cookie_for)(alice)
+    socket = WebsocketCommunicator(
+        application,
+        f"/ws/c/{alice_conversation.pk}/",
+        headers=[
+            (b"origin", b"https://evil.example"),
+            (b"host", b"127.0.0.1"),
+            (b"cookie", cookie),
+        ],
+    )
+    connected, _ = await socket.connect()
+    assert not connected
+    assert not RUNNING
