@@ -35,6 +35,6 @@ def make_client(transport: httpx2.AsyncBaseTransport | None = None) -> AsyncOpen
         api_key=settings.OPENAI_API_KEY,
         base_url=settings.OPENAI_BASE_URL or None,
         timeout=timeout,
-        max_retries=2,
+        max_retries=settings.GLASSBOX_PROVIDER_RETRIES,
         http_client=http_client,
     )

@@ -5,7 +5,13 @@ from __future__ import annotations
 import openai
 
 
+class ProviderError(Exception):
+    """The provider's reply broke the protocol; the text says how, for people."""
+
+
 def describe_failure(exc: BaseException) -> str:
+    if isinstance(exc, ProviderError):
+        return str(exc)
     if isinstance(exc, openai.APITimeoutError):
         return "the model provider did not answer in time"
     if isinstance(exc, openai.APIConnectionError):

@@ -16,6 +16,7 @@ import jiter
 from openai import AsyncOpenAI
 
 from activity.events import Event, Status, TextDelta, ToolCall, ToolResult
+from chat.agent.errors import ProviderError
 from chat.agent.tools import FEEDBACK_ARG, Tool, ToolError, ToolRegistry, truncate_feedback
 
 logger = logging.getLogger("glassbox.agent")
@@ -213,7 +214,7 @@ async def run_agent(
         )
         calls = ToolCallAssembler(registry, round_number)
         text: list[str] = []
-        async for chunk in stream:
+        async for chunk in _readable(stream):
             if not chunk.choices:
                 continue
             delta = chunk.choices[0].delta
@@ -257,6 +258,20 @@ async def run_agent(
             conversation.append({"role": "tool", "tool_call_id": call.call_id, "content": content})
     # Only reached when the model asked for tools even though none were offered.
     yield FINISHED
+
+
+async def _readable(stream) -> AsyncIterator[Any]:
+    """The stream's chunks; a chunk that is not valid JSON ends the turn with a clear reason
+    instead of a parser's traceback."""
+    chunks = aiter(stream)
+    while True:
+        try:
+            chunk = await anext(chunks)
+        except StopAsyncIteration:
+            return
+        except ValueError as exc:
+            raise ProviderError("the model provider sent an unreadable reply") from exc
+        yield chunk
 
 
 def _is_json(raw: str) -> bool:

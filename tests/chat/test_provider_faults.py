@@ -1,0 +1,173 @@
+"""Every way a provider can fail, through the real openai client with a fault-injecting
+transport: the turn ends visibly, keeps what arrived, and the conversation stays usable."""
+
+from __future__ import annotations
+
+import httpx2
+import pytest
+from asgiref.sync import async_to_sync
+from django.template.loader import render_to_string
+
+from activity.preferences import FeedPrefs
+from chat.agent.client import make_client
+from chat.agent.demo import SSEStream
+from chat.models import Message
+from chat.selectors import messages_with_feeds
+from chat.services import turn_start
+from chat.turns import turn_run
+from tests.fakes import text_response, tool_call_response
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+class Fault(httpx2.AsyncBaseTransport):
+    def __init__(self, respond):
+        self.respond = respond
+        self.requests = 0
+
+    async def handle_async_request(self, request):
+        self.requests += 1
+        return self.respond(request)
+
+
+def refused(request):
+    raise httpx2.ConnectError("[Errno 111] Connection refused")
+
+
+def status(code):
+    def respond(request):
+        return httpx2.Response(code, json={"error": {"message": f"status {code}"}})
+
+    return respond
+
+
+class StreamThen(SSEStream):
+    """Some answer text, then a fault."""
+
+    def __init__(self, fault):
+        super().__init__(text_response("Partial answer so far", size=4), 0)
+        self.fault = fault
+
+    async def __aiter__(self):
+        sent = 0
+        async for data in super().__aiter__():
+            if sent == 4:
+                for item in self.fault():
+                    yield item
+                return
+            sent += 1
+            yield data
+
+
+def streaming(fault):
+    def respond(request):
+        return httpx2.Response(
+            200, headers={"content-type": "text/event-stream"}, stream=StreamThen(fault)
+        )
+
+    return respond
+
+
+def error_event():
+    yield b'data: {"error": {"message": "The server had an error", "type": "server_error"}}\n\n'
+
+
+def stall():
+    raise httpx2.ReadTimeout("timed out")
+    yield b""
+
+
+def malformed():
+    yield b'data: {"id": "x", "choices": [{"delta": {"content": "oops"\n\n'
+
+
+FAULTS = {
+    "connection refused": (refused, "Could not reach the model provider", ""),
+    "401": (status(401), "The model provider refused our credentials", ""),
+    "429": (status(429), "The model provider is rate limiting us; try again shortly", ""),
+    "500": (status(500), "The model provider answered with an error (500)", ""),
+    "error event mid-stream": (
+        streaming(error_event), "The model provider stopped with an error", "Partial answ"
+    ),
+    "stalled stream": (
+        streaming(stall), "The model provider did not answer in time", "Partial answ"
+    ),
+    "malformed chunk": (
+        streaming(malformed), "The model provider sent an unreadable reply", "Partial answ"
+    ),
+}  # fmt: skip
+
+
+@pytest.fixture
+def provider(settings):
+    settings.OPENAI_API_KEY = "sk-test"
+    settings.GLASSBOX_PROVIDER_RETRIES = 0
+
+
+def ask(conversation, transport, question="How do I negotiate my salary?") -> Message:
+    turn = turn_start(conversation=conversation, text=question)
+    async_to_sync(turn_run)(answer=turn.answer, client_factory=lambda: make_client(transport))
+    return Message.objects.select_related("feed").get(pk=turn.answer.pk)
+
+
+@pytest.mark.parametrize("fault", list(FAULTS))
+def test_a_provider_fault_ends_the_turn_visibly_and_keeps_what_arrived(
+    provider, alice_conversation, fault
+):
+    respond, reason, kept = FAULTS[fault]
+    answer = ask(alice_conversation, Fault(respond))
+
+    assert answer.state == Message.State.FAILED
+    assert answer.content.startswith(kept)
+    last = answer.feed.events.order_by("-seq").first()
+    assert (last.icon, last.message, last.state) == ("❌", reason, "failed")
+    assert (answer.feed.summary_icon, answer.feed.summary_text) == ("❌", reason)
+
+    # The page explains it and offers to ask again.
+    (page_answer,) = [m for m in messages_with_feeds(alice_conversation, FeedPrefs())
+                      if m.role == "assistant"]  # fmt: skip
+    html = render_to_string("chat/_assistant_message.html", {"message": page_answer})
+    assert "failed before it was finished" in html
+    assert 'value="How do I negotiate my salary?"' in html and "Retry" in html
+
+    # The conversation stays usable.
+    again = ask(alice_conversation, Fault(streaming_ok), question="And now?")
+    assert again.state == Message.State.COMPLETE
+
+
+def streaming_ok(request):
+    stream = SSEStream(text_response("All good."), 0)
+    return httpx2.Response(200, headers={"content-type": "text/event-stream"}, stream=stream)
+
+
+def test_invalid_tool_call_json_falls_back_and_the_turn_completes(provider, alice_conversation):
+    responses = [
+        tool_call_response(("c1", "search_documents", '{"feedback_to_user": "x", "query": ')),
+        text_response("From general knowledge."),
+    ]
+
+    def respond(request):
+        stream = SSEStream(responses.pop(0), 0)
+        return httpx2.Response(200, headers={"content-type": "text/event-stream"}, stream=stream)
+
+    answer = ask(alice_conversation, Fault(respond))
+    assert answer.state == Message.State.COMPLETE
+    lines = list(answer.feed.events.filter(kind="status").values_list("icon", "message"))
+    assert ("❌", "Knowledge base query failed (malformed arguments)") in lines
+    assert answer.content == "From general knowledge."
+
+
+def test_retries_happen_before_the_first_byte_only(settings, provider, alice_conversation):
+    settings.GLASSBOX_PROVIDER_RETRIES = 2
+    calls = []
+
+    def respond(request):
+        calls.append(request)
+        if len(calls) == 1:
+            return httpx2.Response(503, json={"error": {}}, headers={"retry-after-ms": "1"})
+        return streaming(error_event)(request)
+
+    answer = ask(alice_conversation, Fault(respond))
+    assert len(calls) == 2  # one retry for the 503; none once the stream had started
+    assert answer.state == Message.State.FAILED
+    assert answer.content == "Partial answ"
