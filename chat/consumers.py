@@ -24,6 +24,7 @@ from chat.follow import TurnFollower
 from chat.models import Conversation, Message
 from chat.recovery import dead_turns_recover
 from chat.selectors import amessage_with_feed
+from chat.signals import session_group
 from chat.turns import live_text, turn_launch, turn_stop
 
 logger = logging.getLogger("glassbox.socket")
@@ -65,6 +66,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
         # Group messages wait until connect returns, so none is lost or shown twice between
         # joining the group and the snapshot of a running turn.
         await self.channel_layer.group_add(self.group, self.channel_name)
+        self.session_group = session_group(self.scope["session"].session_key)
+        await self.channel_layer.group_add(self.session_group, self.channel_name)
         await self.accept(subprotocol=JSON_PROTOCOL if self.wants_json else None)
         await self.send_running_turn()
 
@@ -81,6 +84,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
     async def disconnect(self, code: int) -> None:
         if hasattr(self, "group"):
             await self.channel_layer.group_discard(self.group, self.channel_name)
+            await self.channel_layer.group_discard(self.session_group, self.channel_name)
             for timer in self.timers.values():
                 timer.cancel()
 
@@ -193,6 +197,9 @@ class ChatConsumer(AsyncWebsocketConsumer):
             await self.send(text_data=fragments.notice(text))
 
     # Channel-layer handlers: one per message type sent to the conversation's group.
+
+    async def session_ended(self, message: dict[str, Any]) -> None:
+        await self.close(code=CLOSE_UNAUTHENTICATED)
 
     async def turn_started(self, message: dict[str, Any]) -> None:
         if self.follower.follows(message["answer_id"]):

@@ -224,3 +224,22 @@ async def test_a_cross_site_page_cannot_open_a_socket(alice, alice_conversation)
     connected, _ = await socket.connect()
     assert not connected
     assert not RUNNING
+
+
+async def test_logging_out_closes_that_sessions_sockets(alice, alice_conversation):
+    from channels.testing import WebsocketCommunicator
+    from django.test import AsyncClient
+
+    from project.asgi import application
+
+    browser = AsyncClient()
+    await browser.aforce_login(alice)
+    cookie = f"sessionid={browser.cookies['sessionid'].value}".encode()
+    socket = WebsocketCommunicator(
+        application,
+        f"/ws/c/{alice_conversation.pk}/",
+        headers=[(b"origin", b"http://127.0.0.1"), (b"host", b"127.0.0.1"), (b"cookie", cookie)],
+    )
+    assert (await socket.connect())[0]
+    await browser.post("/accounts/logout/")
+    assert await socket.receive_output(timeout=5) == {"type": "websocket.close", "code": 4401}

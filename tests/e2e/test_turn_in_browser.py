@@ -12,6 +12,13 @@ DONE = "article.assistant.state-complete"
 
 @pytest.fixture
 def conversation(page, live_server_url):
+    page.console_errors = []
+    page.on(
+        "console",
+        lambda message: (
+            page.console_errors.append(message.text) if message.type == "error" else None
+        ),
+    )
     page.goto(f"{live_server_url}/accounts/login/")
     page.fill("[name=username]", "demo")
     page.fill("[name=password]", "demo")
@@ -69,6 +76,8 @@ def test_the_user_watches_the_feed_then_the_answer_then_the_fold(conversation):
     page.locator("details.feed summary").click()
     assert feed_lines(page) == lines_live
     assert page.locator(".answer").inner_text() == answer_live
+    # The whole flow ran under the strict Content Security Policy without a violation.
+    assert page.console_errors == []
 
 
 def test_the_search_line_appears_before_any_answer_text(conversation):
