@@ -10,6 +10,9 @@ PYTHON ?= $(shell for v in 3.12 3.13; do \
 	    python$$v -c 'import sys; print(sys.executable)' 2>/dev/null && break; \
 	done)
 
+# A question is at most 8,000 characters: no socket message needs more than 64 KiB.
+DAPHNE_LIMITS := --websocket-max-message-size 65536 --websocket-max-frame-size 65536
+
 .PHONY: run test lint format bench clean
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
@@ -27,7 +30,7 @@ run: $(VENV)/.installed
 	@echo "  Glassbox is running at http://127.0.0.1:$(PORT)/"
 	@echo "  Log in as demo / demo"
 	@echo ""
-	$(VENV)/bin/daphne -b 127.0.0.1 -p $(PORT) project.asgi:application
+	$(VENV)/bin/daphne -b 127.0.0.1 -p $(PORT) $(DAPHNE_LIMITS) project.asgi:application
 
 test: $(VENV)/.installed
 	$(PY) -m pytest $(PYTEST_ARGS)

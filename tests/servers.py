@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import IO
 
 ROOT = Path(__file__).resolve().parents[1]
+# The limits `make run` and the deployment guide give Daphne.
+DAPHNE_LIMITS = ["--websocket-max-message-size", "65536", "--websocket-max-frame-size", "65536"]
 
 
 def free_port() -> int:
@@ -67,7 +69,7 @@ def start_daphne(env: dict[str, str]) -> Server:
     # A file, not a pipe: a pipe nobody reads fills up and blocks the server.
     log = tempfile.TemporaryFile()  # noqa: SIM115 - closed by Server.stop
     daphne = subprocess.Popen(
-        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
+        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), *DAPHNE_LIMITS,
          "project.asgi:application"],
         env=env,
         cwd=ROOT,
