@@ -23,6 +23,8 @@ class ActivityFeed(models.Model):
     # The conversation's id, not a foreign key: activity depends on nothing in chat, and the
     # API filters feeds by conversation without a join.
     conversation_id = models.UUIDField(null=True, blank=True, db_index=True)
+    # Its conversation was deleted: the owner no longer sees it; admins audit it until purged.
+    hidden_from_owner = models.BooleanField(default=False)
     state = models.CharField(max_length=16, choices=State.choices, default=State.RUNNING)
     summary_icon = models.CharField(max_length=8, blank=True)
     summary_text = models.CharField(max_length=200, blank=True)

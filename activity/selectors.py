@@ -12,7 +12,7 @@ def feeds_visible_to(user) -> QuerySet[ActivityFeed]:
     """Staff see every feed; anyone else only their own."""
     feeds = ActivityFeed.objects.all()
     if not user.is_staff:
-        feeds = feeds.filter(owner=user)
+        feeds = feeds.filter(owner=user, hidden_from_owner=False)
     # The message points at its feed; its id is read back through that reverse relation.
     return feeds.annotate(username=F("owner__username"), message_id=F("message__id"))
 

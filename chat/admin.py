@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+from datetime import timedelta
+
+from django.conf import settings
 from django.contrib import admin
 
 from chat.models import ContactRequest, Conversation, Document, Message
@@ -17,14 +20,49 @@ class MessageInline(admin.TabularInline):
         return False
 
 
+class DeletedFilter(admin.SimpleListFilter):
+    title = "status"
+    parameter_name = "status"
+
+    def lookups(self, request, model_admin):
+        return [("live", "Live"), ("archived", "Archived"), ("deleted", "Deleted, retained")]
+
+    def queryset(self, request, queryset):
+        if self.value() == "live":
+            return queryset.filter(deleted_at__isnull=True, archived_at__isnull=True)
+        if self.value() == "archived":
+            return queryset.filter(deleted_at__isnull=True, archived_at__isnull=False)
+        if self.value() == "deleted":
+            return queryset.filter(deleted_at__isnull=False)
+        return queryset
+
+
 @admin.register(Conversation)
 class ConversationAdmin(admin.ModelAdmin):
-    list_display = ["title", "owner", "created_at", "updated_at"]
+    """Admins see deleted conversations too, marked, until purge_deleted removes them."""
+
+    list_display = ["title", "owner", "created_at", "updated_at", "status", "purge_after"]
+    list_filter = [DeletedFilter]
     list_select_related = ["owner"]
     search_fields = ["title", "owner__username"]
-    readonly_fields = ["id", "owner", "created_at", "updated_at"]
+    readonly_fields = ["id", "owner", "created_at", "updated_at", "archived_at", "deleted_at"]
     inlines = [MessageInline]
     show_full_result_count = False
+
+    def get_queryset(self, request):
+        return Conversation.all_objects.select_related("owner")
+
+    @admin.display(description="status")
+    def status(self, conversation):
+        if conversation.deleted_at:
+            return "🗑 deleted (retained for audit)"
+        return "archived" if conversation.archived_at else "live"
+
+    @admin.display(description="removed for good after")
+    def purge_after(self, conversation):
+        if not conversation.deleted_at:
+            return "—"
+        return conversation.deleted_at + timedelta(days=settings.GLASSBOX_RETENTION_DAYS)
 
 
 @admin.register(Message)

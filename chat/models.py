@@ -11,6 +11,13 @@ from activity.models import ActivityFeed
 TITLE_LENGTH = 80
 
 
+class LiveConversations(models.Manager):
+    """What users reach: a deleted conversation is gone for them at once."""
+
+    def get_queryset(self):
+        return super().get_queryset().filter(deleted_at__isnull=True)
+
+
 class Conversation(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     owner = models.ForeignKey(
@@ -19,9 +26,18 @@ class Conversation(models.Model):
     title = models.CharField(max_length=200, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True, db_index=True)
+    archived_at = models.DateTimeField(null=True, blank=True)
+    # Deleted by its owner: hidden from them, kept for the audit until the retention period
+    # ends and `manage.py purge_deleted` removes it.
+    deleted_at = models.DateTimeField(null=True, blank=True, db_index=True)
+
+    all_objects = models.Manager()
+    objects = LiveConversations()
 
     class Meta:
         ordering = ["-updated_at"]
+        default_manager_name = "objects"
+        base_manager_name = "all_objects"
 
     def __str__(self) -> str:
         return self.title or "New conversation"

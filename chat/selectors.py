@@ -2,26 +2,76 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from django.conf import settings
-from django.db.models import Count, Exists, Max, OuterRef, Q, QuerySet
+from django.db import connection
+from django.db.models import Case, Count, Exists, Max, OuterRef, Q, QuerySet, Subquery, When
 from django.db.models.functions import Coalesce
 from django.shortcuts import get_object_or_404
 
-from activity.models import ActivityEvent
+from activity.models import ActivityEvent, ActivityFeed
 from activity.preferences import FeedPrefs
 from activity.presentation import visible_lines
 from chat.agent.memory import trim, turn_messages
 from chat.models import ContactRequest, Conversation, Message
 
 
-def conversations_of(user) -> QuerySet[Conversation]:
-    return (
-        Conversation.objects.filter(owner=user)
+def conversations_of(user, *, archived: bool = False, query: str = "") -> QuerySet[Conversation]:
+    """The user's conversations with what the list shows (last activity, turns, whether a
+    tool failed), newest first; with a query, ranked by how well their messages match."""
+    conversations = (
+        Conversation.objects.filter(owner=user, archived_at__isnull=not archived)
         .annotate(
             last_activity=Coalesce(Max("messages__created_at"), "created_at"),
             turn_count=Count("messages", filter=Q(messages__role=Message.Role.USER)),
+            tool_failed=Exists(
+                ActivityFeed.objects.filter(
+                    conversation_id=OuterRef("pk"), failed_tool_count__gt=0
+                )
+            ),
         )
         .order_by("-last_activity", "-created_at")
+    )
+    terms = query.split()[:8]
+    if not terms:
+        return conversations
+    if connection.vendor == "postgresql":
+        return _ranked_by_postgres(conversations, " ".join(terms))
+    return _ranked_by_term_counts(conversations, terms)
+
+
+def _ranked_by_postgres(conversations, query: str):
+    from django.contrib.postgres.search import SearchQuery, SearchRank, SearchVector
+
+    search = SearchQuery(query, search_type="websearch", config="simple")
+    matching = Message.objects.filter(conversation=OuterRef("pk")).annotate(
+        rank=SearchRank(SearchVector("content", config="simple"), search)
+    )
+    best = matching.filter(rank__gt=0).order_by("-rank").values("rank")[:1]
+    return (
+        conversations.annotate(rank=Subquery(best))
+        .filter(rank__isnull=False)
+        .order_by("-rank", "-last_activity")
+    )
+
+
+def _ranked_by_term_counts(conversations, terms: list[str]):
+    """Without PostgreSQL: how many of the words each conversation's messages contain, then
+    how often, then recency."""
+    matches = [
+        Exists(Message.objects.filter(conversation=OuterRef("pk"), content__icontains=term))
+        for term in terms
+    ]
+    hits = [
+        Count("messages", filter=Q(messages__content__icontains=term), distinct=True)
+        for term in terms
+    ]
+    words = sum(Case(When(match, then=1), default=0) for match in matches)
+    return (
+        conversations.annotate(words=words, hits=sum(hits))
+        .filter(words__gt=0)
+        .order_by("-words", "-hits", "-last_activity")
     )
 
 
@@ -36,10 +86,58 @@ def _with_contact(messages: QuerySet[Message]) -> QuerySet[Message]:
     )
 
 
-def messages_with_feeds(conversation: Conversation, prefs: FeedPrefs) -> list[Message]:
-    """Every message in order, each answer with its feed's lines (two queries, whatever the
-    number of turns)."""
-    messages = list(_with_contact(conversation.messages.order_by("created_at", "id")))
+PAGE_MESSAGES = 40
+
+
+@dataclass
+class History:
+    messages: list[Message]
+    # The id to ask `before=` for the turns before these, or None at the beginning.
+    earlier: int | None
+
+
+def messages_with_feeds(
+    conversation: Conversation,
+    prefs: FeedPrefs,
+    *,
+    before: int | None = None,
+    starting_at: int | None = None,
+    limit: int = PAGE_MESSAGES,
+) -> History:
+    """A window of the conversation, oldest first, each answer with its feed's lines (two
+    queries, whatever the number of turns): the latest turns, the turns before `before`, or
+    everything from the turn of message `starting_at` on. A window never splits a turn."""
+    messages = _with_contact(conversation.messages.all())
+    if starting_at is not None:
+        first = _question_of(conversation, starting_at) or starting_at
+        window = list(messages.filter(id__gte=first).order_by("id"))
+    else:
+        if before is not None:
+            messages = messages.filter(id__lt=_question_of(conversation, before) or before)
+        window = list(messages.order_by("-id")[: limit + 1])[::-1]
+        if len(window) > limit:
+            window = window[1:]
+        # An answer whose question is not in the window waits for the earlier page.
+        while window and window[0].role == Message.Role.ASSISTANT:
+            window = window[1:]
+    earlier = None
+    if window and conversation.messages.filter(id__lt=window[0].pk).exists():
+        earlier = window[0].pk
+    _attach_feeds(window, prefs)
+    return History(window, earlier)
+
+
+def _question_of(conversation: Conversation, message_id: int) -> int | None:
+    """The id of the question that opens the turn holding this message."""
+    return (
+        conversation.messages.filter(id__lte=message_id, role=Message.Role.USER)
+        .order_by("-id")
+        .values_list("id", flat=True)
+        .first()
+    )
+
+
+def _attach_feeds(messages: list[Message], prefs: FeedPrefs) -> None:
     feed_ids = [m.feed_id for m in messages if m.feed_id]
     rows: dict[int, list[ActivityEvent]] = {feed_id: [] for feed_id in feed_ids}
     if feed_ids:
@@ -52,7 +150,6 @@ def messages_with_feeds(conversation: Conversation, prefs: FeedPrefs) -> list[Me
             question = message.content
         else:
             message.question_text = question
-    return messages
 
 
 def answer_with_feed(conversation: Conversation, message_id: int, prefs: FeedPrefs) -> Message:

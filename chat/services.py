@@ -58,6 +58,52 @@ def conversation_create(*, owner) -> Conversation:
     return Conversation.objects.create(owner=owner)
 
 
+def conversation_rename(*, conversation: Conversation, title: str) -> Conversation:
+    title = " ".join(title.split())
+    if not title:
+        raise QuestionInvalid("A title needs at least one word.")
+    if len(title) > 200:
+        raise QuestionInvalid("A title has at most 200 characters.")
+    conversation.title = title
+    conversation.save(update_fields=["title", "updated_at"])
+    return conversation
+
+
+def conversation_archive(*, conversation: Conversation, archived: bool) -> Conversation:
+    conversation.archived_at = timezone.now() if archived else None
+    conversation.save(update_fields=["archived_at"])
+    return conversation
+
+
+@transaction.atomic
+def conversation_delete(*, conversation: Conversation) -> None:
+    """Hides the conversation and its feeds from the owner at once; admins keep auditing them
+    until the retention period ends (purge_deleted)."""
+    Conversation.all_objects.filter(pk=conversation.pk).update(deleted_at=timezone.now())
+    ActivityFeed.objects.filter(conversation_id=conversation.pk).update(hidden_from_owner=True)
+
+
+@transaction.atomic
+def deleted_conversations_purge(*, now=None) -> int:
+    """Removes for good what was deleted longer ago than GLASSBOX_RETENTION_DAYS: the
+    conversations, their messages and contact requests, and their feeds with every event."""
+    cutoff = (now or timezone.now()) - timedelta(days=settings.GLASSBOX_RETENTION_DAYS)
+    expired = list(
+        Conversation.all_objects.filter(deleted_at__lt=cutoff).values_list("pk", flat=True)
+    )
+    if not expired:
+        return 0
+    feed_ids = list(
+        ActivityFeed.objects.filter(conversation_id__in=expired).values_list("pk", flat=True)
+    )
+    # Messages protect their feeds, so they go first.
+    Message.objects.filter(conversation_id__in=expired).delete()
+    ActivityEvent.objects.filter(feed_id__in=feed_ids).delete()
+    ActivityFeed.objects.filter(pk__in=feed_ids).delete()
+    Conversation.all_objects.filter(pk__in=expired).delete()
+    return len(expired)
+
+
 def turn_start(
     *, conversation: Conversation, text: str, client_id: uuid.UUID | None = None
 ) -> StartedTurn:

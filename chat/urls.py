@@ -11,6 +11,22 @@ urlpatterns = [
     path("c/new/", views.conversation_new, name="conversation_new"),
     path("c/<uuid:conversation_id>/", views.conversation_detail, name="conversation_detail"),
     path(
+        "c/<uuid:conversation_id>/rename/", views.conversation_rename, name="conversation_rename"
+    ),
+    path(
+        "c/<uuid:conversation_id>/archive/",
+        views.conversation_archive,
+        name="conversation_archive",
+    ),
+    path(
+        "c/<uuid:conversation_id>/delete/", views.conversation_delete, name="conversation_delete"
+    ),
+    path(
+        "c/<uuid:conversation_id>/export.<str:fmt>",
+        views.conversation_export,
+        name="conversation_export",
+    ),
+    path(
         "c/<uuid:conversation_id>/m/<int:message_id>/contact/",
         views.contact_request,
         name="contact_request",

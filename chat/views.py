@@ -1,21 +1,41 @@
 from __future__ import annotations
 
+import json
+
 from django.conf import settings
-from django.contrib import messages as django_messages
-from django.http import HttpResponse
+from django.contrib import messages as flash
+from django.core.paginator import Paginator
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_GET, require_POST
+from django.utils.http import urlencode
+from django.utils.text import slugify
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from activity.models import FeedPreferences
 from chat import selectors, services
+from chat.api.serializers import ConversationDetailSerializer
+from chat.api.views import ConversationDetail
+from chat.exports import conversation_markdown
 from chat.forms import ContactForm
 from chat.recovery import dead_turns_recover
+
+LIST_PAGE = 30
 
 
 @require_GET
 def conversation_list(request):
-    conversations = selectors.conversations_of(request.user)[:200]
-    return render(request, "chat/conversation_list.html", {"conversations": conversations})
+    query = request.GET.get("q", "").strip()[:200]
+    archived = request.GET.get("archived") == "1"
+    conversations = selectors.conversations_of(request.user, archived=archived, query=query)
+    page = Paginator(conversations, LIST_PAGE).get_page(request.GET.get("page"))
+    more = ""
+    if page.has_next():
+        params = {"page": page.next_page_number(), "q": query, "archived": int(archived)}
+        more = urlencode({k: v for k, v in params.items() if v})
+    context = {"page": page, "query": query, "archived": archived, "more": more}
+    if request.htmx and page.number > 1:
+        return render(request, "chat/_conversation_rows.html", context)
+    return render(request, "chat/conversation_list.html", context)
 
 
 @require_POST
@@ -28,17 +48,85 @@ def conversation_new(request):
 def conversation_detail(request, conversation_id):
     conversation = selectors.conversation_for(request.user, conversation_id)
     dead_turns_recover(conversation=conversation)
-    return render(
-        request,
-        "chat/conversation_detail.html",
-        {
-            "conversation": conversation,
-            "turns": selectors.messages_with_feeds(
-                conversation, FeedPreferences.prefs_for(request.user.pk)
-            ),
-            "max_chars": settings.GLASSBOX_MAX_MESSAGE_CHARS,
-        },
+    prefs = FeedPreferences.prefs_for(request.user.pk)
+    before = _message_id(request.GET.get("before"))
+    history = selectors.messages_with_feeds(
+        conversation, prefs, before=before, starting_at=_message_id(request.GET.get("from"))
     )
+    context = {
+        "conversation": conversation,
+        "turns": history.messages,
+        "earlier": history.earlier,
+        "max_chars": settings.GLASSBOX_MAX_MESSAGE_CHARS,
+    }
+    if before is not None and request.htmx:
+        return render(request, "chat/_earlier_turns.html", context)
+    return render(request, "chat/conversation_detail.html", context)
+
+
+def _message_id(value: str | None) -> int | None:
+    return int(value) if value and value.isdigit() else None
+
+
+@require_POST
+def conversation_rename(request, conversation_id):
+    conversation = selectors.conversation_for(request.user, conversation_id)
+    try:
+        services.conversation_rename(
+            conversation=conversation, title=request.POST.get("title", "")
+        )
+    except services.QuestionInvalid as problem:
+        if request.htmx:
+            return HttpResponse(str(problem), status=400)
+        flash.error(request, str(problem))
+    if request.htmx:
+        return render(request, "chat/_title.html", {"conversation": conversation})
+    return redirect(conversation)
+
+
+@require_POST
+def conversation_archive(request, conversation_id):
+    conversation = selectors.conversation_for(request.user, conversation_id)
+    archived = request.POST.get("archived") == "1"
+    services.conversation_archive(conversation=conversation, archived=archived)
+    flash.success(
+        request, f"“{conversation}” is {'archived' if archived else 'back in your conversations'}."
+    )
+    return redirect("chat:conversation_list")
+
+
+@require_http_methods(["GET", "POST"])
+def conversation_delete(request, conversation_id):
+    conversation = selectors.conversation_for(request.user, conversation_id)
+    if request.method == "GET":
+        context = {
+            "conversation": conversation,
+            "retention_days": settings.GLASSBOX_RETENTION_DAYS,
+        }
+        return render(request, "chat/conversation_delete.html", context)
+    services.conversation_delete(conversation=conversation)
+    flash.success(request, f"“{conversation}” was deleted.")
+    return redirect("chat:conversation_list")
+
+
+@require_GET
+def conversation_export(request, conversation_id, fmt):
+    if fmt not in {"md", "json"}:
+        raise Http404("Conversations download as .md or .json.")
+    conversation = selectors.conversation_for(request.user, conversation_id)
+    name = slugify(conversation.title)[:60] or "conversation"
+    if fmt == "md":
+        prefs = FeedPreferences.prefs_for(request.user.pk)
+        whole = selectors.messages_with_feeds(conversation, prefs, starting_at=0).messages
+        body = conversation_markdown(conversation, whole)
+        response = HttpResponse(body, content_type="text/markdown; charset=utf-8")
+    else:
+        conversation.api_messages = ConversationDetail.with_feeds(conversation, request.user)
+        data = ConversationDetailSerializer(conversation).data
+        body = json.dumps(data, ensure_ascii=False, indent=2, default=str)
+        response = HttpResponse(body, content_type="application/json")
+    response["Content-Disposition"] = f'attachment; filename="{name}.{fmt}"'
+    return response
 
 
 @require_POST
@@ -59,6 +147,6 @@ def contact_request(request, conversation_id, message_id):
             form = None
     if not request.htmx:
         if form is not None:
-            django_messages.error(request, "The contact form has errors; please try again.")
+            flash.error(request, "The contact form has errors; please try again.")
         return redirect(f"{conversation.get_absolute_url()}#{message.dom_id}")
     return render(request, "chat/_contact_form.html", {"message": message, "form": form})

@@ -157,6 +157,8 @@ GLASSBOX_PROVIDER_RETRIES = env_int("GLASSBOX_PROVIDER_RETRIES", 2)
 GLASSBOX_TOOL_TIMEOUT = env_float("GLASSBOX_TOOL_TIMEOUT", 20.0)
 GLASSBOX_MAX_TOOL_ROUNDS = env_int("GLASSBOX_MAX_TOOL_ROUNDS", 4)
 GLASSBOX_MAX_MESSAGE_CHARS = env_int("GLASSBOX_MAX_MESSAGE_CHARS", 8000)
+# Days a deleted conversation stays available to admins before `purge_deleted` removes it.
+GLASSBOX_RETENTION_DAYS = env_int("GLASSBOX_RETENTION_DAYS", 30)
 # Per user: questions a minute, and answers running at once (across conversations).
 GLASSBOX_TURNS_PER_MINUTE = env_int("GLASSBOX_TURNS_PER_MINUTE", 20)
 GLASSBOX_MAX_CONCURRENT_TURNS = env_int("GLASSBOX_MAX_CONCURRENT_TURNS", 3)

@@ -32,6 +32,8 @@ def serve(work: Path, **settings: str):
         "STATIC_ROOT": str(work / "static"),
         "GLASSBOX_DEMO_DELAY": "0.005",
         "OPENAI_API_KEY": "",
+        # One demo user asks every browser test's questions within a minute or two.
+        "GLASSBOX_TURNS_PER_MINUTE": "1000",
         **settings,
     }
     for command in (["migrate", "--noinput"], ["collectstatic", "--noinput"], ["seed_demo"]):

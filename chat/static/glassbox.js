@@ -12,3 +12,23 @@ document.addEventListener("keydown", (event) => {
     box.form.requestSubmit();
   }
 });
+
+// A deep link to a turn (#m-<id>) opens it with its feed expanded, loading it first when it
+// is older than the turns the page shows.
+document.addEventListener("DOMContentLoaded", () => {
+  const match = location.hash.match(/^#m-(\d+)$/);
+  if (!match) return;
+  const turn = document.getElementById(`m-${match[1]}`);
+  if (!turn) {
+    const params = new URLSearchParams(location.search);
+    if (params.get("from") !== match[1]) {
+      params.set("from", match[1]);
+      location.replace(`${location.pathname}?${params}${location.hash}`);
+    }
+    return;
+  }
+  const feed = document.getElementById(`feed-${match[1]}`);
+  if (feed) feed.open = true;
+  turn.classList.add("linked");
+  turn.scrollIntoView({block: "start"});
+});

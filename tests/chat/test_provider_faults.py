@@ -124,7 +124,7 @@ def test_a_provider_fault_ends_the_turn_visibly_and_keeps_what_arrived(
     assert (answer.feed.summary_icon, answer.feed.summary_text) == ("❌", reason)
 
     # The page explains it and offers to ask again.
-    (page_answer,) = [m for m in messages_with_feeds(alice_conversation, FeedPrefs())
+    (page_answer,) = [m for m in messages_with_feeds(alice_conversation, FeedPrefs()).messages
                       if m.role == "assistant"]  # fmt: skip
     html = render_to_string("chat/_assistant_message.html", {"message": page_answer})
     assert "failed before it was finished" in html

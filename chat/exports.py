@@ -1,0 +1,33 @@
+"""A conversation as a Markdown document a person can keep: questions, answers, and each
+turn's feed as a folded list."""
+
+from __future__ import annotations
+
+from chat.models import Conversation, Message
+
+
+def conversation_markdown(conversation: Conversation, messages: list[Message]) -> str:
+    parts = [f"# {conversation.title or 'Conversation'}", ""]
+    for message in messages:
+        if message.role == Message.Role.USER:
+            parts += ["## " + " ".join(message.content.split()), ""]
+            continue
+        feed = message.feed
+        if message.feed_lines:
+            summary = f"{feed.summary_icon} {feed.summary_text}".strip() or "Activity"
+            parts += ["<details>", f"<summary>{_plain(summary)}</summary>", ""]
+            for line in message.feed_lines:
+                took = (
+                    f" · {line.duration_ms / 1000:.1f} s" if line.duration_ms is not None else ""
+                )
+                parts.append(f"- {line.icon} {_plain(line.full or line.message)}{took}")
+            parts += ["", "</details>", ""]
+        parts += [message.content.strip() or "*(no answer)*", ""]
+        if message.state != Message.State.COMPLETE:
+            parts += [f"*This answer is {message.state}.*", ""]
+    return "\n".join(parts).rstrip() + "\n"
+
+
+def _plain(text: str) -> str:
+    # Feed lines go inside HTML tags that Markdown viewers render: keep them inert.
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

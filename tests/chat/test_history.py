@@ -1,0 +1,201 @@
+from __future__ import annotations
+
+import json
+import re
+from datetime import timedelta
+
+import pytest
+from asgiref.sync import async_to_sync
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+from django.utils import timezone
+
+from activity.models import ActivityEvent, ActivityFeed
+from chat.models import Conversation, Message
+from chat.services import turn_start
+from chat.turns import turn_run
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def converse(owner, *questions, title=""):
+    conversation = Conversation.objects.create(owner=owner, title=title)
+    for question in questions:
+        turn = turn_start(conversation=conversation, text=question)
+        async_to_sync(turn_run)(answer=turn.answer)
+    conversation.refresh_from_db()
+    return conversation
+
+
+def stored(owner, *pairs, title="Chat"):
+    """A conversation written straight to the database: fast, for long histories."""
+    conversation = Conversation.objects.create(owner=owner, title=title)
+    for question, answer in pairs:
+        Message.objects.create(conversation=conversation, role="user", content=question)
+        feed = ActivityFeed.objects.create(owner=owner, conversation_id=conversation.pk,
+                                           state="complete")  # fmt: skip
+        Message.objects.create(conversation=conversation, role="assistant", content=answer,
+                               feed=feed)  # fmt: skip
+    return conversation
+
+
+def listed(client, query="") -> list[str]:
+    html = client.get(f"/?{query}").content.decode()
+    return re.findall(r'<li class="conversation-row">\s*<a href="/c/([0-9a-f-]+)/"', html)
+
+
+def test_search_finds_the_salary_conversation_ranked_and_only_mine(
+    alice_client, alice, bob, knowledge_base
+):
+    salary = converse(alice, "How do I negotiate my salary?")
+    passing = stored(alice, ("What is a good salary?", "It depends."), ("Tell me more", "Ok."))
+    converse(alice, "Tell me a joke")
+    theirs = stored(bob, ("My salary secrets", "Hush."), title="Bob's salary")
+    found = listed(alice_client, "q=salary+negotiate")
+    assert found[0] == str(salary.pk)  # both words, many times
+    assert str(passing.pk) in found
+    assert str(theirs.pk) not in listed(alice_client, "q=salary")
+    assert len(listed(alice_client, "q=salary")) == 2
+    page = alice_client.get("/?q=penguin+submarine").content.decode()
+    assert "No conversation matches “penguin submarine”" in page
+
+
+def test_rows_show_title_last_activity_turns_and_failed_tools(alice_client, alice, knowledge_base):
+    converse(alice, "Simulate a failure while looking up salaries", "Tell me a joke")
+    html = alice_client.get("/").content.decode()
+    row = html.split('<li class="conversation-row">')[1]
+    assert "Simulate a failure while looking up salaries" in row
+    assert "2 turns" in row and "⚠️ tool failed" in row and "<time datetime=" in row
+
+
+def test_the_list_pages_by_thirty_and_loads_more_with_htmx(alice_client, alice):
+    for number in range(31):
+        stored(alice, (f"question {number}", "answer"), title=f"Conversation {number:02}")
+    first = alice_client.get("/").content.decode()
+    assert first.count('class="conversation-row"') == 30
+    assert 'hx-get="?page=2"' in first and 'hx-trigger="revealed, click"' in first
+    second = alice_client.get("/?page=2", headers={"HX-Request": "true"}).content.decode()
+    assert second.count('class="conversation-row"') == 1
+    assert "<html" not in second and 'class="more"' not in second
+    assert "Conversation 00" in second  # the oldest comes last
+
+
+def test_rename_escapes_the_title_everywhere(alice_client, alice):
+    conversation = stored(alice, ("q", "a"))
+    url = f"/c/{conversation.pk}/rename/"
+    htmx = {"HX-Request": "true"}
+    response = alice_client.post(url, {"title": "<b>Pay</b> review"}, headers=htmx)
+    title = '<h1 id="conversation-title">&lt;b&gt;Pay&lt;/b&gt; review</h1>'
+    assert title in response.content.decode()
+    for page in (f"/c/{conversation.pk}/", "/"):
+        html = alice_client.get(page).content.decode()
+        assert "&lt;b&gt;Pay&lt;/b&gt; review" in html and "<b>Pay</b>" not in html
+    blank = alice_client.post(url, {"title": "   "}, headers=htmx)
+    assert blank.status_code == 400 and "at least one word" in blank.content.decode()
+    conversation.refresh_from_db()
+    assert conversation.title == "<b>Pay</b> review"
+
+
+def test_archive_and_unarchive(alice_client, alice):
+    conversation = stored(alice, ("q", "a"))
+    alice_client.post(f"/c/{conversation.pk}/archive/", {"archived": "1"})
+    assert listed(alice_client) == []
+    assert listed(alice_client, "archived=1") == [str(conversation.pk)]
+    alice_client.post(f"/c/{conversation.pk}/archive/", {"archived": "0"})
+    assert listed(alice_client) == [str(conversation.pk)]
+
+
+def test_tidying_someone_elses_conversation_is_a_404(client, bob, alice):
+    conversation = stored(alice, ("q", "a"), title="Mine")
+    client.force_login(bob)
+    for path, data in [("rename/", {"title": "x"}), ("archive/", {"archived": "1"}),
+                       ("delete/", {})]:  # fmt: skip
+        assert client.post(f"/c/{conversation.pk}/{path}", data).status_code == 404
+    conversation.refresh_from_db()
+    assert (conversation.title, conversation.archived_at, conversation.deleted_at) == (
+        "Mine",
+        None,
+        None,
+    )
+
+
+def test_deleting_hides_at_once_and_admins_audit_until_the_retention_ends(
+    settings, alice_client, alice, knowledge_base
+):
+    conversation = converse(alice, "How do I negotiate my salary?")
+    feed_id = ActivityFeed.objects.get(conversation_id=conversation.pk).pk
+    confirm = alice_client.get(f"/c/{conversation.pk}/delete/").content.decode()
+    assert "Delete this conversation?" in confirm and "30 days" in confirm
+    alice_client.post(f"/c/{conversation.pk}/delete/")
+
+    assert listed(alice_client) == []
+    assert alice_client.get(f"/c/{conversation.pk}/").status_code == 404
+    assert alice_client.get(f"/api/conversations/{conversation.pk}/").status_code == 404
+    assert alice_client.get("/api/feeds/").json()["results"] == []
+
+    admin = get_user_model().objects.create_superuser("root", password="x")
+    alice_client.force_login(admin)
+    audit = alice_client.get("/admin/chat/conversation/?status=deleted").content.decode()
+    assert "deleted (retained for audit)" in audit
+    assert alice_client.get(f"/admin/activity/activityfeed/{feed_id}/change/").status_code == 200
+
+    call_command("purge_deleted")  # inside the retention period: nothing goes
+    assert ActivityFeed.objects.filter(pk=feed_id).exists()
+    Conversation.all_objects.filter(pk=conversation.pk).update(
+        deleted_at=timezone.now() - timedelta(days=settings.GLASSBOX_RETENTION_DAYS + 1)
+    )
+    call_command("purge_deleted")
+    assert not Conversation.all_objects.filter(pk=conversation.pk).exists()
+    assert not Message.objects.filter(conversation_id=conversation.pk).exists()
+    assert not ActivityFeed.objects.filter(pk=feed_id).exists()
+    assert not ActivityEvent.objects.filter(feed_id=feed_id).exists()
+    call_command("purge_deleted")  # safe to run again
+
+
+def test_a_long_conversation_opens_at_its_latest_turns_and_loads_earlier_ones(alice_client, alice):
+    conversation = stored(alice, *[(f"question {n}", f"answer {n}") for n in range(25)])
+    page = alice_client.get(f"/c/{conversation.pk}/").content.decode()
+    assert "question 24" in page and "question 5" in page and "question 4<" not in page
+    before = re.search(r'hx-get="\?before=(\d+)"', page).group(1)
+    earlier = alice_client.get(f"/c/{conversation.pk}/?before={before}",
+                               headers={"HX-Request": "true"}).content.decode()  # fmt: skip
+    assert "<html" not in earlier
+    assert [int(n) for n in re.findall(r"question (\d+)", earlier)] == [0, 1, 2, 3, 4]
+    assert "answer 4" in earlier and "Load earlier turns" not in earlier
+
+
+def test_a_window_never_splits_a_turn(alice_client, alice):
+    conversation = stored(alice, *[(f"question {n}", f"answer {n}") for n in range(25)])
+    answer_21 = Message.objects.get(content="answer 21")
+    page = alice_client.get(f"/c/{conversation.pk}/?before={answer_21.pk}").content.decode()
+    assert "question 21" not in page and "answer 20" in page
+
+
+def test_a_deep_link_opens_that_turn(alice_client, alice):
+    conversation = stored(alice, *[(f"question {n}", f"answer {n}") for n in range(25)])
+    answer_2 = Message.objects.get(content="answer 2")
+    page = alice_client.get(f"/c/{conversation.pk}/?from={answer_2.pk}").content.decode()
+    assert f'id="m-{answer_2.pk}"' in page and "question 2" in page
+    assert "question 1<" not in page
+
+
+def test_downloads_as_markdown_and_json(alice_client, alice, knowledge_base):
+    conversation = converse(alice, "How do I negotiate my salary?", "Tell me a joke")
+    markdown = alice_client.get(f"/c/{conversation.pk}/export.md")
+    assert markdown["Content-Type"] == "text/markdown; charset=utf-8"
+    assert 'filename="how-do-i-negotiate-my-salary.md"' in markdown["Content-Disposition"]
+    text = markdown.content.decode()
+    assert text.startswith("# How do I negotiate my salary?\n")
+    assert "## How do I negotiate my salary?" in text and "## Tell me a joke" in text
+    assert "<summary>📄 Searched the knowledge base</summary>" in text
+    assert "- 📄 Found 3 documents · " in text
+    assert "**Salary negotiation: preparing your number**" in text
+
+    data = json.loads(alice_client.get(f"/c/{conversation.pk}/export.json").content)
+    answer = data["messages"][1]
+    stored_events = ActivityEvent.objects.filter(feed__message__pk=answer["id"])
+    assert [e["seq"] for e in answer["feed"]["events"]] == sorted(
+        stored_events.values_list("seq", flat=True)
+    )
+    assert answer["feed"]["events"][0]["type"] == "status"
+    assert alice_client.get(f"/c/{conversation.pk}/export.pdf").status_code == 404
