@@ -13,6 +13,7 @@ from typing import Any
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
+from django.conf import settings
 from django.core.exceptions import ObjectDoesNotExist
 
 from activity.events import to_json
@@ -25,7 +26,7 @@ from chat.models import Conversation, Message
 from chat.recovery import dead_turns_recover
 from chat.selectors import amessage_with_feed
 from chat.signals import session_group
-from chat.turns import live_text, turn_launch, turn_stop
+from chat.turns import RUNNING, live_text, turn_launch, turn_stop
 
 logger = logging.getLogger("glassbox.socket")
 
@@ -63,6 +64,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
         self.recent: deque[float] = deque()
         self.presenters: dict[int, LivePresenter] = {}
         self.timers: dict[int, asyncio.Task] = {}
+        self.watchdogs: dict[int, asyncio.Task] = {}
         # Group messages wait until connect returns, so none is lost or shown twice between
         # joining the group and the snapshot of a running turn.
         await self.channel_layer.group_add(self.group, self.channel_name)
@@ -85,8 +87,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
         if hasattr(self, "group"):
             await self.channel_layer.group_discard(self.group, self.channel_name)
             await self.channel_layer.group_discard(self.session_group, self.channel_name)
-            for timer in self.timers.values():
-                timer.cancel()
+            for task in [*self.timers.values(), *self.watchdogs.values()]:
+                task.cancel()
 
     async def send_running_turn(self) -> None:
         running = await (
@@ -108,6 +110,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
             presenter.on_event(to_json(event))
         if not self.wants_json:
             await self.send(text_data=fragments.assistant_message(message))
+        self.watch(message.pk)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         if await self.flooding():
@@ -206,6 +209,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
             return  # already in this socket's snapshot
         question, answer = await _question_and_answer(message["question_id"], message["answer_id"])
         self.follower.start(answer.pk)
+        self.watch(answer.pk)
         # Preferences are read again per turn, so a change applies from the next question.
         self.prefs = await FeedPreferences.aprefs_for(self.scope["user"].pk)
         self.presenters[answer.pk] = LivePresenter(self.prefs, answer.pk)
@@ -228,18 +232,19 @@ class ChatConsumer(AsyncWebsocketConsumer):
 
     async def turn_event(self, message: dict[str, Any]) -> None:
         answer_id = message["answer_id"]
-        event = self.follower.admit(message)
-        if event is None:
-            return
-        kind = event["type"]
+        for event in await self.follower.admit(message):
+            await self.show(answer_id, event)
+
+    async def show(self, answer_id: int, event: dict[str, Any]) -> None:
         if self.wants_json:
             await self.send(text_data=json.dumps(event, ensure_ascii=False))
             return
-        if kind == "done":
+        if event["type"] == "done":
             self.presenters.pop(answer_id, None)
-            timer = self.timers.pop(answer_id, None)
-            if timer is not None:
-                timer.cancel()
+            for tasks in (self.timers, self.watchdogs):
+                task = tasks.pop(answer_id, None)
+                if task is not None:
+                    task.cancel()
             answer = await amessage_with_feed(answer_id, self.prefs)
             await self.send(text_data=fragments.assistant_message(answer))
             return
@@ -250,6 +255,18 @@ class ChatConsumer(AsyncWebsocketConsumer):
         ops = presenter.on_event(event)
         if ops:
             await self.send(text_data=fragments.live_ops(answer_id, ops))
+
+    def watch(self, answer_id: int) -> None:
+        """A turn run by another process: if that process dies, this socket notices (through
+        the heartbeat) and every client of the conversation sees the turn interrupted."""
+        if answer_id in RUNNING or answer_id in self.watchdogs:
+            return
+        self.watchdogs[answer_id] = asyncio.create_task(self.watchdog())
+
+    async def watchdog(self) -> None:
+        while True:
+            await asyncio.sleep(settings.GLASSBOX_HEARTBEAT_SECONDS * 2)
+            await database_sync_to_async(dead_turns_recover)(conversation=self.conversation)
 
     async def show_draft_later(self, answer_id: int) -> None:
         await asyncio.sleep(self.prefs.show_after)

@@ -6,15 +6,17 @@ from __future__ import annotations
 import logging
 from datetime import timedelta
 
+from asgiref.sync import async_to_sync
 from django.conf import settings
 from django.core.exceptions import SynchronousOnlyOperation
 from django.db import DatabaseError, transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from activity.events import Status, with_seq
+from activity.events import Done, Status, to_json, with_seq
 from activity.models import ActivityEvent, ActivityFeed
-from chat.models import Message
+from chat.broadcast import send_turn_event
+from chat.models import Conversation, Message
 
 logger = logging.getLogger("glassbox.recovery")
 LOST = Status(icon="⚠️", message="Interrupted: the server stopped while working", state="failed")
@@ -33,19 +35,34 @@ def dead_turns_recover(*, conversation=None) -> int:
     for answer in streaming.annotate(last_event=Max("feed__events__created_at")):
         feed = answer.feed
         alive = max(t for t in (feed.started_at, feed.heartbeat_at, answer.last_event) if t)
-        if alive < silent_since:
-            recovered += _interrupt(answer, feed)
+        if alive < silent_since and _interrupt(answer, feed):
+            recovered += 1
+            _tell_clients(answer, last_seq=feed.event_count)
     return recovered
 
 
+def _tell_clients(answer: Message, last_seq: int) -> None:
+    """Open sockets and API streams of the conversation see the turn end."""
+    event = ActivityEvent.objects.get(feed_id=answer.feed_id, seq=last_seq).to_event()
+    done = Done(str(answer.pk), Message.State.INTERRUPTED, LOST.icon, LOST.message)
+    group = Conversation.group_name_for(answer.conversation_id)
+    try:
+        for item in (event, done):
+            async_to_sync(send_turn_event)(group, answer_id=answer.pk, event=to_json(item))
+    except Exception:
+        logger.exception(
+            "could not tell the clients of turn %s that it was interrupted", answer.pk
+        )
+
+
 @transaction.atomic
-def _interrupt(answer: Message, feed: ActivityFeed) -> int:
+def _interrupt(answer: Message, feed: ActivityFeed) -> bool:
     # Only one process may close a turn: the state check makes the update the lock.
     closed = Message.objects.filter(pk=answer.pk, state=Message.State.STREAMING).update(
         state=Message.State.INTERRUPTED
     )
     if not closed:
-        return 0
+        return False
     last = feed.events.aggregate(seq=Max("seq"))["seq"] or 0
     ActivityEvent.from_event(feed, with_seq(LOST, last + 1)).save()
     ActivityFeed.objects.filter(pk=feed.pk).update(
@@ -55,7 +72,8 @@ def _interrupt(answer: Message, feed: ActivityFeed) -> int:
         summary_text=LOST.message,
         event_count=last + 1,
     )
-    return 1
+    feed.event_count = last + 1
+    return True
 
 
 def recover_at_start() -> None:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.db import connection
-from django.db.models import Case, Count, Exists, Max, OuterRef, Q, QuerySet, Subquery, When
+from django.db.models import Case, Count, Exists, F, Max, OuterRef, Q, QuerySet, Subquery, When
 from django.db.models.functions import Coalesce
 from django.shortcuts import get_object_or_404
 
@@ -44,11 +44,18 @@ def conversations_of(user, *, archived: bool = False, query: str = "") -> QueryS
 def _ranked_by_postgres(conversations, query: str):
     from django.contrib.postgres.search import SearchQuery, SearchRank, SearchVector
 
-    search = SearchQuery(query, search_type="websearch", config="simple")
-    matching = Message.objects.filter(conversation=OuterRef("pk")).annotate(
-        rank=SearchRank(SearchVector("content", config="simple"), search)
+    # Any of the words matches and more matches rank higher, as in the SQLite fallback. The
+    # "simple" configuration: no stemming for one language, since answers come in many.
+    terms = [SearchQuery(term, search_type="plain", config="simple") for term in query.split()]
+    search = terms[0]
+    for term in terms[1:]:
+        search |= term
+    matching = (
+        Message.objects.annotate(vector=SearchVector("content", config="simple"))
+        .filter(conversation=OuterRef("pk"), vector=search)
+        .annotate(rank=SearchRank(F("vector"), search))
     )
-    best = matching.filter(rank__gt=0).order_by("-rank").values("rank")[:1]
+    best = matching.order_by("-rank").values("rank")[:1]
     return (
         conversations.annotate(rank=Subquery(best))
         .filter(rank__isnull=False)

@@ -54,8 +54,7 @@ async def turn_events(conversation: Conversation, turn: StartedTurn) -> AsyncIte
             message = await layer.receive(channel)
             if message.get("type") != "turn.event" or message["answer_id"] != answer_id:
                 continue
-            event = follower.admit(message)
-            if event is not None:
+            for event in await follower.admit(message):
                 yield event
                 if event["type"] == "done":
                     return
