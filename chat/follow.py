@@ -5,7 +5,7 @@ The channel layer may drop messages to a slow reader (channels-redis drops silen
 channel), so a gap is filled from the database: status and tool events are recorded before
 they are broadcast, so a missing seq is always there; a missing stretch of answer text comes
 from the running process's buffer or the stored text, or, if neither has it yet, from the
-finished answer just before `done`."""
+finished answer just before `done` (which also brings any text lost at the very end)."""
 
 from __future__ import annotations
 
@@ -68,8 +68,7 @@ class TurnFollower:
         return [{"type": "text", "content": content[seen - offset :]}]
 
     async def _missing_text_at_end(self, answer_id: int) -> list[dict[str, Any]]:
-        if answer_id not in self.text_gap:
-            return []
+        """Whatever text never arrived (a gap, or frames lost at the very end)."""
         self.text_gap.discard(answer_id)
         content = await Message.objects.values_list("content", flat=True).aget(pk=answer_id)
         rest = content[self.seen_text.get(answer_id, 0) :]
