@@ -21,6 +21,7 @@ from activity.live import LivePresenter
 from activity.models import FeedPreferences
 from chat import fragments, services
 from chat.broadcast import send_turn_started
+from chat.db import drop_stale_connections
 from chat.follow import TurnFollower
 from chat.models import Conversation, Message
 from chat.recovery import dead_turns_recover
@@ -47,6 +48,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
     wants_json: bool
 
     async def connect(self) -> None:
+        await drop_stale_connections()
         user = self.scope.get("user")
         if user is None or not user.is_authenticated:
             await self.refuse(CLOSE_UNAUTHENTICATED)
@@ -115,6 +117,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         if await self.flooding():
             return
+        await drop_stale_connections()
         try:
             request = self.parse(text_data)
         except ValueError as problem:

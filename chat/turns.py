@@ -22,6 +22,7 @@ from chat.agent.errors import describe_failure
 from chat.agent.loop import run_agent
 from chat.agent.tools import ToolRegistry
 from chat.broadcast import send_turn_event
+from chat.db import drop_stale_connections
 from chat.models import Conversation, Message
 from chat.selectors import amodel_history
 
@@ -72,6 +73,7 @@ async def heartbeat(feed_id: int, turn: asyncio.Task, text: AnswerText) -> None:
     feeds = ActivityFeed.objects.filter(pk=feed_id)
     while True:
         await asyncio.sleep(interval)
+        await drop_stale_connections()
         await feeds.aupdate(heartbeat_at=timezone.now())
         if text.stored < len(text.text):
             await text.store()
@@ -153,6 +155,7 @@ async def turn_run(
         await send_turn_event(group, answer_id=answer.pk, event=to_json(recorded), replace=replace)
 
     state = Message.State.COMPLETE
+    await drop_stale_connections()
     beating = asyncio.create_task(heartbeat(answer.feed_id, asyncio.current_task(), text))
     try:
         async with asyncio.timeout(settings.GLASSBOX_TURN_TIMEOUT):

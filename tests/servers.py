@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import http.cookiejar
 import os
+import re
 import socket
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -90,3 +94,23 @@ def start_daphne(env: dict[str, str]) -> Server:
                 raise RuntimeError(f"Daphne did not start: {problem}") from None
             time.sleep(0.1)
     return Server(f"http://127.0.0.1:{port}", env, daphne, log)
+
+
+def login(url: str) -> tuple[str, str]:
+    """Logs in as the demo user like a browser; a new conversation and the cookies."""
+    jar = http.cookiejar.CookieJar()
+    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+    page = opener.open(f"{url}/accounts/login/").read().decode()
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
+    form = urllib.parse.urlencode(
+        {"username": "demo", "password": "demo", "csrfmiddlewaretoken": token}
+    ).encode()
+    opener.open(urllib.request.Request(f"{url}/accounts/login/", data=form,
+                                       headers={"Referer": f"{url}/accounts/login/"}))  # fmt: skip
+    # Logging in rotates the CSRF token: use the new one from its cookie.
+    token = next(c.value for c in jar if c.name == "csrftoken")
+    new = opener.open(urllib.request.Request(f"{url}/c/new/", data=b"",
+                                             headers={"X-CSRFToken": token}))  # fmt: skip
+    conversation = new.geturl().rstrip("/").split("/")[-1]
+    cookies = "; ".join(f"{c.name}={c.value}" for c in jar)
+    return conversation, cookies

@@ -4,36 +4,12 @@ the application sees anything, and the server goes on serving."""
 from __future__ import annotations
 
 import asyncio
-import http.cookiejar
 import json
-import re
-import urllib.parse
-import urllib.request
 
 import pytest
 import websockets
 
-from tests.servers import serve
-
-
-def login(url: str) -> tuple[str, str]:
-    """Logs in as the demo user like a browser; a new conversation and the cookies."""
-    jar = http.cookiejar.CookieJar()
-    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
-    page = opener.open(f"{url}/accounts/login/").read().decode()
-    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
-    form = urllib.parse.urlencode(
-        {"username": "demo", "password": "demo", "csrfmiddlewaretoken": token}
-    ).encode()
-    opener.open(urllib.request.Request(f"{url}/accounts/login/", data=form,
-                                       headers={"Referer": f"{url}/accounts/login/"}))  # fmt: skip
-    # Logging in rotates the CSRF token: use the new one from its cookie.
-    token = next(c.value for c in jar if c.name == "csrftoken")
-    new = opener.open(urllib.request.Request(f"{url}/c/new/", data=b"",
-                                             headers={"X-CSRFToken": token}))  # fmt: skip
-    conversation = new.geturl().rstrip("/").split("/")[-1]
-    cookies = "; ".join(f"{c.name}={c.value}" for c in jar)
-    return conversation, cookies
+from tests.servers import login, serve
 
 
 @pytest.fixture(scope="module")

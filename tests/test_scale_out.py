@@ -1,0 +1,141 @@
+"""Two Daphne processes sharing PostgreSQL and Redis: a turn started on one is watched live
+on the other, and when the first is killed mid-turn the other's client sees it interrupted.
+Needs DATABASE_URL (PostgreSQL) and REDIS_URL, which .ci/run provides; skipped without them
+unless REQUIRE_SERVICES=1, which makes a missing server fail the run."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import threading
+import urllib.request
+import uuid
+
+import pytest
+import websockets
+
+from tests.servers import login, manage, serve, start_daphne
+
+
+def services() -> tuple[str, str]:
+    database, redis = os.environ.get("DATABASE_URL", ""), os.environ.get("REDIS_URL", "")
+    if database.startswith("postgres") and redis:
+        return database, redis
+    if os.environ.get("REQUIRE_SERVICES") == "1":
+        pytest.fail("REQUIRE_SERVICES=1 but DATABASE_URL (PostgreSQL) or REDIS_URL is missing")
+    pytest.skip("needs PostgreSQL and Redis (DATABASE_URL, REDIS_URL); .ci/run starts them")
+
+
+@pytest.fixture(scope="module")
+def shared_servers(tmp_path_factory):
+    import psycopg
+
+    database, redis = services()
+    name = f"glassbox_scale_{uuid.uuid4().hex[:8]}"
+    admin = database.rsplit("/", 1)[0] + "/postgres"
+    with psycopg.connect(admin, autocommit=True) as connection:
+        connection.execute(f'CREATE DATABASE "{name}"')
+    settings = {
+        "DATABASE_URL": database.rsplit("/", 1)[0] + "/" + name,
+        "REDIS_URL": redis,
+        "GLASSBOX_DEMO_DELAY": "0.02",
+        "GLASSBOX_HEARTBEAT_SECONDS": "0.2",
+    }
+    try:
+        for first in serve(tmp_path_factory.mktemp("scale"), **settings):
+            second = start_daphne(first.env)
+            try:
+                yield first, second
+            finally:
+                second.stop()
+    finally:
+        with psycopg.connect(admin, autocommit=True) as connection:
+            connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def ask_over_sse(server, token, conversation, question, seen, started):
+    request = urllib.request.Request(
+        f"{server.url}/api/conversations/{conversation}/messages/",
+        data=json.dumps({"content": question}).encode(),
+        headers={"Authorization": f"Token {token}", "Content-Type": "application/json",
+                 "Accept": "text/event-stream"},
+    )  # fmt: skip
+    try:
+        for raw in urllib.request.urlopen(request, timeout=60):
+            if raw.startswith(b"data: "):
+                seen.append(json.loads(raw[6:]))
+                if len([e for e in seen if e["type"] == "text"]) >= 5:
+                    started.set()  # the answer is being written
+    except OSError:
+        pass  # the server was killed under it
+
+
+async def watch(server, conversation, cookies, until):
+    events = []
+    async with websockets.connect(
+        server.url.replace("http", "ws") + f"/ws/c/{conversation}/",
+        additional_headers={"Cookie": cookies, "Origin": server.url},
+        subprotocols=["glassbox.json"],
+    ) as socket:
+        await socket.send(json.dumps({"noop": True}))  # answered with an error: the socket is live
+        json.loads(await asyncio.wait_for(socket.recv(), 10))
+        until.set()
+        while not events or events[-1]["type"] != "done":
+            events.append(json.loads(await asyncio.wait_for(socket.recv(), 30)))
+    return events
+
+
+def test_a_turn_on_one_process_is_watched_live_on_the_other(shared_servers):
+    first, second = shared_servers
+    token = manage(first.env, "drf_create_token", "demo").split()[2]
+    conversation, cookies = login(second.url)
+    ready, started, seen = threading.Event(), threading.Event(), []
+
+    async def scenario():
+        watcher = asyncio.create_task(watch(second, conversation, cookies, ready))
+        await asyncio.to_thread(ready.wait, 10)
+        asker = threading.Thread(
+            target=ask_over_sse,
+            args=(first, token, conversation, "How do I negotiate my salary?", seen, started),
+        )
+        asker.start()
+        events = await watcher
+        await asyncio.to_thread(asker.join, 30)
+        return events
+
+    watched = asyncio.run(scenario())
+    assert watched[0]["type"] == "turn"
+    recorded = [e for e in seen if "seq" in e]
+    assert [e for e in watched if "seq" in e] == recorded  # every line, in order
+    assert [e["seq"] for e in recorded] == list(range(1, len(recorded) + 1))
+    text = "".join(e["content"] for e in watched if e["type"] == "text")
+    assert text == "".join(e["content"] for e in seen if e["type"] == "text")
+    assert watched[-1]["state"] == "complete"
+
+
+def test_when_the_running_process_dies_the_other_sees_the_turn_interrupted(shared_servers):
+    first, second = shared_servers
+    token = manage(first.env, "drf_create_token", "demo").split()[2]
+    conversation, cookies = login(second.url)
+    ready, started, seen = threading.Event(), threading.Event(), []
+
+    async def scenario():
+        watcher = asyncio.create_task(watch(second, conversation, cookies, ready))
+        await asyncio.to_thread(ready.wait, 10)
+        threading.Thread(
+            target=ask_over_sse,
+            args=(first, token, conversation, "How do I negotiate my salary?", seen, started),
+            daemon=True,
+        ).start()
+        assert await asyncio.to_thread(started.wait, 20)
+        first.process.kill()  # SIGKILL mid-turn
+        return await watcher
+
+    watched = asyncio.run(scenario())
+    assert watched[-1]["type"] == "done" and watched[-1]["state"] == "interrupted"
+    lost = [e for e in watched if e["type"] == "status"][-1]
+    assert (lost["icon"], lost["message"]) == (
+        "⚠️",
+        "Interrupted: the server stopped while working",
+    )
