@@ -289,4 +289,6 @@ def _question_and_answer(question_id: int, answer_id: int) -> tuple[Message, Mes
     }
     answer = messages[answer_id]
     answer.feed_events = []
-    return messages[question_id], answer
+    question = messages[question_id]
+    question.conversation.display_title  # noqa: B018 - read here, where the database may be used
+    return question, answer

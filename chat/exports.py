@@ -7,7 +7,7 @@ from chat.models import Conversation, Message
 
 
 def conversation_markdown(conversation: Conversation, messages: list[Message]) -> str:
-    parts = [f"# {conversation.title or 'Conversation'}", ""]
+    parts = [f"# {conversation.display_title}", ""]
     for message in messages:
         if message.role == Message.Role.USER:
             parts += ["## " + " ".join(message.content.split()), ""]

@@ -40,10 +40,25 @@ class Conversation(models.Model):
         base_manager_name = "all_objects"
 
     def __str__(self) -> str:
-        return self.title or "New conversation"
+        return self.display_title
 
     def get_absolute_url(self) -> str:
         return reverse("chat:conversation_detail", args=[self.pk])
+
+    @property
+    def display_title(self) -> str:
+        """The title a user gave it, else its first question: derived, not stored, so asking
+        costs no extra write. Lists annotate `first_question` to avoid a query per row."""
+        if self.title:
+            return self.title
+        if not hasattr(self, "first_question"):
+            self.first_question = (
+                self.messages.filter(role=Message.Role.USER)
+                .order_by("id")
+                .values_list("content", flat=True)
+                .first()
+            )
+        return self.title_from(self.first_question) if self.first_question else "New conversation"
 
     @property
     def group_name(self) -> str:

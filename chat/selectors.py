@@ -25,6 +25,11 @@ def conversations_of(user, *, archived: bool = False, query: str = "") -> QueryS
         .annotate(
             last_activity=Coalesce(Max("messages__created_at"), "created_at"),
             turn_count=Count("messages", filter=Q(messages__role=Message.Role.USER)),
+            first_question=Subquery(
+                Message.objects.filter(conversation=OuterRef("pk"), role=Message.Role.USER)
+                .order_by("id")
+                .values("content")[:1]
+            ),
             tool_failed=Exists(
                 ActivityFeed.objects.filter(
                     conversation_id=OuterRef("pk"), failed_tool_count__gt=0

@@ -168,9 +168,6 @@ def _turn_create(
         feed=feed,
         client_id=client_id,
     )
-    if not conversation.title:
-        conversation.title = Conversation.title_from(text)
-        conversation.save(update_fields=["title", "updated_at"])
     return StartedTurn(question=question, answer=answer)
 
 

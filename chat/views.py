@@ -114,7 +114,7 @@ def conversation_export(request, conversation_id, fmt):
     if fmt not in {"md", "json"}:
         raise Http404("Conversations download as .md or .json.")
     conversation = selectors.conversation_for(request.user, conversation_id)
-    name = slugify(conversation.title)[:60] or "conversation"
+    name = slugify(conversation.display_title)[:60] or "conversation"
     if fmt == "md":
         prefs = FeedPreferences.prefs_for(request.user.pk)
         whole = selectors.messages_with_feeds(conversation, prefs, starting_at=0).messages

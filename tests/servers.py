@@ -69,14 +69,14 @@ def manage(env: dict[str, str], *command: str) -> str:
     return done.stdout
 
 
-def start_daphne(env: dict[str, str]) -> Server:
+def start_daphne(env: dict[str, str], asgi: str = "project.asgi:application") -> Server:
     """A Daphne process on a free port, once it accepts connections."""
     port = free_port()
     # A file, not a pipe: a pipe nobody reads fills up and blocks the server.
     log = tempfile.TemporaryFile()  # noqa: SIM115 - closed by Server.stop
     daphne = subprocess.Popen(
         [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), *DAPHNE_LIMITS,
-         "project.asgi:application"],
+         asgi],
         env=env,
         cwd=ROOT,
         stdout=log,

@@ -13,6 +13,11 @@ class ConversationSerializer(serializers.ModelSerializer):
         fields = ["id", "title", "created_at", "updated_at"]
         read_only_fields = ["id", "created_at", "updated_at"]
 
+    def to_representation(self, conversation):
+        data = super().to_representation(conversation)
+        data["title"] = conversation.display_title  # the first question until renamed
+        return data
+
 
 class FeedSerializer(serializers.Serializer):
     """A feed with its events in the live protocol; see activity.export.feed_data."""

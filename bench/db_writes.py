@@ -1,0 +1,63 @@
+"""Database writes per turn, counted with a query wrapper around every statement. Target:
+at most (status + tool events) + ceil(answer characters / 2,000) + 4, never one per token."""
+
+from __future__ import annotations
+
+import math
+import tempfile
+from pathlib import Path
+
+from common import django_with_fresh_database, machine, report
+
+PROMPTS = [
+    "Tell me a joke",
+    "How do I negotiate my salary?",
+    "Compare salary negotiation and interview preparation",
+    "What time is it, and how do I prepare for an interview?",
+]
+
+
+def main() -> None:
+    print(f"machine: {machine()}")
+    with tempfile.TemporaryDirectory() as work:
+        django_with_fresh_database(Path(work))
+        from asgiref.sync import async_to_sync
+        from django.contrib.auth.models import User
+        from django.db import connection
+
+        from activity.models import ActivityEvent
+        from chat.models import Conversation, Message
+        from chat.services import turn_start
+        from chat.turns import turn_run
+
+        user = User.objects.get(username="demo")
+        rows = []
+        for prompt in PROMPTS:
+            writes: list[str] = []
+
+            def count(execute, sql, params, many, context, writes=writes):
+                if sql.lstrip().upper().startswith(("INSERT", "UPDATE", "DELETE")):
+                    writes.append(sql)
+                return execute(sql, params, many, context)
+
+            conversation = Conversation.objects.create(owner=user)
+            with connection.execute_wrapper(count):
+                turn = turn_start(conversation=conversation, text=prompt)
+                async_to_sync(turn_run)(answer=turn.answer)
+            answer = Message.objects.get(pk=turn.answer.pk)
+            events = ActivityEvent.objects.filter(feed_id=answer.feed_id).count()
+            budget = events + math.ceil(len(answer.content) / 2000) + 4
+            tokens = math.ceil(len(answer.content) / 4)
+            verdict = "ok" if len(writes) <= budget else "OVER"
+            rows.append(
+                (
+                    f"“{prompt[:40]}”",
+                    f"{len(writes)} writes (budget {budget}: {events} events, "
+                    f"{len(answer.content)} chars, ~{tokens} tokens) {verdict}",
+                )
+            )
+        report("Database writes per turn", rows)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,69 @@
+"""First status latency: from the moment the fake LLM sends a tool's name to the moment the
+status line reaches the client, with 1 and with 100 concurrent turns. Targets: p50 <= 5 ms,
+p99 <= 25 ms."""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+from pathlib import Path
+
+from common import (
+    conversations,
+    fake_llm,
+    glassbox,
+    machine,
+    percentile,
+    report,
+    turn_over_socket,
+)
+
+QUESTION = "How do I negotiate my salary?"
+
+
+def latency_ms(events) -> float:
+    for arrived, event in events:
+        if event.get("type") == "status" and event.get("call_id", "").startswith("call_"):
+            return (arrived - int(event["call_id"][5:])) / 1e6
+    raise RuntimeError(f"no status line in {events!r}")
+
+
+async def measure(server, conversation_ids, cookies, concurrent: int, rounds: int) -> list:
+    latencies = []
+    for _ in range(rounds):
+        batch = conversation_ids[:concurrent]
+        results = await asyncio.gather(
+            *(turn_over_socket(server, c, cookies, QUESTION) for c in batch)
+        )
+        latencies += [latency_ms(events) for events in results]
+    return latencies
+
+
+def main() -> None:
+    print(f"machine: {machine()}")
+    with (
+        tempfile.TemporaryDirectory() as work,
+        fake_llm("--ttft", "0.02", "--tokens", "20", "--rate", "400") as llm,
+        glassbox(Path(work), llm) as server,
+    ):
+        ids, cookies = conversations(server, 100)
+        asyncio.run(measure(server, ids, cookies, 1, 3))  # warm up
+        rows = []
+        for concurrent, rounds in ((1, 40), (100, 3)):
+            values = asyncio.run(measure(server, ids, cookies, concurrent, rounds))
+            rows += [
+                (f"{concurrent} concurrent: turns", f"{len(values)}"),
+                (
+                    f"{concurrent} concurrent: p50 first status (ms)",
+                    f"{percentile(values, 50):.2f}",
+                ),
+                (
+                    f"{concurrent} concurrent: p99 first status (ms)",
+                    f"{percentile(values, 99):.2f}",
+                ),
+            ]
+        report("First status latency (target p50 <= 5 ms, p99 <= 25 ms)", rows)
+
+
+if __name__ == "__main__":
+    main()
