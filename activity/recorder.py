@@ -21,11 +21,14 @@ class FeedRecorder:
     def last_seq(self) -> int:
         return self.events[-1].seq if self.events else 0
 
-    async def record(self, event: RecordedEvent) -> RecordedEvent:
+    def number(self, event: RecordedEvent) -> RecordedEvent:
+        """The event with its seq, counted here; call save() before numbering the next."""
         numbered = with_seq(event, self.last_seq + 1)
-        await ActivityEvent.from_event(self.feed, numbered).asave()
         self.events.append(numbered)
         return numbered
+
+    async def save(self, numbered: RecordedEvent) -> None:
+        await ActivityEvent.from_event(self.feed, numbered).asave()
 
     async def finish(self, state: str, summary: Summary | None) -> None:
         calls = [e for e in self.events if isinstance(e, ToolCall)]

@@ -5,6 +5,7 @@ p99 <= 25 ms."""
 from __future__ import annotations
 
 import asyncio
+import random
 import tempfile
 from pathlib import Path
 
@@ -29,13 +30,19 @@ def latency_ms(events) -> float:
 
 
 async def measure(server, conversation_ids, cookies, concurrent: int, rounds: int) -> list:
-    latencies = []
-    for _ in range(rounds):
-        batch = conversation_ids[:concurrent]
-        results = await asyncio.gather(
-            *(turn_over_socket(server, c, cookies, QUESTION) for c in batch)
-        )
-        latencies += [latency_ms(events) for events in results]
+    """`concurrent` clients, each asking `rounds` questions one after another, starting at
+    random moments within the first second, so turns are in flight together without all
+    reaching the tool call in the same millisecond."""
+    latencies: list[float] = []
+
+    async def client(conversation: str) -> None:
+        await asyncio.sleep(random.random() if concurrent > 1 else 0)
+        for _ in range(rounds):
+            latencies.append(
+                latency_ms(await turn_over_socket(server, conversation, cookies, QUESTION))
+            )
+
+    await asyncio.gather(*(client(c) for c in conversation_ids[:concurrent]))
     return latencies
 
 

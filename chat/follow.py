@@ -2,10 +2,11 @@
 shown twice, nothing skipped, nothing out of order.
 
 The channel layer may drop messages to a slow reader (channels-redis drops silently at a full
-channel), so a gap is filled from the database: status and tool events are recorded before
-they are broadcast, so a missing seq is always there; a missing stretch of answer text comes
-from the running process's buffer or the stored text, or, if neither has it yet, from the
-finished answer just before `done` (which also brings any text lost at the very end)."""
+channel), so a gap is filled from the database: each status or tool event is written before
+the next one is broadcast, so a seq missing before the one that arrived is always there; a
+missing stretch of answer text comes from the running process's buffer or the stored text,
+or, if neither has it yet, from the finished answer just before `done` (which also brings any
+text lost at the very end)."""
 
 from __future__ import annotations
 
@@ -43,7 +44,12 @@ class TurnFollower:
         if event["type"] == "text":
             return await self._text(answer_id, message.get("offset", 0), event["content"])
         if event["type"] == "done":
-            return [*await self._missing_text_at_end(answer_id), event]
+            # Everything is written before `done` goes out: whatever never arrived comes now.
+            seen = self.seen_seq.get(answer_id, 0)
+            lines = await self._recorded(answer_id, after=seen, before=None)
+            if lines:
+                self.seen_seq[answer_id] = lines[-1]["seq"]
+            return [*lines, *await self._missing_text_at_end(answer_id), event]
         seen = self.seen_seq.get(answer_id, 0)
         if event["seq"] <= seen:
             return []
@@ -74,9 +80,11 @@ class TurnFollower:
         rest = content[self.seen_text.get(answer_id, 0) :]
         return [{"type": "text", "content": rest}] if rest else []
 
-    async def _recorded(self, answer_id: int, *, after: int, before: int) -> list[dict]:
+    async def _recorded(self, answer_id: int, *, after: int, before: int | None) -> list[dict]:
         feed_id = await Message.objects.values_list("feed_id", flat=True).aget(pk=answer_id)
-        rows = ActivityEvent.objects.filter(feed_id=feed_id, seq__gt=after, seq__lt=before)
+        rows = ActivityEvent.objects.filter(feed_id=feed_id, seq__gt=after)
+        if before is not None:
+            rows = rows.filter(seq__lt=before)
         return [to_json(row.to_event()) async for row in rows.order_by("seq")]
 
 

@@ -146,13 +146,16 @@ async def turn_run(
 
     async def emit(event: RecordedEvent) -> None:
         await text.send()
-        recorded = await recorder.record(event)
+        recorded = recorder.number(event)
         replace = False
         if isinstance(recorded, Status):
             key = line_key(recorded)
             replace = key in shown
             shown.add(key)
+        # People see the line first; it is written before the next one is numbered, so a
+        # client that misses a line always finds it in the database.
         await send_turn_event(group, answer_id=answer.pk, event=to_json(recorded), replace=replace)
+        await recorder.save(recorded)
 
     state = Message.State.COMPLETE
     await drop_stale_connections()
