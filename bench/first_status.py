@@ -10,6 +10,7 @@ import tempfile
 from pathlib import Path
 
 from common import (
+    REJECTED_HANDSHAKES,
     conversations,
     fake_llm,
     glassbox,
@@ -69,6 +70,7 @@ def main() -> None:
                     f"{percentile(values, 99):.2f}",
                 ),
             ]
+        rows.append(("handshakes refused and retried", str(len(REJECTED_HANDSHAKES))))
         report("First status latency (target p50 <= 5 ms, p99 <= 25 ms)", rows)
 
 

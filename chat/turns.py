@@ -163,19 +163,19 @@ async def turn_run(
     try:
         async with asyncio.timeout(settings.GLASSBOX_TURN_TIMEOUT):
             history = await amodel_history(answer)
-            async with client_factory() as client:
-                async for event in run_agent(
-                    client=client,
-                    model=settings.GLASSBOX_MODEL,
-                    messages=history,
-                    registry=registry,
-                    max_tool_rounds=settings.GLASSBOX_MAX_TOOL_ROUNDS,
-                    tool_timeout=settings.GLASSBOX_TOOL_TIMEOUT,
-                ):
-                    if isinstance(event, TextDelta):
-                        await text.add(event.content)
-                    else:
-                        await emit(event)
+            # The client is shared by the turns of this process (see make_client).
+            async for event in run_agent(
+                client=client_factory(),
+                model=settings.GLASSBOX_MODEL,
+                messages=history,
+                registry=registry,
+                max_tool_rounds=settings.GLASSBOX_MAX_TOOL_ROUNDS,
+                tool_timeout=settings.GLASSBOX_TOOL_TIMEOUT,
+            ):
+                if isinstance(event, TextDelta):
+                    await text.add(event.content)
+                else:
+                    await emit(event)
     except asyncio.CancelledError:
         beating.cancel()
         state = Message.State.INTERRUPTED

@@ -72,7 +72,7 @@ TEMPLATES = [
 DATABASES = {
     "default": dj_database_url.parse(
         env_str("DATABASE_URL", f"sqlite:///{BASE_DIR / 'db.sqlite3'}"),
-        conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 0),
+        conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 60),
         # A kept connection is checked before reuse, so a database restart is survived.
         conn_health_checks=True,
     )

@@ -3,11 +3,18 @@ the offline demo model behind the very same openai client."""
 
 from __future__ import annotations
 
+import asyncio
+import weakref
+
 import httpx2
 from django.conf import settings
 from openai import AsyncOpenAI
 
 from chat.agent.demo import DemoTransport
+
+# One client per event loop and configuration: building one creates an SSL context, which
+# profiling showed to be most of a turn's CPU time when every turn made its own.
+_shared: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def uses_demo_model() -> bool:
@@ -15,7 +22,25 @@ def uses_demo_model() -> bool:
 
 
 def make_client(transport: httpx2.AsyncBaseTransport | None = None) -> AsyncOpenAI:
-    """transport replaces the network for a real provider's client (tests inject faults)."""
+    """The shared client of this event loop; `transport` makes a new one whose network is
+    replaced (tests inject faults and scripted providers)."""
+    if transport is not None:
+        return _new_client(transport)
+    key = (
+        settings.OPENAI_API_KEY,
+        settings.OPENAI_BASE_URL,
+        settings.GLASSBOX_DEMO_DELAY,
+        settings.GLASSBOX_CONNECT_TIMEOUT,
+        settings.GLASSBOX_READ_TIMEOUT,
+        settings.GLASSBOX_PROVIDER_RETRIES,
+    )
+    clients = _shared.setdefault(asyncio.get_running_loop(), {})
+    if key not in clients:
+        clients[key] = _new_client(None)
+    return clients[key]
+
+
+def _new_client(transport: httpx2.AsyncBaseTransport | None) -> AsyncOpenAI:
     timeout = httpx2.Timeout(
         settings.GLASSBOX_READ_TIMEOUT, connect=settings.GLASSBOX_CONNECT_TIMEOUT
     )
@@ -24,7 +49,8 @@ def make_client(transport: httpx2.AsyncBaseTransport | None = None) -> AsyncOpen
             api_key="demo",
             base_url="http://demo.glassbox.invalid/v1",
             http_client=httpx2.AsyncClient(
-                transport=DemoTransport(delay=settings.GLASSBOX_DEMO_DELAY), timeout=timeout
+                transport=transport or DemoTransport(delay=settings.GLASSBOX_DEMO_DELAY),
+                timeout=timeout,
             ),
             max_retries=0,
         )

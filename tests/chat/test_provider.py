@@ -60,7 +60,12 @@ def run(conversation, transport) -> Message:
 
 def test_a_key_selects_the_real_provider_and_its_settings(real_provider, settings):
     assert not uses_demo_model()
-    client = make_client()
+
+    async def shared_clients():
+        return make_client(), make_client()
+
+    client, again = async_to_sync(shared_clients)()
+    assert client is again  # one client for the turns of a process: no SSL setup per turn
     assert str(client.base_url) == "http://llm.internal:8080/v1/"
     assert client.max_retries == 2
     assert client.timeout.connect == settings.GLASSBOX_CONNECT_TIMEOUT
