@@ -156,6 +156,7 @@ def django_with_fresh_database(work: Path, **settings: str) -> None:
             "DATABASE_URL": f"sqlite:///{work / 'bench.sqlite3'}",
             "LOG_LEVEL": "ERROR",
             "GLASSBOX_DEMO_DELAY": "0",
+            "ALLOWED_HOSTS": "127.0.0.1,localhost,testserver",
             **BENCH_LIMITS,
             **settings,
         }

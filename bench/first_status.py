@@ -51,13 +51,14 @@ def main() -> None:
     print(f"machine: {machine()}")
     with (
         tempfile.TemporaryDirectory() as work,
-        fake_llm("--ttft", "0.02", "--tokens", "20", "--rate", "400") as llm,
+        # A model at a realistic pace: 0.3 s to the first byte, 150 tokens at 60 a second.
+        fake_llm("--ttft", "0.3", "--tokens", "150", "--rate", "60") as llm,
         glassbox(Path(work), llm) as server,
     ):
         ids, cookies = conversations(server, 100)
         asyncio.run(measure(server, ids, cookies, 1, 3))  # warm up
         rows = []
-        for concurrent, rounds in ((1, 40), (100, 3)):
+        for concurrent, rounds in ((1, 20), (100, 2)):
             values = asyncio.run(measure(server, ids, cookies, concurrent, rounds))
             rows += [
                 (f"{concurrent} concurrent: turns", f"{len(values)}"),
