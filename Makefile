@@ -43,8 +43,10 @@ format: $(VENV)/.installed
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
+BENCHMARKS := first_status event_overhead db_writes history_page export
+
 bench: $(VENV)/.installed
-	@for script in bench/*.py; do echo "== $$script"; $(PY) $$script || exit 1; done
+	@for name in $(BENCHMARKS); do echo "== bench/$$name.py"; PYTHONPATH=. $(PY) bench/$$name.py || exit 1; done
 
 clean:
 	rm -rf $(VENV) staticfiles db.sqlite3
