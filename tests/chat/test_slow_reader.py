@@ -12,7 +12,7 @@ from activity.models import ActivityEvent
 from chat import turns
 from chat.consumers import ChatConsumer
 from chat.models import Message
-from tests.chat.test_socket_turn import QUESTION, finish_turns, open_socket
+from tests.chat.test_socket_turn import QUESTION, finish_turns, json_until_done, open_socket
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 
@@ -51,9 +51,7 @@ async def test_a_slow_reader_gets_every_event_in_order_and_all_the_text(
     monkeypatch.setattr(ChatConsumer, "turn_event", counting_handler)
     socket = await open_socket(alice_conversation, alice, as_json=True)
     await socket.send_to(text_data=json.dumps({"message": QUESTION}))
-    events = []
-    while not events or events[-1]["type"] != "done":
-        events.append(json.loads(await socket.receive_from(timeout=10)))
+    events = await json_until_done(socket)
     await finish_turns()
     await socket.disconnect()
 
@@ -93,9 +91,7 @@ async def test_lost_events_and_text_come_back_from_the_database_in_order(
     settings.GLASSBOX_TEXT_FRAME_SECONDS = 0
     socket = await open_socket(alice_conversation, alice, as_json=True)
     await socket.send_to(text_data=json.dumps({"message": QUESTION}))
-    events = []
-    while not events or events[-1]["type"] != "done":
-        events.append(json.loads(await socket.receive_from(timeout=10)))
+    events = await json_until_done(socket)
     await finish_turns()
     await socket.disconnect()
 

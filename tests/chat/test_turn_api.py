@@ -9,7 +9,7 @@ from django.test import AsyncClient
 
 from chat.models import Message
 from chat.turns import finish_all
-from tests.chat.test_socket_turn import frames_until_done, open_socket
+from tests.chat.test_socket_turn import frames_until_done, json_until_done, open_socket
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 
@@ -167,9 +167,7 @@ async def test_json_clients_on_the_socket_negotiate_the_glassbox_json_subprotoco
 ):
     socket = await open_socket(alice_conversation, alice, as_json=True)
     await socket.send_to(text_data=json.dumps({"message": QUESTION}))
-    events = []
-    while not events or events[-1]["type"] != "done":
-        events.append(json.loads(await socket.receive_from(timeout=10)))
+    events = await json_until_done(socket)
     await finish_turns()
     await socket.disconnect()
     assert events[0]["type"] == "turn" and events[1]["type"] == "status"
