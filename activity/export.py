@@ -7,12 +7,12 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections import defaultdict
 from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
 from activity.events import to_json
 from activity.models import ActivityEvent, ActivityFeed
+from activity.selectors import aevents_by_feed
 
 CSV_COLUMNS = [
     "feed_id", "conversation", "message", "user", "feed_state", "started_at",
@@ -111,10 +111,7 @@ async def export_stream(feeds, fmt: str) -> AsyncIterator[str]:
         if not chunk:
             break
         last_id = chunk[-1].pk
-        events: dict[int, list[ActivityEvent]] = defaultdict(list)
-        rows = ActivityEvent.objects.filter(feed_id__in=[f.pk for f in chunk])
-        async for event in rows.order_by("feed_id", "seq"):
-            events[event.feed_id].append(event)
+        events = await aevents_by_feed(feed.pk for feed in chunk)
         for feed in chunk:
             data = feed_data(feed, events[feed.pk])
             if fmt == "ndjson":

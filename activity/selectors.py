@@ -3,9 +3,12 @@ these, so the access rule is written once."""
 
 from __future__ import annotations
 
+from collections import defaultdict
+from collections.abc import Iterable
+
 from django.db.models import F, QuerySet
 
-from activity.models import ActivityFeed
+from activity.models import ActivityEvent, ActivityFeed
 
 
 def feeds_visible_to(user) -> QuerySet[ActivityFeed]:
@@ -40,3 +43,29 @@ def feeds_filtered(
     if username:
         feeds = feeds.filter(owner__username=username)
     return feeds
+
+
+def _events_of(feed_ids: Iterable[int | None], kinds: Iterable[str] | None):
+    rows = ActivityEvent.objects.filter(feed_id__in=[i for i in feed_ids if i])
+    if kinds is not None:
+        rows = rows.filter(kind__in=list(kinds))
+    return rows.order_by("feed_id", "seq")
+
+
+def events_by_feed(
+    feed_ids: Iterable[int | None], kinds: Iterable[str] | None = None
+) -> dict[int, list[ActivityEvent]]:
+    """Every event of these feeds in one query, grouped by feed, in seq order."""
+    grouped: dict[int, list[ActivityEvent]] = defaultdict(list)
+    for row in _events_of(feed_ids, kinds):
+        grouped[row.feed_id].append(row)
+    return grouped
+
+
+async def aevents_by_feed(
+    feed_ids: Iterable[int | None], kinds: Iterable[str] | None = None
+) -> dict[int, list[ActivityEvent]]:
+    grouped: dict[int, list[ActivityEvent]] = defaultdict(list)
+    async for row in _events_of(feed_ids, kinds):
+        grouped[row.feed_id].append(row)
+    return grouped

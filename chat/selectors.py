@@ -13,6 +13,7 @@ from django.shortcuts import get_object_or_404
 from activity.models import ActivityEvent, ActivityFeed
 from activity.preferences import FeedPrefs
 from activity.presentation import visible_lines
+from activity.selectors import aevents_by_feed, events_by_feed
 from chat.agent.memory import trim, turn_messages
 from chat.models import ContactRequest, Conversation, Message
 
@@ -150,11 +151,7 @@ def _question_of(conversation: Conversation, message_id: int) -> int | None:
 
 
 def _attach_feeds(messages: list[Message], prefs: FeedPrefs) -> None:
-    feed_ids = [m.feed_id for m in messages if m.feed_id]
-    rows: dict[int, list[ActivityEvent]] = {feed_id: [] for feed_id in feed_ids}
-    if feed_ids:
-        for row in ActivityEvent.objects.filter(feed_id__in=feed_ids).order_by("feed_id", "seq"):
-            rows[row.feed_id].append(row)
+    rows = events_by_feed(m.feed_id for m in messages)
     question = ""
     for message in messages:
         _attach_lines(message, rows.get(message.feed_id, []), prefs)
@@ -183,8 +180,8 @@ async def amessage_with_feed(message_id: int, prefs: FeedPrefs) -> Message:
         .values_list("content", flat=True)
     )
     message.question_text = await question.afirst() or ""
-    rows = [row async for row in ActivityEvent.objects.filter(feed_id=message.feed_id)]
-    _attach_lines(message, sorted(rows, key=lambda row: row.seq), prefs)
+    rows = await aevents_by_feed([message.feed_id])
+    _attach_lines(message, rows.get(message.feed_id, []), prefs)
     return message
 
 
@@ -208,13 +205,9 @@ async def amodel_history(answer: Message) -> list[dict]:
             conversation_id=answer.conversation_id, id__lt=answer.id
         ).order_by("id")
     ]
-    feed_ids = [m.feed_id for m in earlier if m.feed_id]
-    events: dict[int, list] = {feed_id: [] for feed_id in feed_ids}
-    async for event in ActivityEvent.objects.filter(
-        feed_id__in=feed_ids, kind__in=["tool_call", "tool_result"]
-    ).order_by("feed_id", "seq"):
-        events[event.feed_id].append(event.to_event())
+    rows = await aevents_by_feed((m.feed_id for m in earlier), kinds=["tool_call", "tool_result"])
     messages = []
     for message in earlier:
-        messages += turn_messages(message.role, message.content, events.get(message.feed_id, []))
+        events = [row.to_event() for row in rows.get(message.feed_id, [])]
+        messages += turn_messages(message.role, message.content, events)
     return trim(messages, settings.GLASSBOX_HISTORY_CHARS)

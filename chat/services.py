@@ -84,10 +84,10 @@ def conversation_delete(*, conversation: Conversation) -> None:
 
 
 @transaction.atomic
-def deleted_conversations_purge(*, now=None) -> int:
+def deleted_conversations_purge() -> int:
     """Removes for good what was deleted longer ago than GLASSBOX_RETENTION_DAYS: the
     conversations, their messages and contact requests, and their feeds with every event."""
-    cutoff = (now or timezone.now()) - timedelta(days=settings.GLASSBOX_RETENTION_DAYS)
+    cutoff = timezone.now() - timedelta(days=settings.GLASSBOX_RETENTION_DAYS)
     expired = list(
         Conversation.all_objects.filter(deleted_at__lt=cutoff).values_list("pk", flat=True)
     )

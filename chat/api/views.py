@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-from collections import defaultdict
-
 from asgiref.sync import async_to_sync
 from django.http import StreamingHttpResponse
 from django.shortcuts import get_object_or_404
@@ -17,8 +15,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from activity.export import FORMATS, export_stream
-from activity.models import ActivityEvent, ActivityFeed
-from activity.selectors import feeds_filtered, feeds_visible_to
+from activity.models import ActivityFeed
+from activity.selectors import events_by_feed, feeds_filtered, feeds_visible_to
 from chat.api.serializers import (
     ConversationDetailSerializer,
     ConversationSerializer,
@@ -75,10 +73,7 @@ class ConversationDetail(generics.RetrieveAPIView):
         if answer is not None:
             messages = messages.filter(pk=answer)
         messages = list(messages)
-        rows = defaultdict(list)
-        feed_ids = [m.feed_id for m in messages if m.feed_id]
-        for event in ActivityEvent.objects.filter(feed_id__in=feed_ids).order_by("seq"):
-            rows[event.feed_id].append(event)
+        rows = events_by_feed(m.feed_id for m in messages)
         for message in messages:
             message.feed_rows = rows[message.feed_id]
             if message.feed_id:
@@ -133,10 +128,7 @@ class FeedList(generics.ListAPIView):
 
     def paginate_queryset(self, queryset):
         page = super().paginate_queryset(queryset)
-        rows = defaultdict(list)
-        events = ActivityEvent.objects.filter(feed_id__in=[f.pk for f in page]).order_by("seq")
-        for event in events:
-            rows[event.feed_id].append(event)
+        rows = events_by_feed(feed.pk for feed in page)
         for feed in page:
             feed.prefetched_events = rows[feed.pk]
         return page
