@@ -54,7 +54,7 @@ def shared_servers(tmp_path_factory):
             connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-def ask_over_sse(server, token, conversation, question, seen, started):
+def ask_over_sse(server, token, conversation, question, seen, writing):
     request = urllib.request.Request(
         f"{server.url}/api/conversations/{conversation}/messages/",
         data=json.dumps({"content": question}).encode(),
@@ -66,7 +66,7 @@ def ask_over_sse(server, token, conversation, question, seen, started):
             if raw.startswith(b"data: "):
                 seen.append(json.loads(raw[6:]))
                 if len([e for e in seen if e["type"] == "text"]) >= 5:
-                    started.set()  # the answer is being written
+                    writing.set()
     except OSError:
         pass  # the server was killed under it
 
@@ -86,25 +86,35 @@ async def watch(server, conversation, cookies, until):
     return events
 
 
-def test_a_turn_on_one_process_is_watched_live_on_the_other(shared_servers):
-    first, second = shared_servers
+def watch_a_turn(first, second, *, kill_first: bool = False) -> tuple[list, list]:
+    """A turn asked through `first` over SSE and watched from a socket on `second`; with
+    kill_first, `first` is SIGKILLed once the answer is being written. Returns what the
+    socket saw and what the asker saw."""
     token = manage(first.env, "drf_create_token", "demo").split()[2]
     conversation, cookies = login(second.url)
-    ready, started, seen = threading.Event(), threading.Event(), []
+    ready, writing, seen = threading.Event(), threading.Event(), []
 
     async def scenario():
         watcher = asyncio.create_task(watch(second, conversation, cookies, ready))
         await asyncio.to_thread(ready.wait, 10)
         asker = threading.Thread(
             target=ask_over_sse,
-            args=(first, token, conversation, "How do I negotiate my salary?", seen, started),
+            args=(first, token, conversation, "How do I negotiate my salary?", seen, writing),
+            daemon=True,
         )
         asker.start()
-        events = await watcher
+        if kill_first:
+            assert await asyncio.to_thread(writing.wait, 20)
+            first.process.kill()  # SIGKILL mid-turn: no cleanup of any kind runs
+        watched = await watcher
         await asyncio.to_thread(asker.join, 30)
-        return events
+        return watched
 
-    watched = asyncio.run(scenario())
+    return asyncio.run(scenario()), seen
+
+
+def test_a_turn_on_one_process_is_watched_live_on_the_other(shared_servers):
+    watched, seen = watch_a_turn(*shared_servers)
     assert watched[0]["type"] == "turn"
     recorded = [e for e in seen if "seq" in e]
     assert [e for e in watched if "seq" in e] == recorded  # every line, in order
@@ -115,24 +125,7 @@ def test_a_turn_on_one_process_is_watched_live_on_the_other(shared_servers):
 
 
 def test_when_the_running_process_dies_the_other_sees_the_turn_interrupted(shared_servers):
-    first, second = shared_servers
-    token = manage(first.env, "drf_create_token", "demo").split()[2]
-    conversation, cookies = login(second.url)
-    ready, started, seen = threading.Event(), threading.Event(), []
-
-    async def scenario():
-        watcher = asyncio.create_task(watch(second, conversation, cookies, ready))
-        await asyncio.to_thread(ready.wait, 10)
-        threading.Thread(
-            target=ask_over_sse,
-            args=(first, token, conversation, "How do I negotiate my salary?", seen, started),
-            daemon=True,
-        ).start()
-        assert await asyncio.to_thread(started.wait, 20)
-        first.process.kill()  # SIGKILL mid-turn
-        return await watcher
-
-    watched = asyncio.run(scenario())
+    watched, _ = watch_a_turn(*shared_servers, kill_first=True)
     assert watched[-1]["type"] == "done" and watched[-1]["state"] == "interrupted"
     lost = [e for e in watched if e["type"] == "status"][-1]
     assert (lost["icon"], lost["message"]) == (
