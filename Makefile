@@ -13,7 +13,11 @@ PYTHON ?= $(shell for v in 3.12 3.13; do \
 # A question is at most 8,000 characters: no socket message needs more than 64 KiB.
 DAPHNE_LIMITS := --websocket-max-message-size 65536 --websocket-max-frame-size 65536
 
-.PHONY: run test lint format bench clean
+# The translation catalogues: locale/*/django.po are the source, compiled at set-up.
+CATALOGUES := $(patsubst %.po,%.mo,$(wildcard locale/*/LC_MESSAGES/django.po))
+LANGUAGES := it zh_Hant
+
+.PHONY: run test lint format bench messages clean
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	@test -x $(PY) || test -n "$(PYTHON)" || { echo "Glassbox needs Python 3.12 or newer (Django 6)." >&2; exit 1; }
@@ -22,7 +26,10 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt
 	$(PY) -m pip install --quiet -r requirements-dev.txt
 	touch $@
 
-run: $(VENV)/.installed
+%.mo: %.po $(VENV)/.installed
+	$(VENV)/bin/pybabel compile --statistics -i $< -o $@
+
+run: $(VENV)/.installed $(CATALOGUES)
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py collectstatic --noinput --verbosity 0
 	$(PY) manage.py seed_demo
@@ -32,7 +39,7 @@ run: $(VENV)/.installed
 	@echo ""
 	$(VENV)/bin/daphne -b 127.0.0.1 -p $(PORT) $(DAPHNE_LIMITS) project.asgi:application
 
-test: $(VENV)/.installed
+test: $(VENV)/.installed $(CATALOGUES)
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 lint: $(VENV)/.installed
@@ -45,8 +52,14 @@ format: $(VENV)/.installed
 
 BENCHMARKS := first_status event_overhead db_writes history_page export
 
-bench: $(VENV)/.installed
+bench: $(VENV)/.installed $(CATALOGUES)
 	@for name in $(BENCHMARKS); do echo "== bench/$$name.py"; PYTHONPATH=. $(PY) bench/$$name.py || exit 1; done
 
+# After changing a translatable text: refresh the catalogues' msgids (needs GNU gettext's
+# xgettext), then translate what is new in each locale/*/LC_MESSAGES/django.po.
+messages: $(VENV)/.installed
+	$(PY) manage.py makemessages $(addprefix -l ,$(LANGUAGES)) --add-location file --no-obsolete \
+	  -i ".venv/*" -i "staticfiles/*" -i "tests/*" -i "bench/*" -i "docs/*"
+
 clean:
-	rm -rf $(VENV) staticfiles db.sqlite3
+	rm -rf $(VENV) staticfiles db.sqlite3 $(CATALOGUES)

@@ -2,46 +2,69 @@ from __future__ import annotations
 
 from django import forms
 from django.conf import settings
+from django.utils.translation import gettext_lazy as _
 
-from activity.preferences import DEFAULT_LABELS, FeedPrefs, PreferenceError
+from activity.preferences import DEFAULT_LABELS, FeedPrefs, PreferenceError, default_labels
 
 
 class FeedPreferencesForm(forms.Form):
+    language = forms.ChoiceField(
+        label=_("Language"),
+        choices=[("", _("The browser's language")), *settings.LANGUAGES],
+        required=False,
+    )
     mode = forms.ChoiceField(
+        label=_("Live mode"),
         choices=[
-            ("partial", "Partial: the answer streams as it is written"),
-            ("block", "Block: the answer arrives a paragraph at a time"),
-            ("progress", "Progress: one working draft, replaced by the final answer"),
-            ("off", "Off: only the final answer"),
+            ("partial", _("Partial: the answer streams as it is written")),
+            ("block", _("Block: the answer arrives a paragraph at a time")),
+            ("progress", _("Progress: one working draft, replaced by the final answer")),
+            ("off", _("Off: only the final answer")),
         ],
         widget=forms.RadioSelect,
     )
     label_kind = forms.ChoiceField(
-        label="Draft label",
-        choices=[("auto", "A word picked from the pool"), ("fixed", "Always:"), ("none", "None")],
+        label=_("Draft label"),
+        choices=[
+            ("auto", _("A word picked from the pool")),
+            ("fixed", _("Always:")),
+            ("none", _("None")),
+        ],
         widget=forms.RadioSelect,
     )
-    label_text = forms.CharField(label="Fixed label", max_length=40, required=False)
+    label_text = forms.CharField(label=_("Fixed label"), max_length=40, required=False)
     labels = forms.CharField(
-        label="Label pool",
+        label=_("Label pool"),
         required=False,
-        help_text="Comma-separated; empty uses the built-in pool.",
-        widget=forms.TextInput(attrs={"placeholder": ", ".join(DEFAULT_LABELS[:4]) + ", …"}),
+        help_text=_("Comma-separated; empty uses the built-in pool."),
+        widget=forms.TextInput(),
     )
     show_after = forms.FloatField(
-        label="Show the draft after (seconds)", min_value=0, max_value=120
+        label=_("Show the draft after (seconds)"), min_value=0, max_value=120
     )
-    max_lines = forms.IntegerField(label="Visible progress lines", min_value=1, max_value=50)
+    max_lines = forms.IntegerField(label=_("Visible progress lines"), min_value=1, max_value=50)
     detail = forms.ChoiceField(
-        choices=[("explain", "Explain: concise lines"), ("raw", "Raw: add the tools' arguments")]
+        label=_("Detail"),
+        choices=[
+            ("explain", _("Explain: concise lines")),
+            ("raw", _("Raw: add the tools' arguments")),
+        ],
     )
-    tool_progress = forms.BooleanField(label="Show tool lines", required=False)
-    line_width = forms.IntegerField(label="Cut lines at (characters)", min_value=20, max_value=400)
+    tool_progress = forms.BooleanField(label=_("Show tool lines"), required=False)
+    line_width = forms.IntegerField(
+        label=_("Cut lines at (characters)"), min_value=20, max_value=400
+    )
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        pool = default_labels()
+        self.fields["labels"].widget.attrs["placeholder"] = ", ".join(pool[:4]) + ", …"
 
     @classmethod
-    def for_prefs(cls, prefs: FeedPrefs, **kwargs) -> FeedPreferencesForm:
+    def for_prefs(cls, prefs: FeedPrefs, language: str = "", **kwargs) -> FeedPreferencesForm:
         kind = {"auto": "auto", "": "none"}.get(prefs.label, "fixed")
         initial = {
+            "language": language,
             "mode": prefs.mode,
             "label_kind": kind,
             "label_text": prefs.label if kind == "fixed" else "",
@@ -59,7 +82,10 @@ class FeedPreferencesForm(forms.Form):
         if self.errors:
             return data
         if data["label_kind"] == "fixed" and not data["label_text"].strip():
-            self.add_error("label_text", "Type the label to show, or pick another option.")
+            self.add_error("label_text", _("Type the label to show, or pick another option."))
+            return data
+        if data["labels"] and not data["labels"].replace(",", "").strip():
+            self.add_error("labels", _("Name at least one label, or leave this empty."))
             return data
         try:
             self.prefs = FeedPrefs.from_mappings(settings.GLASSBOX_FEED, self.overrides(data))

@@ -35,6 +35,9 @@ class ActivityFeed(models.Model):
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     # Set by a Stop from another process; the runner sees it at its next heartbeat.
     stop_requested = models.BooleanField(default=False)
+    # The language the owner used when asking: the built-in lines and summary are written in
+    # it, and the model was told it.
+    language = models.CharField(max_length=16, default="en")
     event_count = models.PositiveIntegerField(default=0)
     tool_call_count = models.PositiveIntegerField(default=0)
     failed_tool_count = models.PositiveIntegerField(default=0)
@@ -162,6 +165,8 @@ class FeedPreferences(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="feed_preferences"
     )
     overrides = models.JSONField(default=dict, blank=True)
+    # Pages and the feed in this language on every device; blank follows the browser.
+    language = models.CharField(max_length=16, blank=True, default="", choices=settings.LANGUAGES)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -169,6 +174,15 @@ class FeedPreferences(models.Model):
 
     def __str__(self) -> str:
         return f"Feed preferences of {self.user}"
+
+    @classmethod
+    def language_of(cls, user_id: int) -> str:
+        return cls.objects.filter(user_id=user_id).values_list("language", flat=True).first() or ""
+
+    @classmethod
+    async def alanguage_of(cls, user_id: int) -> str:
+        rows = cls.objects.filter(user_id=user_id).values_list("language", flat=True)
+        return await rows.afirst() or ""
 
     @classmethod
     def prefs_for(cls, user_id: int) -> FeedPrefs:

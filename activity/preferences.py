@@ -1,6 +1,6 @@
 """How a user wants the live feed presented: the GLASSBOX_FEED settings, overridden per user.
 
-Plain Python; the stored overrides live on activity.models.FeedPreferences."""
+Plain Python (and gettext); the stored overrides live on activity.models.FeedPreferences."""
 
 from __future__ import annotations
 
@@ -8,14 +8,23 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
+from django.utils.translation import gettext, gettext_noop
+
 MODES = ("partial", "block", "progress", "off")
 DETAILS = ("explain", "raw")
-# The seed's default pool: one word and an ellipsis.
-DEFAULT_LABELS = (
+# The seed's default pool: one word and an ellipsis. Translated as one text, so a language
+# may have as many words as suit it.
+DEFAULT_POOL = gettext_noop(
     "Thinking... Shelling... Scuttling... Clawing... Pinching... Molting... Bubbling... "
     "Tiding... Reefing... Cracking... Sifting... Brining... Nautiling... Krilling... "
     "Barnacling... Lobstering... Tidepooling... Pearling... Snapping... Surfacing..."
-).split()
+)
+DEFAULT_LABELS = DEFAULT_POOL.split()
+
+
+def default_labels() -> list[str]:
+    """The default pool in the active language."""
+    return gettext(DEFAULT_POOL).split()
 
 
 class PreferenceError(ValueError):
@@ -52,7 +61,8 @@ class FeedPrefs:
         """The draft's label; a turn keeps the same auto label however often it is drawn."""
         if self.label != "auto":
             return self.label
-        return self.labels[turn_id % len(self.labels)]
+        pool = default_labels() if list(self.labels) == DEFAULT_LABELS else self.labels
+        return pool[turn_id % len(pool)]
 
     @classmethod
     def from_mappings(cls, *layers: Mapping[str, Any]) -> FeedPrefs:

@@ -1,6 +1,7 @@
 """How a feed reads to a person: its visible lines and its one-line summary.
 
-Plain Python (no ORM): the same rules serve the live stream, history and the admin.
+Plain Python (no ORM): the same rules serve the live stream, history and the admin. Texts it
+writes come out in the active language (the turn's, while it runs).
 """
 
 from __future__ import annotations
@@ -9,6 +10,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
+
+from django.utils.formats import number_format
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 
 from activity.events import RecordedEvent, Status, ToolCall, ToolResult
 
@@ -120,6 +125,13 @@ def visible_lines(
     return timed
 
 
+def seconds(milliseconds: int) -> str:
+    """A step's duration in the reader's notation: "1.2 s", "1,2 s", "1.2 秒"."""
+    value = milliseconds / 1000
+    shown = number_format(value, decimal_pos=1 if value < 10 else 0, force_grouping=True)
+    return _("%(seconds)s s") % {"seconds": shown}
+
+
 def _ms(start: datetime, end: datetime) -> int:
     return max(int((end - start).total_seconds() * 1000), 0)
 
@@ -140,13 +152,16 @@ def summarize(events: Iterable[RecordedEvent], labels: Mapping[str, ToolLabels])
         # No tool ran: only a failure or a stop leaves lines, and the last one says it best.
         return Summary(last_status.icon, last_status.message) if last_status else None
 
-    fallback = ToolLabels(icon="🛠️", done="Used a tool", failed="A tool failed")
+    fallback = ToolLabels(icon="🛠️", done=_("Used a tool"), failed=_("A tool failed"))
     failed = [r for r in results if not r.ok]
     if failed:
         tool = failed[0].tool or tools_by_call.get(failed[0].call_id, "")
-        return Summary("⚠️", labels.get(tool, fallback).failed)
-    if len(tools_by_call) > 1:
-        return Summary("🛠️", f"Used {len(tools_by_call)} tools")
+        return Summary("⚠️", str(labels.get(tool, fallback).failed))
+    count = len(tools_by_call)
+    if count > 1:
+        return Summary(
+            "🛠️", ngettext("Used %(count)d tool", "Used %(count)d tools", count) % {"count": count}
+        )
     (tool,) = tools_by_call.values()
     label = labels.get(tool, fallback)
-    return Summary(label.icon, label.done)
+    return Summary(label.icon, str(label.done))

@@ -8,4 +8,5 @@ app_name = "activity"
 
 urlpatterns = [
     path("preferences/", views.preferences, name="preferences"),
+    path("language/", views.language, name="language"),
 ]

@@ -1,26 +1,72 @@
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib import messages
+from django.contrib.auth.decorators import login_not_required
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
+from django.utils import translation
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_POST
 
 from activity.forms import FeedPreferencesForm
 from activity.models import FeedPreferences
+from project.languages import supported
 
 
 def preferences(request):
     if request.method == "POST" and "reset" in request.POST:
-        FeedPreferences.objects.filter(user=request.user).delete()
-        messages.success(request, "Your feed preferences are back to the defaults.")
+        # The language is not a feed setting: it stays as chosen.
+        FeedPreferences.objects.filter(user=request.user).update(overrides={})
+        messages.success(request, _("Your feed preferences are back to the defaults."))
         return redirect("activity:preferences")
     current = FeedPreferences.prefs_for(request.user.pk)
+    language = FeedPreferences.language_of(request.user.pk)
     if request.method == "POST":
         form = FeedPreferencesForm(request.POST)
         if form.is_valid():
+            chosen = form.cleaned_data["language"]
             FeedPreferences.objects.update_or_create(
-                user=request.user, defaults={"overrides": form.changed_overrides()}
+                user=request.user,
+                defaults={"overrides": form.changed_overrides(), "language": chosen},
             )
-            messages.success(request, "Saved. Your next question uses these preferences.")
-            return redirect("activity:preferences")
+            # The message is read on the next page, so it speaks the language chosen now.
+            with translation.override(chosen or translation.get_language()):
+                messages.success(request, _("Saved. Your next question uses these preferences."))
+            return _remember(redirect("activity:preferences"), chosen)
     else:
-        form = FeedPreferencesForm.for_prefs(current)
+        form = FeedPreferencesForm.for_prefs(current, language)
     return render(request, "activity/preferences.html", {"form": form})
+
+
+@login_not_required
+@require_POST
+def language(request):
+    """The page's language switcher: saved for a logged-in user, a cookie for anyone."""
+    chosen = supported(request.POST.get("language", ""))
+    if not chosen:
+        return HttpResponse(_("Glassbox does not speak that language."), status=400)
+    if request.user.is_authenticated:
+        FeedPreferences.objects.update_or_create(user=request.user, defaults={"language": chosen})
+    target = request.POST.get("next", "")
+    if not url_has_allowed_host_and_scheme(
+        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
+        target = "/"
+    return _remember(redirect(target), chosen)
+
+
+def _remember(response, language: str):
+    """The cookie keeps the choice on the login page too; none follows the browser."""
+    if language:
+        response.set_cookie(
+            settings.LANGUAGE_COOKIE_NAME,
+            language,
+            max_age=settings.LANGUAGE_COOKIE_AGE,
+            samesite=settings.LANGUAGE_COOKIE_SAMESITE,
+            secure=settings.SESSION_COOKIE_SECURE,
+        )
+    else:
+        response.delete_cookie(settings.LANGUAGE_COOKIE_NAME)
+    return response

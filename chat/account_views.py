@@ -3,6 +3,7 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth import views as auth_views
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods
 from rest_framework.authtoken.models import Token
 
@@ -23,9 +24,11 @@ def api_token(request):
         Token.objects.filter(user=request.user).delete()
         if request.POST.get("action") == "create":
             Token.objects.create(user=request.user)
-            messages.success(request, "A new API token was created; the old one no longer works.")
+            messages.success(
+                request, _("A new API token was created; the old one no longer works.")
+            )
         else:
-            messages.success(request, "Your API token was revoked.")
+            messages.success(request, _("Your API token was revoked."))
         return redirect("api_token")
     token = Token.objects.filter(user=request.user).first()
     return render(request, "registration/api_token.html", {"token": token})

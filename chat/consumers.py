@@ -15,6 +15,8 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 from django.core.exceptions import ObjectDoesNotExist
+from django.utils import translation
+from django.utils.translation import gettext as _
 
 from activity.events import to_json
 from activity.live import LivePresenter
@@ -28,6 +30,7 @@ from chat.recovery import dead_turns_recover
 from chat.selectors import amessage_with_feed
 from chat.signals import session_group
 from chat.turns import RUNNING, live_text, turn_launch, turn_stop
+from project.languages import language_from_browser
 
 logger = logging.getLogger("glassbox.socket")
 
@@ -62,6 +65,12 @@ class ChatConsumer(AsyncWebsocketConsumer):
         await database_sync_to_async(dead_turns_recover)(conversation=self.conversation)
         self.group = self.conversation.group_name
         self.prefs = await FeedPreferences.aprefs_for(user.pk)
+        # Activated for this connection's task only: every fragment it renders, and every
+        # turn it starts, speaks the language of the page it serves.
+        self.language = await FeedPreferences.alanguage_of(user.pk) or language_from_browser(
+            self.scope.get("cookies", {}), self.scope.get("headers", [])
+        )
+        translation.activate(self.language)
         self.follower = TurnFollower()
         self.recent: deque[float] = deque()
         self.presenters: dict[int, LivePresenter] = {}
@@ -134,6 +143,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
                 conversation=self.conversation,
                 text=request["message"],
                 client_id=request.get("client_id"),
+                language=self.language,
             )
         except services.TurnRejected as refusal:
             await self.send_notice(str(refusal))
@@ -151,7 +161,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
         while self.recent and self.recent[0] < now - FLOOD_WINDOW:
             self.recent.popleft()
         if len(self.recent) > FLOOD_LIMIT:
-            await self.send_notice("Too many messages at once; this page stopped listening.")
+            await self.send_notice(_("Too many messages at once; this page stopped listening."))
             await self.close(code=CLOSE_TOO_MANY)
             return True
         return False
@@ -167,33 +177,33 @@ class ChatConsumer(AsyncWebsocketConsumer):
             pk=answer_id, conversation=self.conversation, state=Message.State.STREAMING
         ).afirst()
         if answer is None:
-            await self.send_notice("That answer is not running any more.")
+            await self.send_notice(_("That answer is not running any more."))
             return
         await turn_stop(answer)
 
     def parse(self, text_data: str | None) -> dict[str, Any]:
         if text_data is None:
-            raise ValueError("Send your question as text.")
+            raise ValueError(_("Send your question as text."))
         try:
             data = json.loads(text_data)
         except ValueError:
-            raise ValueError("That message could not be read (it was not JSON).") from None
+            raise ValueError(_("That message could not be read (it was not JSON).")) from None
         if not isinstance(data, dict):
-            raise ValueError("That message could not be read (expected a JSON object).")
+            raise ValueError(_("That message could not be read (expected a JSON object)."))
         unknown = set(data) - ALLOWED_KEYS
         if unknown:
-            raise ValueError(f"Unknown field: {sorted(unknown)[0]}.")
+            raise ValueError(_("Unknown field: %(field)s.") % {"field": sorted(unknown)[0]})
         if "stop" in data:
             try:
                 return {"stop": int(data["stop"])}
             except (TypeError, ValueError):
-                raise ValueError("Stop needs the id of the answer to stop.") from None
+                raise ValueError(_("Stop needs the id of the answer to stop.")) from None
         request = {"message": services.question_clean(data.get("message"))}
         if data.get("client_id"):
             try:
                 request["client_id"] = uuid.UUID(str(data["client_id"]))
             except ValueError:
-                raise ValueError("client_id must be a UUID.") from None
+                raise ValueError(_("client_id must be a UUID.")) from None
         return request
 
     async def send_notice(self, text: str) -> None:

@@ -3,6 +3,9 @@ turn's feed as a folded list."""
 
 from __future__ import annotations
 
+from django.utils.translation import gettext as _
+
+from activity.presentation import seconds
 from chat.models import Conversation, Message
 
 
@@ -14,18 +17,22 @@ def conversation_markdown(conversation: Conversation, messages: list[Message]) -
             continue
         feed = message.feed
         if message.feed_lines:
-            summary = f"{feed.summary_icon} {feed.summary_text}".strip() or "Activity"
+            summary = f"{feed.summary_icon} {feed.summary_text}".strip() or _("Activity")
             parts += ["<details>", f"<summary>{_plain(summary)}</summary>", ""]
             for line in message.feed_lines:
-                took = (
-                    f" · {line.duration_ms / 1000:.1f} s" if line.duration_ms is not None else ""
-                )
+                took = f" · {seconds(line.duration_ms)}" if line.duration_ms is not None else ""
                 parts.append(f"- {line.icon} {_plain(line.full or line.message)}{took}")
             parts += ["", "</details>", ""]
-        parts += [message.content.strip() or "*(no answer)*", ""]
-        if message.state != Message.State.COMPLETE:
-            parts += [f"*This answer is {message.state}.*", ""]
+        parts += [message.content.strip() or f"*{_('(no answer)')}*", ""]
+        if message.state == Message.State.FAILED:
+            parts += [f"*{_('This answer failed before it was finished.')}*", ""]
+        elif message.state != Message.State.COMPLETE:
+            parts += [f"*{_('This answer was interrupted.')}*", ""]
     return "\n".join(parts).rstrip() + "\n"
+
+
+def _emphasis(text: str) -> str:
+    return f"*{text}*"
 
 
 def _plain(text: str) -> str:

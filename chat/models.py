@@ -5,6 +5,7 @@ import uuid
 from django.conf import settings
 from django.db import models
 from django.urls import reverse
+from django.utils.translation import gettext as _
 
 from activity.models import ActivityFeed
 
@@ -58,7 +59,9 @@ class Conversation(models.Model):
                 .values_list("content", flat=True)
                 .first()
             )
-        return self.title_from(self.first_question) if self.first_question else "New conversation"
+        return (
+            self.title_from(self.first_question) if self.first_question else _("New conversation")
+        )
 
     @property
     def group_name(self) -> str:

@@ -11,7 +11,8 @@ from django.conf import settings
 from django.core.exceptions import SynchronousOnlyOperation
 from django.db import DatabaseError, transaction
 from django.db.models import Max
-from django.utils import timezone
+from django.utils import timezone, translation
+from django.utils.translation import gettext as _
 
 from activity.events import Done, Status, to_json, with_seq
 from activity.models import ActivityEvent, ActivityFeed
@@ -19,7 +20,14 @@ from chat.broadcast import send_turn_event
 from chat.models import Conversation, Message
 
 logger = logging.getLogger("glassbox.recovery")
-LOST = Status(icon="⚠️", message="Interrupted: the server stopped while working", state="failed")
+
+
+def lost() -> Status:
+    return Status(
+        icon="⚠️", message=_("Interrupted: the server stopped while working"), state="failed"
+    )
+
+
 GRACE_BEATS = 4
 
 
@@ -35,16 +43,20 @@ def dead_turns_recover(*, conversation=None) -> int:
     for answer in streaming.annotate(last_event=Max("feed__events__created_at")):
         feed = answer.feed
         alive = max(t for t in (feed.started_at, feed.heartbeat_at, answer.last_event) if t)
-        if alive < silent_since and _interrupt(answer, feed):
-            recovered += 1
-            _tell_clients(answer, last_seq=feed.event_count)
+        if alive >= silent_since:
+            continue
+        # Its last line and summary speak the language of the turn, not of whoever noticed.
+        with translation.override(feed.language):
+            if _interrupt(answer, feed):
+                recovered += 1
+                _tell_clients(answer, last_seq=feed.event_count)
     return recovered
 
 
 def _tell_clients(answer: Message, last_seq: int) -> None:
     """Open sockets and API streams of the conversation see the turn end."""
     event = ActivityEvent.objects.get(feed_id=answer.feed_id, seq=last_seq).to_event()
-    done = Done(str(answer.pk), Message.State.INTERRUPTED, LOST.icon, LOST.message)
+    done = Done(str(answer.pk), Message.State.INTERRUPTED, event.icon, event.message)
     group = Conversation.group_name_for(answer.conversation_id)
     try:
         for item in (event, done):
@@ -64,12 +76,13 @@ def _interrupt(answer: Message, feed: ActivityFeed) -> bool:
     if not closed:
         return False
     last = feed.events.aggregate(seq=Max("seq"))["seq"] or 0
-    ActivityEvent.from_event(feed, with_seq(LOST, last + 1)).save()
+    line = lost()
+    ActivityEvent.from_event(feed, with_seq(line, last + 1)).save()
     ActivityFeed.objects.filter(pk=feed.pk).update(
         state=ActivityFeed.State.INTERRUPTED,
         finished_at=timezone.now(),
-        summary_icon=LOST.icon,
-        summary_text=LOST.message,
+        summary_icon=line.icon,
+        summary_text=line.message,
         event_count=last + 1,
     )
     feed.event_count = last + 1

@@ -8,7 +8,10 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.utils import timezone
+from django.utils import timezone, translation
+from django.utils.formats import number_format
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 
 from activity.events import Status, with_seq
 from activity.models import ActivityEvent, ActivityFeed
@@ -42,16 +45,21 @@ class StartedTurn:
 
 def question_clean(text: object) -> str:
     if not isinstance(text, str):
-        raise QuestionInvalid("The question must be text.")
+        raise QuestionInvalid(_("The question must be text."))
     text = text.strip()
     if not text:
-        raise QuestionInvalid("Type a question first.")
+        raise QuestionInvalid(_("Type a question first."))
     limit = settings.GLASSBOX_MAX_MESSAGE_CHARS
     if len(text) > limit:
         raise QuestionInvalid(
-            f"That question is {len(text):,} characters long; the limit is {limit:,}."
+            _("That question is %(length)s characters long; the limit is %(limit)s.")
+            % {"length": _grouped(len(text)), "limit": _grouped(limit)}
         )
     return text
+
+
+def _grouped(number: int) -> str:
+    return number_format(number, force_grouping=True)
 
 
 def conversation_create(*, owner) -> Conversation:
@@ -61,9 +69,9 @@ def conversation_create(*, owner) -> Conversation:
 def conversation_rename(*, conversation: Conversation, title: str) -> Conversation:
     title = " ".join(title.split())
     if not title:
-        raise QuestionInvalid("A title needs at least one word.")
+        raise QuestionInvalid(_("A title needs at least one word."))
     if len(title) > 200:
-        raise QuestionInvalid("A title has at most 200 characters.")
+        raise QuestionInvalid(_("A title has at most 200 characters."))
     conversation.title = title
     conversation.save(update_fields=["title", "updated_at"])
     return conversation
@@ -105,25 +113,33 @@ def deleted_conversations_purge() -> int:
 
 
 def turn_start(
-    *, conversation: Conversation, text: str, client_id: uuid.UUID | None = None
+    *,
+    conversation: Conversation,
+    text: str,
+    client_id: uuid.UUID | None = None,
+    language: str | None = None,
 ) -> StartedTurn:
     """Saves the question and a streaming answer with its feed, or refuses if a turn of this
-    conversation is already running. A known client_id joins its turn instead."""
+    conversation is already running. A known client_id joins its turn instead. The turn
+    speaks `language` (by default the active one) in its feed and to the model."""
+    language = language or translation.get_language() or settings.LANGUAGE_CODE
     if client_id is not None:
         joined = _turn_of_client(conversation, client_id)
         if joined is not None:
             return joined
     _check_limits(conversation.owner_id)
     try:
-        return _turn_create(conversation, text, client_id)
+        return _turn_create(conversation, text, client_id, language)
     except IntegrityError:
         # Only a turn that blocks us is worth checking for a dead process.
         if not dead_turns_recover(conversation=conversation):
             raise TurnRejected(
-                "The agent is still working on the previous question. "
-                "Wait for it to finish, then ask again."
+                _(
+                    "The agent is still working on the previous question. "
+                    "Wait for it to finish, then ask again."
+                )
             ) from None
-    return _turn_create(conversation, text, client_id)
+    return _turn_create(conversation, text, client_id, language)
 
 
 def _check_limits(owner_id: int) -> None:
@@ -131,15 +147,27 @@ def _check_limits(owner_id: int) -> None:
     running = mine.filter(state=Message.State.STREAMING).count()
     if running >= settings.GLASSBOX_MAX_CONCURRENT_TURNS:
         raise TurnLimited(
-            f"You already have {running} answers in progress; "
-            "wait for one to finish, then ask again."
+            ngettext(
+                "You already have %(count)d answer in progress; "
+                "wait for it to finish, then ask again.",
+                "You already have %(count)d answers in progress; "
+                "wait for one to finish, then ask again.",
+                running,
+            )
+            % {"count": running}
         )
     minute_ago = timezone.now() - timedelta(minutes=1)
     asked = mine.filter(role=Message.Role.USER, created_at__gte=minute_ago).count()
     if asked >= settings.GLASSBOX_TURNS_PER_MINUTE:
         raise TurnLimited(
-            f"You have asked {asked} questions in the last minute, the most allowed; "
-            "wait a moment, then ask again."
+            ngettext(
+                "You have asked %(count)d question in the last minute, the most allowed; "
+                "wait a moment, then ask again.",
+                "You have asked %(count)d questions in the last minute, the most allowed; "
+                "wait a moment, then ask again.",
+                asked,
+            )
+            % {"count": asked}
         )
 
 
@@ -153,13 +181,13 @@ def _turn_of_client(conversation: Conversation, client_id: uuid.UUID) -> Started
 
 @transaction.atomic
 def _turn_create(
-    conversation: Conversation, text: str, client_id: uuid.UUID | None = None
+    conversation: Conversation, text: str, client_id: uuid.UUID | None, language: str
 ) -> StartedTurn:
     question = Message.objects.create(
         conversation=conversation, role=Message.Role.USER, content=text
     )
     feed = ActivityFeed.objects.create(
-        owner_id=conversation.owner_id, conversation_id=conversation.pk
+        owner_id=conversation.owner_id, conversation_id=conversation.pk, language=language
     )
     answer = Message.objects.create(
         conversation=conversation,
@@ -191,7 +219,7 @@ def contact_request_create(
 ) -> ContactRequest:
     """Stores the request and records it at the end of the turn's feed, for the audit."""
     if ContactRequest.objects.filter(message=message).exists():
-        raise ContactRefused("This contact request was already sent.")
+        raise ContactRefused(_("This contact request was already sent."))
     request = ContactRequest.objects.create(
         owner_id=message.conversation.owner_id,
         message=message,
@@ -201,7 +229,11 @@ def contact_request_create(
     )
     feed = ActivityFeed.objects.select_for_update().get(pk=message.feed_id)
     last = feed.events.order_by("-seq").values_list("seq", flat=True).first() or 0
-    sent = Status(icon="📨", message="Contact request sent", state="done", tool=CONTACT_TOOL)
+    # In the turn's language, like every other line of its feed.
+    with translation.override(feed.language):
+        sent = Status(
+            icon="📨", message=_("Contact request sent"), state="done", tool=CONTACT_TOOL
+        )
     ActivityEvent.from_event(feed, with_seq(sent, last + 1)).save()
     ActivityFeed.objects.filter(pk=feed.pk).update(event_count=last + 1)
     return request

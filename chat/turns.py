@@ -9,7 +9,8 @@ import logging
 from collections.abc import Callable
 
 from django.conf import settings
-from django.utils import timezone
+from django.utils import timezone, translation
+from django.utils.translation import gettext as _
 from openai import AsyncOpenAI
 
 from activity.events import Done, RecordedEvent, Status, TextDelta, to_json
@@ -138,6 +139,17 @@ async def turn_run(
     registry: ToolRegistry | None = None,
     client_factory: Callable[[], AsyncOpenAI] = make_client,
 ) -> Message.State:
+    # Every line and the summary are written in the asker's language; the override holds
+    # for this task only, whatever the sockets watching it speak.
+    with translation.override(answer.feed.language):
+        return await _turn_run(answer, registry, client_factory)
+
+
+async def _turn_run(
+    answer: Message,
+    registry: ToolRegistry | None,
+    client_factory: Callable[[], AsyncOpenAI],
+) -> Message.State:
     registry = registry or default_registry()
     group = Conversation.group_name_for(answer.conversation_id)
     recorder = FeedRecorder(answer.feed)
@@ -168,6 +180,7 @@ async def turn_run(
                 client=client_factory(),
                 model=settings.GLASSBOX_MODEL,
                 messages=history,
+                language=answer.feed.language,
                 registry=registry,
                 max_tool_rounds=settings.GLASSBOX_MAX_TOOL_ROUNDS,
                 tool_timeout=settings.GLASSBOX_TOOL_TIMEOUT,
@@ -179,7 +192,7 @@ async def turn_run(
     except asyncio.CancelledError:
         beating.cancel()
         state = Message.State.INTERRUPTED
-        await emit(Status(icon="⏹", message="Stopped", state="failed"))
+        await emit(Status(icon="⏹", message=_("Stopped"), state="failed"))
         await _finish(answer, recorder, text, registry, state)
         raise
     except Exception as exc:

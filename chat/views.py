@@ -9,6 +9,7 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.http import urlencode
 from django.utils.text import slugify
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from activity.models import FeedPreferences
@@ -89,9 +90,12 @@ def conversation_archive(request, conversation_id):
     conversation = selectors.conversation_for(request.user, conversation_id)
     archived = request.POST.get("archived") == "1"
     services.conversation_archive(conversation=conversation, archived=archived)
-    flash.success(
-        request, f"“{conversation}” is {'archived' if archived else 'back in your conversations'}."
-    )
+    if archived:
+        flash.success(request, _("“%(title)s” is archived.") % {"title": conversation})
+    else:
+        flash.success(
+            request, _("“%(title)s” is back in your conversations.") % {"title": conversation}
+        )
     return redirect("chat:conversation_list")
 
 
@@ -105,14 +109,14 @@ def conversation_delete(request, conversation_id):
         }
         return render(request, "chat/conversation_delete.html", context)
     services.conversation_delete(conversation=conversation)
-    flash.success(request, f"“{conversation}” was deleted.")
+    flash.success(request, _("“%(title)s” was deleted.") % {"title": conversation})
     return redirect("chat:conversation_list")
 
 
 @require_GET
 def conversation_export(request, conversation_id, fmt):
     if fmt not in {"md", "json"}:
-        raise Http404("Conversations download as .md or .json.")
+        raise Http404(_("Conversations download as .md or .json."))
     conversation = selectors.conversation_for(request.user, conversation_id)
     name = slugify(conversation.display_title)[:60] or "conversation"
     if fmt == "md":
@@ -136,7 +140,7 @@ def contact_request(request, conversation_id, message_id):
     message = selectors.answer_with_feed(conversation, message_id, prefs)
     form = ContactForm(request.POST)
     if not services.contact_form_requested(message):
-        return HttpResponse("The agent did not open a contact form here.", status=400)
+        return HttpResponse(_("The agent did not open a contact form here."), status=400)
     if form.is_valid():
         try:
             services.contact_request_create(message=message, **form.cleaned_data)
@@ -147,6 +151,6 @@ def contact_request(request, conversation_id, message_id):
             form = None
     if not request.htmx:
         if form is not None:
-            flash.error(request, "The contact form has errors; please try again.")
+            flash.error(request, _("The contact form has errors; please try again."))
         return redirect(f"{conversation.get_absolute_url()}#{message.dom_id}")
     return render(request, "chat/_contact_form.html", {"message": message, "form": form})

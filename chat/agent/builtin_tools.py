@@ -7,6 +7,9 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.utils.formats import date_format, number_format
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, ngettext
 from pydantic import BaseModel, ConfigDict, Field
 
 from activity.presentation import ToolLabels
@@ -28,11 +31,12 @@ async def run_search_documents(arguments: SearchArguments) -> ToolOutcome:
     count = len(hits)
     return ToolOutcome(
         content=[{"title": h.title, "snippet": h.snippet, "score": h.score} for h in hits],
-        summary="1 document" if count == 1 else f"{count} documents",
+        summary=ngettext("%(count)d document", "%(count)d documents", count) % {"count": count},
         done_message=(
-            ("Found 1 document" if count == 1 else f"Found {count} documents")
+            ngettext("Found %(count)d document", "Found %(count)d documents", count)
+            % {"count": count}
             if count
-            else "No matching documents"
+            else _("No matching documents")
         ),
     )
 
@@ -46,9 +50,11 @@ SEARCH_DOCUMENTS = Tool(
     arguments=SearchArguments,
     run=run_search_documents,
     icon="🔍",
-    working_message="Searching the knowledge base…",
+    working_message=gettext_lazy("Searching the knowledge base…"),
     labels=ToolLabels(
-        icon="📄", done="Searched the knowledge base", failed="Knowledge base query failed"
+        icon="📄",
+        done=gettext_lazy("Searched the knowledge base"),
+        failed=gettext_lazy("Knowledge base query failed"),
     ),
 )
 
@@ -65,12 +71,24 @@ async def run_calculator(arguments: CalculatorArguments) -> ToolOutcome:
         result = evaluate(arguments.expression)
     except ArithmeticError_ as exc:
         raise ToolError(str(exc)) from None
-    shown = f"{result:,.6g}" if isinstance(result, float) else f"{result:,}"
+    shown = _number(result)
     return ToolOutcome(
         content={"expression": arguments.expression, "result": result},
         summary=f"= {shown}",
-        done_message=f"Calculated {arguments.expression} = {shown}",
+        done_message=_("Calculated %(expression)s = %(result)s")
+        % {"expression": arguments.expression, "result": shown},
     )
+
+
+def _number(value: int | float) -> str:
+    """In the reader's notation (52.000,5 in Italian); huge or tiny floats in e-notation."""
+    if isinstance(value, float):
+        if value and not 1e-6 <= abs(value) < 1e15:
+            return f"{value:.6g}"
+        value = float(f"{value:.6g}")
+        if value.is_integer():
+            value = int(value)
+    return number_format(value, force_grouping=True)
 
 
 CALCULATOR = Tool(
@@ -79,8 +97,12 @@ CALCULATOR = Tool(
     arguments=CalculatorArguments,
     run=run_calculator,
     icon="🧮",
-    working_message="Calculating…",
-    labels=ToolLabels(icon="🧮", done="Did a calculation", failed="Calculation failed"),
+    working_message=gettext_lazy("Calculating…"),
+    labels=ToolLabels(
+        icon="🧮",
+        done=gettext_lazy("Did a calculation"),
+        failed=gettext_lazy("Calculation failed"),
+    ),
 )
 
 
@@ -94,12 +116,15 @@ async def run_current_datetime(arguments: DateTimeArguments) -> ToolOutcome:
     try:
         zone = ZoneInfo(arguments.timezone)
     except (ZoneInfoNotFoundError, ValueError):
-        raise ToolError(f"unknown time zone {arguments.timezone[:40]!r}") from None
+        raise ToolError(
+            _("unknown time zone %(zone)s") % {"zone": repr(arguments.timezone[:40])}
+        ) from None
     now = datetime.now(UTC).astimezone(zone)
     return ToolOutcome(
         content={"iso": now.isoformat(timespec="seconds"), "timezone": arguments.timezone},
         summary=now.isoformat(timespec="minutes"),
-        done_message=f"It is {now:%Y-%m-%d %H:%M} in {arguments.timezone}",
+        done_message=_("It is %(when)s in %(zone)s")
+        % {"when": date_format(now, "SHORT_DATETIME_FORMAT"), "zone": arguments.timezone},
     )
 
 
@@ -109,8 +134,12 @@ CURRENT_DATETIME = Tool(
     arguments=DateTimeArguments,
     run=run_current_datetime,
     icon="🕒",
-    working_message="Checking the date and time…",
-    labels=ToolLabels(icon="🕒", done="Checked the date and time", failed="Clock lookup failed"),
+    working_message=gettext_lazy("Checking the date and time…"),
+    labels=ToolLabels(
+        icon="🕒",
+        done=gettext_lazy("Checked the date and time"),
+        failed=gettext_lazy("Clock lookup failed"),
+    ),
 )
 
 
@@ -124,8 +153,8 @@ async def run_request_contact_form(arguments: ContactFormArguments) -> ToolOutco
     # The page shows the form when it sees this tool's done line; nothing to fetch here.
     return ToolOutcome(
         content={"shown": True, "note": "A contact form is now open in the user's page."},
-        summary="form shown",
-        done_message="Opened a contact form",
+        summary=_("form shown"),
+        done_message=_("Opened a contact form"),
     )
 
 
@@ -138,8 +167,12 @@ REQUEST_CONTACT_FORM = Tool(
     arguments=ContactFormArguments,
     run=run_request_contact_form,
     icon="📝",
-    working_message="Opening a contact form…",
-    labels=ToolLabels(icon="📝", done="Opened a contact form", failed="Contact form failed"),
+    working_message=gettext_lazy("Opening a contact form…"),
+    labels=ToolLabels(
+        icon="📝",
+        done=gettext_lazy("Opened a contact form"),
+        failed=gettext_lazy("Contact form failed"),
+    ),
     user_facing=False,
 )
 

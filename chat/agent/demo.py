@@ -3,7 +3,8 @@ OpenAI's streaming wire format, so the real openai client parses every byte of i
 
 It is deterministic and covers every path of the agent: a direct answer, one search, two
 tools in sequence, two tools in parallel, a tool failure with its fallback, the contact form
-and a calculation, in the language of the question (English, Italian or Chinese)."""
+and a calculation, in the user's language as the system prompt tells it (English, Italian or
+Traditional Chinese), or in the question's when that is plainly another."""
 
 from __future__ import annotations
 
@@ -39,11 +40,25 @@ EXPRESSION = re.compile(
 )
 
 
+TOLD_LANGUAGE = re.compile(r"language code ([\w-]+)")
+
+
 def detect_language(text: str) -> str:
     if CJK.search(text):
         return "zh"
     words = set(re.findall(r"[^\W\d_]+", text.casefold()))
     return "it" if words & ITALIAN_HINTS else "en"
+
+
+def reply_language(question: str, system: str) -> str:
+    """As the system prompt asks: the user's language, unless the question is plainly in
+    another one (English is what the demo assumes when it sees neither)."""
+    written = detect_language(question)
+    told = TOLD_LANGUAGE.search(system)
+    if written != "en" or told is None:
+        return written
+    code = told.group(1).lower()
+    return "zh" if code.startswith("zh") else code if code in {"it", "en"} else "en"
 
 
 def keywords(question: str, limit: int = 60) -> str:
@@ -70,7 +85,8 @@ class DemoModel:
         last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1)
         question = _text(messages[last_user]) if last_user >= 0 else ""
         since_question = messages[last_user + 1 :]
-        language = detect_language(question)
+        system = next((_text(m) for m in messages if m.get("role") == "system"), "")
+        language = reply_language(question, system)
         offered = {t.get("function", {}).get("name") for t in body.get("tools") or []}
         rounds = await self.plan(question, language, offered)
         done = sum(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import openai
+from django.utils.translation import gettext as _
 
 
 class ProviderError(Exception):
@@ -13,17 +14,19 @@ def describe_failure(exc: BaseException) -> str:
     if isinstance(exc, ProviderError):
         return str(exc)
     if isinstance(exc, openai.APITimeoutError):
-        return "the model provider did not answer in time"
+        return _("the model provider did not answer in time")
     if isinstance(exc, openai.APIConnectionError):
-        return "could not reach the model provider"
+        return _("could not reach the model provider")
     if isinstance(exc, openai.AuthenticationError | openai.PermissionDeniedError):
-        return "the model provider refused our credentials"
+        return _("the model provider refused our credentials")
     if isinstance(exc, openai.RateLimitError):
-        return "the model provider is rate limiting us; try again shortly"
+        return _("the model provider is rate limiting us; try again shortly")
     if isinstance(exc, openai.APIStatusError):
-        return f"the model provider answered with an error ({exc.status_code})"
+        return _("the model provider answered with an error (%(status)s)") % {
+            "status": exc.status_code
+        }
     if isinstance(exc, openai.APIError):
-        return "the model provider stopped with an error"
+        return _("the model provider stopped with an error")
     if isinstance(exc, TimeoutError):
-        return "the answer took too long"
-    return "something went wrong on our side"
+        return _("the answer took too long")
+    return _("something went wrong on our side")

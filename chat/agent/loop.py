@@ -13,11 +13,15 @@ from dataclasses import dataclass
 from typing import Any
 
 import jiter
+from django.conf import settings
+from django.utils.translation import get_language
+from django.utils.translation import gettext as _
 from openai import AsyncOpenAI
 
 from activity.events import Event, Status, TextDelta, ToolCall, ToolResult
 from chat.agent.errors import ProviderError
 from chat.agent.tools import FEEDBACK_ARG, Tool, ToolError, ToolRegistry, truncate_feedback
+from project.languages import language_name
 
 logger = logging.getLogger("glassbox.agent")
 
@@ -27,12 +31,30 @@ SYSTEM_PROMPT = (
     "returns; use the calculator for any arithmetic. Every tool call that has a "
     "feedback_to_user argument must fill it with a very short message (at most 100 "
     "characters) in the user's language that says what you are doing (the action, not the "
-    "tool). Answer in the language the user writes in, in Markdown."
+    "tool). Answer in Markdown."
+)
+# The demo model reads the code back from this sentence.
+LANGUAGE_PROMPT = (
+    "The user's language is {name} (language code {code}): write every feedback_to_user and "
+    "your answer in {name}, unless the user writes to you in another language; then use theirs."
 )
 
-WRITING = Status(icon="✍️", message="Writing the answer…", state="in_progress")
-FINISHED = Status(icon="✅", message="Done", state="done")
-FALLBACK = Status(icon="🔄", message="Answering from general knowledge", state="done")
+
+def system_prompt(language: str) -> str:
+    return f"{SYSTEM_PROMPT} {LANGUAGE_PROMPT.format(name=language_name(language), code=language)}"
+
+
+# Built when a turn needs them, so they speak the turn's language.
+def writing() -> Status:
+    return Status(icon="✍️", message=_("Writing the answer…"), state="in_progress")
+
+
+def finished() -> Status:
+    return Status(icon="✅", message=_("Done"), state="done")
+
+
+def fallback() -> Status:
+    return Status(icon="🔄", message=_("Answering from general knowledge"), state="done")
 
 
 @dataclass
@@ -97,7 +119,7 @@ class ToolCallAssembler:
 
 
 def working_message(tool: Tool | None, name: str) -> str:
-    return tool.working_message if tool else f"Running {name}…"
+    return str(tool.working_message) if tool else _("Running %(tool)s…") % {"tool": name}
 
 
 def complete_feedback(arguments: str) -> str:
@@ -115,9 +137,9 @@ def parse_arguments(tool: Tool, raw: str) -> tuple[dict[str, Any], Any]:
     try:
         arguments = json.loads(raw or "{}")
     except ValueError:
-        raise ToolError("malformed arguments") from None
+        raise ToolError(_("malformed arguments")) from None
     if not isinstance(arguments, dict):
-        raise ToolError("arguments are not an object")
+        raise ToolError(_("arguments are not an object"))
     return arguments, tool.parse(arguments)
 
 
@@ -132,17 +154,17 @@ async def run_tool(
     error = reason = ""
     try:
         if tool is None:
-            raise ToolError("unknown tool")
+            raise ToolError(_("unknown tool"))
         arguments, parsed = parse_arguments(tool, call.arguments)
         outcome = await asyncio.wait_for(tool.run(parsed), time_limit)
     except ToolError as exc:
         reason = error = str(exc)
     except TimeoutError:
-        reason = f"timed out after {time_limit:g} s"
+        reason = _("timed out after %(seconds)s s") % {"seconds": f"{time_limit:g}"}
         error = f"TimeoutError: {reason}"
     except Exception:
         logger.exception("tool %s failed", call.name)
-        reason = "unexpected error"
+        reason = _("unexpected error")
         error = traceback.format_exc()
     duration_ms = int((time.monotonic() - started) * 1000)
     recorded_arguments = arguments or _raw_arguments(call.arguments)
@@ -159,7 +181,7 @@ async def run_tool(
         )
         done = Status(
             icon=tool.labels.icon,
-            message=outcome.done_message,
+            message=str(outcome.done_message),
             state="done",
             tool=call.name,
             call_id=call.call_id,
@@ -175,15 +197,15 @@ async def run_tool(
         error=error,
         content=content,
     )
-    what = tool.labels.failed if tool else f"Unknown tool {call.name}"
+    what = str(tool.labels.failed) if tool else _("Unknown tool %(tool)s") % {"tool": call.name}
     failed = Status(
         icon="❌",
-        message=f"{what} ({reason})",
+        message=_("%(what)s (%(reason)s)") % {"what": what, "reason": reason},
         state="failed",
         tool=call.name,
         call_id=call.call_id,
     )
-    return tool_call, result, [failed, FALLBACK], content
+    return tool_call, result, [failed, fallback()], content
 
 
 def _raw_arguments(raw: str) -> dict[str, Any]:
@@ -202,9 +224,11 @@ async def run_agent(
     registry: ToolRegistry,
     max_tool_rounds: int,
     tool_timeout: float,
+    language: str | None = None,
 ) -> AsyncIterator[Event]:
     """Yields Status, ToolCall, ToolResult and TextDelta events; the caller adds Done."""
-    conversation = [{"role": "system", "content": SYSTEM_PROMPT}, *messages]
+    language = language or get_language() or settings.LANGUAGE_CODE
+    conversation = [{"role": "system", "content": system_prompt(language)}, *messages]
     used_tools = False
     for round_number in range(max_tool_rounds + 1):
         offer_tools = bool(registry) and round_number < max_tool_rounds
@@ -220,7 +244,7 @@ async def run_agent(
             delta = chunk.choices[0].delta
             if delta.content:
                 if used_tools and not text:
-                    yield WRITING
+                    yield writing()
                 text.append(delta.content)
                 yield TextDelta(delta.content)
             for tool_delta in delta.tool_calls or []:
@@ -228,7 +252,7 @@ async def run_agent(
                     yield status
         if not calls:
             if used_tools:
-                yield FINISHED
+                yield finished()
             return
         used_tools = True
         pending = calls.completed()
@@ -257,7 +281,7 @@ async def run_agent(
                 yield status
             conversation.append({"role": "tool", "tool_call_id": call.call_id, "content": content})
     # Only reached when the model asked for tools even though none were offered.
-    yield FINISHED
+    yield finished()
 
 
 async def _readable(stream) -> AsyncIterator[Any]:
@@ -270,7 +294,7 @@ async def _readable(stream) -> AsyncIterator[Any]:
         except StopAsyncIteration:
             return
         except ValueError as exc:
-            raise ProviderError("the model provider sent an unreadable reply") from exc
+            raise ProviderError(_("the model provider sent an unreadable reply")) from exc
         yield chunk
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.utils.module_loading import import_string
+from django.utils.translation import gettext as _
 from pydantic import BaseModel, ValidationError
 
 from activity.presentation import ToolLabels
@@ -55,6 +56,7 @@ class Tool:
     arguments: type[BaseModel]
     run: Callable[[Any], Awaitable[ToolOutcome]]
     icon: str
+    # Lazy translations (gettext_lazy) are welcome: they are read in the turn's language.
     working_message: str
     labels: ToolLabels
     # Tools that only act in the page (the contact form) do not narrate themselves.
@@ -89,7 +91,9 @@ class Tool:
         """Validated arguments, or a ToolError that says in a few words what was wrong."""
         values = {k: v for k, v in arguments.items() if k != FEEDBACK_ARG}
         if self.user_facing and not isinstance(arguments.get(FEEDBACK_ARG, ""), str):
-            raise ToolError(f"argument {FEEDBACK_ARG!r} has the wrong type")
+            raise ToolError(
+                _("argument %(name)s has the wrong type") % {"name": repr(FEEDBACK_ARG)}
+            )
         try:
             return self.arguments.model_validate(values)
         except ValidationError as exc:
@@ -100,13 +104,14 @@ def _first_problem(exc: ValidationError) -> str:
     error = exc.errors()[0]
     name = ".".join(str(part) for part in error["loc"]) or "arguments"
     kind = error["type"]
+    values = {"name": repr(name)}
     if kind == "missing":
-        return f"missing argument {name!r}"
+        return _("missing argument %(name)s") % values
     if kind == "extra_forbidden":
-        return f"unexpected argument {name!r}"
+        return _("unexpected argument %(name)s") % values
     if kind.endswith("_type"):
-        return f"argument {name!r} has the wrong type"
-    return f"argument {name!r} is invalid: {error['msg']}"
+        return _("argument %(name)s has the wrong type") % values
+    return _("argument %(name)s is invalid: %(problem)s") % {**values, "problem": error["msg"]}
 
 
 def _without_titles(schema: Any) -> Any:

@@ -15,7 +15,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from activity.export import FORMATS, export_stream
-from activity.models import ActivityFeed
+from activity.models import ActivityFeed, FeedPreferences
 from activity.selectors import events_by_feed, feeds_filtered, feeds_visible_to
 from chat.api.serializers import (
     ConversationDetailSerializer,
@@ -201,6 +201,8 @@ class TurnCreate(APIView):
                 conversation=conversation,
                 text=text,
                 client_id=data.validated_data.get("client_id"),
+                # As on the pages: the saved choice, else the request's Accept-Language.
+                language=FeedPreferences.language_of(request.user.pk) or None,
             )
         except QuestionInvalid as problem:
             raise ValidationError({"content": str(problem)}) from None

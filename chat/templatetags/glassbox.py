@@ -2,7 +2,9 @@ from __future__ import annotations
 
 from django import template
 from django.utils.safestring import mark_safe
+from django.utils.translation import gettext as _
 
+from activity.presentation import seconds
 from chat.forms import ContactForm
 from chat.markdown import render_markdown
 from chat.services import contact_form_requested
@@ -15,16 +17,12 @@ def markdown(text: str) -> str:
     return mark_safe(render_markdown(text or ""))  # sanitized by nh3
 
 
-@register.filter
-def seconds(milliseconds: int) -> str:
-    if milliseconds < 10_000:
-        return f"{milliseconds / 1000:.1f} s"
-    return f"{milliseconds / 1000:.0f} s"
+register.filter("seconds", seconds)
 
 
 @register.filter
 def state_word(state: str) -> str:
-    return {"failed": "failed", "in_progress": "done", "done": "done"}.get(state, state)
+    return _("failed") if state == "failed" else _("done")
 
 
 @register.filter

@@ -59,7 +59,7 @@ def test_preferences_are_per_user(alice_client, alice, bob):
         ({"max_lines": "0"}, "greater than or equal to 1"),
         ({"line_width": "5000"}, "less than or equal to 400"),
         ({"label_text": ""}, "Type the label to show"),
-        ({"labels": " , , "}, "LABELS must name at least one label"),
+        ({"labels": " , , "}, "Name at least one label, or leave this empty."),
     ],
 )
 def test_bad_values_are_explained_and_nothing_is_saved(alice_client, alice, change, problem):
@@ -69,11 +69,12 @@ def test_bad_values_are_explained_and_nothing_is_saved(alice_client, alice, chan
     assert not FeedPreferences.objects.filter(user=alice).exists()
 
 
-def test_reset_returns_to_the_defaults(alice_client, alice):
-    alice_client.post("/preferences/", VALID)
+def test_reset_returns_the_feed_to_the_defaults_and_keeps_the_language(alice_client, alice):
+    alice_client.post("/preferences/", {**VALID, "language": "it"})
     alice_client.post("/preferences/", {"reset": "1"})
-    assert not FeedPreferences.objects.filter(user=alice).exists()
+    assert FeedPreferences.objects.get(user=alice).overrides == {}
     assert FeedPreferences.prefs_for(alice.pk).mode == "partial"
+    assert FeedPreferences.language_of(alice.pk) == "it"
 
 
 def test_the_page_needs_a_login(client):

@@ -170,7 +170,7 @@ async def test_the_per_user_cap_on_running_turns_is_explained(settings, alice, k
     await finish_turns()
     await first.disconnect()
     await second.disconnect()
-    assert "already have 1 answers in progress" in notice
+    assert "You already have 1 answer in progress; wait for it to finish" in notice
 
 
 async def test_a_flood_closes_that_socket_and_others_keep_being_served(

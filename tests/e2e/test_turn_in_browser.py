@@ -163,7 +163,7 @@ def test_progress_mode_shows_a_draft_that_turns_into_the_answer(conversation, li
     assert "Sifting..." not in " ".join(feed_lines(page))
 
     page.goto(f"{live_server_url}/preferences/")
-    page.click("button:text('Reset to defaults')")
+    page.click("button:text('Reset the feed settings to defaults')")
 
 
 def test_markup_in_a_question_is_shown_as_text_never_run(conversation):
