@@ -72,3 +72,12 @@ def test_a_live_turn_still_blocks_a_new_question(alice_conversation):
     stalled_turn(alice_conversation, silent_for=600, beat_ago=0.5)
     with pytest.raises(TurnRejected, match="still working"):
         turn_start(conversation=alice_conversation, text="second")
+
+
+def test_a_recovered_turn_is_closed_in_the_language_it_was_asked_in(alice_conversation):
+    answer = stalled_turn(alice_conversation, silent_for=60)
+    ActivityFeed.objects.filter(pk=answer.feed_id).update(language="zh-hant")
+    assert dead_turns_recover() == 1  # noticed by a process speaking English
+    feed = ActivityFeed.objects.get(pk=answer.feed_id)
+    assert feed.summary_text == "已中斷：伺服器在處理時停止"
+    assert feed.events.order_by("-seq").first().message == feed.summary_text

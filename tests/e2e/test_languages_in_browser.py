@@ -1,0 +1,78 @@
+"""An Italian user and a Chinese user, each in a real browser: the whole page, the live feed
+and the folded summary in their language."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.servers import manage
+
+pytestmark = pytest.mark.e2e
+
+NEW_USER = (
+    "from django.contrib.auth import get_user_model; "
+    "get_user_model().objects.filter(username='{name}').delete(); "
+    "get_user_model().objects.create_user('{name}', password='{name}-password')"
+)
+
+
+def log_in_as_new_user(page, url: str, env: dict, name: str) -> None:
+    manage(env, "shell", "-c", NEW_USER.format(name=name))
+    page.goto(f"{url}/accounts/login/")
+    page.fill("[name=username]", name)
+    page.fill("[name=password]", f"{name}-password")
+    page.click("main form button[type=submit]")
+    expect(page).to_have_url(f"{url}/")
+
+
+def test_an_italian_user_picks_italian_in_the_switcher(browser, glassbox_server):
+    url, env = glassbox_server
+    context = browser.new_context(locale="en-US")
+    page = context.new_page()
+    log_in_as_new_user(page, url, env, "giulia")
+    expect(page.locator("h1")).to_have_text("Your conversations")
+    page.click(".language-switcher button[lang=it]")
+    expect(page.locator("h1")).to_have_text("Le tue conversazioni")
+    page.click("main button:text('Nuova conversazione')")
+    expect(page).to_have_url(re.compile(r"/c/[0-9a-f-]+/$"))
+    page.fill("#question", "Come posso negoziare il mio stipendio?")
+    page.click("#composer button")
+
+    # Live, while the answer still streams.
+    expect(page.locator("details.feed li", has_text=re.compile(r"Trovat[oi] \d"))).to_be_visible()
+    expect(page.locator("details.feed li", has_text="Cerco “")).to_be_visible()
+    done = page.locator("article.assistant.state-complete")
+    expect(done).to_be_visible()
+    expect(done.locator("details.feed summary")).to_have_text(
+        re.compile("Ha cercato nella base di conoscenza")
+    )
+    expect(done.locator(".answer")).to_contain_text("Ecco cosa dice la base di conoscenza")
+    expect(page.locator("#composer button")).to_have_text("Invia")
+
+    # Reopened later, on a browser that prefers English: still Italian.
+    page.reload()
+    expect(page.locator("html")).to_have_attribute("lang", "it")
+    expect(page.locator("details.feed summary").last).to_contain_text("Ha cercato")
+    page.locator("details.feed summary").last.click()
+    expect(page.locator("details.feed li .duration").first).to_have_text(re.compile(r"\d,\d s"))
+    context.close()
+
+
+def test_a_chinese_browser_gets_traditional_chinese(browser, glassbox_server):
+    url, env = glassbox_server
+    context = browser.new_context(locale="zh-TW")
+    page = context.new_page()
+    log_in_as_new_user(page, url, env, "meiling")
+    expect(page.locator("h1")).to_have_text("你的對話")
+    page.click("main button:text('新對話')")
+    page.fill("#question", "我該如何進行薪資談判？")
+    page.click("#composer button")
+    expect(page.locator("details.feed li", has_text="找到")).to_be_visible()
+    done = page.locator("article.assistant.state-complete")
+    expect(done.locator("details.feed summary")).to_have_text(re.compile("搜尋了知識庫"))
+    expect(done.locator(".answer")).to_contain_text("以下是知識庫中的相關內容")
+    expect(page.locator("#question")).to_have_attribute("placeholder", re.compile("提出問題"))
+    context.close()
