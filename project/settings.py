@@ -96,7 +96,13 @@ if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL], "capacity": CHANNEL_CAPACITY},
+            # redis-py 8 stops reading after 5 s by default, while the layer blocks up to 5 s
+            # waiting for a message: an idle socket would be dropped with 1011. A longer read
+            # timeout still catches a connection that died silently.
+            "CONFIG": {
+                "hosts": [{"address": REDIS_URL, "socket_timeout": 30}],
+                "capacity": CHANNEL_CAPACITY,
+            },
         }
     }
 else:

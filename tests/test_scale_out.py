@@ -132,3 +132,26 @@ def test_when_the_running_process_dies_the_other_sees_the_turn_interrupted(share
         "⚠️",
         "Interrupted: the server stopped while working",
     )
+
+
+def test_an_idle_socket_stays_open_and_answers_later(shared_servers):
+    """Redis' client gives up reading after its socket timeout (5 s by default since redis-py
+    8) while the layer blocks up to 5 s for a message: an idle page must not be dropped."""
+    _, second = shared_servers
+    conversation, cookies = login(second.url)
+
+    async def scenario():
+        async with websockets.connect(
+            second.url.replace("http", "ws") + f"/ws/c/{conversation}/",
+            additional_headers={"Cookie": cookies, "Origin": second.url},
+            subprotocols=["glassbox.json"],
+        ) as socket:
+            await asyncio.sleep(12)  # a person reading
+            await socket.send(json.dumps({"message": "How do I negotiate my salary?"}))
+            events = [json.loads(await asyncio.wait_for(socket.recv(), 30))]
+            while events[-1]["type"] != "done":
+                events.append(json.loads(await asyncio.wait_for(socket.recv(), 30)))
+            return events
+
+    events = asyncio.run(scenario())
+    assert events[-1]["state"] == "complete"

@@ -25,7 +25,8 @@ def catalogue(locale: str, root: Path = ROOT):
 
 
 def msgids(locale: str, root: Path = ROOT) -> set:
-    return {m.id if isinstance(m.id, str) else tuple(m.id) for m in catalogue(locale, root) if m.id}
+    ids = (message.id for message in catalogue(locale, root) if message.id)
+    return {id if isinstance(id, str) else tuple(id) for id in ids}
 
 
 @pytest.mark.parametrize("locale", LOCALES)

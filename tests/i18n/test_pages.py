@@ -15,8 +15,7 @@ from chat.services import turn_start
 pytestmark = pytest.mark.django_db
 
 ITALIAN_MONTHS = (
-    "gennaio febbraio marzo aprile maggio giugno luglio agosto settembre ottobre novembre "
-    "dicembre"
+    "gennaio febbraio marzo aprile maggio giugno luglio agosto settembre ottobre novembre dicembre"
 )
 
 
