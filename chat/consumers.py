@@ -76,6 +76,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
         self.presenters: dict[int, LivePresenter] = {}
         self.timers: dict[int, asyncio.Task] = {}
         self.watchdogs: dict[int, asyncio.Task] = {}
+        self.heard: dict[int, float] = {}
         # Group messages wait until connect returns, so none is lost or shown twice between
         # joining the group and the snapshot of a running turn.
         await self.channel_layer.group_add(self.group, self.channel_name)
@@ -245,19 +246,17 @@ class ChatConsumer(AsyncWebsocketConsumer):
 
     async def turn_event(self, message: dict[str, Any]) -> None:
         answer_id = message["answer_id"]
+        self.heard[answer_id] = time.monotonic()
         for event in await self.follower.admit(message):
             await self.show(answer_id, event)
 
     async def show(self, answer_id: int, event: dict[str, Any]) -> None:
+        if event["type"] == "done":
+            self.forget(answer_id)
         if self.wants_json:
             await self.send(text_data=json.dumps(event, ensure_ascii=False))
             return
         if event["type"] == "done":
-            self.presenters.pop(answer_id, None)
-            for tasks in (self.timers, self.watchdogs):
-                task = tasks.pop(answer_id, None)
-                if task is not None:
-                    task.cancel()
             answer = await amessage_with_feed(answer_id, self.prefs)
             await self.send(text_data=fragments.assistant_message(answer))
             return
@@ -269,17 +268,37 @@ class ChatConsumer(AsyncWebsocketConsumer):
         if ops:
             await self.send(text_data=fragments.live_ops(answer_id, ops))
 
-    def watch(self, answer_id: int) -> None:
-        """A turn run by another process: if that process dies, this socket notices (through
-        the heartbeat) and every client of the conversation sees the turn interrupted."""
-        if answer_id in RUNNING or answer_id in self.watchdogs:
-            return
-        self.watchdogs[answer_id] = asyncio.create_task(self.watchdog())
+    def forget(self, answer_id: int) -> None:
+        """A finished turn needs no presenter, draft timer or watchdog any more."""
+        self.presenters.pop(answer_id, None)
+        self.heard.pop(answer_id, None)
+        for tasks in (self.timers, self.watchdogs):
+            task = tasks.pop(answer_id, None)
+            # The watchdog may be the one showing the end: it returns by itself.
+            if task is not None and task is not asyncio.current_task():
+                task.cancel()
 
-    async def watchdog(self) -> None:
+    def watch(self, answer_id: int) -> None:
+        if answer_id not in self.watchdogs:
+            self.watchdogs[answer_id] = asyncio.create_task(self.watchdog(answer_id))
+
+    async def watchdog(self, answer_id: int) -> None:
+        """Whenever a followed turn goes quiet: if another process ran it and died, this
+        socket notices (through the heartbeat) and every client sees it interrupted; if it
+        ended but its `done` was dropped on the way, this client is shown the end anyway."""
+        quiet = settings.GLASSBOX_HEARTBEAT_SECONDS * 2
+        self.heard[answer_id] = time.monotonic()
         while True:
-            await asyncio.sleep(settings.GLASSBOX_HEARTBEAT_SECONDS * 2)
-            await database_sync_to_async(dead_turns_recover)(conversation=self.conversation)
+            await asyncio.sleep(quiet)
+            if time.monotonic() - self.heard.get(answer_id, 0) < quiet:
+                continue
+            if answer_id not in RUNNING:
+                await database_sync_to_async(dead_turns_recover)(conversation=self.conversation)
+            events = await self.follower.ended(answer_id)
+            for event in events:
+                await self.show(answer_id, event)
+            if events:
+                return
 
     async def show_draft_later(self, answer_id: int) -> None:
         await asyncio.sleep(self.prefs.show_after)

@@ -6,13 +6,14 @@ channel), so a gap is filled from the database: each status or tool event is wri
 the next one is broadcast, so a seq missing before the one that arrived is always there; a
 missing stretch of answer text comes from the running process's buffer or the stored text,
 or, if neither has it yet, from the finished answer just before `done` (which also brings any
-text lost at the very end)."""
+text lost at the very end). A `done` that was itself dropped is found in the database once the
+turn has gone quiet (`ended`), so no client waits forever."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from activity.events import to_json
+from activity.events import Done, to_json
 from activity.models import ActivityEvent
 from chat.models import Message
 
@@ -22,6 +23,7 @@ class TurnFollower:
         self.seen_seq: dict[int, int] = {}
         self.seen_text: dict[int, int] = {}
         self.text_gap: set[int] = set()
+        self.finished: set[int] = set()
 
     def start(self, answer_id: int) -> None:
         self.seen_seq[answer_id] = 0
@@ -44,6 +46,9 @@ class TurnFollower:
         if event["type"] == "text":
             return await self._text(answer_id, message.get("offset", 0), event["content"])
         if event["type"] == "done":
+            if answer_id in self.finished:
+                return []
+            self.finished.add(answer_id)
             # Everything is written before `done` goes out: whatever never arrived comes now.
             seen = self.seen_seq.get(answer_id, 0)
             lines = await self._recorded(answer_id, after=seen, before=None)
@@ -58,6 +63,21 @@ class TurnFollower:
             events = await self._recorded(answer_id, after=seen, before=event["seq"])
         self.seen_seq[answer_id] = event["seq"]
         return [*events, event]
+
+    async def ended(self, answer_id: int) -> list[dict[str, Any]]:
+        """The end of a turn whose `done` never arrived, as stored; [] while it runs."""
+        if answer_id in self.finished:
+            return []
+        row = await (
+            Message.objects.filter(pk=answer_id)
+            .exclude(state=Message.State.STREAMING)
+            .values_list("state", "feed__summary_icon", "feed__summary_text")
+            .afirst()
+        )
+        if row is None:
+            return []
+        done = to_json(Done(str(answer_id), *row))
+        return await self.admit({"answer_id": answer_id, "event": done})
 
     async def _text(self, answer_id: int, offset: int, content: str) -> list[dict[str, Any]]:
         seen = self.seen_text.get(answer_id, 0)

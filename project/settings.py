@@ -92,6 +92,7 @@ REDIS_URL = env_str("REDIS_URL", "")
 # Messages a channel holds before the layer drops more (clients recover from drops; see
 # chat/follow.py).
 CHANNEL_CAPACITY = env_int("GLASSBOX_CHANNEL_CAPACITY", 100)
+REDIS_PROCESS_CAPACITY = env_int("GLASSBOX_REDIS_PROCESS_CAPACITY", 100_000)
 if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
@@ -102,6 +103,10 @@ if REDIS_URL:
             "CONFIG": {
                 "hosts": [{"address": REDIS_URL, "socket_timeout": 30}],
                 "capacity": CHANNEL_CAPACITY,
+                # In Redis every socket of a process shares one list, bounded by the capacity
+                # of its channels' names: it must hold all of their messages in flight, or a
+                # busy process drops frames for sockets that are keeping up.
+                "channel_capacity": {"specific.*": REDIS_PROCESS_CAPACITY},
             },
         }
     }

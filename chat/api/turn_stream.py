@@ -3,11 +3,13 @@ conversation's channel-layer group, so browser tabs watch an API-started turn li
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from typing import Any
 
 from channels.layers import get_channel_layer
+from django.conf import settings
 
 from activity.events import Done, to_json
 from activity.models import FeedPreferences
@@ -50,11 +52,18 @@ async def turn_events(conversation: Conversation, turn: StartedTurn) -> AsyncIte
                 conversation.group_name, question_id=turn.question.pk, answer_id=answer_id
             )
             turn_launch(turn.answer)
+        quiet = settings.GLASSBOX_HEARTBEAT_SECONDS * 2
         while True:
-            message = await layer.receive(channel)
-            if message.get("type") != "turn.event" or message["answer_id"] != answer_id:
-                continue
-            for event in await follower.admit(message):
+            try:
+                message = await asyncio.wait_for(layer.receive(channel), quiet)
+            except TimeoutError:
+                # Quiet for a while: if the turn ended, its `done` was dropped on the way.
+                events = await follower.ended(answer_id)
+            else:
+                if message.get("type") != "turn.event" or message["answer_id"] != answer_id:
+                    continue
+                events = await follower.admit(message)
+            for event in events:
                 yield event
                 if event["type"] == "done":
                     return

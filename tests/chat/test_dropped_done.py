@@ -1,0 +1,70 @@
+"""The channel layer may drop any message to a busy reader, `done` included (channels-redis
+drops silently at a full channel). A client that missed it is shown the end anyway, from the
+database, once the turn has been quiet for two heartbeats."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+import chat.turns
+from chat.models import Message
+from tests.chat.test_socket_turn import (
+    QUESTION,
+    ask,
+    finish_turns,
+    frames_until_done,
+    json_until_done,
+    open_socket,
+)
+from tests.chat.test_turn_api import ask as ask_api
+from tests.chat.test_turn_api import client_for, sse_events
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
+
+
+@pytest.fixture
+def done_is_dropped(settings, monkeypatch):
+    settings.GLASSBOX_HEARTBEAT_SECONDS = 0.2
+    send = chat.turns.send_turn_event
+
+    async def lossy(group, *, answer_id, event, **extra):
+        if event["type"] != "done":
+            await send(group, answer_id=answer_id, event=event, **extra)
+
+    monkeypatch.setattr(chat.turns, "send_turn_event", lossy)
+
+
+async def test_a_page_that_missed_done_still_folds_the_feed(
+    alice, alice_conversation, knowledge_base, done_is_dropped
+):
+    socket = await open_socket(alice_conversation, alice)
+    await ask(socket, QUESTION)
+    frames = await frames_until_done(socket, limit=5)
+    await finish_turns()
+    await socket.disconnect()
+    assert "Searched the knowledge base" in frames[-1] and "state-complete" in frames[-1]
+
+
+async def test_a_program_on_the_socket_that_missed_done_gets_it(
+    alice, alice_conversation, knowledge_base, done_is_dropped
+):
+    socket = await open_socket(alice_conversation, alice, as_json=True)
+    await ask(socket, QUESTION)
+    events = await json_until_done(socket, limit=5)
+    await finish_turns()
+    await socket.disconnect()
+    assert events[-1]["state"] == "complete"
+    assert events[-1]["summary"]["text"] == "Searched the knowledge base"
+    answer = await Message.objects.aget(role="assistant")
+    assert "".join(e["content"] for e in events if e["type"] == "text") == answer.content
+
+
+async def test_a_server_sent_event_stream_that_missed_done_ends(
+    alice, alice_conversation, knowledge_base, done_is_dropped
+):
+    response = await ask_api(await client_for(alice), alice_conversation)
+    events = await asyncio.wait_for(sse_events(response), 5)
+    await finish_turns()
+    assert events[-1]["type"] == "done" and events[-1]["state"] == "complete"
