@@ -11,7 +11,9 @@ import os
 import random
 import re
 import shutil
+import signal
 import subprocess
+import sys
 import tempfile
 import time
 from contextlib import contextmanager
@@ -84,12 +86,44 @@ async def all_turns(servers, ids: list[str], cookies: str) -> list:
     return await asyncio.gather(*(client(n, c) for n, c in enumerate(ids)))
 
 
+@contextmanager
+def profiled(pids: list[int]):
+    """With BENCH_PROFILE=<prefix>, py-spy samples each server into <prefix>-<pid>.txt
+    (collapsed stacks, for flamegraph.pl or speedscope)."""
+    prefix = os.environ.get("BENCH_PROFILE")
+    spy = Path(sys.executable).with_name("py-spy")
+    spies = []
+    for pid in pids if prefix else []:
+        output = f"{prefix}-{pid}.txt"
+        command = [
+            spy,
+            "record",
+            "--pid",
+            str(pid),
+            "--rate",
+            "250",
+            "--format",
+            "raw",
+            "-o",
+            output,
+        ]
+        spies.append(subprocess.Popen(command, stdout=subprocess.DEVNULL))
+    time.sleep(1 if spies else 0)
+    try:
+        yield
+    finally:
+        for process in spies:
+            process.send_signal(signal.SIGINT)
+            process.wait(timeout=30)
+
+
 def measure(title: str, servers, ids, cookies) -> None:
     pids = [server.process.pid for server in servers]
     before = sum(cpu_seconds(pid) for pid in pids)
     REJECTED_HANDSHAKES.clear()
     started = time.monotonic()
-    results = asyncio.run(all_turns(servers, ids, cookies))
+    with profiled(pids):
+        results = asyncio.run(all_turns(servers, ids, cookies))
     wall = time.monotonic() - started
     cpu = sum(cpu_seconds(pid) for pid in pids) - before
     failed = [(n, p) for n, events in enumerate(results) if (p := problems_of(events))]

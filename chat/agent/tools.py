@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from django.utils.module_loading import import_string
@@ -62,8 +63,10 @@ class Tool:
     # Tools that only act in the page (the contact form) do not narrate themselves.
     user_facing: bool = True
 
+    @cached_property
     def schema(self) -> dict[str, Any]:
-        """The OpenAI function-tool schema; user-facing tools require feedback_to_user."""
+        """The OpenAI function-tool schema; user-facing tools require feedback_to_user.
+        Built once: pydantic's schema generation was a visible share of every turn's CPU."""
         generated = _without_titles(self.arguments.model_json_schema())
         properties = dict(generated.get("properties", {}))
         required = list(generated.get("required", []))
@@ -154,7 +157,7 @@ class ToolRegistry:
         return self.tools.get(name)
 
     def schemas(self) -> list[dict[str, Any]]:
-        return [tool.schema() for tool in self.tools.values()]
+        return [tool.schema for tool in self.tools.values()]
 
     def labels(self) -> dict[str, ToolLabels]:
         return {name: tool.labels for name, tool in self.tools.items()}

@@ -35,7 +35,7 @@ def test_feedback_whitespace_is_collapsed_before_counting():
 
 
 def test_user_facing_tools_require_feedback_to_user_first():
-    schema = SEARCH_DOCUMENTS.schema()
+    schema = SEARCH_DOCUMENTS.schema
     parameters = schema["function"]["parameters"]
     assert schema["type"] == "function"
     assert schema["function"]["name"] == "search_documents"
@@ -48,7 +48,7 @@ def test_user_facing_tools_require_feedback_to_user_first():
 
 
 def test_the_schema_is_generated_from_the_arguments_model():
-    parameters = CURRENT_DATETIME.schema()["function"]["parameters"]
+    parameters = CURRENT_DATETIME.schema["function"]["parameters"]
     assert parameters["properties"]["timezone"] == {
         "default": "UTC",
         "description": "An IANA time zone such as 'Europe/Rome' or 'Asia/Taipei'.",
@@ -59,7 +59,7 @@ def test_the_schema_is_generated_from_the_arguments_model():
 
 
 def test_the_contact_form_does_not_ask_for_feedback():
-    parameters = REQUEST_CONTACT_FORM.schema()["function"]["parameters"]
+    parameters = REQUEST_CONTACT_FORM.schema["function"]["parameters"]
     assert FEEDBACK_ARG not in parameters["properties"]
     assert FEEDBACK_ARG not in parameters["required"]
 
