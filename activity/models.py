@@ -176,6 +176,13 @@ class FeedPreferences(models.Model):
         return f"Feed preferences of {self.user}"
 
     @classmethod
+    def settings_for(cls, user_id: int) -> tuple[FeedPrefs, str]:
+        """The feed preferences and the saved language (or ''), in one query."""
+        row = cls.objects.filter(user_id=user_id).values_list("overrides", "language").first()
+        overrides, language = row or ({}, "")
+        return FeedPrefs.from_mappings(settings.GLASSBOX_FEED, overrides or {}), language
+
+    @classmethod
     def language_of(cls, user_id: int) -> str:
         return cls.objects.filter(user_id=user_id).values_list("language", flat=True).first() or ""
 

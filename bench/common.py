@@ -7,6 +7,7 @@ import asyncio
 import json
 import os
 import platform
+import random
 import statistics
 import subprocess
 import sys
@@ -116,30 +117,28 @@ REJECTED_HANDSHAKES = []
 
 async def turn_over_socket(server, conversation: str, cookies: str, question: str) -> list:
     """Asks over a JSON socket; every event with the CLOCK_MONOTONIC time it arrived. A
-    handshake the server refuses (it answers 403 when it cannot accept within Daphne's connect
-    timeout) is counted and retried."""
+    handshake the server refuses or drops (a burst of hundreds overflows Daphne's listen
+    backlog or its connect timeout) is counted and retried; nothing was asked yet."""
     import websockets
 
-    for _ in range(5):
+    url = server.url.replace("http", "ws") + f"/ws/c/{conversation}/"
+    for _ in range(10):
         try:
-            return await _turn(server, conversation, cookies, question)
-        except websockets.InvalidStatus:
+            socket = await websockets.connect(
+                url,
+                additional_headers={"Cookie": cookies, "Origin": server.url},
+                subprotocols=["glassbox.json"],
+                max_size=None,
+                open_timeout=60,
+            )
+            break
+        except (websockets.InvalidStatus, websockets.InvalidMessage, OSError):
             REJECTED_HANDSHAKES.append(conversation)
-            await asyncio.sleep(0.5)
-    raise RuntimeError("the server refused five handshakes in a row")
-
-
-async def _turn(server, conversation: str, cookies: str, question: str) -> list:
-    import websockets
-
+            await asyncio.sleep(0.5 + random.random())
+    else:
+        raise RuntimeError("the server refused ten handshakes in a row")
     received = []
-    async with websockets.connect(
-        server.url.replace("http", "ws") + f"/ws/c/{conversation}/",
-        additional_headers={"Cookie": cookies, "Origin": server.url},
-        subprotocols=["glassbox.json"],
-        max_size=None,
-        open_timeout=60,
-    ) as socket:
+    async with socket:
         await socket.send(json.dumps({"message": question}))
         while True:
             event = json.loads(await socket.recv())

@@ -14,13 +14,13 @@ from typing import Any
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
-from django.core.exceptions import ObjectDoesNotExist
 from django.utils import translation
 from django.utils.translation import gettext as _
 
 from activity.events import to_json
 from activity.live import LivePresenter
 from activity.models import FeedPreferences
+from activity.preferences import FeedPrefs
 from chat import fragments, services
 from chat.broadcast import send_turn_started
 from chat.db import drop_stale_connections
@@ -51,23 +51,20 @@ class ChatConsumer(AsyncWebsocketConsumer):
     wants_json: bool
 
     async def connect(self) -> None:
-        await drop_stale_connections()
         user = self.scope.get("user")
         if user is None or not user.is_authenticated:
             await self.refuse(CLOSE_UNAUTHENTICATED)
             return
         conversation_id = self.scope["url_route"]["kwargs"]["conversation_id"]
-        try:
-            self.conversation = await Conversation.objects.aget(pk=conversation_id, owner=user)
-        except ObjectDoesNotExist:
+        opening = await _opening(user, conversation_id)
+        if opening is None:
             await self.refuse(CLOSE_NOT_FOUND)
             return
-        await database_sync_to_async(dead_turns_recover)(conversation=self.conversation)
+        self.conversation, self.prefs, language, running = opening
         self.group = self.conversation.group_name
-        self.prefs = await FeedPreferences.aprefs_for(user.pk)
         # Activated for this connection's task only: every fragment it renders, and every
         # turn it starts, speaks the language of the page it serves.
-        self.language = await FeedPreferences.alanguage_of(user.pk) or language_from_browser(
+        self.language = language or language_from_browser(
             self.scope.get("cookies", {}), self.scope.get("headers", [])
         )
         translation.activate(self.language)
@@ -83,7 +80,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
         self.session_group = session_group(self.scope["session"].session_key)
         await self.channel_layer.group_add(self.session_group, self.channel_name)
         await self.accept(subprotocol=JSON_PROTOCOL if self.wants_json else None)
-        await self.send_running_turn()
+        if running is not None:
+            await self.send_running_turn(running)
 
     @property
     def wants_json(self) -> bool:
@@ -102,14 +100,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
             for task in [*self.timers.values(), *self.watchdogs.values()]:
                 task.cancel()
 
-    async def send_running_turn(self) -> None:
-        running = await (
-            Message.objects.filter(conversation=self.conversation, state=Message.State.STREAMING)
-            .values_list("pk", flat=True)
-            .afirst()
-        )
-        if running is None:
-            return
+    async def send_running_turn(self, running: int) -> None:
         message = await amessage_with_feed(running, self.prefs)
         # The database holds the text up to the last beat; the running process knows it all.
         message.content = live_text(message.pk) or message.content
@@ -306,6 +297,23 @@ class ChatConsumer(AsyncWebsocketConsumer):
         ops = presenter.tick() if presenter else []
         if ops:
             await self.send(text_data=fragments.live_ops(answer_id, ops))
+
+
+@database_sync_to_async
+def _opening(user, conversation_id) -> tuple[Conversation, FeedPrefs, str, int | None] | None:
+    """All a new socket reads, in one trip to the database thread: a reconnect storm (every
+    page of a restarted server at once) queues there, so each socket must take one turn."""
+    conversation = Conversation.objects.filter(pk=conversation_id, owner=user).first()
+    if conversation is None:
+        return None
+    dead_turns_recover(conversation=conversation)
+    prefs, language = FeedPreferences.settings_for(user.pk)
+    running = (
+        Message.objects.filter(conversation=conversation, state=Message.State.STREAMING)
+        .values_list("pk", flat=True)
+        .first()
+    )
+    return conversation, prefs, language, running
 
 
 @database_sync_to_async

@@ -8,6 +8,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 
+from channels.db import database_sync_to_async
 from django.conf import settings
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
@@ -71,16 +72,24 @@ async def heartbeat(feed_id: int, turn: asyncio.Task, text: AnswerText) -> None:
     """Proves the turn alive, saves the answer text that arrived since the last beat (so a
     crash loses at most one beat of it), and picks up a Stop from another process."""
     interval = settings.GLASSBOX_HEARTBEAT_SECONDS
-    feeds = ActivityFeed.objects.filter(pk=feed_id)
     while True:
         await asyncio.sleep(interval)
-        await drop_stale_connections()
-        await feeds.aupdate(heartbeat_at=timezone.now())
-        if text.stored < len(text.text):
-            await text.store()
-        if await feeds.filter(stop_requested=True).aexists():
+        unsaved = text.text if text.stored < len(text.text) else None
+        if unsaved is not None:
+            text.stored = len(unsaved)
+        if await _beat(feed_id, text.answer.pk, unsaved):
             turn.cancel()
             return
+
+
+@database_sync_to_async
+def _beat(feed_id: int, answer_id: int, unsaved: str | None) -> bool:
+    """One beat in one trip to the database thread, which every turn and socket of the
+    process shares; True when a Stop was asked for."""
+    ActivityFeed.objects.filter(pk=feed_id).update(heartbeat_at=timezone.now())
+    if unsaved is not None:
+        Message.objects.filter(pk=answer_id).update(content=unsaved)
+    return ActivityFeed.objects.filter(pk=feed_id, stop_requested=True).exists()
 
 
 class AnswerText:
