@@ -50,7 +50,7 @@ format: $(VENV)/.installed
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
-BENCHMARKS := first_status event_overhead db_writes history_page export
+BENCHMARKS := first_status event_overhead concurrency db_writes history_page export
 
 bench: $(VENV)/.installed $(CATALOGUES)
 	@for name in $(BENCHMARKS); do echo "== bench/$$name.py"; PYTHONPATH=. $(PY) bench/$$name.py || exit 1; done

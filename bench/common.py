@@ -132,11 +132,11 @@ async def turn_over_socket(server, conversation: str, cookies: str, question: st
                 open_timeout=60,
             )
             break
-        except (websockets.InvalidStatus, websockets.InvalidMessage, OSError):
-            REJECTED_HANDSHAKES.append(conversation)
+        except (websockets.InvalidStatus, websockets.InvalidMessage, OSError) as problem:
+            REJECTED_HANDSHAKES.append(f"{type(problem).__name__}: {problem}")
             await asyncio.sleep(0.5 + random.random())
     else:
-        raise RuntimeError("the server refused ten handshakes in a row")
+        raise RuntimeError(f"ten handshakes in a row failed, the last: {REJECTED_HANDSHAKES[-1]}")
     received = []
     async with socket:
         await socket.send(json.dumps({"message": question}))

@@ -146,6 +146,14 @@ def measure(title: str, servers, ids, cookies) -> None:
         print(f"  turn {n}: {'; '.join(problems)}")
 
 
+def print_first_error(server) -> None:
+    server.log.seek(0)
+    log = server.log.read().decode()
+    start = log.find("Exception inside application")
+    if start >= 0:
+        print("\n".join(log[start:].splitlines()[:80]))
+
+
 @contextmanager
 def redis_url():
     """REDIS_URL when given; otherwise a throwaway Debian redis-server, or None."""
@@ -197,8 +205,7 @@ def main() -> None:
                             [first, second], ids, cookies)  # fmt: skip
                 except Exception:
                     for server in (first, second):
-                        server.log.seek(0)
-                        print(server.log.read().decode()[-3000:])
+                        print_first_error(server)
                     raise
                 finally:
                     second.stop()

@@ -2,15 +2,25 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from channels.layers import get_channel_layer
 
+logger = logging.getLogger("glassbox.broadcast")
+
 
 async def group_send(group: str, message: dict[str, Any]) -> None:
+    """Best effort: the database is the record, and every client fills what it missed from
+    it (chat.follow), so a layer that fails (Redis gone, its pool exhausted) costs frames,
+    never the turn."""
     layer = get_channel_layer()
-    if layer is not None:
+    if layer is None:
+        return
+    try:
         await layer.group_send(group, message)
+    except Exception:
+        logger.warning("could not broadcast %s to %s", message.get("type"), group, exc_info=True)
 
 
 async def send_turn_started(group: str, *, question_id: int, answer_id: int) -> None:

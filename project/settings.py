@@ -93,6 +93,7 @@ REDIS_URL = env_str("REDIS_URL", "")
 # chat/follow.py).
 CHANNEL_CAPACITY = env_int("GLASSBOX_CHANNEL_CAPACITY", 100)
 REDIS_PROCESS_CAPACITY = env_int("GLASSBOX_REDIS_PROCESS_CAPACITY", 100_000)
+REDIS_MAX_CONNECTIONS = env_int("GLASSBOX_REDIS_MAX_CONNECTIONS", 1000)
 if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
@@ -101,7 +102,15 @@ if REDIS_URL:
             # waiting for a message: an idle socket would be dropped with 1011. A longer read
             # timeout still catches a connection that died silently.
             "CONFIG": {
-                "hosts": [{"address": REDIS_URL, "socket_timeout": 30}],
+                # redis-py 8 also caps a pool at 100 connections and fails past it; hundreds
+                # of sockets and turns of one process need more at once.
+                "hosts": [
+                    {
+                        "address": REDIS_URL,
+                        "socket_timeout": 30,
+                        "max_connections": REDIS_MAX_CONNECTIONS,
+                    }
+                ],
                 "capacity": CHANNEL_CAPACITY,
                 # In Redis every socket of a process shares one list, bounded by the capacity
                 # of its channels' names: it must hold all of their messages in flight, or a

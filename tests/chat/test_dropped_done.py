@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from channels.layers import get_channel_layer
 
 import chat.turns
 from chat.models import Message
@@ -68,3 +69,26 @@ async def test_a_server_sent_event_stream_that_missed_done_ends(
     events = await asyncio.wait_for(sse_events(response), 5)
     await finish_turns()
     assert events[-1]["type"] == "done" and events[-1]["state"] == "complete"
+
+
+async def test_a_layer_that_fails_costs_frames_never_the_turn(
+    alice, alice_conversation, knowledge_base, settings, monkeypatch
+):
+    """Redis gone or its pool exhausted: the turn still completes and is recorded, and the
+    page is shown its end from the database."""
+    settings.GLASSBOX_HEARTBEAT_SECONDS = 0.2
+    socket = await open_socket(alice_conversation, alice)
+    await ask(socket, QUESTION)
+    first = await socket.receive_from(timeout=5)  # the question appears
+    layer = get_channel_layer()
+
+    async def broken(group, message):
+        raise ConnectionError("Too many connections")
+
+    monkeypatch.setattr(layer, "group_send", broken)
+    frames = [first, *await frames_until_done(socket, limit=5)]
+    await finish_turns()
+    await socket.disconnect()
+    answer = await Message.objects.select_related("feed").aget(role="assistant")
+    assert answer.state == Message.State.COMPLETE and answer.feed.state == "complete"
+    assert "Searched the knowledge base" in frames[-1] and "Salary negotiation" in frames[-1]
