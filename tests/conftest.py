@@ -4,6 +4,7 @@ import pytest
 from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth import get_user_model
+from django.utils import translation
 
 from chat.demo_documents import DOCUMENTS
 from chat.models import Conversation, Document
@@ -17,6 +18,15 @@ def fast_agent(settings):
     settings.OPENAI_API_KEY = ""
     settings.GLASSBOX_MODEL = "glassbox-demo"
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture(autouse=True)
+def english_unless_asked():
+    """Django keeps the language a request activated in its thread: a page one test asked for
+    in Chinese must not make the next test's turn Chinese."""
+    translation.activate("en")
+    yield
+    translation.deactivate()
 
 
 @pytest.fixture

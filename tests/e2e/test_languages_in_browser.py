@@ -4,6 +4,7 @@ and the folded summary in their language."""
 from __future__ import annotations
 
 import re
+from contextlib import contextmanager
 
 import pytest
 from playwright.sync_api import expect
@@ -19,20 +20,30 @@ NEW_USER = (
 )
 
 
-def log_in_as_new_user(page, url: str, env: dict, name: str) -> None:
+@contextmanager
+def new_user_in_browser(browser, server, name: str, locale: str):
+    """A page logged in as a new user, in a browser set to `locale`."""
+    url, env = server
     manage(env, "shell", "-c", NEW_USER.format(name=name))
+    context = browser.new_context(locale=locale)
+    page = context.new_page()
     page.goto(f"{url}/accounts/login/")
     page.fill("[name=username]", name)
     page.fill("[name=password]", f"{name}-password")
     page.click("main form button[type=submit]")
     expect(page).to_have_url(f"{url}/")
+    try:
+        yield page
+    finally:
+        context.close()
 
 
 def test_an_italian_user_picks_italian_in_the_switcher(browser, glassbox_server):
-    url, env = glassbox_server
-    context = browser.new_context(locale="en-US")
-    page = context.new_page()
-    log_in_as_new_user(page, url, env, "giulia")
+    with new_user_in_browser(browser, glassbox_server, "giulia", "en-US") as page:
+        italian_turn(page)
+
+
+def italian_turn(page) -> None:
     expect(page.locator("h1")).to_have_text("Your conversations")
     page.click(".language-switcher button[lang=it]")
     expect(page.locator("h1")).to_have_text("Le tue conversazioni")
@@ -58,14 +69,14 @@ def test_an_italian_user_picks_italian_in_the_switcher(browser, glassbox_server)
     expect(page.locator("details.feed summary").last).to_contain_text("Ha cercato")
     page.locator("details.feed summary").last.click()
     expect(page.locator("details.feed li .duration").first).to_have_text(re.compile(r"\d,\d s"))
-    context.close()
 
 
 def test_a_chinese_browser_gets_traditional_chinese(browser, glassbox_server):
-    url, env = glassbox_server
-    context = browser.new_context(locale="zh-TW")
-    page = context.new_page()
-    log_in_as_new_user(page, url, env, "meiling")
+    with new_user_in_browser(browser, glassbox_server, "meiling", "zh-TW") as page:
+        chinese_turn(page)
+
+
+def chinese_turn(page) -> None:
     expect(page.locator("h1")).to_have_text("你的對話")
     page.click("main button:text('新對話')")
     page.fill("#question", "我該如何進行薪資談判？")
@@ -75,4 +86,3 @@ def test_a_chinese_browser_gets_traditional_chinese(browser, glassbox_server):
     expect(done.locator("details.feed summary")).to_have_text(re.compile("搜尋了知識庫"))
     expect(done.locator(".answer")).to_contain_text("以下是知識庫中的相關內容")
     expect(page.locator("#question")).to_have_attribute("placeholder", re.compile("提出問題"))
-    context.close()
