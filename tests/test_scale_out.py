@@ -125,7 +125,13 @@ def test_a_turn_on_one_process_is_watched_live_on_the_other(shared_servers):
 
 
 def test_when_the_running_process_dies_the_other_sees_the_turn_interrupted(shared_servers):
-    watched, _ = watch_a_turn(*shared_servers, kill_first=True)
+    first, second = shared_servers
+    # A third process of its own to kill, so the shared ones serve the other tests in any order.
+    doomed = start_daphne(first.env)
+    try:
+        watched, _ = watch_a_turn(doomed, second, kill_first=True)
+    finally:
+        doomed.stop()
     assert watched[-1]["type"] == "done" and watched[-1]["state"] == "interrupted"
     lost = [e for e in watched if e["type"] == "status"][-1]
     assert (lost["icon"], lost["message"]) == (
