@@ -8,7 +8,16 @@ from collections.abc import Iterable
 
 from django.db.models import F, QuerySet
 
-from activity.models import ActivityEvent, ActivityFeed
+from activity.models import ActivityEvent, ActivityFeed, FeedPreferences
+from activity.preferences import FeedPrefs
+
+
+def settings_of(request) -> tuple[FeedPrefs, str]:
+    """The logged-in user's feed preferences and saved language, read once per request: the
+    language middleware and the page's view share the row."""
+    if not hasattr(request, "_glassbox_settings"):
+        request._glassbox_settings = FeedPreferences.settings_for(request.user.pk)
+    return request._glassbox_settings
 
 
 def feeds_visible_to(user) -> QuerySet[ActivityFeed]:

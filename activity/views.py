@@ -12,6 +12,7 @@ from django.views.decorators.http import require_POST
 
 from activity.forms import FeedPreferencesForm
 from activity.models import FeedPreferences
+from activity.selectors import settings_of
 from project.languages import supported
 
 
@@ -21,8 +22,7 @@ def preferences(request):
         FeedPreferences.objects.filter(user=request.user).update(overrides={})
         messages.success(request, _("Your feed preferences are back to the defaults."))
         return redirect("activity:preferences")
-    current = FeedPreferences.prefs_for(request.user.pk)
-    language = FeedPreferences.language_of(request.user.pk)
+    current, language = settings_of(request)
     if request.method == "POST":
         form = FeedPreferencesForm(request.POST)
         if form.is_valid():

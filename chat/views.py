@@ -12,7 +12,7 @@ from django.utils.text import slugify
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from activity.models import FeedPreferences
+from activity.selectors import settings_of
 from chat import selectors, services
 from chat.api.serializers import ConversationDetailSerializer
 from chat.api.views import ConversationDetail
@@ -49,7 +49,7 @@ def conversation_new(request):
 def conversation_detail(request, conversation_id):
     conversation = selectors.conversation_for(request.user, conversation_id)
     dead_turns_recover(conversation=conversation)
-    prefs = FeedPreferences.prefs_for(request.user.pk)
+    prefs = settings_of(request)[0]
     before = _message_id(request.GET.get("before"))
     history = selectors.messages_with_feeds(
         conversation, prefs, before=before, starting_at=_message_id(request.GET.get("from"))
@@ -120,7 +120,7 @@ def conversation_export(request, conversation_id, fmt):
     conversation = selectors.conversation_for(request.user, conversation_id)
     name = slugify(conversation.display_title)[:60] or "conversation"
     if fmt == "md":
-        prefs = FeedPreferences.prefs_for(request.user.pk)
+        prefs = settings_of(request)[0]
         whole = selectors.messages_with_feeds(conversation, prefs, starting_at=0).messages
         body = conversation_markdown(conversation, whole)
         response = HttpResponse(body, content_type="text/markdown; charset=utf-8")
@@ -136,7 +136,7 @@ def conversation_export(request, conversation_id, fmt):
 @require_POST
 def contact_request(request, conversation_id, message_id):
     conversation = selectors.conversation_for(request.user, conversation_id)
-    prefs = FeedPreferences.prefs_for(request.user.pk)
+    prefs = settings_of(request)[0]
     message = selectors.answer_with_feed(conversation, message_id, prefs)
     form = ContactForm(request.POST)
     if not services.contact_form_requested(message):

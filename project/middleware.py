@@ -4,7 +4,7 @@ from django.contrib.auth.middleware import LoginRequiredMiddleware
 from django.utils import translation
 from django.utils.deprecation import MiddlewareMixin
 
-from activity.models import FeedPreferences
+from activity.selectors import settings_of
 
 
 class LoginRequiredForPagesMiddleware(LoginRequiredMiddleware):
@@ -25,7 +25,7 @@ class UserLanguageMiddleware(MiddlewareMixin):
         user = getattr(request, "user", None)
         if user is None or not user.is_authenticated:
             return
-        language = FeedPreferences.language_of(user.pk)
+        _, language = settings_of(request)
         if language:
             translation.activate(language)
             request.LANGUAGE_CODE = translation.get_language()
