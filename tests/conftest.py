@@ -65,12 +65,15 @@ def session_cookie_for(user) -> bytes:
     return f"sessionid={client.cookies['sessionid'].value}".encode()
 
 
-async def connect(conversation_id, user=None, *, as_json: bool = False) -> WebsocketCommunicator:
+async def connect(
+    conversation_id, user=None, *, as_json: bool = False, headers=()
+) -> WebsocketCommunicator:
     """A socket to the full ASGI app (origin check, auth, routing), logged in as user; as_json
-    asks for JSON events with the glassbox.json subprotocol."""
+    asks for JSON events with the glassbox.json subprotocol; headers are a browser's extra
+    ones (Accept-Language)."""
     from project.asgi import application
 
-    headers = [(b"origin", b"http://127.0.0.1"), (b"host", b"127.0.0.1")]
+    headers = [(b"origin", b"http://127.0.0.1"), (b"host", b"127.0.0.1"), *headers]
     if user is not None:
         headers.append((b"cookie", await sync_to_async(session_cookie_for)(user)))
     return WebsocketCommunicator(

@@ -16,8 +16,8 @@ from tests.chat.test_socket_turn import (
     ask,
     finish_turns,
     frames_until_done,
-    json_until_done,
     open_socket,
+    turn_frames,
 )
 from tests.chat.test_turn_api import ask as ask_api
 from tests.chat.test_turn_api import client_for, sse_events
@@ -40,22 +40,14 @@ def done_is_dropped(settings, monkeypatch):
 async def test_a_page_that_missed_done_still_folds_the_feed(
     alice, alice_conversation, knowledge_base, done_is_dropped
 ):
-    socket = await open_socket(alice_conversation, alice)
-    await ask(socket, QUESTION)
-    frames = await frames_until_done(socket, limit=5)
-    await finish_turns()
-    await socket.disconnect()
+    frames = await turn_frames(alice_conversation, alice, QUESTION)
     assert "Searched the knowledge base" in frames[-1] and "state-complete" in frames[-1]
 
 
 async def test_a_program_on_the_socket_that_missed_done_gets_it(
     alice, alice_conversation, knowledge_base, done_is_dropped
 ):
-    socket = await open_socket(alice_conversation, alice, as_json=True)
-    await ask(socket, QUESTION)
-    events = await json_until_done(socket, limit=5)
-    await finish_turns()
-    await socket.disconnect()
+    events = await turn_frames(alice_conversation, alice, QUESTION, as_json=True)
     assert events[-1]["state"] == "complete"
     assert events[-1]["summary"]["text"] == "Searched the knowledge base"
     answer = await Message.objects.aget(role="assistant")

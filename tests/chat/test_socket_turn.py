@@ -43,8 +43,8 @@ async def finish_turns():
     await finish_all()
 
 
-async def open_socket(conversation, user, as_json: bool = False):
-    socket = await connect(conversation.pk, user, as_json=as_json)
+async def open_socket(conversation, user, as_json: bool = False, headers=()):
+    socket = await connect(conversation.pk, user, as_json=as_json, headers=headers)
     connected, subprotocol = await socket.connect()
     assert connected
     assert subprotocol == ("glassbox.json" if as_json else None)

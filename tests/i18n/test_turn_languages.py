@@ -7,13 +7,17 @@ from dataclasses import dataclass
 
 import pytest
 from asgiref.sync import sync_to_async
-from channels.testing import WebsocketCommunicator
 from django.test import Client
 
 from activity.models import ActivityFeed, FeedPreferences
 from chat.models import Conversation
-from tests.chat.test_socket_turn import ask, finish_turns, frames_until_done, open_socket
-from tests.conftest import session_cookie_for
+from tests.chat.test_socket_turn import (
+    ask,
+    finish_turns,
+    frames_until_done,
+    open_socket,
+    turn_frames,
+)
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 
@@ -75,11 +79,7 @@ async def test_a_turn_speaks_the_saved_language_live_and_in_history(
 ):
     await FeedPreferences.objects.acreate(user=alice, language=language.code)
     conversation = await Conversation.objects.acreate(owner=alice)
-    socket = await open_socket(conversation, alice)
-    await ask(socket, language.question)
-    frames = await frames_until_done(socket)
-    await finish_turns()
-    await socket.disconnect()
+    frames = await turn_frames(conversation, alice, language.question)
 
     live = text_of("".join(frames[:-1]))
     for expected in (language.working, language.feedback, language.writing):
@@ -106,20 +106,9 @@ async def test_a_turn_speaks_the_saved_language_live_and_in_history(
     assert (feed.language, feed.summary_text) == (language.code, language.summary)
 
 
-async def browser_socket(conversation, user, accept_language: str) -> WebsocketCommunicator:
-    from project.asgi import application
-
-    cookie = await sync_to_async(session_cookie_for)(user)
-    headers = [
-        (b"origin", b"http://127.0.0.1"),
-        (b"host", b"127.0.0.1"),
-        (b"cookie", cookie),
-        (b"accept-language", accept_language.encode()),
-    ]
-    socket = WebsocketCommunicator(application, f"/ws/c/{conversation.pk}/", headers=headers)
-    connected, _ = await socket.connect()
-    assert connected
-    return socket
+async def browser_socket(conversation, user, accept_language: str):
+    headers = [(b"accept-language", accept_language.encode())]
+    return await open_socket(conversation, user, headers=headers)
 
 
 async def test_without_a_saved_language_the_browsers_is_used_and_the_model_is_told_it(
@@ -150,11 +139,7 @@ async def test_a_saved_language_wins_over_the_browsers(alice, knowledge_base):
 async def test_numbers_in_the_feed_follow_the_language(alice, knowledge_base):
     await FeedPreferences.objects.acreate(user=alice, language="it")
     conversation = await Conversation.objects.acreate(owner=alice)
-    socket = await open_socket(conversation, alice)
-    await ask(socket, "Quanto fa 52000 * 1.07?")
-    frames = await frames_until_done(socket)
-    await finish_turns()
-    await socket.disconnect()
+    frames = await turn_frames(conversation, alice, "Quanto fa 52000 * 1.07?")
     shown = text_of("".join(frames))
     assert "Calcolato 52000 * 1.07 = 55.640" in shown
     assert "Ha fatto un calcolo" in shown
