@@ -187,11 +187,6 @@ class FeedPreferences(models.Model):
         return cls.objects.filter(user_id=user_id).values_list("language", flat=True).first() or ""
 
     @classmethod
-    def prefs_for(cls, user_id: int) -> FeedPrefs:
-        row = cls.objects.filter(user_id=user_id).values_list("overrides", flat=True).first()
-        return FeedPrefs.from_mappings(settings.GLASSBOX_FEED, row or {})
-
-    @classmethod
     async def aprefs_for(cls, user_id: int) -> FeedPrefs:
         rows = cls.objects.filter(user_id=user_id).values_list("overrides", flat=True)
         return FeedPrefs.from_mappings(settings.GLASSBOX_FEED, await rows.afirst() or {})

@@ -40,7 +40,7 @@ def test_saving_stores_only_what_differs_from_the_defaults(alice_client, alice):
         "DETAIL": "raw",
         "LINE_WIDTH": 60,
     }
-    prefs = FeedPreferences.prefs_for(alice.pk)
+    prefs = FeedPreferences.settings_for(alice.pk)[0]
     assert (prefs.mode, prefs.label, prefs.max_lines) == ("progress", "Investigating", 4)
     page = alice_client.get("/preferences/").content.decode()
     assert "Your next question uses these preferences." in page
@@ -49,7 +49,7 @@ def test_saving_stores_only_what_differs_from_the_defaults(alice_client, alice):
 
 def test_preferences_are_per_user(alice_client, alice, bob):
     alice_client.post("/preferences/", VALID)
-    assert FeedPreferences.prefs_for(bob.pk).mode == "partial"
+    assert FeedPreferences.settings_for(bob.pk)[0].mode == "partial"
 
 
 @pytest.mark.parametrize(
@@ -73,7 +73,7 @@ def test_reset_returns_the_feed_to_the_defaults_and_keeps_the_language(alice_cli
     alice_client.post("/preferences/", {**VALID, "language": "it"})
     alice_client.post("/preferences/", {"reset": "1"})
     assert FeedPreferences.objects.get(user=alice).overrides == {}
-    assert FeedPreferences.prefs_for(alice.pk).mode == "partial"
+    assert FeedPreferences.settings_for(alice.pk)[0].mode == "partial"
     assert FeedPreferences.language_of(alice.pk) == "it"
 
 
