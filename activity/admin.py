@@ -6,17 +6,15 @@ import statistics
 from collections import defaultdict
 from datetime import timedelta
 
-from asgiref.sync import async_to_sync
 from django.contrib import admin
 from django.db.models import Count, F, OuterRef, Q, Subquery
 from django.db.models.functions import TruncDate
-from django.http import StreamingHttpResponse
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.html import format_html
 
-from activity.export import FORMATS, export_stream
+from activity.api.views import export_response
 from activity.models import ActivityEvent, ActivityFeed, FeedPreferences, ToolCallRecord
 
 
@@ -104,13 +102,7 @@ def export_csv(modeladmin, request, queryset):
 
 def _export(queryset, fmt: str):
     feeds = queryset.annotate(username=F("owner__username"), message_id=F("message__id"))
-
-    async def collect() -> list[str]:
-        return [part async for part in export_stream(feeds, fmt)]
-
-    response = StreamingHttpResponse(async_to_sync(collect)(), content_type=FORMATS[fmt])
-    response["Content-Disposition"] = f'attachment; filename="glassbox-feeds.{fmt}"'
-    return response
+    return export_response(feeds, fmt)
 
 
 @admin.register(ActivityFeed)

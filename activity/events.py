@@ -65,17 +65,43 @@ class Done:
     type: Literal["done"] = "done"
 
 
+@dataclass(frozen=True, slots=True)
+class TurnStarted:
+    """A question was accepted and its answer begins: the first event of every turn."""
+
+    question_id: str
+    message_id: str
+    type: Literal["turn"] = "turn"
+
+
+@dataclass(frozen=True, slots=True)
+class Error:
+    """A request that was refused or could not be read; the message is for people."""
+
+    message: str
+    type: Literal["error"] = "error"
+
+
 Event = Status | ToolCall | ToolResult | TextDelta | Done
 RecordedEvent = Status | ToolCall | ToolResult
+WireEvent = Event | TurnStarted | Error
 
 
 def with_seq(event: RecordedEvent, seq: int) -> RecordedEvent:
     return replace(event, seq=seq)
 
 
-def to_json(event: Event) -> dict[str, Any]:
-    """The wire form of an event, the same live, in the API and in exports."""
+def to_json(event: WireEvent) -> dict[str, Any]:
+    """The wire form of an event, the same on the socket, over SSE and in exports."""
     match event:
+        case TurnStarted():
+            return {
+                "type": "turn",
+                "question_id": event.question_id,
+                "message_id": event.message_id,
+            }
+        case Error():
+            return {"type": "error", "message": event.message}
         case Status():
             data = {
                 "type": "status",
@@ -117,7 +143,7 @@ def to_json(event: Event) -> dict[str, Any]:
     raise TypeError(f"not an event: {event!r}")
 
 
-def from_json(data: dict[str, Any]) -> Event:
+def from_json(data: dict[str, Any]) -> WireEvent:
     """The inverse of to_json, for events that cross the channel layer."""
     kind = data.get("type")
     if kind == "status":
@@ -154,4 +180,8 @@ def from_json(data: dict[str, Any]) -> Event:
             summary_icon=summary.get("icon", ""),
             summary_text=summary.get("text", ""),
         )
+    if kind == "turn":
+        return TurnStarted(question_id=data["question_id"], message_id=data["message_id"])
+    if kind == "error":
+        return Error(message=data["message"])
     raise ValueError(f"unknown event type {kind!r}")

@@ -8,7 +8,8 @@ import csv
 import io
 import json
 from collections.abc import AsyncIterator, Iterable
-from typing import Any
+from datetime import datetime
+from typing import Any, TypedDict
 
 from activity.events import to_json
 from activity.models import ActivityEvent, ActivityFeed
@@ -23,17 +24,45 @@ CSV_COLUMNS = [
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
-def feed_data(feed: ActivityFeed, events: Iterable[ActivityEvent]) -> dict[str, Any]:
-    """feed needs `message_id` and `username` annotated, as activity.selectors does."""
+class SummaryData(TypedDict):
+    icon: str
+    text: str
+
+
+class FeedData(TypedDict):
+    """A feed with its events, as the API, exports and downloads give it."""
+
+    id: int
+    conversation: str | None
+    message: int | None
+    user: str
+    state: str
+    summary: SummaryData
+    started_at: str
+    finished_at: str | None
+    duration_ms: int | None
+    tool_call_count: int
+    failed_tool_count: int
+    events: list[dict[str, Any]]
+
+
+def feed_data(
+    feed: ActivityFeed,
+    events: Iterable[ActivityEvent],
+    *,
+    message_id: int | None = None,
+    username: str | None = None,
+) -> FeedData:
+    """`message_id` and `username` default to the annotations activity.selectors adds."""
     return {
         "id": feed.pk,
         "conversation": str(feed.conversation_id) if feed.conversation_id else None,
-        "message": feed.message_id,
-        "user": feed.username,
+        "message": message_id if message_id is not None else feed.message_id,  # type: ignore[attr-defined]
+        "user": username if username is not None else feed.username,  # type: ignore[attr-defined]
         "state": feed.state,
         "summary": {"icon": feed.summary_icon, "text": feed.summary_text},
         "started_at": feed.started_at.isoformat(),
-        "finished_at": feed.finished_at.isoformat() if feed.finished_at else None,
+        "finished_at": _iso(feed.finished_at),
         "duration_ms": feed.duration_ms,
         "tool_call_count": feed.tool_call_count,
         "failed_tool_count": feed.failed_tool_count,
@@ -41,7 +70,11 @@ def feed_data(feed: ActivityFeed, events: Iterable[ActivityEvent]) -> dict[str, 
     }
 
 
-def ndjson_line(data: dict[str, Any]) -> str:
+def _iso(when: datetime | None) -> str | None:
+    return when.isoformat() if when else None
+
+
+def ndjson_line(data: FeedData) -> str:
     return json.dumps(data, ensure_ascii=False) + "\n"
 
 
@@ -56,13 +89,14 @@ def safe_cell(value: Any) -> str:
     return "'" + text if text.startswith(FORMULA_STARTS) else text
 
 
-def csv_rows(data: dict[str, Any]) -> list[list[str]]:
+def csv_rows(data: FeedData) -> list[list[str]]:
     """One row per event; a feed without events still gets one row."""
     common = [
         data["id"], data["conversation"], data["message"], data["user"], data["state"],
         data["started_at"],
     ]  # fmt: skip
     rows = []
+    event: dict[str, Any]
     for event in data["events"] or [{}]:
         rows.append(
             [

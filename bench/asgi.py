@@ -21,7 +21,7 @@ from django.core.asgi import get_asgi_application  # noqa: E402
 from django.urls import path  # noqa: E402
 
 from chat.agent.client import make_client  # noqa: E402
-from chat.routing import websocket_urlpatterns  # noqa: E402
+from chat.socket.routing import websocket_urlpatterns  # noqa: E402
 
 
 class RelayConsumer(AsyncWebsocketConsumer):

@@ -18,7 +18,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.servers import free_port, login, manage, serve, start_daphne  # noqa: E402
+from tests.support.servers import free_port, login, manage, serve, start_daphne  # noqa: E402
 
 BENCH_LIMITS = {"GLASSBOX_TURNS_PER_MINUTE": "1000000", "GLASSBOX_MAX_CONCURRENT_TURNS": "100000"}
 
@@ -57,7 +57,7 @@ def glassbox(work: Path, llm_url: str, *, asgi: str = "project.asgi:application"
         **BENCH_LIMITS,
         **settings,
     }
-    for server in serve(work, **env):
+    with serve(work, **env) as server:
         if asgi != "project.asgi:application":
             server.stop()
             server = start_daphne(server.env, asgi=asgi)

@@ -27,8 +27,8 @@ def main() -> None:
 
         from activity.models import ActivityEvent
         from chat.models import Conversation, Message
-        from chat.services import turn_start
-        from chat.turns import turn_run
+        from chat.turns import runner
+        from chat.turns.admission import admit
 
         user = User.objects.get(username="demo")
         rows = []
@@ -42,8 +42,8 @@ def main() -> None:
 
             conversation = Conversation.objects.create(owner=user)
             with connection.execute_wrapper(count):
-                turn = turn_start(conversation=conversation, text=prompt)
-                async_to_sync(turn_run)(answer=turn.answer)
+                turn = admit(conversation=conversation, text=prompt)
+                async_to_sync(runner.run)(answer=turn.answer)
             answer = Message.objects.get(pk=turn.answer.pk)
             events = ActivityEvent.objects.filter(feed_id=answer.feed_id).count()
             budget = events + math.ceil(len(answer.content) / 2000) + 4

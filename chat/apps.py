@@ -8,4 +8,4 @@ class ChatConfig(AppConfig):
     verbose_name = "Chat"
 
     def ready(self) -> None:
-        from chat import signals  # noqa: F401 - connects the receivers
+        from chat.socket import session  # noqa: F401 - connects the receivers

@@ -7,19 +7,20 @@ from django.utils.translation import gettext as _
 
 from activity.presentation import seconds
 from chat.models import Conversation, Message
+from chat.selectors import TurnView
 
 
-def conversation_markdown(conversation: Conversation, messages: list[Message]) -> str:
+def conversation_markdown(conversation: Conversation, messages: list[Message | TurnView]) -> str:
     parts = [f"# {conversation.display_title}", ""]
     for message in messages:
-        if message.role == Message.Role.USER:
+        if isinstance(message, Message):
             parts += ["## " + " ".join(message.content.split()), ""]
             continue
         feed = message.feed
-        if message.feed_lines:
+        if message.lines:
             summary = f"{feed.summary_icon} {feed.summary_text}".strip() or _("Activity")
             parts += ["<details>", f"<summary>{_plain(summary)}</summary>", ""]
-            for line in message.feed_lines:
+            for line in message.lines:
                 took = f" · {seconds(line.duration_ms)}" if line.duration_ms is not None else ""
                 parts.append(f"- {line.icon} {_plain(line.full or line.message)}{took}")
             parts += ["", "</details>", ""]
@@ -29,10 +30,6 @@ def conversation_markdown(conversation: Conversation, messages: list[Message]) -
         elif message.state != Message.State.COMPLETE:
             parts += [f"*{_('This answer was interrupted.')}*", ""]
     return "\n".join(parts).rstrip() + "\n"
-
-
-def _emphasis(text: str) -> str:
-    return f"*{text}*"
 
 
 def _plain(text: str) -> str:

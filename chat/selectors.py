@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
+from datetime import datetime
 
-from django.conf import settings
 from django.db import connection
 from django.db.models import Case, Count, Exists, F, Max, OuterRef, Q, QuerySet, Subquery, When
 from django.db.models.functions import Coalesce
 from django.shortcuts import get_object_or_404
 
+from activity.events import RecordedEvent, Status
+from activity.export import FeedData, feed_data
 from activity.models import ActivityEvent, ActivityFeed
 from activity.preferences import FeedPrefs
-from activity.presentation import visible_lines
+from activity.presentation import Line, visible_lines
 from activity.selectors import aevents_by_feed, events_by_feed
-from chat.agent.memory import trim, turn_messages
 from chat.models import ContactRequest, Conversation, Message
 
 
@@ -99,12 +101,60 @@ def _with_contact(messages: QuerySet[Message]) -> QuerySet[Message]:
     )
 
 
+CONTACT_TOOL = "request_contact_form"
+
+
+@dataclass(slots=True)
+class TurnView:
+    """An answer as people see it: its feed's events and visible lines, the question it
+    answers (for Retry), and whether the contact form it opened was sent. `content` is the
+    text so far, which may be ahead of the stored one while the turn runs."""
+
+    message: Message
+    content: str
+    events: list[RecordedEvent]
+    lines: list[Line]
+    question: str = ""
+    question_id: int | None = None
+    contact_sent: bool = False
+
+    role = Message.Role.ASSISTANT
+
+    @property
+    def pk(self) -> int:
+        return self.message.pk
+
+    @property
+    def state(self) -> str:
+        return self.message.state
+
+    @property
+    def feed(self) -> ActivityFeed | None:
+        return self.message.feed
+
+    @property
+    def conversation_id(self) -> uuid.UUID:
+        return self.message.conversation_id
+
+    @property
+    def dom_id(self) -> str:
+        return self.message.dom_id
+
+    @property
+    def contact_form_requested(self) -> bool:
+        return any(
+            isinstance(e, Status) and e.tool == CONTACT_TOOL and e.state == "done"
+            for e in self.events
+        )
+
+
 PAGE_MESSAGES = 40
 
 
 @dataclass
 class History:
-    messages: list[Message]
+    # Questions as they are stored, answers as TurnViews, oldest first.
+    messages: list[Message | TurnView]
     # The id to ask `before=` for the turns before these, or None at the beginning.
     earlier: int | None
 
@@ -136,8 +186,16 @@ def messages_with_feeds(
     earlier = None
     if window and conversation.messages.filter(id__lt=window[0].pk).exists():
         earlier = window[0].pk
-    _attach_feeds(window, prefs)
-    return History(window, earlier)
+    rows = events_by_feed(m.feed_id for m in window)
+    shown: list[Message | TurnView] = []
+    question: Message | None = None
+    for message in window:
+        if message.role == Message.Role.USER:
+            question = message
+            shown.append(message)
+        else:
+            shown.append(_turn_view(message, rows.get(message.feed_id, []), prefs, question))
+    return History(shown, earlier)
 
 
 def _question_of(conversation: Conversation, message_id: int) -> int | None:
@@ -150,64 +208,85 @@ def _question_of(conversation: Conversation, message_id: int) -> int | None:
     )
 
 
-def _attach_feeds(messages: list[Message], prefs: FeedPrefs) -> None:
-    rows = events_by_feed(m.feed_id for m in messages)
-    question = ""
-    for message in messages:
-        _attach_lines(message, rows.get(message.feed_id, []), prefs)
-        if message.role == Message.Role.USER:
-            question = message.content
-        else:
-            message.question_text = question
-
-
-def answer_with_feed(conversation: Conversation, message_id: int, prefs: FeedPrefs) -> Message:
+def answer_with_feed(conversation: Conversation, message_id: int, prefs: FeedPrefs) -> TurnView:
     """One answer of this conversation with its feed's lines, or 404."""
     message = get_object_or_404(
         _with_contact(conversation.messages.filter(role=Message.Role.ASSISTANT)), pk=message_id
     )
-    _attach_lines(message, list(message.feed.events.order_by("seq")), prefs)
-    return message
+    return _turn_view(message, list(message.feed.events.order_by("seq")), prefs)
 
 
-async def amessage_with_feed(message_id: int, prefs: FeedPrefs) -> Message:
+async def aturn_view(message_id: int, prefs: FeedPrefs) -> TurnView:
+    """One answer as stored, with the question it answers."""
     message = await _with_contact(Message.objects.all()).aget(pk=message_id)
-    question = (
+    question = await (
         Message.objects.filter(
             conversation_id=message.conversation_id, id__lt=message.pk, role=Message.Role.USER
         )
         .order_by("-id")
-        .values_list("content", flat=True)
+        .afirst()
     )
-    message.question_text = await question.afirst() or ""
     rows = await aevents_by_feed([message.feed_id])
-    _attach_lines(message, rows.get(message.feed_id, []), prefs)
-    return message
+    return _turn_view(message, rows.get(message.feed_id, []), prefs, question)
 
 
-def _attach_lines(message: Message, rows: list[ActivityEvent], prefs: FeedPrefs) -> None:
-    message.feed_events = [row.to_event() for row in rows]
-    message.feed_lines = visible_lines(
-        message.feed_events,
+def _turn_view(
+    message: Message,
+    rows: list[ActivityEvent],
+    prefs: FeedPrefs,
+    question: Message | None = None,
+) -> TurnView:
+    events = [row.to_event() for row in rows]
+    lines = visible_lines(
+        events,
         times=[row.created_at for row in rows],
         finished_at=message.feed.finished_at if message.feed_id else None,
         detail=prefs.detail,
         width=prefs.line_width,
     )
+    return TurnView(
+        message=message,
+        content=message.content,
+        events=events,
+        lines=lines,
+        question=question.content if question else "",
+        question_id=question.pk if question else None,
+        contact_sent=bool(getattr(message, "contact_sent", False)),
+    )
 
 
-async def amodel_history(answer: Message) -> list[dict]:
-    """The conversation up to this answer (its question included) as chat messages for the
-    model, with earlier tool calls and results, trimmed from the oldest turn to the budget."""
-    earlier = [
-        m
-        async for m in Message.objects.filter(
-            conversation_id=answer.conversation_id, id__lt=answer.id
-        ).order_by("id")
+@dataclass(frozen=True, slots=True)
+class MessageRecord:
+    """A message with its feed in the event protocol, as the API and downloads give it."""
+
+    id: int
+    role: str
+    content: str
+    state: str
+    created_at: datetime
+    feed: FeedData | None
+
+
+def message_records(
+    conversation: Conversation, *, answer: int | None = None
+) -> list[MessageRecord]:
+    """The conversation's messages (or one answer) with their feeds, in two queries."""
+    messages = conversation.messages.select_related("feed").order_by("id")
+    if answer is not None:
+        messages = messages.filter(pk=answer)
+    window = list(messages)
+    rows = events_by_feed(m.feed_id for m in window)
+    username = conversation.owner.get_username()
+    return [
+        MessageRecord(
+            id=m.pk,
+            role=m.role,
+            content=m.content,
+            state=m.state,
+            created_at=m.created_at,
+            feed=feed_data(m.feed, rows[m.feed_id], message_id=m.pk, username=username)
+            if m.feed
+            else None,
+        )
+        for m in window
     ]
-    rows = await aevents_by_feed((m.feed_id for m in earlier), kinds=["tool_call", "tool_result"])
-    messages = []
-    for message in earlier:
-        events = [row.to_event() for row in rows.get(message.feed_id, [])]
-        messages += turn_messages(message.role, message.content, events)
-    return trim(messages, settings.GLASSBOX_HISTORY_CHARS)

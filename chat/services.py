@@ -2,64 +2,21 @@
 
 from __future__ import annotations
 
-import uuid
-from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.utils import timezone, translation
-from django.utils.formats import number_format
 from django.utils.translation import gettext as _
-from django.utils.translation import ngettext
 
 from activity.events import Status, with_seq
 from activity.models import ActivityEvent, ActivityFeed
 from chat.models import ContactRequest, Conversation, Message
-from chat.recovery import dead_turns_recover
+from chat.selectors import CONTACT_TOOL
 
 
-class TurnRejected(Exception):
-    """A turn that cannot start; the message is shown to the user as it is."""
-
-    status = 409
-
-
-class TurnLimited(TurnRejected):
-    """Too many turns for one user, at once or in the last minute."""
-
-    status = 429
-
-
-class QuestionInvalid(ValueError):
-    """A question that cannot be asked as it is; the text says why."""
-
-
-@dataclass(frozen=True, slots=True)
-class StartedTurn:
-    question: Message
-    answer: Message
-    # True when the client_id named a turn that already existed: nothing new was started.
-    joined: bool = False
-
-
-def question_clean(text: object) -> str:
-    if not isinstance(text, str):
-        raise QuestionInvalid(_("The question must be text."))
-    text = text.strip()
-    if not text:
-        raise QuestionInvalid(_("Type a question first."))
-    limit = settings.GLASSBOX_MAX_MESSAGE_CHARS
-    if len(text) > limit:
-        raise QuestionInvalid(
-            _("That question is %(length)s characters long; the limit is %(limit)s.")
-            % {"length": _grouped(len(text)), "limit": _grouped(limit)}
-        )
-    return text
-
-
-def _grouped(number: int) -> str:
-    return number_format(number, force_grouping=True)
+class TitleInvalid(ValueError):
+    """A title that cannot be saved as it is; the text says why."""
 
 
 def conversation_create(*, owner) -> Conversation:
@@ -69,9 +26,9 @@ def conversation_create(*, owner) -> Conversation:
 def conversation_rename(*, conversation: Conversation, title: str) -> Conversation:
     title = " ".join(title.split())
     if not title:
-        raise QuestionInvalid(_("A title needs at least one word."))
+        raise TitleInvalid(_("A title needs at least one word."))
     if len(title) > 200:
-        raise QuestionInvalid(_("A title has at most 200 characters."))
+        raise TitleInvalid(_("A title has at most 200 characters."))
     conversation.title = title
     conversation.save(update_fields=["title", "updated_at"])
     return conversation
@@ -112,105 +69,8 @@ def deleted_conversations_purge() -> int:
     return len(expired)
 
 
-def turn_start(
-    *,
-    conversation: Conversation,
-    text: str,
-    client_id: uuid.UUID | None = None,
-    language: str | None = None,
-) -> StartedTurn:
-    """Saves the question and a streaming answer with its feed, or refuses if a turn of this
-    conversation is already running. A known client_id joins its turn instead. The turn
-    speaks `language` (by default the active one) in its feed and to the model."""
-    language = language or translation.get_language() or settings.LANGUAGE_CODE
-    if client_id is not None:
-        joined = _turn_of_client(conversation, client_id)
-        if joined is not None:
-            return joined
-    _check_limits(conversation.owner_id)
-    try:
-        return _turn_create(conversation, text, client_id, language)
-    except IntegrityError:
-        # Only a turn that blocks us is worth checking for a dead process.
-        if not dead_turns_recover(conversation=conversation):
-            raise TurnRejected(
-                _(
-                    "The agent is still working on the previous question. "
-                    "Wait for it to finish, then ask again."
-                )
-            ) from None
-    return _turn_create(conversation, text, client_id, language)
-
-
-def _check_limits(owner_id: int) -> None:
-    mine = Message.objects.filter(conversation__owner_id=owner_id)
-    running = mine.filter(state=Message.State.STREAMING).count()
-    if running >= settings.GLASSBOX_MAX_CONCURRENT_TURNS:
-        raise TurnLimited(
-            ngettext(
-                "You already have %(count)d answer in progress; "
-                "wait for it to finish, then ask again.",
-                "You already have %(count)d answers in progress; "
-                "wait for one to finish, then ask again.",
-                running,
-            )
-            % {"count": running}
-        )
-    minute_ago = timezone.now() - timedelta(minutes=1)
-    asked = mine.filter(role=Message.Role.USER, created_at__gte=minute_ago).count()
-    if asked >= settings.GLASSBOX_TURNS_PER_MINUTE:
-        raise TurnLimited(
-            ngettext(
-                "You have asked %(count)d question in the last minute, the most allowed; "
-                "wait a moment, then ask again.",
-                "You have asked %(count)d questions in the last minute, the most allowed; "
-                "wait a moment, then ask again.",
-                asked,
-            )
-            % {"count": asked}
-        )
-
-
-def _turn_of_client(conversation: Conversation, client_id: uuid.UUID) -> StartedTurn | None:
-    answer = conversation.messages.filter(client_id=client_id).select_related("feed").first()
-    if answer is None:
-        return None
-    question = conversation.messages.filter(id__lt=answer.pk).order_by("-id").first()
-    return StartedTurn(question=question, answer=answer, joined=True)
-
-
-@transaction.atomic
-def _turn_create(
-    conversation: Conversation, text: str, client_id: uuid.UUID | None, language: str
-) -> StartedTurn:
-    question = Message.objects.create(
-        conversation=conversation, role=Message.Role.USER, content=text
-    )
-    feed = ActivityFeed.objects.create(
-        owner_id=conversation.owner_id, conversation_id=conversation.pk, language=language
-    )
-    answer = Message.objects.create(
-        conversation=conversation,
-        role=Message.Role.ASSISTANT,
-        state=Message.State.STREAMING,
-        feed=feed,
-        client_id=client_id,
-    )
-    return StartedTurn(question=question, answer=answer)
-
-
 class ContactRefused(Exception):
     """The contact form cannot be sent for this answer; the text says why."""
-
-
-CONTACT_TOOL = "request_contact_form"
-
-
-def contact_form_requested(message: Message) -> bool:
-    return any(
-        getattr(e, "tool", "") == CONTACT_TOOL and getattr(e, "state", "") == "done"
-        for e in getattr(message, "feed_events", [])
-    )
 
 
 @transaction.atomic

@@ -14,11 +14,10 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from activity.selectors import settings_of
 from chat import selectors, services
-from chat.api.serializers import ConversationDetailSerializer
-from chat.api.views import ConversationDetail
 from chat.exports import conversation_markdown
 from chat.forms import ContactForm
-from chat.recovery import dead_turns_recover
+from chat.serializers import ConversationDetailSerializer
+from chat.turns.recovery import dead_turns_recover
 
 LIST_PAGE = 30
 
@@ -48,7 +47,7 @@ def conversation_new(request):
 @require_GET
 def conversation_detail(request, conversation_id):
     conversation = selectors.conversation_for(request.user, conversation_id)
-    dead_turns_recover(conversation=conversation)
+    dead_turns_recover(conversation_id=conversation.pk)
     prefs = settings_of(request)[0]
     before = _message_id(request.GET.get("before"))
     history = selectors.messages_with_feeds(
@@ -76,7 +75,7 @@ def conversation_rename(request, conversation_id):
         services.conversation_rename(
             conversation=conversation, title=request.POST.get("title", "")
         )
-    except services.QuestionInvalid as problem:
+    except services.TitleInvalid as problem:
         if request.htmx:
             return HttpResponse(str(problem), status=400)
         flash.error(request, str(problem))
@@ -125,8 +124,8 @@ def conversation_export(request, conversation_id, fmt):
         body = conversation_markdown(conversation, whole)
         response = HttpResponse(body, content_type="text/markdown; charset=utf-8")
     else:
-        conversation.api_messages = ConversationDetail.with_feeds(conversation, request.user)
-        data = ConversationDetailSerializer(conversation).data
+        context = {"messages": selectors.message_records(conversation)}
+        data = ConversationDetailSerializer(conversation, context=context).data
         body = json.dumps(data, ensure_ascii=False, indent=2, default=str)
         response = HttpResponse(body, content_type="application/json")
     response["Content-Disposition"] = f'attachment; filename="{name}.{fmt}"'
@@ -139,11 +138,11 @@ def contact_request(request, conversation_id, message_id):
     prefs = settings_of(request)[0]
     message = selectors.answer_with_feed(conversation, message_id, prefs)
     form = ContactForm(request.POST)
-    if not services.contact_form_requested(message):
+    if not message.contact_form_requested:
         return HttpResponse(_("The agent did not open a contact form here."), status=400)
     if form.is_valid():
         try:
-            services.contact_request_create(message=message, **form.cleaned_data)
+            services.contact_request_create(message=message.message, **form.cleaned_data)
         except services.ContactRefused as refusal:
             form.add_error(None, str(refusal))
         else:

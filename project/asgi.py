@@ -14,10 +14,7 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
-from chat.recovery import recover_at_start  # noqa: E402
-from chat.routing import websocket_urlpatterns  # noqa: E402
-
-recover_at_start()
+from chat.socket.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
     {

@@ -2,8 +2,21 @@ from __future__ import annotations
 
 from django.contrib import admin
 from django.urls import include, path
+from django.utils.csp import CSP
+from django.views.decorators.csp import csp_override
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from chat import account_views
+
+# Swagger UI styles itself inline; its script is served as a file (the split view).
+api_docs = csp_override(
+    {
+        "default-src": [CSP.SELF],
+        "script-src": [CSP.SELF],
+        "style-src": [CSP.SELF, CSP.UNSAFE_INLINE],
+        "img-src": [CSP.SELF, "data:"],
+    }
+)(SpectacularSwaggerSplitView.as_view(url_name="api-schema"))
 
 urlpatterns = [
     path("accounts/logout/", account_views.LogoutView.as_view(), name="logout"),
@@ -11,6 +24,9 @@ urlpatterns = [
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),
     path("api/", include("chat.api.urls")),
+    path("api/", include("activity.api.urls")),
+    path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("api/docs/", api_docs, name="api-docs"),
     path("", include("activity.urls")),
     path("", include("chat.urls")),
 ]

@@ -1,12 +1,10 @@
 from __future__ import annotations
 
 import pytest
-from asgiref.sync import sync_to_async
-from channels.testing import WebsocketCommunicator
 from django.contrib.auth import get_user_model
 from django.utils import translation
 
-from chat.demo_documents import DOCUMENTS
+from chat.knowledge.documents import DOCUMENTS
 from chat.models import Conversation, Document
 
 
@@ -55,33 +53,6 @@ def alice_conversation(alice):
 def alice_client(client, alice):
     client.force_login(alice)
     return client
-
-
-def session_cookie_for(user) -> bytes:
-    from django.test import Client
-
-    client = Client()
-    client.force_login(user)
-    return f"sessionid={client.cookies['sessionid'].value}".encode()
-
-
-async def connect(
-    conversation_id, user=None, *, as_json: bool = False, headers=()
-) -> WebsocketCommunicator:
-    """A socket to the full ASGI app (origin check, auth, routing), logged in as user; as_json
-    asks for JSON events with the glassbox.json subprotocol; headers are a browser's extra
-    ones (Accept-Language)."""
-    from project.asgi import application
-
-    headers = [(b"origin", b"http://127.0.0.1"), (b"host", b"127.0.0.1"), *headers]
-    if user is not None:
-        headers.append((b"cookie", await sync_to_async(session_cookie_for)(user)))
-    return WebsocketCommunicator(
-        application,
-        f"/ws/c/{conversation_id}/",
-        headers=headers,
-        subprotocols=["glassbox.json"] if as_json else None,
-    )
 
 
 @pytest.hookimpl(trylast=True)

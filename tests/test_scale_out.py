@@ -15,7 +15,7 @@ import uuid
 import pytest
 import websockets
 
-from tests.servers import login, manage, serve, start_daphne
+from tests.support.servers import login, manage, serve, start_daphne
 
 
 def services() -> tuple[str, str]:
@@ -43,7 +43,7 @@ def shared_servers(tmp_path_factory):
         "GLASSBOX_HEARTBEAT_SECONDS": "0.2",
     }
     try:
-        for first in serve(tmp_path_factory.mktemp("scale"), **settings):
+        with serve(tmp_path_factory.mktemp("scale"), **settings) as first:
             second = start_daphne(first.env)
             try:
                 yield first, second

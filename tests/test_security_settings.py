@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from tests.servers import ROOT
+from tests.support.servers import ROOT
 
 PRODUCTION = {
     "SECRET_KEY": "a-long-random-production-secret-" + "x7Kq9" * 10,

@@ -9,12 +9,13 @@ import json
 import pytest
 import websockets
 
-from tests.servers import login, serve
+from tests.support.servers import login, serve
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    yield from serve(tmp_path_factory.mktemp("limits"))
+    with serve(tmp_path_factory.mktemp("limits")) as server:
+        yield server
 
 
 def socket_to(server, conversation, cookies):

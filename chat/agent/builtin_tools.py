@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from activity.presentation import ToolLabels
 from chat.agent.arithmetic import ArithmeticError_, evaluate
 from chat.agent.tools import Tool, ToolError, ToolOutcome, ToolRegistry
-from chat.search import search_documents
+from chat.knowledge.search import search_documents
 
 
 class Arguments(BaseModel):

@@ -19,7 +19,7 @@ import httpx2
 from asgiref.sync import sync_to_async
 
 from chat.agent.demo_script import say
-from chat.search import CJK, STOPWORDS, search_documents
+from chat.knowledge.search import CJK, STOPWORDS, search_documents
 
 MODEL = "glassbox-demo"
 TEXT_CHUNK = 4

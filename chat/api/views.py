@@ -1,12 +1,17 @@
+"""The conversations REST API; turns go through chat.turns like the socket's."""
+
 from __future__ import annotations
 
-from asgiref.sync import async_to_sync
+from collections.abc import AsyncIterator
+from typing import Any
+
+from asgiref.sync import async_to_sync, sync_to_async
+from django.db.models import OuterRef, QuerySet, Subquery
 from django.http import StreamingHttpResponse
 from django.shortcuts import get_object_or_404
-from django.utils.dateparse import parse_datetime
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import generics, serializers
+from drf_spectacular.utils import extend_schema
+from rest_framework import generics
 from rest_framework.exceptions import ValidationError
 from rest_framework.pagination import CursorPagination
 from rest_framework.renderers import BaseRenderer, JSONRenderer
@@ -14,163 +19,75 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from activity.export import FORMATS, export_stream
-from activity.models import ActivityFeed, FeedPreferences
-from activity.selectors import events_by_feed, feeds_filtered, feeds_visible_to
-from chat.api.serializers import (
+from activity.events import Error, to_json
+from activity.models import FeedPreferences
+from chat import turns
+from chat.api.sse import sse, turn_events
+from chat.models import Conversation, Message
+from chat.selectors import message_records
+from chat.serializers import (
     ConversationDetailSerializer,
     ConversationSerializer,
-    FeedSerializer,
     MessageSerializer,
     TurnRequestSerializer,
 )
-from chat.api.turn_stream import sse, turn_events
-from chat.models import Conversation
-from chat.selectors import conversations_of
-from chat.services import QuestionInvalid, TurnRejected, question_clean, turn_start
-
-FEED_FILTERS = [
-    OpenApiParameter("conversation", OpenApiTypes.UUID, description="one conversation"),
-    OpenApiParameter("tool", str, description="feeds that called this tool"),
-    OpenApiParameter("state", str, enum=list(ActivityFeed.State.values)),
-    OpenApiParameter("since", OpenApiTypes.DATETIME, description="started at or after"),
-    OpenApiParameter("until", OpenApiTypes.DATETIME, description="started before"),
-    OpenApiParameter("user", str, description="a username (staff only)"),
-]
+from chat.turns.recovery import dead_turns_recover
 
 
 class NewestFirst(CursorPagination):
-    ordering = "-id"
+    # By creation: a conversation's id is a random UUID.
+    ordering = "-created_at"
     page_size = 50
+
+
+def conversations_owned(user: Any) -> QuerySet[Conversation]:
+    """Archived ones included, as the list shows them; deleted ones are gone."""
+    return Conversation.objects.filter(owner=user)
 
 
 class ConversationList(generics.ListCreateAPIView):
     serializer_class = ConversationSerializer
     pagination_class = NewestFirst
 
-    def get_queryset(self):
-        return Conversation.objects.filter(owner=self.request.user)
+    def get_queryset(self) -> QuerySet[Conversation]:
+        first = Message.objects.filter(conversation=OuterRef("pk"), role=Message.Role.USER)
+        # The title of an untitled conversation is its first question: read in the same query.
+        return conversations_owned(self.request.user).annotate(
+            first_question=Subquery(first.order_by("id").values("content")[:1])
+        )
 
-    def perform_create(self, serializer):
+    def perform_create(self, serializer: Any) -> None:
         serializer.save(owner=self.request.user)
 
 
-class ConversationDetail(generics.RetrieveAPIView):
-    serializer_class = ConversationDetailSerializer
-    lookup_url_kwarg = "conversation_id"
-
-    def get_object(self):
-        conversation = get_object_or_404(
-            conversations_of(self.request.user), pk=self.kwargs["conversation_id"]
-        )
-        conversation.api_messages = self.with_feeds(conversation, self.request.user)
-        return conversation
-
-    @staticmethod
-    def with_feeds(conversation, user, answer: int | None = None):
-        """The conversation's messages (or one answer) with their feeds' events attached."""
-        messages = conversation.messages.select_related("feed").order_by("id")
-        if answer is not None:
-            messages = messages.filter(pk=answer)
-        messages = list(messages)
-        rows = events_by_feed(m.feed_id for m in messages)
-        for message in messages:
-            message.feed_rows = rows[message.feed_id]
-            if message.feed_id:
-                message.feed.username = user.get_username()
-                message.feed.message_id = message.pk
-        return messages[0] if answer is not None else messages
-
-
-def filtered_feeds(request: Request):
-    params = request.query_params
-    since, until = (_when(params, name) for name in ("since", "until"))
-    username = params.get("user", "")
-    if username and not request.user.is_staff:
-        raise ValidationError({"user": "Only staff can see other users' feeds."})
-    conversation = params.get("conversation") or None
-    if conversation:
-        try:
-            conversation = serializers.UUIDField().to_internal_value(conversation)
-        except ValidationError:
-            raise ValidationError({"conversation": "Must be a conversation's UUID."}) from None
-    state = params.get("state", "")
-    if state and state not in ActivityFeed.State.values:
-        raise ValidationError({"state": f"Must be one of {', '.join(ActivityFeed.State.values)}."})
-    return feeds_filtered(
-        feeds_visible_to(request.user),
-        conversation=conversation,
-        tool=params.get("tool", ""),
-        state=state,
-        since=since,
-        until=until,
-        username=username,
-    )
-
-
-def _when(params, name):
-    value = params.get(name)
-    if not value:
-        return None
-    parsed = parse_datetime(value)
-    if parsed is None:
-        raise ValidationError({name: "Use an ISO 8601 date and time, e.g. 2026-11-01T00:00:00Z."})
-    return parsed
-
-
-@extend_schema(parameters=FEED_FILTERS)
-class FeedList(generics.ListAPIView):
-    serializer_class = FeedSerializer
-    pagination_class = NewestFirst
-
-    def get_queryset(self):
-        return filtered_feeds(self.request)
-
-    def paginate_queryset(self, queryset):
-        page = super().paginate_queryset(queryset)
-        rows = events_by_feed(feed.pk for feed in page)
-        for feed in page:
-            feed.prefetched_events = rows[feed.pk]
-        return page
-
-
-class FeedDetail(generics.RetrieveAPIView):
-    serializer_class = FeedSerializer
-
-    def get_queryset(self):
-        return feeds_visible_to(self.request.user)
-
-
-@extend_schema(
-    parameters=[
-        OpenApiParameter("format", str, enum=list(FORMATS), default="ndjson"),
-        *FEED_FILTERS,
-    ],
-    responses={(200, media): OpenApiTypes.STR for media in FORMATS.values()},
-)
-class FeedExport(APIView):
-    """Every matching feed with its events, streamed: NDJSON (a feed per line), CSV (an event
-    per row, safe to open in a spreadsheet) or one JSON array."""
-
-    def get(self, request):
-        fmt = request.query_params.get("format", "ndjson")
-        if fmt not in FORMATS:
-            raise ValidationError({"format": f"Must be one of {', '.join(FORMATS)}."})
-        feeds = filtered_feeds(request)
-        response = StreamingHttpResponse(export_stream(feeds, fmt), content_type=FORMATS[fmt])
-        extension = "json" if fmt == "json" else fmt
-        response["Content-Disposition"] = f'attachment; filename="glassbox-feeds.{extension}"'
-        return response
+class ConversationDetail(APIView):
+    @extend_schema(responses=ConversationDetailSerializer)
+    def get(self, request: Request, conversation_id: Any) -> Response:
+        conversation = get_object_or_404(conversations_owned(request.user), pk=conversation_id)
+        # Opening a conversation closes a turn whose process died.
+        dead_turns_recover(conversation_id=conversation.pk)
+        context = {"messages": message_records(conversation)}
+        return Response(ConversationDetailSerializer(conversation, context=context).data)
 
 
 class EventStreamRenderer(BaseRenderer):
-    """Lets SSE clients negotiate; an error reaches them as one `error` event."""
+    """Lets SSE clients negotiate; a refusal reaches them as one `error` event."""
 
     media_type = "text/event-stream"
     format = "sse"
 
-    def render(self, data, accepted_media_type=None, renderer_context=None):
-        return sse({"type": "error", **(data or {})}).encode()
+    def render(self, data: Any, accepted_media_type: Any = None, renderer_context: Any = None):
+        return sse(to_json(Error(_first_error(data)))).encode()
+
+
+def _first_error(data: Any) -> str:
+    """The message of a DRF error body: {"detail": …} or {"field": ["…"]}."""
+    while data and isinstance(data, dict | list):
+        if isinstance(data, list):
+            data = data[0]
+        else:
+            data = data.get("detail") or next(iter(data.values()))
+    return str(data or "")
 
 
 @extend_schema(
@@ -189,38 +106,37 @@ class EventStreamRenderer(BaseRenderer):
 class TurnCreate(APIView):
     renderer_classes = [JSONRenderer, EventStreamRenderer]
 
-    def post(self, request, conversation_id):
-        conversation = get_object_or_404(
-            Conversation.objects.filter(owner=request.user), pk=conversation_id
-        )
+    def post(self, request: Request, conversation_id: Any) -> Any:
+        conversation = get_object_or_404(conversations_owned(request.user), pk=conversation_id)
         data = TurnRequestSerializer(data=request.data)
         data.is_valid(raise_exception=True)
+        ask = {
+            "conversation": conversation,
+            "text": data.validated_data["content"],
+            "client_id": data.validated_data.get("client_id"),
+            # As on the pages: the saved choice, else the request's Accept-Language.
+            "language": FeedPreferences.language_of(request.user.pk) or None,
+        }
         try:
-            text = question_clean(data.validated_data["content"])
-            turn = turn_start(
-                conversation=conversation,
-                text=text,
-                client_id=data.validated_data.get("client_id"),
-                # As on the pages: the saved choice, else the request's Accept-Language.
-                language=FeedPreferences.language_of(request.user.pk) or None,
-            )
-        except QuestionInvalid as problem:
+            # Begun on the server's event loop before the response starts: an admitted turn
+            # runs whatever its client does next.
+            turn = async_to_sync(turns.begin)(**ask)
+        except turns.QuestionInvalid as problem:
             raise ValidationError({"content": str(problem)}) from None
-        except TurnRejected as refusal:
+        except turns.TurnRejected as refusal:
             return Response({"detail": str(refusal)}, status=refusal.status)
-        events = turn_events(conversation, turn)
         if "text/event-stream" in request.headers.get("Accept", ""):
-            response = StreamingHttpResponse(
-                (sse(event) async for event in events), content_type="text/event-stream"
-            )
+            events = (sse(event) async for event in turn_events(conversation, turn))
+            response = StreamingHttpResponse(events, content_type="text/event-stream")
             response["Cache-Control"] = "no-cache"
             response["X-Accel-Buffering"] = "no"
             return response
-        async_to_sync(_drain)(events)
-        answer = ConversationDetail.with_feeds(conversation, request.user, answer=turn.answer.pk)
-        return Response(MessageSerializer(answer).data)
+        # Streamed too, as one document once the turn is over: no request thread waits for it.
+        return StreamingHttpResponse(_answer(conversation, turn), content_type="application/json")
 
 
-async def _drain(events) -> None:
-    async for _ in events:
+async def _answer(conversation: Conversation, turn: turns.StartedTurn) -> AsyncIterator[bytes]:
+    async for _ in turn_events(conversation, turn):
         pass
+    (answer,) = await sync_to_async(message_records)(conversation, answer=turn.answer.pk)
+    yield JSONRenderer().render(MessageSerializer(answer).data)

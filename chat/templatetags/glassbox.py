@@ -7,7 +7,6 @@ from django.utils.translation import gettext as _
 from activity.presentation import seconds
 from chat.forms import ContactForm
 from chat.markdown import render_markdown
-from chat.services import contact_form_requested
 
 register = template.Library()
 
@@ -23,11 +22,6 @@ register.filter("seconds", seconds)
 @register.filter
 def state_word(state: str) -> str:
     return _("failed") if state == "failed" else _("done")
-
-
-@register.filter
-def wants_contact_form(message) -> bool:
-    return contact_form_requested(message)
 
 
 @register.filter

@@ -6,14 +6,13 @@ import json
 from datetime import timedelta
 
 import pytest
-from asgiref.sync import async_to_sync
 from django.contrib.auth import get_user_model
+from django.test import AsyncClient
 from django.utils import timezone
 
 from activity.models import ActivityEvent, ActivityFeed
 from chat.models import Conversation
-from chat.services import turn_start
-from chat.turns import turn_run
+from tests.support.turns import run_turn
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -26,10 +25,8 @@ def admin_client(client):
 
 
 def ask(user, question):
-    conversation = Conversation.objects.create(owner=user)
-    turn = turn_start(conversation=conversation, text=question)
-    async_to_sync(turn_run)(answer=turn.answer)
-    return ActivityFeed.objects.get(pk=turn.answer.feed_id)
+    answer = run_turn(Conversation.objects.create(owner=user), question)
+    return ActivityFeed.objects.get(pk=answer.feed_id)
 
 
 @pytest.fixture
@@ -100,16 +97,28 @@ def test_events_are_append_only_in_code_too(searched_feed):
         event.save()
 
 
-def test_the_export_action_downloads_ndjson_and_csv(admin_client, searched_feed, failed_feed):
+@pytest.mark.asyncio
+async def test_the_export_action_streams_ndjson_and_csv_a_chunk_of_feeds_at_a_time(
+    searched_feed, failed_feed, monkeypatch
+):
+    monkeypatch.setattr("activity.export.CHUNK", 1)
+    admin = await get_user_model().objects.acreate(username="root", is_staff=True)
+    admin.is_superuser = True
+    await admin.asave()
+    client = AsyncClient()
+    await client.aforce_login(admin)
     base = {"_selected_action": [searched_feed.pk, failed_feed.pk]}
-    response = admin_client.post(
+
+    response = await client.post(
         "/admin/activity/activityfeed/", {**base, "action": "export_ndjson"}
     )
-    lines = b"".join(response.streaming_content).decode().splitlines()
-    assert {json.loads(line)["id"] for line in lines} == {searched_feed.pk, failed_feed.pk}
-    response = admin_client.post("/admin/activity/activityfeed/", {**base, "action": "export_csv"})
-    rows = list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode())))
-    assert {row["user"] for row in rows} == {"alice", "bob"}
+    parts = [part async for part in response.streaming_content]
+    # One feed per part, as it is read: the selection is never gathered in memory first.
+    assert len(parts) == 2
+    assert {json.loads(part)["id"] for part in parts} == {searched_feed.pk, failed_feed.pk}
+    response = await client.post("/admin/activity/activityfeed/", {**base, "action": "export_csv"})
+    text = b"".join([part async for part in response.streaming_content]).decode()
+    assert {row["user"] for row in csv.DictReader(io.StringIO(text))} == {"alice", "bob"}
 
 
 def test_the_dashboard_draws_calls_per_day_and_per_tool_figures(

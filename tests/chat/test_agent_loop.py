@@ -14,7 +14,12 @@ from chat.agent.builtin_tools import default_registry
 from chat.agent.client import make_client
 from chat.agent.loop import run_agent
 from chat.agent.tools import Tool, ToolError, ToolRegistry
-from tests.fakes import ScriptedTransport, scripted_client, text_response, tool_call_response
+from tests.support.fakes import (
+    ScriptedTransport,
+    scripted_client,
+    text_response,
+    tool_call_response,
+)
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

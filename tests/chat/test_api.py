@@ -5,7 +5,6 @@ import io
 import json
 
 import pytest
-from asgiref.sync import async_to_sync
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.test import AsyncClient
@@ -14,16 +13,9 @@ from rest_framework.authtoken.models import Token
 from activity.events import to_json
 from activity.models import ActivityEvent, ActivityFeed
 from chat.models import Conversation
-from chat.services import turn_start
-from chat.turns import turn_run
+from tests.support.turns import run_turn
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def run_turn(conversation, question):
-    turn = turn_start(conversation=conversation, text=question)
-    async_to_sync(turn_run)(answer=turn.answer)
-    return turn.answer
 
 
 @pytest.fixture
@@ -150,9 +142,9 @@ def test_bad_filters_are_explained(client, alice, world, query, field):
 
 
 def test_feeds_come_newest_first_a_cursor_page_at_a_time(client, alice, world, monkeypatch):
-    from chat.api.views import NewestFirst
+    from activity.api.views import NewestFeedsFirst
 
-    monkeypatch.setattr(NewestFirst, "page_size", 1)
+    monkeypatch.setattr(NewestFeedsFirst, "page_size", 1)
     client.force_login(alice)
     first = client.get("/api/feeds/").json()
     second = client.get(first["next"]).json()

@@ -1,12 +1,10 @@
 from __future__ import annotations
 
 import pytest
-from asgiref.sync import async_to_sync
 
 from activity.models import ActivityEvent
 from chat.models import ContactRequest, Conversation, Message
-from chat.services import turn_start
-from chat.turns import turn_run
+from tests.support.turns import run_turn
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -15,9 +13,8 @@ FORM = {"name": "Alice", "email": "alice@example.com", "body": "Please call me."
 
 @pytest.fixture
 def contact_answer(alice_conversation, knowledge_base) -> Message:
-    turn = turn_start(conversation=alice_conversation, text="I want to talk to a human advisor")
-    async_to_sync(turn_run)(answer=turn.answer)
-    return turn.answer
+    answer = run_turn(alice_conversation, "I want to talk to a human advisor")
+    return answer
 
 
 def url(answer: Message) -> str:
@@ -75,9 +72,8 @@ def test_without_javascript_the_form_posts_and_returns_to_the_turn(alice_client,
 
 
 def test_no_form_where_the_agent_did_not_open_one(alice_client, alice_conversation):
-    turn = turn_start(conversation=alice_conversation, text="Tell me a joke")
-    async_to_sync(turn_run)(answer=turn.answer)
-    response = alice_client.post(url(turn.answer), FORM)
+    answer = run_turn(alice_conversation, "Tell me a joke")
+    response = alice_client.post(url(answer), FORM)
     assert response.status_code == 400
     assert ContactRequest.objects.count() == 0
 

@@ -7,7 +7,7 @@ import threading
 import time
 import urllib.request
 
-from tests.servers import manage, serve, start_daphne
+from tests.support.servers import manage, serve, start_daphne
 
 
 def api(server, token, path, body=None, accept="application/json"):
@@ -46,7 +46,7 @@ class Follower(threading.Thread):
 
 def test_a_turn_whose_process_is_killed_is_marked_interrupted_with_its_work_kept(tmp_path):
     settings = {"GLASSBOX_DEMO_DELAY": "0.03", "GLASSBOX_HEARTBEAT_SECONDS": "0.2"}
-    for first in serve(tmp_path, **settings):
+    with serve(tmp_path, **settings) as first:
         token = manage(first.env, "drf_create_token", "demo").split()[2]
         conversation = json.load(api(first, token, "/api/conversations/", {"title": "crash"}))
         path = f"/api/conversations/{conversation['id']}/messages/"

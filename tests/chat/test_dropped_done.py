@@ -9,18 +9,12 @@ import asyncio
 import pytest
 from channels.layers import get_channel_layer
 
-import chat.turns
 from chat.models import Message
-from tests.chat.test_socket_turn import (
-    QUESTION,
-    ask,
-    finish_turns,
-    frames_until_done,
-    open_socket,
-    turn_frames,
-)
-from tests.chat.test_turn_api import ask as ask_api
-from tests.chat.test_turn_api import client_for, sse_events
+from chat.turns import runner
+from tests.support import QUESTION
+from tests.support.api import ask as ask_api
+from tests.support.api import client_for, sse_events
+from tests.support.sockets import ask, finish_turns, frames_until_done, open_socket, turn_frames
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 
@@ -28,13 +22,13 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 @pytest.fixture
 def done_is_dropped(settings, monkeypatch):
     settings.GLASSBOX_HEARTBEAT_SECONDS = 0.2
-    send = chat.turns.send_turn_event
+    send = runner.send_turn_event
 
     async def lossy(group, *, answer_id, event, **extra):
         if event["type"] != "done":
             await send(group, answer_id=answer_id, event=event, **extra)
 
-    monkeypatch.setattr(chat.turns, "send_turn_event", lossy)
+    monkeypatch.setattr(runner, "send_turn_event", lossy)
 
 
 async def test_a_page_that_missed_done_still_folds_the_feed(

@@ -5,15 +5,13 @@ import re
 from datetime import timedelta
 
 import pytest
-from asgiref.sync import async_to_sync
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.utils import timezone
 
 from activity.models import ActivityEvent, ActivityFeed
 from chat.models import Conversation, Message
-from chat.services import turn_start
-from chat.turns import turn_run
+from tests.support.turns import run_turn
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -21,8 +19,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def converse(owner, *questions, title=""):
     conversation = Conversation.objects.create(owner=owner, title=title)
     for question in questions:
-        turn = turn_start(conversation=conversation, text=question)
-        async_to_sync(turn_run)(answer=turn.answer)
+        run_turn(conversation, question)
     conversation.refresh_from_db()
     return conversation
 

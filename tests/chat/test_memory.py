@@ -3,21 +3,17 @@ from __future__ import annotations
 import json
 
 import pytest
-from asgiref.sync import async_to_sync
 
 from chat.agent.memory import trim
-from chat.services import turn_start
-from chat.turns import turn_run
-from tests.fakes import ScriptedTransport, scripted_client, text_response
+from tests.support.fakes import ScriptedTransport, scripted_client, text_response
+from tests.support.turns import run_turn
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def ask(conversation, question: str, transport=None) -> None:
-    turn = turn_start(conversation=conversation, text=question)
-    factory = (lambda: scripted_client(transport)) if transport else None
-    options = {"client_factory": factory} if factory else {}
-    async_to_sync(turn_run)(answer=turn.answer, **options)
+    options = {"client_factory": lambda: scripted_client(transport)} if transport else {}
+    run_turn(conversation, question, **options)
 
 
 def test_a_follow_up_reaches_the_model_with_the_earlier_turn_and_its_tools(

@@ -10,9 +10,8 @@ from chat.agent.client import make_client, uses_demo_model
 from chat.agent.demo import SSEStream
 from chat.agent.demo_script import say
 from chat.models import Message
-from chat.services import turn_start
-from chat.turns import turn_run
-from tests.fakes import text_response
+from tests.support.fakes import text_response
+from tests.support.turns import run_turn
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -53,9 +52,7 @@ class FlakyProvider(httpx2.AsyncBaseTransport):
 
 
 def run(conversation, transport) -> Message:
-    turn = turn_start(conversation=conversation, text="Hi")
-    async_to_sync(turn_run)(answer=turn.answer, client_factory=lambda: make_client(transport))
-    return Message.objects.select_related("feed").get(pk=turn.answer.pk)
+    return run_turn(conversation, "Hi", client_factory=lambda: make_client(transport))
 
 
 def test_a_key_selects_the_real_provider_and_its_settings(real_provider, settings):
@@ -100,9 +97,7 @@ def test_a_stream_that_breaks_after_text_is_never_replayed(real_provider, alice_
 def test_a_turn_past_its_time_limit_fails_visibly_and_keeps_its_text(settings, alice_conversation):
     settings.GLASSBOX_DEMO_DELAY = 0.02
     settings.GLASSBOX_TURN_TIMEOUT = 0.3
-    turn = turn_start(conversation=alice_conversation, text="Tell me a joke")
-    async_to_sync(turn_run)(answer=turn.answer)
-    answer = Message.objects.select_related("feed").get(pk=turn.answer.pk)
+    answer = run_turn(alice_conversation, "Tell me a joke")
     assert answer.state == Message.State.FAILED
     full = say("direct", "en", question="Tell me a joke")
     assert answer.content and full.startswith(answer.content)  # what arrived in time is kept

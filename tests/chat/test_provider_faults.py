@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import httpx2
 import pytest
-from asgiref.sync import async_to_sync
 from django.template.loader import render_to_string
 
 from activity.preferences import FeedPrefs
@@ -13,9 +12,8 @@ from chat.agent.client import make_client
 from chat.agent.demo import SSEStream
 from chat.models import Message
 from chat.selectors import messages_with_feeds
-from chat.services import turn_start
-from chat.turns import turn_run
-from tests.fakes import text_response, tool_call_response
+from tests.support.fakes import text_response, tool_call_response
+from tests.support.turns import run_turn
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -105,9 +103,7 @@ def provider(settings):
 
 
 def ask(conversation, transport, question="How do I negotiate my salary?") -> Message:
-    turn = turn_start(conversation=conversation, text=question)
-    async_to_sync(turn_run)(answer=turn.answer, client_factory=lambda: make_client(transport))
-    return Message.objects.select_related("feed").get(pk=turn.answer.pk)
+    return run_turn(conversation, question, client_factory=lambda: make_client(transport))
 
 
 @pytest.mark.parametrize("fault", list(FAULTS))

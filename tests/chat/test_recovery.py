@@ -7,15 +7,15 @@ from django.utils import timezone
 
 from activity.models import ActivityEvent, ActivityFeed
 from chat.models import Message
-from chat.recovery import dead_turns_recover
-from chat.services import TurnRejected, turn_start
+from chat.turns.admission import TurnRejected, admit
+from chat.turns.recovery import dead_turns_recover
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def stalled_turn(conversation, *, silent_for: float, beat_ago: float | None = None):
     """A streaming turn whose process went quiet `silent_for` seconds ago."""
-    turn = turn_start(conversation=conversation, text="How do I negotiate my salary?")
+    turn = admit(conversation=conversation, text="How do I negotiate my salary?")
     Message.objects.filter(pk=turn.answer.pk).update(content="Partial answer")
     ActivityEvent.objects.create(feed=turn.answer.feed, seq=1, kind="status", icon="🔍",
                                  message="Looking up", state="in_progress")  # fmt: skip
@@ -30,7 +30,7 @@ def stalled_turn(conversation, *, silent_for: float, beat_ago: float | None = No
 
 def test_a_turn_that_stopped_beating_is_interrupted_with_its_work_kept(alice_conversation):
     answer = stalled_turn(alice_conversation, silent_for=60)
-    assert dead_turns_recover(conversation=alice_conversation) == 1
+    assert dead_turns_recover(conversation_id=alice_conversation.pk) == 1
     answer.refresh_from_db()
     assert answer.state == Message.State.INTERRUPTED
     assert answer.content == "Partial answer"
@@ -38,7 +38,7 @@ def test_a_turn_that_stopped_beating_is_interrupted_with_its_work_kept(alice_con
     assert (feed.state, feed.summary_icon) == ("interrupted", "⚠️")
     lines = list(feed.events.order_by("seq").values_list("icon", "message"))
     assert lines == [("🔍", "Looking up"), ("⚠️", "Interrupted: the server stopped while working")]
-    assert dead_turns_recover(conversation=alice_conversation) == 0  # closed once
+    assert dead_turns_recover(conversation_id=alice_conversation.pk) == 0  # closed once
 
 
 def test_an_old_turn_that_still_beats_is_left_running(alice_conversation):
@@ -64,14 +64,14 @@ def test_opening_the_conversation_recovers_it(alice_client, alice_conversation):
 
 def test_a_dead_turn_no_longer_blocks_a_new_question(alice_conversation):
     stalled_turn(alice_conversation, silent_for=60)
-    turn = turn_start(conversation=alice_conversation, text="Still there?")
+    turn = admit(conversation=alice_conversation, text="Still there?")
     assert turn.answer.state == Message.State.STREAMING
 
 
 def test_a_live_turn_still_blocks_a_new_question(alice_conversation):
     stalled_turn(alice_conversation, silent_for=600, beat_ago=0.5)
     with pytest.raises(TurnRejected, match="still working"):
-        turn_start(conversation=alice_conversation, text="second")
+        admit(conversation=alice_conversation, text="second")
 
 
 def test_a_recovered_turn_is_closed_in_the_language_it_was_asked_in(alice_conversation):

@@ -11,14 +11,9 @@ import pytest
 
 from activity.models import ActivityEvent, ActivityFeed
 from chat.models import Conversation, Message
-from chat.turns import RUNNING
-from tests.chat.test_socket_turn import (
-    QUESTION,
-    ask,
-    finish_turns,
-    frames_until_done,
-    open_socket,
-)
+from chat.turns import registry
+from tests.support import QUESTION
+from tests.support.sockets import ask, finish_turns, frames_until_done, open_socket
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 
@@ -209,7 +204,7 @@ async def test_a_cross_site_page_cannot_open_a_socket(alice, alice_conversation)
     from channels.testing import WebsocketCommunicator
 
     from project.asgi import application
-    from tests.conftest import session_cookie_for
+    from tests.support.sockets import session_cookie_for
 
     cookie = await sync_to_async(session_cookie_for)(alice)
     socket = WebsocketCommunicator(
@@ -223,7 +218,7 @@ async def test_a_cross_site_page_cannot_open_a_socket(alice, alice_conversation)
     )
     connected, _ = await socket.connect()
     assert not connected
-    assert not RUNNING
+    assert registry.running() == []
 
 
 async def test_logging_out_closes_that_sessions_sockets(alice, alice_conversation):

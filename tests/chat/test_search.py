@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
+from chat.knowledge.search import search_documents, tokenize
 from chat.models import Document
-from chat.search import search_documents, tokenize
 
 pytestmark = pytest.mark.django_db
 

@@ -9,10 +9,11 @@ import pytest
 from channels.layers import InMemoryChannelLayer, channel_layers
 
 from activity.models import ActivityEvent
-from chat import turns
-from chat.consumers import ChatConsumer
 from chat.models import Message
-from tests.chat.test_socket_turn import QUESTION, finish_turns, json_until_done, open_socket
+from chat.socket.consumer import ChatConsumer
+from chat.turns import runner
+from tests.support import QUESTION
+from tests.support.sockets import finish_turns, json_until_done, open_socket
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 
@@ -37,7 +38,7 @@ async def test_a_slow_reader_gets_every_event_in_order_and_all_the_text(
 ):
     settings.GLASSBOX_TEXT_FRAME_SECONDS = 0  # a frame per token: the hardest case
     sent, received = [], []
-    broadcast, handle = turns.send_turn_event, ChatConsumer.turn_event
+    broadcast, handle = runner.send_turn_event, ChatConsumer.turn_event
 
     async def counting_broadcast(group, **message):
         sent.append(message)
@@ -47,7 +48,7 @@ async def test_a_slow_reader_gets_every_event_in_order_and_all_the_text(
         received.append(message)
         await handle(self, message)
 
-    monkeypatch.setattr(turns, "send_turn_event", counting_broadcast)
+    monkeypatch.setattr(runner, "send_turn_event", counting_broadcast)
     monkeypatch.setattr(ChatConsumer, "turn_event", counting_handler)
     socket = await open_socket(alice_conversation, alice, as_json=True)
     await socket.send_to(text_data=json.dumps({"message": QUESTION}))

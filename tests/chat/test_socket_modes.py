@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from activity.models import ActivityEvent, FeedPreferences
-from tests.chat.test_socket_turn import QUESTION, turn_frames
+from tests.support import QUESTION
+from tests.support.sockets import turn_frames
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 
@@ -84,7 +85,7 @@ async def test_raw_detail_shows_the_search_query_live_and_in_history(
 async def test_a_changed_preference_applies_from_the_next_question_on_an_open_socket(
     alice, alice_conversation, knowledge_base
 ):
-    from tests.chat.test_socket_turn import ask, finish_turns, frames_until_done, open_socket
+    from tests.support.sockets import ask, finish_turns, frames_until_done, open_socket
 
     socket = await open_socket(alice_conversation, alice)  # opened with the defaults
     await prefer(alice, MODE="off")

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 
@@ -9,62 +8,18 @@ from django.db.backends.utils import CursorWrapper
 
 from activity.models import ActivityEvent, ActivityFeed
 from chat.models import Message
-from chat.turns import finish_all
-from tests.conftest import connect
+from tests.support import QUESTION
+from tests.support.sockets import (
+    ask,
+    connect,
+    finish_turns,
+    frames_until_done,
+    is_final,
+    open_socket,
+    turn_frames,
+)
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
-
-QUESTION = "How do I negotiate my salary?"
-
-
-def is_final(frame: str) -> bool:
-    return 'class="message assistant state-' in frame and "state-streaming" not in frame
-
-
-async def frames_until_done(socket, limit: float = 10) -> list[str]:
-    frames = []
-    async with asyncio.timeout(limit):
-        while True:
-            frames.append(await socket.receive_from(timeout=limit))
-            if is_final(frames[-1]):
-                return frames
-
-
-async def json_until_done(socket, limit: float = 10) -> list[dict]:
-    events = []
-    async with asyncio.timeout(limit):
-        while True:
-            events.append(json.loads(await socket.receive_from(timeout=limit)))
-            if events[-1]["type"] == "done":
-                return events
-
-
-async def finish_turns():
-    await finish_all()
-
-
-async def open_socket(conversation, user, as_json: bool = False, headers=()):
-    socket = await connect(conversation.pk, user, as_json=as_json, headers=headers)
-    connected, subprotocol = await socket.connect()
-    assert connected
-    assert subprotocol == ("glassbox.json" if as_json else None)
-    return socket
-
-
-async def ask(socket, text: str) -> None:
-    await socket.send_to(
-        text_data=json.dumps({"message": text, "HEADERS": {"HX-Request": "true"}})
-    )
-
-
-async def turn_frames(conversation, user, question: str, *, as_json: bool = False) -> list:
-    """Asks on a fresh socket and returns every frame up to the folded answer."""
-    socket = await open_socket(conversation, user, as_json=as_json)
-    await ask(socket, question)
-    frames = await (json_until_done(socket) if as_json else frames_until_done(socket))
-    await finish_turns()
-    await socket.disconnect()
-    return frames
 
 
 async def test_status_lines_arrive_before_the_answer_and_the_feed_folds(

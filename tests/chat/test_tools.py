@@ -15,7 +15,12 @@ from chat.agent.builtin_tools import (
 )
 from chat.agent.loop import run_agent
 from chat.agent.tools import FEEDBACK_ARG, ToolError, ToolRegistry, truncate_feedback
-from tests.fakes import ScriptedTransport, scripted_client, text_response, tool_call_response
+from tests.support.fakes import (
+    ScriptedTransport,
+    scripted_client,
+    text_response,
+    tool_call_response,
+)
 
 
 def test_feedback_of_100_characters_is_kept_whole():

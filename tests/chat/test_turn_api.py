@@ -5,52 +5,14 @@ import json
 import uuid
 
 import pytest
-from django.test import AsyncClient
 
 from chat.models import Message
-from chat.turns import finish_all
-from tests.chat.test_socket_turn import frames_until_done, json_until_done, open_socket
+from chat.turns.registry import finish_all
+from tests.support import QUESTION
+from tests.support.api import ask, client_for, sse_events, streamed_json, turns_url
+from tests.support.sockets import frames_until_done, json_until_done, open_socket
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
-
-QUESTION = "How do I negotiate my salary?"
-
-
-async def client_for(user) -> AsyncClient:
-    client = AsyncClient()
-    if user is not None:
-        await client.aforce_login(user)
-    return client
-
-
-def url(conversation) -> str:
-    return f"/api/conversations/{conversation.pk}/messages/"
-
-
-async def ask(client, conversation, stream: bool = True, **body):
-    headers = {"Accept": "text/event-stream"} if stream else {}
-    return await client.post(
-        url(conversation),
-        {"content": QUESTION, **body},
-        content_type="application/json",
-        headers=headers,
-    )
-
-
-async def sse_events(response) -> list[dict]:
-    assert response["Content-Type"] == "text/event-stream"
-    text = b"".join([chunk async for chunk in response.streaming_content]).decode()
-    events = []
-    for block in text.strip().split("\n\n"):
-        lines = dict(line.split(": ", 1) for line in block.splitlines())
-        event = json.loads(lines["data"])
-        assert lines["event"] == event["type"]
-        events.append(event)
-    return events
-
-
-async def finish_turns():
-    await finish_all()
 
 
 async def test_a_program_follows_its_turn_as_server_sent_events(
@@ -58,7 +20,7 @@ async def test_a_program_follows_its_turn_as_server_sent_events(
 ):
     response = await ask(await client_for(alice), alice_conversation)
     events = await sse_events(response)
-    await finish_turns()
+    await finish_all()
     kinds = [e["type"] for e in events]
     assert kinds[0] == "turn" and kinds[-1] == "done"
     first_text = kinds.index("text")
@@ -78,7 +40,7 @@ async def test_without_sse_the_finished_answer_comes_back(
 ):
     response = await ask(await client_for(alice), alice_conversation, stream=False)
     assert response.status_code == 200
-    data = response.json()
+    data = await streamed_json(response)
     assert data["role"] == "assistant" and data["state"] == "complete"
     assert "Salary negotiation" in data["content"]
     assert data["feed"]["summary"]["text"] == "Searched the knowledge base"
@@ -91,7 +53,7 @@ async def test_a_browser_tab_watches_an_api_started_turn_live(
     tab = await open_socket(alice_conversation, alice)
     response = await ask(await client_for(alice), alice_conversation)
     events, frames = await asyncio.gather(sse_events(response), frames_until_done(tab))
-    await finish_turns()
+    await finish_all()
     await tab.disconnect()
     assert QUESTION in frames[0]
     assert any("Found 3 documents" in f for f in frames)
@@ -108,7 +70,7 @@ async def test_repeating_a_client_id_joins_the_turn_instead_of_starting_another(
     first = await ask(client, alice_conversation, client_id=client_id)
     second = await ask(client, alice_conversation, client_id=client_id)
     first_events, second_events = await asyncio.gather(sse_events(first), sse_events(second))
-    await finish_turns()
+    await finish_all()
     assert first_events[0]["message_id"] == second_events[0]["message_id"]
     assert await Message.objects.filter(role="assistant").acount() == 1
     # The joined stream holds the same recorded events and the same answer text.
@@ -136,7 +98,9 @@ async def test_bad_turn_requests_are_explained_and_save_nothing(
     alice, alice_conversation, body, status, problem
 ):
     client = await client_for(alice)
-    response = await client.post(url(alice_conversation), body, content_type="application/json")
+    response = await client.post(
+        turns_url(alice_conversation), body, content_type="application/json"
+    )
     assert response.status_code == status
     assert problem in response.content.decode()
     assert await Message.objects.acount() == 0
@@ -153,7 +117,7 @@ async def test_a_second_turn_while_one_runs_is_a_409(
     assert busy.content.decode().startswith("event: error\ndata: ")
     assert "still working" in busy.content.decode()
     await sse_events(first)
-    await finish_turns()
+    await finish_all()
 
 
 async def test_only_the_owner_can_ask(alice, bob, alice_conversation):
@@ -168,6 +132,6 @@ async def test_json_clients_on_the_socket_negotiate_the_glassbox_json_subprotoco
     socket = await open_socket(alice_conversation, alice, as_json=True)
     await socket.send_to(text_data=json.dumps({"message": QUESTION}))
     events = await json_until_done(socket)
-    await finish_turns()
+    await finish_all()
     await socket.disconnect()
     assert events[0]["type"] == "turn" and events[1]["type"] == "status"

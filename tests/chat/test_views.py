@@ -3,20 +3,13 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from asgiref.sync import async_to_sync
 from django.urls import reverse
 
 from chat.models import Conversation, Message
-from chat.services import turn_start
-from chat.turns import turn_run
+from chat.turns.admission import admit
+from tests.support.turns import run_turn
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def run_turn(conversation: Conversation, question: str) -> Message:
-    turn = turn_start(conversation=conversation, text=question)
-    async_to_sync(turn_run)(answer=turn.answer)
-    return Message.objects.select_related("feed").get(pk=turn.answer.pk)
 
 
 def test_anonymous_users_are_sent_to_log_in(client, alice_conversation):
@@ -151,11 +144,11 @@ def test_history_needs_the_same_number_of_queries_for_any_number_of_turns(
 
 
 def test_a_recent_running_turn_still_blocks_a_second_one(alice_conversation):
-    from chat.services import TurnRejected
+    from chat.turns.admission import TurnRejected
 
-    turn_start(conversation=alice_conversation, text="first")
+    admit(conversation=alice_conversation, text="first")
     with pytest.raises(TurnRejected, match="still working"):
-        turn_start(conversation=alice_conversation, text="second")
+        admit(conversation=alice_conversation, text="second")
     assert Message.objects.filter(content="second").count() == 0
 
 

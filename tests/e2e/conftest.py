@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 
-from tests.servers import serve
+from tests.support.servers import serve
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
@@ -18,7 +18,7 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 def glassbox_server(tmp_path_factory):
     """(url, environment) of a Glassbox serving the demo; the environment reaches its
     database for management commands."""
-    for server in serve(tmp_path_factory.mktemp("e2e")):
+    with serve(tmp_path_factory.mktemp("e2e")) as server:
         yield server.url, server.env
 
 
@@ -32,14 +32,16 @@ def hostile_server_url(tmp_path_factory):
     """Glassbox talking to an OpenAI-compatible provider whose model writes attacks."""
     from tests.e2e.hostile_provider import HostileProvider
 
-    with HostileProvider() as provider:
-        for server in serve(
+    with (
+        HostileProvider() as provider,
+        serve(
             tmp_path_factory.mktemp("hostile"),
             OPENAI_API_KEY="sk-hostile",
             OPENAI_BASE_URL=provider.url,
             GLASSBOX_MODEL="hostile-model",
-        ):
-            yield server.url
+        ) as server,
+    ):
+        yield server.url
 
 
 @pytest.fixture(scope="session")

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from tests.servers import ROOT, manage
+from tests.support.servers import ROOT, manage
 
 pytestmark = pytest.mark.e2e
 

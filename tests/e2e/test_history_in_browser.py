@@ -6,7 +6,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.servers import manage
+from tests.support.servers import manage
 
 pytestmark = pytest.mark.e2e
 

@@ -9,7 +9,7 @@ from contextlib import contextmanager
 import pytest
 from playwright.sync_api import expect
 
-from tests.servers import manage
+from tests.support.servers import manage
 
 pytestmark = pytest.mark.e2e
 

@@ -10,7 +10,7 @@ from django.utils import translation
 from activity.models import FeedPreferences
 from activity.presentation import seconds
 from chat.models import Conversation
-from chat.services import turn_start
+from chat.turns.admission import admit
 
 pytestmark = pytest.mark.django_db
 
@@ -92,7 +92,7 @@ def test_the_preferences_page_chooses_the_language_or_the_browsers(alice_client,
 
 
 def test_times_are_written_the_readers_way(alice_client, alice_conversation):
-    turn_start(conversation=alice_conversation, text="Ciao")
+    admit(conversation=alice_conversation, text="Ciao")
     italian = alice_client.get("/", HTTP_ACCEPT_LANGUAGE="it").content.decode()
     months = "|".join(ITALIAN_MONTHS.split())
     assert re.search(rf"\d+ ({months}) 20\d\d \d\d:\d\d", italian, re.IGNORECASE)
@@ -113,7 +113,7 @@ def test_durations_are_written_the_readers_way(language, short, long):
 def test_a_turn_keeps_the_language_it_was_asked_in(alice_client, alice):
     conversation = Conversation.objects.create(owner=alice)
     with translation.override("it"):
-        turn = turn_start(conversation=conversation, text="Ciao")
+        turn = admit(conversation=conversation, text="Ciao")
     assert turn.answer.feed.language == "it"
-    assert turn_start(conversation=Conversation.objects.create(owner=alice), text="Hi",
+    assert admit(conversation=Conversation.objects.create(owner=alice), text="Hi",
                       language="zh-hant").answer.feed.language == "zh-hant"  # fmt: skip

@@ -11,13 +11,7 @@ from django.test import Client
 
 from activity.models import ActivityFeed, FeedPreferences
 from chat.models import Conversation
-from tests.chat.test_socket_turn import (
-    ask,
-    finish_turns,
-    frames_until_done,
-    open_socket,
-    turn_frames,
-)
+from tests.support.sockets import ask, finish_turns, frames_until_done, open_socket, turn_frames
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 

@@ -4,7 +4,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
-from chat.demo_documents import DOCUMENTS
+from chat.knowledge.documents import DOCUMENTS
 from chat.models import Document
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import http.cookiejar
 import os
 import re
@@ -12,11 +13,12 @@ import tempfile
 import time
 import urllib.parse
 import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 # The limits `make run` and the deployment guide give Daphne.
 DAPHNE_LIMITS = ["--websocket-max-message-size", "65536", "--websocket-max-frame-size", "65536"]
 
@@ -27,8 +29,10 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def serve(work: Path, **settings: str):
-    """Migrates a fresh database in `work`, seeds the demo, and starts Daphne; yields it."""
+@contextlib.contextmanager
+def serve(work: Path, **settings: str) -> Iterator[Server]:
+    """Migrates a fresh database in `work`, seeds the demo, and starts Daphne; stopped on the
+    way out, whether the test passed or not."""
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "project.settings",
@@ -43,8 +47,10 @@ def serve(work: Path, **settings: str):
     for command in (["migrate", "--noinput"], ["collectstatic", "--noinput"], ["seed_demo"]):
         manage(env, *command, "-v", "0")
     server = start_daphne(env)
-    yield server
-    server.stop()
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 @dataclass

@@ -1,4 +1,5 @@
-"""Logging out closes that session's open sockets at once, wherever they are served."""
+"""Every socket joins its login session's group: logging out closes that session's open
+sockets at once, wherever they are served."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from asgiref.sync import async_to_sync
 from django.contrib.auth.signals import user_logged_out
 from django.dispatch import receiver
 
-from chat.broadcast import group_send
+from chat.turns.broadcast import group_send
 
 
 def session_group(session_key: str) -> str:

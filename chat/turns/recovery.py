@@ -1,23 +1,33 @@
-"""Turns whose process died: judged by the runner's heartbeat (or its last recorded event),
-never by age alone, and closed as `interrupted` with their text and events kept."""
+"""Turns whose process died, closed as `interrupted` with their text and events kept.
+
+The policy, stated once:
+- a running turn beats every GLASSBOX_HEARTBEAT_SECONDS (chat.turns.runner), saving its text;
+- a follower that hears nothing of a turn for QUIET_BEATS beats reads its end from the
+  database (its `done` may have been dropped) and, when no runner of this process holds it,
+  looks for a dead runner here;
+- a turn is dead when it has been silent (no beat, no event, no start) for GRACE_BEATS beats:
+  judged by the heartbeat, never by age alone;
+- the check runs when a conversation is opened (page or socket), when a new turn is blocked
+  by a running one, and when a follower goes quiet; never at import time.
+Only one process closes a turn (the state check in the UPDATE), and every follower is told."""
 
 from __future__ import annotations
 
 import logging
+import uuid
 from datetime import timedelta
 
 from asgiref.sync import async_to_sync
 from django.conf import settings
-from django.core.exceptions import SynchronousOnlyOperation
-from django.db import DatabaseError, transaction
+from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 
 from activity.events import Done, Status, to_json, with_seq
 from activity.models import ActivityEvent, ActivityFeed
-from chat.broadcast import send_turn_event
 from chat.models import Conversation, Message
+from chat.turns.broadcast import send_turn_event
 
 logger = logging.getLogger("glassbox.recovery")
 
@@ -28,17 +38,22 @@ def lost() -> Status:
     )
 
 
+QUIET_BEATS = 2
 GRACE_BEATS = 4
 
 
-def dead_turns_recover(*, conversation=None) -> int:
+def quiet_seconds() -> float:
+    return settings.GLASSBOX_HEARTBEAT_SECONDS * QUIET_BEATS
+
+
+def dead_turns_recover(*, conversation_id: uuid.UUID | None = None) -> int:
     """Closes the streaming turns (of one conversation, or all) that stopped beating."""
     silent_since = timezone.now() - timedelta(
         seconds=settings.GLASSBOX_HEARTBEAT_SECONDS * GRACE_BEATS
     )
     streaming = Message.objects.filter(state=Message.State.STREAMING).select_related("feed")
-    if conversation is not None:
-        streaming = streaming.filter(conversation=conversation)
+    if conversation_id is not None:
+        streaming = streaming.filter(conversation_id=conversation_id)
     recovered = 0
     for answer in streaming.annotate(last_event=Max("feed__events__created_at")):
         feed = answer.feed
@@ -87,16 +102,3 @@ def _interrupt(answer: Message, feed: ActivityFeed) -> bool:
     )
     feed.event_count = last + 1
     return True
-
-
-def recover_at_start() -> None:
-    """At process start, close the turns a dead process left. A database that is not there
-    yet (before the first migrate) is no reason to fail starting, and an application imported
-    inside a running event loop (tests) leaves it to the conversations' own checks."""
-    try:
-        recovered = dead_turns_recover()
-    except (DatabaseError, SynchronousOnlyOperation) as problem:
-        logger.warning("could not look for interrupted turns at start: %s", problem)
-        return
-    if recovered:
-        logger.warning("marked %d turn(s) of a stopped process as interrupted", recovered)

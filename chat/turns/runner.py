@@ -1,6 +1,6 @@
-"""The turn runner: runs the agent for one answer, records its feed, and broadcasts every
-event to the conversation's sockets. The WebSocket consumer (and later the REST turn API)
-only start it; it outlives the socket that asked."""
+"""Runs the agent for one answer: records its feed, saves its text, proves it alive, and
+broadcasts every event to the conversation's followers. It outlives the socket or request
+that began it (chat.turns.begin)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 
-from channels.db import database_sync_to_async
+from channels.db import aclose_old_connections, database_sync_to_async
 from django.conf import settings
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
@@ -16,56 +16,19 @@ from openai import AsyncOpenAI
 
 from activity.events import Done, RecordedEvent, Status, TextDelta, to_json
 from activity.models import ActivityFeed
-from activity.presentation import line_key, summarize
+from activity.presentation import summarize
 from activity.recorder import FeedRecorder
 from chat.agent.builtin_tools import default_registry
 from chat.agent.client import make_client
 from chat.agent.errors import describe_failure
 from chat.agent.loop import run_agent
 from chat.agent.tools import ToolRegistry
-from chat.broadcast import send_turn_event
-from chat.db import drop_stale_connections
 from chat.models import Conversation, Message
-from chat.selectors import amodel_history
+from chat.turns import registry
+from chat.turns.broadcast import send_turn_event
+from chat.turns.history import amodel_history
 
 logger = logging.getLogger("glassbox.turns")
-
-# The turns this process runs, by answer id. Also the strong references the event loop needs:
-# it keeps only weak ones to tasks.
-RUNNING: dict[int, asyncio.Task] = {}
-
-
-# The answer text of the turns this process runs, ahead of what the database holds.
-LIVE_TEXT: dict[int, AnswerText] = {}
-
-
-def live_text(answer_id: int) -> str | None:
-    """The text so far of a turn this process runs, for a client that joins mid-turn."""
-    answer = LIVE_TEXT.get(answer_id)
-    return answer.text if answer is not None else None
-
-
-def turn_launch(answer: Message, **options) -> asyncio.Task:
-    task = asyncio.create_task(turn_run(answer=answer, **options), name=f"turn-{answer.pk}")
-    RUNNING[answer.pk] = task
-    task.add_done_callback(lambda _: RUNNING.pop(answer.pk, None))
-    return task
-
-
-async def turn_stop(answer: Message) -> None:
-    """Stops a running turn on purpose: at once if this process runs it, otherwise at the
-    running process's next heartbeat."""
-    task = RUNNING.get(answer.pk)
-    if task is not None:
-        task.cancel()
-    else:
-        await ActivityFeed.objects.filter(pk=answer.feed_id).aupdate(stop_requested=True)
-
-
-async def finish_all() -> None:
-    """Waits for every turn this process runs (tests, and a clean shutdown)."""
-    while RUNNING:
-        await asyncio.gather(*RUNNING.values(), return_exceptions=True)
 
 
 async def heartbeat(feed_id: int, turn: asyncio.Task, text: AnswerText) -> None:
@@ -142,44 +105,40 @@ class AnswerText:
         await Message.objects.filter(pk=self.answer.pk).aupdate(content=self.text, **fields)
 
 
-async def turn_run(
+async def run(
     *,
     answer: Message,
-    registry: ToolRegistry | None = None,
+    tools: ToolRegistry | None = None,
     client_factory: Callable[[], AsyncOpenAI] = make_client,
 ) -> Message.State:
     # Every line and the summary are written in the asker's language; the override holds
     # for this task only, whatever the sockets watching it speak.
     with translation.override(answer.feed.language):
-        return await _turn_run(answer, registry, client_factory)
+        return await _turn_run(answer, tools, client_factory)
 
 
 async def _turn_run(
     answer: Message,
-    registry: ToolRegistry | None,
+    tools: ToolRegistry | None,
     client_factory: Callable[[], AsyncOpenAI],
 ) -> Message.State:
-    registry = registry or default_registry()
+    tools = tools or default_registry()
     group = Conversation.group_name_for(answer.conversation_id)
     recorder = FeedRecorder(answer.feed)
-    text = LIVE_TEXT[answer.pk] = AnswerText(answer, group)
-    shown: set[str] = set()
+    text = AnswerText(answer, group)
+    registry.text_started(answer.pk, text)
 
     async def emit(event: RecordedEvent) -> None:
         await text.send()
         recorded = recorder.number(event)
-        replace = False
-        if isinstance(recorded, Status):
-            key = line_key(recorded)
-            replace = key in shown
-            shown.add(key)
         # People see the line first; it is written before the next one is numbered, so a
         # client that misses a line always finds it in the database.
-        await send_turn_event(group, answer_id=answer.pk, event=to_json(recorded), replace=replace)
+        await send_turn_event(group, answer_id=answer.pk, event=to_json(recorded))
         await recorder.save(recorded)
 
     state = Message.State.COMPLETE
-    await drop_stale_connections()
+    # A turn lives outside the request cycle that closes expired or broken connections.
+    await aclose_old_connections()
     beating = asyncio.create_task(heartbeat(answer.feed_id, asyncio.current_task(), text))
     try:
         async with asyncio.timeout(settings.GLASSBOX_TURN_TIMEOUT):
@@ -190,7 +149,7 @@ async def _turn_run(
                 model=settings.GLASSBOX_MODEL,
                 messages=history,
                 language=answer.feed.language,
-                registry=registry,
+                registry=tools,
                 max_tool_rounds=settings.GLASSBOX_MAX_TOOL_ROUNDS,
                 tool_timeout=settings.GLASSBOX_TOOL_TIMEOUT,
             ):
@@ -202,7 +161,7 @@ async def _turn_run(
         beating.cancel()
         state = Message.State.INTERRUPTED
         await emit(Status(icon="⏹", message=_("Stopped"), state="failed"))
-        await _finish(answer, recorder, text, registry, state)
+        await _finish(answer, recorder, text, tools, state)
         raise
     except Exception as exc:
         logger.warning("turn %s failed: %r", answer.pk, exc, exc_info=True)
@@ -211,14 +170,20 @@ async def _turn_run(
         await emit(Status(icon="❌", message=reason[0].upper() + reason[1:], state="failed"))
     finally:
         beating.cancel()
-    await _finish(answer, recorder, text, registry, state)
+    await _finish(answer, recorder, text, tools, state)
     return state
 
 
-async def _finish(answer, recorder, text, registry, state) -> None:
-    LIVE_TEXT.pop(answer.pk, None)
+async def _finish(
+    answer: Message,
+    recorder: FeedRecorder,
+    text: AnswerText,
+    tools: ToolRegistry,
+    state: Message.State,
+) -> None:
+    registry.text_finished(answer.pk)
     await text.send()
-    summary = summarize(recorder.events, registry.labels())
+    summary = summarize(recorder.events, tools.labels())
     await text.store(state=state)
     await recorder.finish(state, summary)
     done = Done(

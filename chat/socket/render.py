@@ -1,16 +1,30 @@
-"""HTML fragments for htmx's ws extension: each top-level element is swapped in by id.
-Live streaming and history render the same templates."""
+"""What a socket sends: HTML fragments for htmx's ws extension (each top-level element is
+swapped in by id; live streaming and history render the same templates), or the JSON events
+for programs."""
 
 from __future__ import annotations
+
+import json
+from typing import Any
 
 from django.template.loader import render_to_string
 from django.utils.html import format_html
 
+from activity.events import Error, to_json
 from activity.live import AddLine, AppendText, Op, RemoveLine, ReplaceLine
 from chat.models import Message
+from chat.selectors import TurnView
 
 
-def turn_started(question: Message, answer: Message) -> str:
+def as_json(event: dict[str, Any]) -> str:
+    return json.dumps(event, ensure_ascii=False)
+
+
+def error_json(text: str) -> str:
+    return as_json(to_json(Error(text)))
+
+
+def turn_started(question: Message, answer: TurnView) -> str:
     return render_to_string("chat/_turn_started.html", {"question": question, "answer": answer})
 
 
@@ -36,7 +50,7 @@ def _live_op(answer_id: int, op: Op) -> str:
     raise TypeError(f"not a live operation: {op!r}")
 
 
-def assistant_message(message: Message) -> str:
+def assistant_message(message: TurnView) -> str:
     return render_to_string("chat/_assistant_message.html", {"message": message, "oob": True})
 
 

@@ -1,0 +1,131 @@
+"""The feeds REST API: list, detail and a streamed export, scoped by activity.selectors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import QuerySet
+from django.http import StreamingHttpResponse
+from django.utils.dateparse import parse_datetime
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
+from rest_framework import generics, serializers
+from rest_framework.exceptions import ValidationError
+from rest_framework.pagination import CursorPagination
+from rest_framework.request import Request
+from rest_framework.views import APIView
+
+from activity.export import FORMATS, FeedData, export_stream, feed_data
+from activity.models import ActivityFeed
+from activity.selectors import events_by_feed, feeds_filtered, feeds_visible_to
+
+FEED_FILTERS = [
+    OpenApiParameter("conversation", OpenApiTypes.UUID, description="one conversation"),
+    OpenApiParameter("tool", str, description="feeds that called this tool"),
+    OpenApiParameter("state", str, enum=list(ActivityFeed.State.values)),
+    OpenApiParameter("since", OpenApiTypes.DATETIME, description="started at or after"),
+    OpenApiParameter("until", OpenApiTypes.DATETIME, description="started before"),
+    OpenApiParameter("user", str, description="a username (staff only)"),
+]
+
+
+@extend_schema_field({"type": "object"})
+class FeedSerializer(serializers.Serializer):
+    """A feed with its events in the live protocol: activity.export.FeedData, as it is."""
+
+    def to_representation(self, instance: FeedData) -> dict[str, Any]:
+        return dict(instance)
+
+
+class NewestFeedsFirst(CursorPagination):
+    ordering = "-id"
+    page_size = 50
+
+
+def filtered_feeds(request: Request) -> QuerySet[ActivityFeed]:
+    params = request.query_params
+    since, until = (_when(params, name) for name in ("since", "until"))
+    username = params.get("user", "")
+    if username and not request.user.is_staff:
+        raise ValidationError({"user": "Only staff can see other users' feeds."})
+    conversation = params.get("conversation") or None
+    if conversation:
+        try:
+            conversation = serializers.UUIDField().to_internal_value(conversation)
+        except ValidationError:
+            raise ValidationError({"conversation": "Must be a conversation's UUID."}) from None
+    state = params.get("state", "")
+    if state and state not in ActivityFeed.State.values:
+        raise ValidationError({"state": f"Must be one of {', '.join(ActivityFeed.State.values)}."})
+    return feeds_filtered(
+        feeds_visible_to(request.user),
+        conversation=conversation,
+        tool=params.get("tool", ""),
+        state=state,
+        since=since,
+        until=until,
+        username=username,
+    )
+
+
+def _when(params: Any, name: str) -> Any:
+    value = params.get(name)
+    if not value:
+        return None
+    parsed = parse_datetime(value)
+    if parsed is None:
+        raise ValidationError({name: "Use an ISO 8601 date and time, e.g. 2026-11-01T00:00:00Z."})
+    return parsed
+
+
+@extend_schema(parameters=FEED_FILTERS)
+class FeedList(generics.ListAPIView):
+    serializer_class = FeedSerializer
+    pagination_class = NewestFeedsFirst
+
+    def get_queryset(self) -> QuerySet[ActivityFeed]:
+        return filtered_feeds(self.request)
+
+    def paginate_queryset(self, queryset: QuerySet[ActivityFeed]) -> list[FeedData] | None:
+        page = super().paginate_queryset(queryset)
+        if page is None:
+            return None
+        rows = events_by_feed(feed.pk for feed in page)
+        return [feed_data(feed, rows[feed.pk]) for feed in page]
+
+
+class FeedDetail(generics.RetrieveAPIView):
+    serializer_class = FeedSerializer
+
+    def get_queryset(self) -> QuerySet[ActivityFeed]:
+        return feeds_visible_to(self.request.user)
+
+    def get_object(self) -> FeedData:  # type: ignore[override]
+        feed = super().get_object()
+        return feed_data(feed, feed.events.order_by("seq"))
+
+
+@extend_schema(
+    parameters=[
+        OpenApiParameter("format", str, enum=list(FORMATS), default="ndjson"),
+        *FEED_FILTERS,
+    ],
+    responses={(200, media): OpenApiTypes.STR for media in FORMATS.values()},
+)
+class FeedExport(APIView):
+    """Every matching feed with its events, streamed: NDJSON (a feed per line), CSV (an event
+    per row, safe to open in a spreadsheet) or one JSON array."""
+
+    def get(self, request: Request) -> StreamingHttpResponse:
+        fmt = request.query_params.get("format", "ndjson")
+        if fmt not in FORMATS:
+            raise ValidationError({"format": f"Must be one of {', '.join(FORMATS)}."})
+        return export_response(filtered_feeds(request), fmt)
+
+
+def export_response(feeds: QuerySet[ActivityFeed], fmt: str) -> StreamingHttpResponse:
+    """Streamed as it is read (an async iterator: Daphne would buffer a sync one whole)."""
+    response = StreamingHttpResponse(export_stream(feeds, fmt), content_type=FORMATS[fmt])
+    extension = "json" if fmt == "json" else fmt
+    response["Content-Disposition"] = f'attachment; filename="glassbox-feeds.{extension}"'
+    return response

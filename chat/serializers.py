@@ -1,0 +1,49 @@
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from chat.models import Conversation
+
+
+class ConversationSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Conversation
+        fields = ["id", "title", "created_at", "updated_at"]
+        read_only_fields = ["id", "created_at", "updated_at"]
+
+    def to_representation(self, instance: Conversation) -> dict[str, Any]:
+        data = super().to_representation(instance)
+        data["title"] = instance.display_title  # the first question until renamed
+        return data
+
+
+class MessageSerializer(serializers.Serializer):
+    """A chat.selectors.MessageRecord."""
+
+    id = serializers.IntegerField()
+    role = serializers.CharField()
+    content = serializers.CharField()
+    state = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    feed = serializers.JSONField(allow_null=True)
+
+
+class ConversationDetailSerializer(ConversationSerializer):
+    """Its messages come in the context, as chat.selectors.message_records reads them."""
+
+    messages = serializers.SerializerMethodField()
+
+    class Meta(ConversationSerializer.Meta):
+        fields = [*ConversationSerializer.Meta.fields, "messages"]
+
+    @extend_schema_field(MessageSerializer(many=True))
+    def get_messages(self, conversation: Conversation) -> Any:
+        return MessageSerializer(self.context["messages"], many=True).data
+
+
+class TurnRequestSerializer(serializers.Serializer):
+    content = serializers.CharField(trim_whitespace=False)
+    client_id = serializers.UUIDField(required=False)

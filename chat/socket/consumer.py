@@ -1,0 +1,160 @@
+"""The conversation socket: it checks who is asking, hands questions and stops to the turn
+pipeline, and shows its client every turn of the conversation. It never calls the LLM."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from channels.generic.websocket import AsyncWebsocketConsumer
+from django.utils import translation
+from django.utils.translation import gettext as _
+
+from activity.events import TurnStarted, to_json
+from activity.live import LivePresenter
+from activity.models import FeedPreferences
+from activity.preferences import FeedPrefs
+from chat import turns
+from chat.models import Conversation
+from chat.socket import inbound, reads, render
+from chat.socket.session import session_group
+from chat.socket.viewer import Viewer, presenter_after
+from project.languages import language_from_browser
+
+# Close codes in the 4000s: htmx's ws extension reconnects only after 1006/1011/1012/1013.
+CLOSE_UNAUTHENTICATED = 4401
+CLOSE_NOT_FOUND = 4404
+CLOSE_TOO_MANY = 4429
+JSON_PROTOCOL = "glassbox.json"
+
+
+class ChatConsumer(AsyncWebsocketConsumer):
+    conversation: Conversation
+    prefs: FeedPrefs
+    language: str
+
+    async def connect(self) -> None:
+        user = self.scope.get("user")
+        self.viewers: dict[int, Viewer] = {}
+        if user is None or not user.is_authenticated:
+            return await self.refuse(CLOSE_UNAUTHENTICATED)
+        conversation_id = self.scope["url_route"]["kwargs"]["conversation_id"]
+        opening = await reads.opening(user, conversation_id)
+        if opening is None:
+            return await self.refuse(CLOSE_NOT_FOUND)
+        self.conversation, self.prefs, language, running = opening
+        # Activated for this connection's task only: every fragment it renders, and every
+        # turn it starts, speaks the language of the page it serves.
+        self.language = language or language_from_browser(
+            self.scope.get("cookies", {}), self.scope.get("headers", [])
+        )
+        translation.activate(self.language)
+        self.flood = inbound.FloodGuard()
+        # Group messages wait until connect returns, so none is lost or shown twice between
+        # joining the group and the snapshot of a running turn.
+        self.groups = [
+            self.conversation.group_name,
+            session_group(self.scope["session"].session_key),
+        ]
+        for group in self.groups:
+            await self.channel_layer.group_add(group, self.channel_name)
+        await self.accept(subprotocol=JSON_PROTOCOL if self.wants_json else None)
+        if running is not None:
+            await self.join(running)
+
+    @property
+    def wants_json(self) -> bool:
+        """Programs ask for JSON events with the `glassbox.json` subprotocol."""
+        return JSON_PROTOCOL in self.scope.get("subprotocols", [])
+
+    async def refuse(self, code: int) -> None:
+        # Accept, then close with a 4xxx code: a refused handshake makes htmx retry forever.
+        await self.accept(subprotocol=JSON_PROTOCOL if self.wants_json else None)
+        await self.close(code=code)
+
+    async def disconnect(self, code: int) -> None:
+        for group in getattr(self, "groups", []):
+            await self.channel_layer.group_discard(group, self.channel_name)
+        for viewer in self.viewers.values():
+            viewer.close()
+
+    async def join(self, answer_id: int) -> None:
+        """A turn already running when the page connected: shown as it stands, then live."""
+        view, position = await turns.snapshot(answer_id, self.prefs)
+        presenter = presenter_after(view, self.prefs)
+        if self.wants_json:
+            for event in turns.replay(view):
+                await self.send(text_data=render.as_json(event))
+        else:
+            await self.send(text_data=render.assistant_message(view))
+        self.view(answer_id, presenter, position)
+
+    def view(self, answer_id: int, presenter: LivePresenter, after: turns.Position) -> None:
+        self.viewers[answer_id] = Viewer(
+            answer_id=answer_id,
+            conversation_id=self.conversation.pk,
+            prefs=self.prefs,
+            presenter=presenter,
+            after=after,
+            send=lambda text: self.send(text_data=text),
+            wants_json=self.wants_json,
+            ended=self.viewers.pop,
+        )
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        if self.flood.flooded():
+            await self.send_notice(_("Too many messages at once; this page stopped listening."))
+            return await self.close(code=CLOSE_TOO_MANY)
+        try:
+            request = inbound.parse(text_data)
+        except inbound.Unreadable as problem:
+            return await self.send_notice(str(problem))
+        # Ownership is checked on every message, not only at connect.
+        if not await Conversation.objects.filter(
+            pk=self.conversation.pk, owner=self.scope["user"]
+        ).aexists():
+            return await self.close(code=CLOSE_NOT_FOUND)
+        if isinstance(request, inbound.Stop):
+            if not await turns.stop(
+                conversation_id=self.conversation.pk, answer_id=request.answer_id
+            ):
+                await self.send_notice(_("That answer is not running any more."))
+            return
+        try:
+            await turns.begin(
+                conversation=self.conversation,
+                text=request.text,
+                client_id=request.client_id,
+                language=self.language,
+            )
+        except turns.TurnRejected as refusal:
+            await self.send_notice(str(refusal))
+
+    async def send_notice(self, text: str) -> None:
+        await self.send(
+            text_data=render.error_json(text) if self.wants_json else render.notice(text)
+        )
+
+    # Channel-layer handlers: one per message type sent to the groups.
+
+    async def session_ended(self, message: dict[str, Any]) -> None:
+        await self.close(code=CLOSE_UNAUTHENTICATED)
+
+    async def turn_started(self, message: dict[str, Any]) -> None:
+        if message["answer_id"] in self.viewers:
+            return  # already in this socket's snapshot
+        question, answer = await reads.new_turn(message["question_id"], message["answer_id"])
+        # Preferences are read again per turn, so a change applies from the next question.
+        self.prefs = await FeedPreferences.aprefs_for(self.scope["user"].pk)
+        if self.wants_json:
+            started = TurnStarted(str(question.pk), str(answer.pk))
+            await self.send(text_data=render.as_json(to_json(started)))
+        else:
+            await self.send(
+                text_data=render.clear_notice() + render.turn_started(question, answer)
+            )
+        self.view(answer.pk, LivePresenter(self.prefs, answer.pk), turns.Position())
+
+    async def turn_event(self, message: dict[str, Any]) -> None:
+        viewer = self.viewers.get(message["answer_id"])
+        if viewer is not None:
+            viewer.deliver(message)

@@ -1,0 +1,72 @@
+"""What a socket accepts from its page: the shape of each message, and how many."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections import deque
+from dataclasses import dataclass
+
+from django.utils.translation import gettext as _
+
+# htmx's ws-send adds HEADERS to every form message.
+ALLOWED_KEYS = {"message", "client_id", "stop", "HEADERS"}
+FLOOD_LIMIT = 20
+FLOOD_WINDOW = 10.0
+
+
+class Unreadable(ValueError):
+    """A message that is not one the socket understands; the text says why."""
+
+
+@dataclass(frozen=True, slots=True)
+class Ask:
+    # Cleaned when the turn is admitted, so every route checks a question the same way.
+    text: object
+    client_id: uuid.UUID | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Stop:
+    answer_id: int
+
+
+def parse(text_data: str | None) -> Ask | Stop:
+    if text_data is None:
+        raise Unreadable(_("Send your question as text."))
+    try:
+        data = json.loads(text_data)
+    except ValueError:
+        raise Unreadable(_("That message could not be read (it was not JSON).")) from None
+    if not isinstance(data, dict):
+        raise Unreadable(_("That message could not be read (expected a JSON object)."))
+    unknown = set(data) - ALLOWED_KEYS
+    if unknown:
+        raise Unreadable(_("Unknown field: %(field)s.") % {"field": sorted(unknown)[0]})
+    if "stop" in data:
+        try:
+            return Stop(int(data["stop"]))
+        except (TypeError, ValueError):
+            raise Unreadable(_("Stop needs the id of the answer to stop.")) from None
+    client_id = None
+    if data.get("client_id"):
+        try:
+            client_id = uuid.UUID(str(data["client_id"]))
+        except ValueError:
+            raise Unreadable(_("client_id must be a UUID.")) from None
+    return Ask(text=data.get("message"), client_id=client_id)
+
+
+class FloodGuard:
+    """More than FLOOD_LIMIT messages in FLOOD_WINDOW seconds is a flood."""
+
+    def __init__(self) -> None:
+        self.recent: deque[float] = deque()
+
+    def flooded(self) -> bool:
+        now = time.monotonic()
+        self.recent.append(now)
+        while self.recent and self.recent[0] < now - FLOOD_WINDOW:
+            self.recent.popleft()
+        return len(self.recent) > FLOOD_LIMIT

@@ -1,0 +1,83 @@
+"""What one socket shows of one turn: the turn followed from where the page stands, through
+this viewer's presenter (its feed preferences) to fragments or JSON."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from activity.events import to_json
+from activity.live import LivePresenter
+from activity.preferences import FeedPrefs
+from chat import turns
+from chat.selectors import TurnView, aturn_view
+from chat.socket import render
+
+
+def presenter_after(view: TurnView, prefs: FeedPrefs) -> LivePresenter:
+    """A presenter for a turn shown from a snapshot: what it holds counts as shown."""
+    presenter = LivePresenter(prefs, view.pk, draft_shown=True)
+    presenter.shown.extend(line.key for line in view.lines)
+    for event in view.events:
+        presenter.on_event(to_json(event))
+    return presenter
+
+
+class Viewer:
+    def __init__(
+        self,
+        *,
+        answer_id: int,
+        conversation_id: uuid.UUID,
+        prefs: FeedPrefs,
+        presenter: LivePresenter,
+        after: turns.Position,
+        send: Callable[[str], Awaitable[None]],
+        wants_json: bool,
+        ended: Callable[[int], None],
+    ) -> None:
+        self.answer_id = answer_id
+        self.prefs = prefs
+        self.presenter = presenter
+        self.send = send
+        self.wants_json = wants_json
+        self.ended = ended
+        self.inbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        events = turns.follow(answer_id, self.inbox, conversation_id=conversation_id, after=after)
+        self.task = asyncio.create_task(self._show_all(events))
+        self.timer: asyncio.Task[None] | None = None
+        if prefs.mode == "progress" and not presenter.draft_shown:
+            self.timer = asyncio.create_task(self._draft_later())
+
+    def deliver(self, message: dict[str, Any]) -> None:
+        """A group message about this turn; shown in order by this viewer's task."""
+        self.inbox.put_nowait(message)
+
+    def close(self) -> None:
+        for task in (self.task, self.timer):
+            if task is not None and task is not asyncio.current_task():
+                task.cancel()
+
+    async def _show_all(self, events: Any) -> None:
+        try:
+            async for event in events:
+                await self._show(event)
+        finally:
+            self.ended(self.answer_id)
+            if self.timer is not None:
+                self.timer.cancel()
+
+    async def _show(self, event: dict[str, Any]) -> None:
+        if self.wants_json:
+            await self.send(render.as_json(event))
+        elif event["type"] == "done":
+            await self.send(render.assistant_message(await aturn_view(self.answer_id, self.prefs)))
+        elif ops := self.presenter.on_event(event):
+            await self.send(render.live_ops(self.answer_id, ops))
+
+    async def _draft_later(self) -> None:
+        await asyncio.sleep(self.prefs.show_after)
+        if ops := self.presenter.tick():
+            await self.send(render.live_ops(self.answer_id, ops))

@@ -1,0 +1,85 @@
+"""The turn pipeline, one surface for the socket and the API:
+
+- `begin()` admits a question (input, limits, `client_id` joins, rows: `admission`), tells
+  the conversation's followers (`broadcast`) and launches the runner (`runner`, `registry`);
+- `follow()` gives one follower a turn's events in order, filling gaps from the database and
+  recovering a turn whose process died (`follow`, `recovery`);
+- `stop()` ends a running turn, wherever it runs.
+
+The model sees the conversation through `history`."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from channels.db import database_sync_to_async
+
+from activity.models import ActivityFeed
+from chat.models import Conversation, Message
+from chat.turns import registry, runner
+from chat.turns.admission import (
+    QuestionInvalid,
+    StartedTurn,
+    TurnLimited,
+    TurnRejected,
+    admit,
+    question_clean,
+)
+from chat.turns.broadcast import send_turn_started, subscribe
+from chat.turns.follow import Inbox, Position, follow, replay, snapshot
+
+__all__ = [
+    "Inbox",
+    "Position",
+    "QuestionInvalid",
+    "StartedTurn",
+    "TurnLimited",
+    "TurnRejected",
+    "begin",
+    "follow",
+    "question_clean",
+    "replay",
+    "snapshot",
+    "stop",
+    "subscribe",
+]
+
+
+async def begin(
+    *,
+    conversation: Conversation,
+    text: object,
+    client_id: uuid.UUID | None = None,
+    language: str | None = None,
+    **options: Any,
+) -> StartedTurn:
+    """Starts a turn (or joins the one its `client_id` names); raises TurnRejected with a
+    message for people. `options` go to the runner (tests give it tools and providers)."""
+    turn = await database_sync_to_async(admit)(
+        conversation=conversation, text=text, client_id=client_id, language=language
+    )
+    if not turn.joined:
+        # The question appears on every open tab before the agent starts.
+        await send_turn_started(
+            conversation.group_name, question_id=turn.question.pk, answer_id=turn.answer.pk
+        )
+        registry.launch(turn.answer.pk, runner.run(answer=turn.answer, **options))
+    return turn
+
+
+async def stop(*, conversation_id: uuid.UUID, answer_id: int) -> bool:
+    """Stops a running turn on purpose: at once if this process runs it, otherwise at the
+    running process's next heartbeat. False when that answer is not running."""
+    feed_id = await (
+        Message.objects.filter(
+            pk=answer_id, conversation_id=conversation_id, state=Message.State.STREAMING
+        )
+        .values_list("feed_id", flat=True)
+        .afirst()
+    )
+    if feed_id is None:
+        return False
+    if not registry.cancel(answer_id):
+        await ActivityFeed.objects.filter(pk=feed_id).aupdate(stop_requested=True)
+    return True

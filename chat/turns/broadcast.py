@@ -1,0 +1,65 @@
+"""What travels over the channel layer to every socket and stream of a conversation."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+from channels.layers import get_channel_layer
+
+logger = logging.getLogger("glassbox.broadcast")
+
+
+async def group_send(group: str, message: dict[str, Any]) -> None:
+    """Best effort: the database is the record, and every follower fills what it missed from
+    it (chat.turns.follow), so a layer that fails (Redis gone, its pool exhausted) costs
+    frames, never the turn."""
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    try:
+        await layer.group_send(group, message)
+    except Exception:
+        logger.warning("could not broadcast %s to %s", message.get("type"), group, exc_info=True)
+
+
+async def send_turn_started(group: str, *, question_id: int, answer_id: int) -> None:
+    await group_send(
+        group, {"type": "turn.started", "question_id": question_id, "answer_id": answer_id}
+    )
+
+
+async def send_turn_event(
+    group: str, *, answer_id: int, event: dict[str, Any], offset: int | None = None
+) -> None:
+    """`offset` places a text event in the answer, so a follower can tell a gap."""
+    message: dict[str, Any] = {"type": "turn.event", "answer_id": answer_id, "event": event}
+    if offset is not None:
+        message["offset"] = offset
+    await group_send(group, message)
+
+
+class Subscription:
+    """A channel of its own in a conversation's group, for a follower that is not a
+    consumer (an SSE response)."""
+
+    def __init__(self, layer: Any, channel: str) -> None:
+        self.layer = layer
+        self.channel = channel
+
+    async def get(self) -> dict[str, Any]:
+        return await self.layer.receive(self.channel)
+
+
+@contextlib.asynccontextmanager
+async def subscribe(group: str) -> AsyncIterator[Subscription]:
+    layer = get_channel_layer()
+    assert layer is not None, "the turn API needs a channel layer"
+    channel = await layer.new_channel()
+    await layer.group_add(group, channel)
+    try:
+        yield Subscription(layer, channel)
+    finally:
+        await layer.group_discard(group, channel)

@@ -1,0 +1,177 @@
+"""Following one turn for a socket or an SSE stream: nothing shown twice, nothing skipped,
+nothing out of order, and an end for every turn.
+
+The channel layer may drop messages to a slow reader (channels-redis drops silently at a full
+channel), so a gap is filled from the database: each status or tool event is written before
+the next one is broadcast, so a seq missing before the one that arrived is always there; a
+missing stretch of answer text comes from the running process's buffer or the stored text,
+or, if neither has it yet, from the finished answer just before `done` (which also brings any
+text lost at the very end). A turn that goes quiet is looked up in the database: a `done` that
+was dropped is found there, and a runner that died is recovered (chat.turns.recovery)."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from channels.db import database_sync_to_async
+
+from activity.events import Done, TextDelta, TurnStarted, to_json
+from activity.models import ActivityEvent
+from activity.preferences import FeedPrefs
+from chat.models import Message
+from chat.selectors import TurnView, aturn_view
+from chat.turns import registry
+from chat.turns.recovery import dead_turns_recover, quiet_seconds
+
+
+class Inbox(Protocol):
+    """Where the conversation group's messages arrive for one follower."""
+
+    async def get(self) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Position:
+    """How much of a turn a follower has: the last event's seq and the text's length."""
+
+    seq: int = 0
+    text: int = 0
+
+
+async def snapshot(answer_id: int, prefs: FeedPrefs | None = None) -> tuple[TurnView, Position]:
+    """The turn as stored, with the text this process holds ahead of the database, and the
+    position to follow it from."""
+    view = await aturn_view(answer_id, prefs or FeedPrefs())
+    live = registry.live_text(answer_id)
+    if live is not None and len(live) > len(view.content):
+        view = dataclasses.replace(view, content=live)
+    last = view.events[-1].seq if view.events else 0
+    return view, Position(seq=last or 0, text=len(view.content))
+
+
+def replay(view: TurnView) -> list[dict[str, Any]]:
+    """A snapshot as the events a follower that joins now has missed: `turn`, what is
+    recorded, the text so far, and `done` if the turn is already over."""
+    events = [to_json(TurnStarted(str(view.question_id), str(view.pk)))]
+    events += [to_json(event) for event in view.events]
+    if view.content:
+        events.append(to_json(TextDelta(view.content)))
+    if view.state != Message.State.STREAMING:
+        feed = view.feed
+        icon, text = (feed.summary_icon, feed.summary_text) if feed else ("", "")
+        events.append(to_json(Done(str(view.pk), view.state, icon, text)))  # type: ignore[arg-type]
+    return events
+
+
+async def follow(
+    answer_id: int,
+    inbox: Inbox,
+    *,
+    conversation_id: uuid.UUID,
+    after: Position = Position(),
+) -> AsyncIterator[dict[str, Any]]:
+    """The events of one turn in their JSON form, from `after` up to and including `done`."""
+    gaps = _Gaps(answer_id, after)
+    quiet = quiet_seconds()
+    while True:
+        try:
+            async with asyncio.timeout(quiet):
+                message = await inbox.get()
+        except TimeoutError:
+            if not registry.runs_here(answer_id):
+                await database_sync_to_async(dead_turns_recover)(conversation_id=conversation_id)
+            events = await gaps.ended()
+        else:
+            if message.get("type") != "turn.event" or message.get("answer_id") != answer_id:
+                continue
+            events = await gaps.admit(message)
+        for event in events:
+            yield event
+            if event["type"] == "done":
+                return
+
+
+class _Gaps:
+    """What one follower has of one turn, and the database reads that fill what it missed."""
+
+    def __init__(self, answer_id: int, position: Position) -> None:
+        self.answer_id = answer_id
+        self.seq = position.seq
+        self.text = position.text
+        self.text_gap = False
+        self.finished = False
+
+    async def admit(self, message: dict[str, Any]) -> list[dict[str, Any]]:
+        """The events of a `turn.event` group message as this follower should get them, in
+        order: none if already seen, several if a gap was filled first."""
+        event = message["event"]
+        if event["type"] == "text":
+            return await self._text(message.get("offset", 0), event["content"])
+        if event["type"] == "done":
+            if self.finished:
+                return []
+            self.finished = True
+            # Everything is written before `done` goes out: whatever never arrived comes now.
+            lines = await self._recorded(after=self.seq, before=None)
+            if lines:
+                self.seq = lines[-1]["seq"]
+            return [*lines, *await self._missing_text_at_end(), event]
+        if event["seq"] <= self.seq:
+            return []
+        events = []
+        if event["seq"] > self.seq + 1:
+            events = await self._recorded(after=self.seq, before=event["seq"])
+        self.seq = event["seq"]
+        return [*events, event]
+
+    async def ended(self) -> list[dict[str, Any]]:
+        """The end of a turn whose `done` never arrived, as stored; [] while it runs."""
+        if self.finished:
+            return []
+        row = await (
+            Message.objects.filter(pk=self.answer_id)
+            .exclude(state=Message.State.STREAMING)
+            .values_list("state", "feed__summary_icon", "feed__summary_text")
+            .afirst()
+        )
+        if row is None:
+            return []
+        done = to_json(Done(str(self.answer_id), *row))
+        return await self.admit({"answer_id": self.answer_id, "event": done})
+
+    async def _text(self, offset: int, content: str) -> list[dict[str, Any]]:
+        end = offset + len(content)
+        if end <= self.text or self.text_gap:
+            return []
+        if offset > self.text:
+            known = await self._text_so_far()
+            if len(known) < offset:
+                self.text_gap = True  # filled from the finished answer at `done`
+                return []
+            content, offset = known[self.text : offset] + content, self.text
+        seen, self.text = self.text, end
+        return [{"type": "text", "content": content[seen - offset :]}]
+
+    async def _missing_text_at_end(self) -> list[dict[str, Any]]:
+        """Whatever text never arrived (a gap, or frames lost at the very end)."""
+        self.text_gap = False
+        content = await Message.objects.values_list("content", flat=True).aget(pk=self.answer_id)
+        rest = content[self.text :]
+        return [{"type": "text", "content": rest}] if rest else []
+
+    async def _recorded(self, *, after: int, before: int | None) -> list[dict[str, Any]]:
+        feed_id = await Message.objects.values_list("feed_id", flat=True).aget(pk=self.answer_id)
+        rows = ActivityEvent.objects.filter(feed_id=feed_id, seq__gt=after)
+        if before is not None:
+            rows = rows.filter(seq__lt=before)
+        return [to_json(row.to_event()) async for row in rows.order_by("seq")]
+
+    async def _text_so_far(self) -> str:
+        stored = await Message.objects.values_list("content", flat=True).aget(pk=self.answer_id)
+        live = registry.live_text(self.answer_id)
+        return live if live is not None and len(live) > len(stored) else stored

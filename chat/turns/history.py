@@ -1,0 +1,28 @@
+"""The conversation as the model sees it: earlier questions, answers, and tool calls with
+their results, trimmed from the oldest turn to the budget."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+
+from activity.selectors import aevents_by_feed
+from chat.agent.memory import trim, turn_messages
+from chat.models import Message
+
+
+async def amodel_history(answer: Message) -> list[dict[str, Any]]:
+    """The conversation up to this answer (its question included) as chat messages."""
+    earlier = [
+        m
+        async for m in Message.objects.filter(
+            conversation_id=answer.conversation_id, id__lt=answer.pk
+        ).order_by("id")
+    ]
+    rows = await aevents_by_feed((m.feed_id for m in earlier), kinds=["tool_call", "tool_result"])
+    messages: list[dict[str, Any]] = []
+    for message in earlier:
+        events = [row.to_event() for row in rows.get(message.feed_id, [])]
+        messages += turn_messages(message.role, message.content, events)
+    return trim(messages, settings.GLASSBOX_HISTORY_CHARS)

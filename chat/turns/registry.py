@@ -1,0 +1,65 @@
+"""The turns this process runs, and their answer text ahead of what the database holds.
+
+Also the strong references the event loop needs: it keeps only weak ones to tasks."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+from collections.abc import Coroutine
+from typing import Any, Protocol
+
+
+class LiveText(Protocol):
+    text: str
+
+
+_tasks: dict[int, asyncio.Task[Any]] = {}
+_texts: dict[int, LiveText] = {}
+
+
+def launch(answer_id: int, run: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
+    # A context of its own: the turn outlives whoever began it, and must not inherit their
+    # context (asgiref's executor of a request thread that is gone by then).
+    task = asyncio.create_task(run, name=f"turn-{answer_id}", context=contextvars.Context())
+    _tasks[answer_id] = task
+    task.add_done_callback(lambda _: _tasks.pop(answer_id, None))
+    return task
+
+
+def running() -> list[int]:
+    """The answers whose turns this process runs."""
+    return list(_tasks)
+
+
+def runs_here(answer_id: int) -> bool:
+    return answer_id in _tasks
+
+
+def cancel(answer_id: int) -> bool:
+    """Stops the turn if this process runs it; False if it runs elsewhere (or nowhere)."""
+    task = _tasks.get(answer_id)
+    if task is None:
+        return False
+    task.cancel()
+    return True
+
+
+def text_started(answer_id: int, text: LiveText) -> None:
+    _texts[answer_id] = text
+
+
+def text_finished(answer_id: int) -> None:
+    _texts.pop(answer_id, None)
+
+
+def live_text(answer_id: int) -> str | None:
+    """The text so far of a turn this process runs, for a client that joins mid-turn."""
+    text = _texts.get(answer_id)
+    return text.text if text is not None else None
+
+
+async def finish_all() -> None:
+    """Waits for every turn this process runs (tests, and a clean shutdown)."""
+    while _tasks:
+        await asyncio.gather(*_tasks.values(), return_exceptions=True)

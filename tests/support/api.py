@@ -1,0 +1,51 @@
+"""The turn API as a program uses it, through Django's ASGI handler."""
+
+from __future__ import annotations
+
+import json
+
+from django.test import AsyncClient
+
+from tests.support import QUESTION
+
+
+async def client_for(user) -> AsyncClient:
+    client = AsyncClient()
+    if user is not None:
+        await client.aforce_login(user)
+    return client
+
+
+def turns_url(conversation) -> str:
+    return f"/api/conversations/{conversation.pk}/messages/"
+
+
+async def ask(client, conversation, stream: bool = True, **body):
+    headers = {"Accept": "text/event-stream"} if stream else {}
+    return await client.post(
+        turns_url(conversation),
+        {"content": QUESTION, **body},
+        content_type="application/json",
+        headers=headers,
+    )
+
+
+def parse_sse(text: str) -> list[dict]:
+    events = []
+    for block in text.strip().split("\n\n"):
+        lines = dict(line.split(": ", 1) for line in block.splitlines())
+        event = json.loads(lines["data"])
+        assert lines["event"] == event["type"]
+        events.append(event)
+    return events
+
+
+async def sse_events(response) -> list[dict]:
+    assert response["Content-Type"] == "text/event-stream"
+    return parse_sse(b"".join([chunk async for chunk in response.streaming_content]).decode())
+
+
+async def streamed_json(response):
+    """The one JSON document of a response streamed once the turn is over."""
+    assert response["Content-Type"] == "application/json"
+    return json.loads(b"".join([chunk async for chunk in response.streaming_content]))

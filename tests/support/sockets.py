@@ -1,0 +1,89 @@
+"""The conversation socket as a test drives it: through the full ASGI application."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+from asgiref.sync import sync_to_async
+from channels.testing import WebsocketCommunicator
+
+from chat.turns.registry import finish_all
+
+
+def session_cookie_for(user) -> bytes:
+    from django.test import Client
+
+    client = Client()
+    client.force_login(user)
+    return f"sessionid={client.cookies['sessionid'].value}".encode()
+
+
+async def connect(
+    conversation_id, user=None, *, as_json: bool = False, headers=()
+) -> WebsocketCommunicator:
+    """A socket to the full ASGI app (origin check, auth, routing), logged in as user; as_json
+    asks for JSON events with the glassbox.json subprotocol; headers are a browser's extra
+    ones (Accept-Language)."""
+    from project.asgi import application
+
+    headers = [(b"origin", b"http://127.0.0.1"), (b"host", b"127.0.0.1"), *headers]
+    if user is not None:
+        headers.append((b"cookie", await sync_to_async(session_cookie_for)(user)))
+    return WebsocketCommunicator(
+        application,
+        f"/ws/c/{conversation_id}/",
+        headers=headers,
+        subprotocols=["glassbox.json"] if as_json else None,
+    )
+
+
+async def open_socket(conversation, user, as_json: bool = False, headers=()):
+    socket = await connect(conversation.pk, user, as_json=as_json, headers=headers)
+    connected, subprotocol = await socket.connect()
+    assert connected
+    assert subprotocol == ("glassbox.json" if as_json else None)
+    return socket
+
+
+async def ask(socket, text: str, **fields) -> None:
+    """What the page's form sends (htmx adds HEADERS)."""
+    await socket.send_to(
+        text_data=json.dumps({"message": text, "HEADERS": {"HX-Request": "true"}, **fields})
+    )
+
+
+def is_final(frame: str) -> bool:
+    return 'class="message assistant state-' in frame and "state-streaming" not in frame
+
+
+async def frames_until_done(socket, limit: float = 10) -> list[str]:
+    frames = []
+    async with asyncio.timeout(limit):
+        while True:
+            frames.append(await socket.receive_from(timeout=limit))
+            if is_final(frames[-1]):
+                return frames
+
+
+async def json_until_done(socket, limit: float = 10) -> list[dict]:
+    events = []
+    async with asyncio.timeout(limit):
+        while True:
+            events.append(json.loads(await socket.receive_from(timeout=limit)))
+            if events[-1]["type"] == "done":
+                return events
+
+
+async def finish_turns() -> None:
+    await finish_all()
+
+
+async def turn_frames(conversation, user, question: str, *, as_json: bool = False) -> list:
+    """Asks on a fresh socket and returns every frame up to the folded answer."""
+    socket = await open_socket(conversation, user, as_json=as_json)
+    await ask(socket, question)
+    frames = await (json_until_done(socket) if as_json else frames_until_done(socket))
+    await finish_turns()
+    await socket.disconnect()
+    return frames
