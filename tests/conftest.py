@@ -60,3 +60,23 @@ def pytest_collection_modifyitems(items):
     """Browser tests run last, after the random shuffle: Playwright's sync API keeps an event
     loop running in the main thread for the rest of the session, which async_to_sync refuses."""
     items.sort(key=lambda item: item.get_closest_marker("e2e") is not None)
+
+
+@pytest.fixture
+def gate():
+    """Pauses the demo model mid-stream: `gate(after=chunks, request=n)` holds the n-th model
+    response of the test after that many chunks until `.open()`; `await g.reached.wait()`
+    returns once the turn is held there."""
+    from chat.agent.demo import Gate, install_gate
+
+    made: list[Gate] = []
+
+    def install(after: int, request: int = 1) -> Gate:
+        made.append(Gate(after, request))
+        install_gate(made[-1])
+        return made[-1]
+
+    yield install
+    for held in made:
+        held.open()
+    install_gate(None)

@@ -17,6 +17,8 @@ import websockets
 
 from tests.support.servers import login, manage, serve, start_daphne
 
+pytestmark = pytest.mark.server
+
 
 def services() -> tuple[str, str]:
     database, redis = os.environ.get("DATABASE_URL", ""), os.environ.get("REDIS_URL", "")

@@ -11,6 +11,8 @@ import websockets
 
 from tests.support.servers import login, serve
 
+pytestmark = pytest.mark.server
+
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):

@@ -234,13 +234,52 @@ def _chunk(delta: dict[str, Any], created: int) -> dict[str, Any]:
     }
 
 
+class Gate:
+    """Holds the demo model's `request`-th response after `after` chunks until it is opened:
+    a test pauses a turn mid-stream, does what it needs, and lets it go on, with no timing
+    involved. Installed with `install_gate`."""
+
+    def __init__(self, after: int, request: int = 1) -> None:
+        self.after = after
+        self.request = request
+        self.requests = 0
+        self.reached = asyncio.Event()
+        self.opened = asyncio.Event()
+
+    def pause_at(self) -> int | None:
+        """Called once per request: where its stream holds, if it is the one gated."""
+        self.requests += 1
+        return self.after if self.requests == self.request else None
+
+    async def hold(self) -> None:
+        self.reached.set()
+        await self.opened.wait()
+
+    def open(self) -> None:
+        self.opened.set()
+
+
+_gate: Gate | None = None
+
+
+def install_gate(gate: Gate | None) -> None:
+    global _gate
+    _gate = gate
+
+
 class SSEStream(httpx2.AsyncByteStream):
-    def __init__(self, deltas: list[dict[str, Any]], delay: float) -> None:
+    def __init__(
+        self, deltas: list[dict[str, Any]], delay: float, gate: Gate | None = None
+    ) -> None:
         self.deltas = deltas
         self.delay = delay
+        self.gate = gate
+        self.pause_at = gate.pause_at() if gate else None
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        for delta in self.deltas:
+        for index, delta in enumerate(self.deltas):
+            if self.gate is not None and index == self.pause_at:
+                await self.gate.hold()
             if self.delay:
                 await asyncio.sleep(self.delay)
             data = json.dumps(_chunk(dict(delta), created=0), ensure_ascii=False)
@@ -265,7 +304,7 @@ class DemoTransport(httpx2.AsyncBaseTransport):
         return httpx2.Response(
             200,
             headers={"content-type": "text/event-stream"},
-            stream=SSEStream(deltas, self.delay),
+            stream=SSEStream(deltas, self.delay, _gate),
         )
 
 

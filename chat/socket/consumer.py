@@ -9,7 +9,6 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.utils import translation
 from django.utils.translation import gettext as _
 
-from activity.events import TurnStarted, to_json
 from activity.live import LivePresenter
 from activity.models import FeedPreferences
 from activity.preferences import FeedPrefs
@@ -80,13 +79,9 @@ class ChatConsumer(AsyncWebsocketConsumer):
     async def join(self, answer_id: int) -> None:
         """A turn already running when the page connected: shown as it stands, then live."""
         view, position = await turns.snapshot(answer_id, self.prefs)
-        presenter = presenter_after(view, self.prefs)
-        if self.wants_json:
-            for event in turns.replay(view):
-                await self.send(text_data=render.as_json(event))
-        else:
-            await self.send(text_data=render.assistant_message(view))
-        self.view(answer_id, presenter, position)
+        for frame in render.joined(view, as_json=self.wants_json):
+            await self.send(text_data=frame)
+        self.view(answer_id, presenter_after(view, self.prefs), position)
 
     def view(self, answer_id: int, presenter: LivePresenter, after: turns.Position) -> None:
         self.viewers[answer_id] = Viewer(
@@ -130,9 +125,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
             await self.send_notice(str(refusal))
 
     async def send_notice(self, text: str) -> None:
-        await self.send(
-            text_data=render.error_json(text) if self.wants_json else render.notice(text)
-        )
+        await self.send(text_data=render.refusal(text, as_json=self.wants_json))
 
     # Channel-layer handlers: one per message type sent to the groups.
 
@@ -145,13 +138,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
         question, answer = await reads.new_turn(message["question_id"], message["answer_id"])
         # Preferences are read again per turn, so a change applies from the next question.
         self.prefs = await FeedPreferences.aprefs_for(self.scope["user"].pk)
-        if self.wants_json:
-            started = TurnStarted(str(question.pk), str(answer.pk))
-            await self.send(text_data=render.as_json(to_json(started)))
-        else:
-            await self.send(
-                text_data=render.clear_notice() + render.turn_started(question, answer)
-            )
+        await self.send(text_data=render.started(question, answer, as_json=self.wants_json))
         self.view(answer.pk, LivePresenter(self.prefs, answer.pk), turns.Position())
 
     async def turn_event(self, message: dict[str, Any]) -> None:

@@ -10,18 +10,37 @@ from typing import Any
 from django.template.loader import render_to_string
 from django.utils.html import format_html
 
-from activity.events import Error, to_json
+from activity.events import Error, TurnStarted, to_json
 from activity.live import AddLine, AppendText, Op, RemoveLine, ReplaceLine
 from chat.models import Message
 from chat.selectors import TurnView
+from chat.turns import replay
 
 
-def as_json(event: dict[str, Any]) -> str:
+def json_frame(event: dict[str, Any]) -> str:
     return json.dumps(event, ensure_ascii=False)
 
 
-def error_json(text: str) -> str:
-    return as_json(to_json(Error(text)))
+def started(question: Message, answer: TurnView, *, as_json: bool) -> str:
+    """A new turn: the `turn` event, or the question and the empty answer card."""
+    if as_json:
+        return as_json_event(TurnStarted(str(question.pk), str(answer.pk)))
+    return clear_notice() + turn_started(question, answer)
+
+
+def joined(view: TurnView, *, as_json: bool) -> list[str]:
+    """A turn that was running when the socket opened, as it stands."""
+    if as_json:
+        return [json_frame(event) for event in replay(view)]
+    return [assistant_message(view)]
+
+
+def refusal(text: str, *, as_json: bool) -> str:
+    return as_json_event(Error(text)) if as_json else notice(text)
+
+
+def as_json_event(event: TurnStarted | Error) -> str:
+    return json_frame(to_json(event))
 
 
 def turn_started(question: Message, answer: TurnView) -> str:

@@ -71,7 +71,7 @@ class Viewer:
 
     async def _show(self, event: dict[str, Any]) -> None:
         if self.wants_json:
-            await self.send(render.as_json(event))
+            await self.send(render.json_frame(event))
         elif event["type"] == "done":
             await self.send(render.assistant_message(await aturn_view(self.answer_id, self.prefs)))
         elif ops := self.presenter.on_event(event):

@@ -7,12 +7,15 @@ import json
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
+from django.db import connection
 from django.test import AsyncClient
+from django.test.utils import CaptureQueriesContext
 from rest_framework.authtoken.models import Token
 
 from activity.events import to_json
 from activity.models import ActivityEvent, ActivityFeed
 from chat.models import Conversation
+from tests.support.api import logged_in
 from tests.support.turns import run_turn
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -31,12 +34,6 @@ def world(alice, bob, knowledge_base):
 @pytest.fixture
 def staff(db):
     return get_user_model().objects.create_user("root", password="x", is_staff=True)
-
-
-def client_for(client, user):
-    if user is not None:
-        client.force_login(user)
-    return client
 
 
 ENDPOINTS = ["/api/conversations/", "/api/feeds/", "/api/feeds/export/"]
@@ -241,3 +238,34 @@ def test_a_user_creates_replaces_and_revokes_their_token(client, alice):
     assert Token.objects.get(user=alice).key != first
     client.post("/accounts/token/", {"action": "revoke"})
     assert not Token.objects.filter(user=alice).exists()
+
+
+def test_an_archived_conversation_that_the_list_shows_opens(client, alice, world):
+    world["mine"].archived_at = world["mine"].created_at
+    world["mine"].save()
+    logged_in(client, alice)
+    listed = [c["id"] for c in client.get("/api/conversations/").json()["results"]]
+    assert str(world["mine"].pk) in listed
+    response = client.get(f"/api/conversations/{world['mine'].pk}/")
+    assert response.status_code == 200
+    assert len(response.json()["messages"]) == 4
+
+
+def test_conversations_come_newest_first_by_when_they_were_made(client, alice):
+    made = [Conversation.objects.create(owner=alice, title=f"c{n}") for n in range(6)]
+    logged_in(client, alice)
+    listed = [c["title"] for c in client.get("/api/conversations/").json()["results"]]
+    assert listed == [c.title for c in reversed(made)]
+
+
+def test_the_conversation_list_costs_the_same_queries_for_1_or_10_untitled_ones(client, alice):
+    logged_in(client, alice)
+    Conversation.objects.create(owner=alice)
+    with CaptureQueriesContext(connection) as one:
+        client.get("/api/conversations/")
+    for _ in range(9):
+        run_turn(Conversation.objects.create(owner=alice), "Tell me a joke")
+    with CaptureQueriesContext(connection) as ten:
+        titles = [c["title"] for c in client.get("/api/conversations/").json()["results"]]
+    assert titles.count("Tell me a joke") == 9
+    assert len(ten.captured_queries) == len(one.captured_queries)

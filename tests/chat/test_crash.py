@@ -7,7 +7,11 @@ import threading
 import time
 import urllib.request
 
+import pytest
+
 from tests.support.servers import manage, serve, start_daphne
+
+pytestmark = pytest.mark.server
 
 
 def api(server, token, path, body=None, accept="application/json"):

@@ -27,13 +27,14 @@ async def until(socket, needle: str, limit: float = 10) -> list[str]:
 
 
 async def test_closing_the_socket_mid_turn_does_not_stop_the_turn(
-    settings, alice, alice_conversation, knowledge_base
+    gate, alice, alice_conversation, knowledge_base
 ):
-    settings.GLASSBOX_DEMO_DELAY = 0.003
+    held = gate(after=5, request=2)
     socket = await open_socket(alice_conversation, alice)
     await ask(socket, QUESTION)
-    await until(socket, "🔍")
+    await held.reached.wait()
     await socket.disconnect()
+    held.open()
     await finish_turns()
     answer = await Message.objects.aget(role="assistant")
     assert answer.state == Message.State.COMPLETE
@@ -41,15 +42,15 @@ async def test_closing_the_socket_mid_turn_does_not_stop_the_turn(
 
 
 async def test_a_new_tab_mid_turn_gets_every_line_and_all_the_text_exactly_once(
-    settings, alice, alice_conversation, knowledge_base
+    settings, gate, alice, alice_conversation, knowledge_base
 ):
-    settings.GLASSBOX_DEMO_DELAY = 0.003
     settings.GLASSBOX_TEXT_FLUSH_CHARS = 100_000  # nothing of the text is in the database yet
+    held = gate(after=20, request=2)
     first = await open_socket(alice_conversation, alice)
     await ask(first, QUESTION)
-    await until(first, "#answer-")
-    await until(first, "#answer-")  # some text has streamed
+    await held.reached.wait()  # some text has streamed
     late = await open_socket(alice_conversation, alice)
+    held.open()
     frames = await frames_until_done(late)
     await frames_until_done(first)
     await finish_turns()
@@ -68,12 +69,13 @@ async def test_a_new_tab_mid_turn_gets_every_line_and_all_the_text_exactly_once(
 
 
 async def test_stop_keeps_the_partial_answer_and_records_a_stopped_line(
-    settings, alice, alice_conversation, knowledge_base
+    gate, alice, alice_conversation, knowledge_base
 ):
-    settings.GLASSBOX_DEMO_DELAY = 0.01
+    held = gate(after=20, request=2)
     socket = await open_socket(alice_conversation, alice)
     await ask(socket, QUESTION)
     frames = await until(socket, "#answer-")
+    await held.reached.wait()
     answer_id = int(re.search(r"#answer-(\d+)", frames[-1]).group(1))
     assert 'name="stop"' in "".join(frames)  # the Stop button is on the page
     await socket.send_to(text_data=json.dumps({"stop": str(answer_id)}))
@@ -89,15 +91,15 @@ async def test_stop_keeps_the_partial_answer_and_records_a_stopped_line(
 
 
 async def test_a_stop_from_another_process_is_seen_at_the_next_heartbeat(
-    settings, alice, alice_conversation, knowledge_base
+    settings, gate, alice, alice_conversation, knowledge_base
 ):
-    settings.GLASSBOX_DEMO_DELAY = 0.01
     settings.GLASSBOX_HEARTBEAT_SECONDS = 0.05
+    held = gate(after=20, request=2)
     socket = await open_socket(alice_conversation, alice)
     await ask(socket, QUESTION)
-    await until(socket, "#answer-")
+    await held.reached.wait()
     answer = await Message.objects.aget(role="assistant")
-    # What turn_stop does when the turn runs elsewhere: only the flag changes.
+    # What turns.stop does when the turn runs elsewhere: only the flag changes.
     await ActivityFeed.objects.filter(pk=answer.feed_id).aupdate(stop_requested=True)
     await frames_until_done(socket)
     await finish_turns()
@@ -118,15 +120,17 @@ async def test_stopping_an_answer_that_is_not_running_is_explained(
 
 
 async def test_a_repeated_client_id_on_the_socket_joins_instead_of_asking_twice(
-    settings, alice, alice_conversation, knowledge_base
+    gate, alice, alice_conversation, knowledge_base
 ):
-    settings.GLASSBOX_DEMO_DELAY = 0.003
+    held = gate(after=3)
     socket = await open_socket(alice_conversation, alice)
     payload = json.dumps(
         {"message": QUESTION, "client_id": "8b9cad0e-1d21-4b5c-9d1e-1f0a2b3c4d5e"}
     )
     await socket.send_to(text_data=payload)
+    await held.reached.wait()
     await socket.send_to(text_data=payload)
+    held.open()
     frames = await frames_until_done(socket)
     await finish_turns()
     await socket.disconnect()
@@ -150,17 +154,20 @@ async def test_the_per_user_rate_limit_is_explained(
     assert await Message.objects.filter(role="user").acount() == 2
 
 
-async def test_the_per_user_cap_on_running_turns_is_explained(settings, alice, knowledge_base):
-    settings.GLASSBOX_DEMO_DELAY = 0.01
+async def test_the_per_user_cap_on_running_turns_is_explained(
+    settings, gate, alice, knowledge_base
+):
     settings.GLASSBOX_MAX_CONCURRENT_TURNS = 1
+    held = gate(after=3)
     first_conversation = await Conversation.objects.acreate(owner=alice)
     second_conversation = await Conversation.objects.acreate(owner=alice)
     first = await open_socket(first_conversation, alice)
     second = await open_socket(second_conversation, alice)
     await ask(first, QUESTION)
-    await until(first, "🔍")
+    await held.reached.wait()
     await ask(second, "Tell me a joke")
     notice = await second.receive_from(timeout=5)
+    held.open()
     await frames_until_done(first)
     await finish_turns()
     await first.disconnect()

@@ -6,7 +6,7 @@ import pytest
 
 from activity.models import ActivityEvent, FeedPreferences
 from tests.support import QUESTION
-from tests.support.sockets import turn_frames
+from tests.support.sockets import ask, finish_turns, frames_until_done, open_socket, turn_frames
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 
@@ -53,11 +53,20 @@ async def test_progress_shows_a_labelled_draft_and_no_streaming_text(
 
 
 async def test_progress_shows_the_draft_once_show_after_has_passed(
-    settings, alice, alice_conversation, knowledge_base
+    gate, alice, alice_conversation, knowledge_base
 ):
-    settings.GLASSBOX_DEMO_DELAY = 0.02
     await prefer(alice, MODE="progress", LABEL="Busy", SHOW_AFTER=0.05)
-    frames = await turn_frames(alice_conversation, alice, QUESTION)
+    held = gate(after=2)  # one status line so far: too little for a draft on its own
+    socket = await open_socket(alice_conversation, alice)
+    await ask(socket, QUESTION)
+    await held.reached.wait()
+    frames = [await socket.receive_from(timeout=5)]
+    while "Busy" not in frames[-1]:
+        frames.append(await socket.receive_from(timeout=5))
+    held.open()
+    frames += await frames_until_done(socket)
+    await finish_turns()
+    await socket.disconnect()
     draft = next(i for i, f in enumerate(frames) if "Busy" in f)
     found = next(i for i, f in enumerate(frames) if "Found 3 documents" in f)
     assert draft < found
@@ -85,8 +94,6 @@ async def test_raw_detail_shows_the_search_query_live_and_in_history(
 async def test_a_changed_preference_applies_from_the_next_question_on_an_open_socket(
     alice, alice_conversation, knowledge_base
 ):
-    from tests.support.sockets import ask, finish_turns, frames_until_done, open_socket
-
     socket = await open_socket(alice_conversation, alice)  # opened with the defaults
     await prefer(alice, MODE="off")
     await ask(socket, QUESTION)

@@ -118,14 +118,16 @@ async def test_a_second_socket_on_the_conversation_sees_the_same_fragments(
 
 
 async def test_joining_mid_turn_shows_the_feed_so_far_then_the_rest(
-    settings, alice, alice_conversation, knowledge_base
+    gate, alice, alice_conversation, knowledge_base
 ):
-    settings.GLASSBOX_DEMO_DELAY = 0.005
+    held = gate(after=5, request=2)
     first = await open_socket(alice_conversation, alice)
     await ask(first, QUESTION)
     while "✍️" not in await first.receive_from(timeout=5):
         pass
+    await held.reached.wait()
     late = await open_socket(alice_conversation, alice)
+    held.open()
     frames = await frames_until_done(late)
     await frames_until_done(first)
     await finish_turns()
@@ -141,19 +143,20 @@ async def test_joining_mid_turn_shows_the_feed_so_far_then_the_rest(
 
 
 async def test_a_second_question_while_the_agent_works_is_refused_clearly(
-    settings, alice, alice_conversation, knowledge_base
+    gate, alice, alice_conversation, knowledge_base
 ):
-    settings.GLASSBOX_DEMO_DELAY = 0.005
+    held = gate(after=2)
     socket = await open_socket(alice_conversation, alice)
     await ask(socket, QUESTION)
-    await socket.receive_from(timeout=5)
+    await held.reached.wait()
     await ask(socket, "And another thing?")
     refusal = None
     while refusal is None:
         frame = await socket.receive_from(timeout=5)
-        if 'id="notice"' in frame:
+        if 'id="notice"' in frame and 'role="alert"' in frame:
             refusal = frame
     assert "still working on the previous question" in refusal
+    held.open()
     await frames_until_done(socket)
     await finish_turns()
     await socket.disconnect()

@@ -62,13 +62,15 @@ async def test_a_browser_tab_watches_an_api_started_turn_live(
 
 
 async def test_repeating_a_client_id_joins_the_turn_instead_of_starting_another(
-    settings, alice, alice_conversation, knowledge_base
+    gate, alice, alice_conversation, knowledge_base
 ):
-    settings.GLASSBOX_DEMO_DELAY = 0.002
+    held = gate(after=10, request=2)
     client = await client_for(alice)
     client_id = str(uuid.uuid4())
     first = await ask(client, alice_conversation, client_id=client_id)
+    await held.reached.wait()  # mid-answer: some text is only in this process's memory
     second = await ask(client, alice_conversation, client_id=client_id)
+    held.open()
     first_events, second_events = await asyncio.gather(sse_events(first), sse_events(second))
     await finish_all()
     assert first_events[0]["message_id"] == second_events[0]["message_id"]
@@ -107,12 +109,14 @@ async def test_bad_turn_requests_are_explained_and_save_nothing(
 
 
 async def test_a_second_turn_while_one_runs_is_a_409(
-    settings, alice, alice_conversation, knowledge_base
+    gate, alice, alice_conversation, knowledge_base
 ):
-    settings.GLASSBOX_DEMO_DELAY = 0.002
+    held = gate(after=2)
     client = await client_for(alice)
     first = await ask(client, alice_conversation)
+    await held.reached.wait()
     busy = await ask(client, alice_conversation)
+    held.open()
     assert busy.status_code == 409
     assert busy.content.decode().startswith("event: error\ndata: ")
     assert "still working" in busy.content.decode()

@@ -16,6 +16,13 @@ async def client_for(user) -> AsyncClient:
     return client
 
 
+def logged_in(client, user):
+    """Django's test client (sync), logged in as user unless user is None."""
+    if user is not None:
+        client.force_login(user)
+    return client
+
+
 def turns_url(conversation) -> str:
     return f"/api/conversations/{conversation.pk}/messages/"
 
