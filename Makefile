@@ -42,9 +42,13 @@ run: $(VENV)/.installed $(CATALOGUES)
 test: $(VENV)/.installed $(CATALOGUES)
 	$(PY) -m pytest $(PYTEST_ARGS)
 
+# Style, types (mypy with django-stubs; its files are listed in pyproject.toml) and the import
+# boundaries between the parts (import-linter contracts, also in pyproject.toml).
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 
 format: $(VENV)/.installed
 	$(VENV)/bin/ruff check --fix .

@@ -67,17 +67,18 @@ class DurationFilter(admin.SimpleListFilter):
         return [(key, label) for key, (label, _) in self.BUCKETS.items()]
 
     def queryset(self, request, queryset):
-        if self.value() in self.BUCKETS:
-            return queryset.filter(self.BUCKETS[self.value()][1])
+        value = self.value()
+        if value in self.BUCKETS:
+            return queryset.filter(self.BUCKETS[value][1])
         return queryset
 
 
 class ActivityEventInline(admin.TabularInline):
     model = ActivityEvent
-    fields = [
+    fields = (
         "seq", "kind", "icon", "message", "state", "tool", "call_id", "arguments", "ok",
         "result_summary", "error", "duration_ms", "created_at",
-    ]  # fmt: skip
+    )  # fmt: skip
     readonly_fields = fields
     ordering = ["seq"]
     extra = 0
@@ -212,8 +213,8 @@ class ToolCallAdmin(ReadOnlyAdmin):
     search_fields = ["tool", "result_summary", "error", "feed__owner__username"]
     date_hierarchy = "created_at"
     show_full_result_count = False
-    readonly_fields = ["feed_link", "tool", "call_id", "ok", "duration_ms", "result_summary",
-                       "error", "arguments_sent", "created_at"]  # fmt: skip
+    readonly_fields = ("feed_link", "tool", "call_id", "ok", "duration_ms", "result_summary",
+                       "error", "arguments_sent", "created_at")  # fmt: skip
     fields = readonly_fields
 
     def get_queryset(self, request):

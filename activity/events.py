@@ -11,6 +11,24 @@ from typing import Any, Literal
 
 StatusState = Literal["in_progress", "done", "failed"]
 TurnState = Literal["complete", "failed", "interrupted"]
+STATUS_STATES: tuple[StatusState, ...] = ("in_progress", "done", "failed")
+TURN_STATES: tuple[TurnState, ...] = ("complete", "failed", "interrupted")
+
+
+def status_state(value: str) -> StatusState:
+    """A stored or received status state, checked."""
+    for state in STATUS_STATES:
+        if value == state:
+            return state
+    raise ValueError(f"not a status state: {value!r}")
+
+
+def turn_state(value: str) -> TurnState:
+    """A stored or received end state of a turn, checked."""
+    for state in TURN_STATES:
+        if value == state:
+            return state
+    raise ValueError(f"not the end state of a turn: {value!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,7 +168,7 @@ def from_json(data: dict[str, Any]) -> WireEvent:
         return Status(
             icon=data["icon"],
             message=data["message"],
-            state=data["state"],
+            state=status_state(data["state"]),
             tool=data.get("tool", ""),
             call_id=data.get("call_id", ""),
             seq=data.get("seq"),
@@ -176,7 +194,7 @@ def from_json(data: dict[str, Any]) -> WireEvent:
         summary = data.get("summary") or {}
         return Done(
             message_id=data["message_id"],
-            state=data["state"],
+            state=turn_state(data["state"]),
             summary_icon=summary.get("icon", ""),
             summary_text=summary.get("text", ""),
         )

@@ -79,7 +79,7 @@ class FeedPreferencesForm(forms.Form):
 
     def clean(self):
         data = super().clean()
-        if self.errors:
+        if self.errors or data is None:
             return data
         if data["label_kind"] == "fixed" and not data["label_text"].strip():
             self.add_error("label_text", _("Type the label to show, or pick another option."))

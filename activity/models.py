@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
-from activity.events import RecordedEvent, Status, ToolCall, ToolResult
+from activity.events import RecordedEvent, Status, ToolCall, ToolResult, status_state
 from activity.preferences import FeedPrefs
 
 
@@ -31,7 +31,7 @@ class ActivityFeed(models.Model):
     started_at = models.DateTimeField(auto_now_add=True, db_index=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     # The running turn's sign of life; a streaming turn whose feed shows none for a while lost
-    # its process (see chat.recovery).
+    # its process (see chat.turns.recovery).
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     # Set by a Stop from another process; the runner sees it at its next heartbeat.
     stop_requested = models.BooleanField(default=False)
@@ -96,11 +96,14 @@ class ActivityEvent(models.Model):
 
     @classmethod
     def from_event(cls, feed: ActivityFeed, event: RecordedEvent) -> ActivityEvent:
+        if event.seq is None:
+            raise ValueError("an event is numbered (FeedRecorder.number) before it is stored")
+        seq: int = event.seq
         match event:
             case Status():
                 return cls(
                     feed=feed,
-                    seq=event.seq,
+                    seq=seq,
                     kind=cls.Kind.STATUS,
                     icon=event.icon,
                     message=event.message,
@@ -111,7 +114,7 @@ class ActivityEvent(models.Model):
             case ToolCall():
                 return cls(
                     feed=feed,
-                    seq=event.seq,
+                    seq=seq,
                     kind=cls.Kind.TOOL_CALL,
                     tool=event.tool,
                     call_id=event.call_id,
@@ -120,7 +123,7 @@ class ActivityEvent(models.Model):
             case ToolResult():
                 return cls(
                     feed=feed,
-                    seq=event.seq,
+                    seq=seq,
                     kind=cls.Kind.TOOL_RESULT,
                     tool=event.tool,
                     call_id=event.call_id,
@@ -137,7 +140,7 @@ class ActivityEvent(models.Model):
             return Status(
                 icon=self.icon,
                 message=self.message,
-                state=self.state,
+                state=status_state(self.state),
                 tool=self.tool,
                 call_id=self.call_id,
                 seq=self.seq,

@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from django.utils.formats import number_format
+from django.utils.functional import Promise
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
@@ -38,8 +39,9 @@ class ToolLabels:
     """What a tool is called in a summary: `📄 Searched the knowledge base`."""
 
     icon: str
-    done: str
-    failed: str
+    # Lazy translations are welcome: they are read in the turn's language.
+    done: str | Promise
+    failed: str | Promise
 
 
 @dataclass(frozen=True, slots=True)

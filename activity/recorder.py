@@ -19,7 +19,7 @@ class FeedRecorder:
 
     @property
     def last_seq(self) -> int:
-        return self.events[-1].seq if self.events else 0
+        return (self.events[-1].seq or 0) if self.events else 0
 
     def number(self, event: RecordedEvent) -> RecordedEvent:
         """The event with its seq, counted here; call save() before numbering the next."""

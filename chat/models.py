@@ -129,6 +129,13 @@ class Message(models.Model):
     def dom_id(self) -> str:
         return f"m-{self.pk}"
 
+    @property
+    def answer_feed(self) -> ActivityFeed:
+        """The feed of an answer; a question has none."""
+        if self.feed is None:
+            raise ValueError(f"message {self.pk} is a question: it has no feed")
+        return self.feed
+
 
 class Document(models.Model):
     """A knowledge-base entry that the search_documents tool ranks and returns."""

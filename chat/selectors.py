@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from django.db import connection
 from django.db.models import Case, Count, Exists, F, Max, OuterRef, Q, QuerySet, Subquery, When
@@ -20,12 +21,15 @@ from activity.selectors import aevents_by_feed, events_by_feed
 from chat.models import ContactRequest, Conversation, Message
 
 
-def conversations_of(user, *, archived: bool = False, query: str = "") -> QuerySet[Conversation]:
+def conversations_of(
+    user: Any, *, archived: bool = False, query: str = ""
+) -> QuerySet[Conversation]:
     """The user's conversations with what the list shows (last activity, turns, whether a
     tool failed), newest first; with a query, ranked by how well their messages match."""
+    # The stubs see the model cache its own first_question (display_title): the same name.
     conversations = (
         Conversation.objects.filter(owner=user, archived_at__isnull=not archived)
-        .annotate(
+        .annotate(  # type: ignore[no-redef]
             last_activity=Coalesce(Max("messages__created_at"), "created_at"),
             turn_count=Count("messages", filter=Q(messages__role=Message.Role.USER)),
             first_question=Subquery(
@@ -194,7 +198,7 @@ def messages_with_feeds(
             question = message
             shown.append(message)
         else:
-            shown.append(_turn_view(message, rows.get(message.feed_id, []), prefs, question))
+            shown.append(_turn_view(message, rows.get(message.feed_id or 0, []), prefs, question))
     return History(shown, earlier)
 
 
@@ -213,7 +217,7 @@ def answer_with_feed(conversation: Conversation, message_id: int, prefs: FeedPre
     message = get_object_or_404(
         _with_contact(conversation.messages.filter(role=Message.Role.ASSISTANT)), pk=message_id
     )
-    return _turn_view(message, list(message.feed.events.order_by("seq")), prefs)
+    return _turn_view(message, list(message.answer_feed.events.order_by("seq")), prefs)
 
 
 async def aturn_view(message_id: int, prefs: FeedPrefs) -> TurnView:
@@ -227,7 +231,7 @@ async def aturn_view(message_id: int, prefs: FeedPrefs) -> TurnView:
         .afirst()
     )
     rows = await aevents_by_feed([message.feed_id])
-    return _turn_view(message, rows.get(message.feed_id, []), prefs, question)
+    return _turn_view(message, rows.get(message.feed_id or 0, []), prefs, question)
 
 
 def _turn_view(
@@ -240,7 +244,7 @@ def _turn_view(
     lines = visible_lines(
         events,
         times=[row.created_at for row in rows],
-        finished_at=message.feed.finished_at if message.feed_id else None,
+        finished_at=message.feed.finished_at if message.feed else None,
         detail=prefs.detail,
         width=prefs.line_width,
     )
@@ -284,7 +288,7 @@ def message_records(
             content=m.content,
             state=m.state,
             created_at=m.created_at,
-            feed=feed_data(m.feed, rows[m.feed_id], message_id=m.pk, username=username)
+            feed=feed_data(m.feed, rows[m.feed.pk], message_id=m.pk, username=username)
             if m.feed
             else None,
         )

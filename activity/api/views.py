@@ -48,10 +48,10 @@ def filtered_feeds(request: Request) -> QuerySet[ActivityFeed]:
     username = params.get("user", "")
     if username and not request.user.is_staff:
         raise ValidationError({"user": "Only staff can see other users' feeds."})
-    conversation = params.get("conversation") or None
-    if conversation:
+    conversation = None
+    if params.get("conversation"):
         try:
-            conversation = serializers.UUIDField().to_internal_value(conversation)
+            conversation = serializers.UUIDField().to_internal_value(params["conversation"])
         except ValidationError:
             raise ValidationError({"conversation": "Must be a conversation's UUID."}) from None
     state = params.get("state", "")
@@ -86,7 +86,8 @@ class FeedList(generics.ListAPIView):
     def get_queryset(self) -> QuerySet[ActivityFeed]:
         return filtered_feeds(self.request)
 
-    def paginate_queryset(self, queryset: QuerySet[ActivityFeed]) -> list[FeedData] | None:
+    def paginate_queryset(self, queryset: Any) -> Any:
+        """The page's feeds as FeedData, their events read in one query."""
         page = super().paginate_queryset(queryset)
         if page is None:
             return None
@@ -100,7 +101,8 @@ class FeedDetail(generics.RetrieveAPIView):
     def get_queryset(self) -> QuerySet[ActivityFeed]:
         return feeds_visible_to(self.request.user)
 
-    def get_object(self) -> FeedData:  # type: ignore[override]
+    def get_object(self) -> Any:
+        """The feed as FeedData, which FeedSerializer gives as it is."""
         feed = super().get_object()
         return feed_data(feed, feed.events.order_by("seq"))
 

@@ -18,7 +18,7 @@ from django.utils.translation import get_language
 from django.utils.translation import gettext as _
 from openai import AsyncOpenAI
 
-from activity.events import Event, Status, TextDelta, ToolCall, ToolResult
+from activity.events import RecordedEvent, Status, TextDelta, ToolCall, ToolResult
 from chat.agent.errors import ProviderError
 from chat.agent.tools import FEEDBACK_ARG, Tool, ToolError, ToolRegistry, truncate_feedback
 from project.languages import language_name
@@ -170,6 +170,7 @@ async def run_tool(
     recorded_arguments = arguments or _raw_arguments(call.arguments)
     tool_call = ToolCall(tool=call.name, call_id=call.call_id, arguments=recorded_arguments)
     if outcome is not None:
+        assert tool is not None  # an outcome comes from a tool
         content = json.dumps(outcome.content, ensure_ascii=False, default=str)
         result = ToolResult(
             call_id=call.call_id,
@@ -225,7 +226,7 @@ async def run_agent(
     max_tool_rounds: int,
     tool_timeout: float,
     language: str | None = None,
-) -> AsyncIterator[Event]:
+) -> AsyncIterator[RecordedEvent | TextDelta]:
     """Yields Status, ToolCall, ToolResult and TextDelta events; the caller adds Done."""
     language = language or get_language() or settings.LANGUAGE_CODE
     conversation = [{"role": "system", "content": system_prompt(language)}, *messages]
@@ -234,7 +235,10 @@ async def run_agent(
         offer_tools = bool(registry) and round_number < max_tool_rounds
         options: dict[str, Any] = {"tools": registry.schemas()} if offer_tools else {}
         stream = await client.chat.completions.create(
-            model=model, messages=conversation, stream=True, **options
+            model=model,
+            messages=conversation,  # type: ignore[arg-type]  # plain dicts, as the API takes
+            stream=True,
+            **options,
         )
         calls = ToolCallAssembler(registry, round_number)
         text: list[str] = []

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from django.utils.functional import Promise
 from django.utils.module_loading import import_string
 from django.utils.translation import gettext as _
 from pydantic import BaseModel, ValidationError
@@ -58,7 +59,7 @@ class Tool:
     run: Callable[[Any], Awaitable[ToolOutcome]]
     icon: str
     # Lazy translations (gettext_lazy) are welcome: they are read in the turn's language.
-    working_message: str
+    working_message: str | Promise
     labels: ToolLabels
     # Tools that only act in the page (the contact form) do not narrate themselves.
     user_facing: bool = True

@@ -13,7 +13,7 @@ from activity.live import LivePresenter
 from activity.models import FeedPreferences
 from activity.preferences import FeedPrefs
 from chat import turns
-from chat.models import Conversation
+from chat.models import Conversation, Message
 from chat.socket import inbound, reads, render
 from chat.socket.session import session_group
 from chat.socket.viewer import Viewer, presenter_after
@@ -36,6 +36,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
         self.viewers: dict[int, Viewer] = {}
         if user is None or not user.is_authenticated:
             return await self.refuse(CLOSE_UNAUTHENTICATED)
+        self.user = user
         conversation_id = self.scope["url_route"]["kwargs"]["conversation_id"]
         opening = await reads.opening(user, conversation_id)
         if opening is None:
@@ -52,7 +53,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
         # joining the group and the snapshot of a running turn.
         self.groups = [
             self.conversation.group_name,
-            session_group(self.scope["session"].session_key),
+            session_group(self.scope["session"].session_key or ""),
         ]
         for group in self.groups:
             await self.channel_layer.group_add(group, self.channel_name)
@@ -81,7 +82,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
         view, position = await turns.snapshot(answer_id, self.prefs)
         for frame in render.joined(view, as_json=self.wants_json):
             await self.send(text_data=frame)
-        self.view(answer_id, presenter_after(view, self.prefs), position)
+        if view.state == Message.State.STREAMING:  # else it ended before the snapshot
+            self.view(answer_id, presenter_after(view, self.prefs), position)
 
     def view(self, answer_id: int, presenter: LivePresenter, after: turns.Position) -> None:
         self.viewers[answer_id] = Viewer(
@@ -92,8 +94,11 @@ class ChatConsumer(AsyncWebsocketConsumer):
             after=after,
             send=lambda text: self.send(text_data=text),
             wants_json=self.wants_json,
-            ended=self.viewers.pop,
+            ended=self.forget,
         )
+
+    def forget(self, answer_id: int) -> None:
+        self.viewers.pop(answer_id, None)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         if self.flood.flooded():
@@ -105,7 +110,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
             return await self.send_notice(str(problem))
         # Ownership is checked on every message, not only at connect.
         if not await Conversation.objects.filter(
-            pk=self.conversation.pk, owner=self.scope["user"]
+            pk=self.conversation.pk, owner_id=self.user.pk
         ).aexists():
             return await self.close(code=CLOSE_NOT_FOUND)
         if isinstance(request, inbound.Stop):
@@ -137,7 +142,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
             return  # already in this socket's snapshot
         question, answer = await reads.new_turn(message["question_id"], message["answer_id"])
         # Preferences are read again per turn, so a change applies from the next question.
-        self.prefs = await FeedPreferences.aprefs_for(self.scope["user"].pk)
+        self.prefs = await FeedPreferences.aprefs_for(self.user.pk)
         await self.send(text_data=render.started(question, answer, as_json=self.wants_json))
         self.view(answer.pk, LivePresenter(self.prefs, answer.pk), turns.Position())
 

@@ -5,5 +5,6 @@ from django.urls import path
 from chat.socket.consumer import ChatConsumer
 
 websocket_urlpatterns = [
-    path("ws/c/<uuid:conversation_id>/", ChatConsumer.as_asgi()),
+    # Channels' URLRouter takes ASGI applications where Django's stubs expect views.
+    path("ws/c/<uuid:conversation_id>/", ChatConsumer.as_asgi()),  # type: ignore[arg-type]
 ]

@@ -98,6 +98,9 @@ def admit(
 def _check_limits(owner_id: int) -> None:
     mine = Message.objects.filter(conversation__owner_id=owner_id)
     running = mine.filter(state=Message.State.STREAMING).count()
+    # Turns of a process that died count only until they are found dead.
+    if running >= settings.GLASSBOX_MAX_CONCURRENT_TURNS and dead_turns_recover(owner_id=owner_id):
+        running = mine.filter(state=Message.State.STREAMING).count()
     if running >= settings.GLASSBOX_MAX_CONCURRENT_TURNS:
         raise TurnLimited(
             ngettext(

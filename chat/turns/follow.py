@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 from channels.db import database_sync_to_async
 
-from activity.events import Done, TextDelta, TurnStarted, to_json
+from activity.events import Done, TextDelta, TurnStarted, to_json, turn_state
 from activity.models import ActivityEvent
 from activity.preferences import FeedPrefs
 from chat.models import Message
@@ -64,7 +64,7 @@ def replay(view: TurnView) -> list[dict[str, Any]]:
     if view.state != Message.State.STREAMING:
         feed = view.feed
         icon, text = (feed.summary_icon, feed.summary_text) if feed else ("", "")
-        events.append(to_json(Done(str(view.pk), view.state, icon, text)))  # type: ignore[arg-type]
+        events.append(to_json(Done(str(view.pk), turn_state(view.state), icon, text)))
     return events
 
 
@@ -141,7 +141,8 @@ class _Gaps:
         )
         if row is None:
             return []
-        done = to_json(Done(str(self.answer_id), *row))
+        state, icon, text = row
+        done = to_json(Done(str(self.answer_id), turn_state(state), icon, text))
         return await self.admit({"answer_id": self.answer_id, "event": done})
 
     async def _text(self, offset: int, content: str) -> list[dict[str, Any]]:

@@ -23,6 +23,6 @@ async def amodel_history(answer: Message) -> list[dict[str, Any]]:
     rows = await aevents_by_feed((m.feed_id for m in earlier), kinds=["tool_call", "tool_result"])
     messages: list[dict[str, Any]] = []
     for message in earlier:
-        events = [row.to_event() for row in rows.get(message.feed_id, [])]
+        events = [row.to_event() for row in rows.get(message.feed_id or 0, [])]
         messages += turn_messages(message.role, message.content, events)
     return trim(messages, settings.GLASSBOX_HISTORY_CHARS)

@@ -7,8 +7,9 @@ The policy, stated once:
   looks for a dead runner here;
 - a turn is dead when it has been silent (no beat, no event, no start) for GRACE_BEATS beats:
   judged by the heartbeat, never by age alone;
-- the check runs when a conversation is opened (page or socket), when a new turn is blocked
-  by a running one, and when a follower goes quiet; never at import time.
+- the check runs when a conversation is opened (page, socket or API), when a new turn is
+  blocked by a running one or by the user's limit of running turns, and when a follower goes
+  quiet; never at import time.
 Only one process closes a turn (the state check in the UPDATE), and every follower is told."""
 
 from __future__ import annotations
@@ -46,17 +47,22 @@ def quiet_seconds() -> float:
     return settings.GLASSBOX_HEARTBEAT_SECONDS * QUIET_BEATS
 
 
-def dead_turns_recover(*, conversation_id: uuid.UUID | None = None) -> int:
-    """Closes the streaming turns (of one conversation, or all) that stopped beating."""
+def dead_turns_recover(
+    *, conversation_id: uuid.UUID | None = None, owner_id: int | None = None
+) -> int:
+    """Closes the streaming turns (of one conversation, one user's, or all) that stopped
+    beating."""
     silent_since = timezone.now() - timedelta(
         seconds=settings.GLASSBOX_HEARTBEAT_SECONDS * GRACE_BEATS
     )
     streaming = Message.objects.filter(state=Message.State.STREAMING).select_related("feed")
     if conversation_id is not None:
         streaming = streaming.filter(conversation_id=conversation_id)
+    if owner_id is not None:
+        streaming = streaming.filter(conversation__owner_id=owner_id)
     recovered = 0
     for answer in streaming.annotate(last_event=Max("feed__events__created_at")):
-        feed = answer.feed
+        feed = answer.answer_feed
         alive = max(t for t in (feed.started_at, feed.heartbeat_at, answer.last_event) if t)
         if alive >= silent_since:
             continue
@@ -71,7 +77,8 @@ def dead_turns_recover(*, conversation_id: uuid.UUID | None = None) -> int:
 def _tell_clients(answer: Message, last_seq: int) -> None:
     """Open sockets and API streams of the conversation see the turn end."""
     event = ActivityEvent.objects.get(feed_id=answer.feed_id, seq=last_seq).to_event()
-    done = Done(str(answer.pk), Message.State.INTERRUPTED, event.icon, event.message)
+    assert isinstance(event, Status)  # the ⚠️ line _interrupt wrote
+    done = Done(str(answer.pk), "interrupted", event.icon, event.message)
     group = Conversation.group_name_for(answer.conversation_id)
     try:
         for item in (event, done):

@@ -14,7 +14,7 @@ from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 from openai import AsyncOpenAI
 
-from activity.events import Done, RecordedEvent, Status, TextDelta, to_json
+from activity.events import Done, RecordedEvent, Status, TextDelta, to_json, turn_state
 from activity.models import ActivityFeed
 from activity.presentation import summarize
 from activity.recorder import FeedRecorder
@@ -113,7 +113,7 @@ async def run(
 ) -> Message.State:
     # Every line and the summary are written in the asker's language; the override holds
     # for this task only, whatever the sockets watching it speak.
-    with translation.override(answer.feed.language):
+    with translation.override(answer.answer_feed.language):
         return await _turn_run(answer, tools, client_factory)
 
 
@@ -124,7 +124,7 @@ async def _turn_run(
 ) -> Message.State:
     tools = tools or default_registry()
     group = Conversation.group_name_for(answer.conversation_id)
-    recorder = FeedRecorder(answer.feed)
+    recorder = FeedRecorder(answer.answer_feed)
     text = AnswerText(answer, group)
     registry.text_started(answer.pk, text)
 
@@ -139,7 +139,9 @@ async def _turn_run(
     state = Message.State.COMPLETE
     # A turn lives outside the request cycle that closes expired or broken connections.
     await aclose_old_connections()
-    beating = asyncio.create_task(heartbeat(answer.feed_id, asyncio.current_task(), text))
+    this = asyncio.current_task()
+    assert this is not None  # a turn runs as a task of its own (registry.launch)
+    beating = asyncio.create_task(heartbeat(recorder.feed.pk, this, text))
     try:
         async with asyncio.timeout(settings.GLASSBOX_TURN_TIMEOUT):
             history = await amodel_history(answer)
@@ -148,7 +150,7 @@ async def _turn_run(
                 client=client_factory(),
                 model=settings.GLASSBOX_MODEL,
                 messages=history,
-                language=answer.feed.language,
+                language=recorder.feed.language,
                 registry=tools,
                 max_tool_rounds=settings.GLASSBOX_MAX_TOOL_ROUNDS,
                 tool_timeout=settings.GLASSBOX_TOOL_TIMEOUT,
@@ -181,14 +183,15 @@ async def _finish(
     tools: ToolRegistry,
     state: Message.State,
 ) -> None:
-    registry.text_finished(answer.pk)
     await text.send()
     summary = summarize(recorder.events, tools.labels())
     await text.store(state=state)
+    # Only now: a follower that joins in between reads the whole text from here or there.
+    registry.text_finished(answer.pk)
     await recorder.finish(state, summary)
     done = Done(
         message_id=str(answer.pk),
-        state=state,
+        state=turn_state(state),
         summary_icon=summary.icon if summary else "",
         summary_text=summary.text if summary else "",
     )

@@ -134,8 +134,9 @@ async def test_a_program_that_connects_mid_turn_gets_the_whole_turn_once(
     await early.send_to(text_data=json.dumps({"message": QUESTION}))
     await held.reached.wait()
     late = await open_socket(alice_conversation, alice, as_json=True)
+    joined = [json.loads(await late.receive_from(timeout=5))]  # the snapshot was read
     held.open()
-    from_start, from_middle = await json_until_done(early), await json_until_done(late)
+    from_start, from_middle = await json_until_done(early), joined + await json_until_done(late)
     await finish_all()
     await early.disconnect()
     await late.disconnect()

@@ -6,7 +6,7 @@ import pytest
 from django.utils import timezone
 
 from activity.models import ActivityEvent, ActivityFeed
-from chat.models import Message
+from chat.models import Conversation, Message
 from chat.turns.admission import TurnRejected, admit
 from chat.turns.recovery import dead_turns_recover
 
@@ -81,3 +81,18 @@ def test_a_recovered_turn_is_closed_in_the_language_it_was_asked_in(alice_conver
     feed = ActivityFeed.objects.get(pk=answer.feed_id)
     assert feed.summary_text == "已中斷：伺服器在處理時停止"
     assert feed.events.order_by("-seq").first().message == feed.summary_text
+
+
+def test_turns_of_a_dead_process_stop_counting_against_the_limit(settings, alice):
+    """After a restart nobody opens the conversations whose turns died: a new question must
+    not be refused because of them."""
+    settings.GLASSBOX_MAX_CONCURRENT_TURNS = 2
+    for _ in range(2):
+        turn = admit(conversation=Conversation.objects.create(owner=alice), text="Hi")
+        long_ago = timezone.now() - timedelta(minutes=5)
+        ActivityFeed.objects.filter(pk=turn.answer.feed_id).update(
+            started_at=long_ago, heartbeat_at=long_ago
+        )
+    turn = admit(conversation=Conversation.objects.create(owner=alice), text="Still there?")
+    assert turn.answer.state == Message.State.STREAMING
+    assert Message.objects.filter(state=Message.State.INTERRUPTED).count() == 2
