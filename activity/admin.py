@@ -7,6 +7,7 @@ from collections import defaultdict
 from datetime import timedelta
 
 from django.contrib import admin
+from django.core.exceptions import PermissionDenied
 from django.db.models import Count, F, OuterRef, Q, Subquery
 from django.db.models.functions import TruncDate
 from django.template.response import TemplateResponse
@@ -156,6 +157,9 @@ class ActivityFeedAdmin(ReadOnlyAdmin):
         return [path("dashboard/", dashboard, name="activity_dashboard"), *super().get_urls()]
 
     def dashboard(self, request):
+        # Every user's tool calls: the same permission as the feed list itself.
+        if not self.has_view_permission(request):
+            raise PermissionDenied
         return TemplateResponse(
             request,
             "admin/activity/dashboard.html",

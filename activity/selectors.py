@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
+from typing import Any
 
 from django.db.models import F, QuerySet
 
@@ -20,10 +21,19 @@ def settings_of(request) -> tuple[FeedPrefs, str]:
     return request._glassbox_settings
 
 
-def feeds_visible_to(user) -> QuerySet[ActivityFeed]:
-    """Staff see every feed; anyone else only their own."""
+AUDIT_PERMISSION = "activity.view_activityfeed"
+
+
+def audits_everyone(user: Any) -> bool:
+    """Reading other users' feeds is Django's view permission on feeds, as in the admin;
+    being staff alone is not enough."""
+    return bool(user.is_active and user.has_perm(AUDIT_PERMISSION))
+
+
+def feeds_visible_to(user: Any) -> QuerySet[ActivityFeed]:
+    """Auditors (AUDIT_PERMISSION) see every feed; anyone else only their own."""
     feeds = ActivityFeed.objects.all()
-    if not user.is_staff:
+    if not audits_everyone(user):
         feeds = feeds.filter(owner=user, hidden_from_owner=False)
     # The message points at its feed; its id is read back through that reverse relation.
     return feeds.annotate(username=F("owner__username"), message_id=F("message__id"))

@@ -17,7 +17,7 @@ from rest_framework.views import APIView
 
 from activity.export import FORMATS, FeedData, export_stream, feed_data
 from activity.models import ActivityFeed
-from activity.selectors import events_by_feed, feeds_filtered, feeds_visible_to
+from activity.selectors import audits_everyone, events_by_feed, feeds_filtered, feeds_visible_to
 
 FEED_FILTERS = [
     OpenApiParameter("conversation", OpenApiTypes.UUID, description="one conversation"),
@@ -25,7 +25,9 @@ FEED_FILTERS = [
     OpenApiParameter("state", str, enum=list(ActivityFeed.State.values)),
     OpenApiParameter("since", OpenApiTypes.DATETIME, description="started at or after"),
     OpenApiParameter("until", OpenApiTypes.DATETIME, description="started before"),
-    OpenApiParameter("user", str, description="a username (staff only)"),
+    OpenApiParameter(
+        "user", str, description="a username (auditors with activity.view_activityfeed only)"
+    ),
 ]
 
 
@@ -46,8 +48,10 @@ def filtered_feeds(request: Request) -> QuerySet[ActivityFeed]:
     params = request.query_params
     since, until = (_when(params, name) for name in ("since", "until"))
     username = params.get("user", "")
-    if username and not request.user.is_staff:
-        raise ValidationError({"user": "Only staff can see other users' feeds."})
+    if username and not audits_everyone(request.user):
+        raise ValidationError(
+            {"user": "Only auditors (activity.view_activityfeed) see other users' feeds."}
+        )
     conversation = None
     if params.get("conversation"):
         try:

@@ -242,9 +242,11 @@ async def run_agent(
         )
         calls = ToolCallAssembler(registry, round_number)
         text: list[str] = []
+        finish_reason = None
         async for chunk in _readable(stream):
             if not chunk.choices:
                 continue
+            finish_reason = chunk.choices[0].finish_reason or finish_reason
             delta = chunk.choices[0].delta
             if delta.content:
                 if used_tools and not text:
@@ -254,6 +256,9 @@ async def run_agent(
             for tool_delta in delta.tool_calls or []:
                 for status in calls.feed(tool_delta):
                     yield status
+        if finish_reason is None:
+            # A connection that just closed: what arrived is kept, but it is not an answer.
+            raise ProviderError(_("the model provider's reply broke off before it was finished"))
         if not calls:
             if used_tools:
                 yield finished()

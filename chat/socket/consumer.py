@@ -9,14 +9,13 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.utils import translation
 from django.utils.translation import gettext as _
 
-from activity.live import LivePresenter
 from activity.models import FeedPreferences
 from activity.preferences import FeedPrefs
 from chat import turns
-from chat.models import Conversation, Message
+from chat.models import Conversation
 from chat.socket import inbound, reads, render
 from chat.socket.session import session_group
-from chat.socket.viewer import Viewer, presenter_after
+from chat.socket.viewer import Screen
 from project.languages import language_from_browser
 
 # Close codes in the 4000s: htmx's ws extension reconnects only after 1006/1011/1012/1013.
@@ -24,6 +23,10 @@ CLOSE_UNAUTHENTICATED = 4401
 CLOSE_NOT_FOUND = 4404
 CLOSE_TOO_MANY = 4429
 JSON_PROTOCOL = "glassbox.json"
+CLOSE_CODES = {
+    reads.Refused.SESSION: CLOSE_UNAUTHENTICATED,
+    reads.Refused.CONVERSATION: CLOSE_NOT_FOUND,
+}
 
 
 class ChatConsumer(AsyncWebsocketConsumer):
@@ -33,12 +36,10 @@ class ChatConsumer(AsyncWebsocketConsumer):
 
     async def connect(self) -> None:
         user = self.scope.get("user")
-        self.viewers: dict[int, Viewer] = {}
         if user is None or not user.is_authenticated:
             return await self.refuse(CLOSE_UNAUTHENTICATED)
         self.user = user
-        conversation_id = self.scope["url_route"]["kwargs"]["conversation_id"]
-        opening = await reads.opening(user, conversation_id)
+        opening = await reads.opening(user, self.scope["url_route"]["kwargs"]["conversation_id"])
         if opening is None:
             return await self.refuse(CLOSE_NOT_FOUND)
         self.conversation, self.prefs, language, running = opening
@@ -51,15 +52,16 @@ class ChatConsumer(AsyncWebsocketConsumer):
         self.flood = inbound.FloodGuard()
         # Group messages wait until connect returns, so none is lost or shown twice between
         # joining the group and the snapshot of a running turn.
-        self.groups = [
-            self.conversation.group_name,
-            session_group(self.scope["session"].session_key or ""),
-        ]
+        self.session_key = self.scope["session"].session_key or ""
+        self.groups = [self.conversation.group_name, session_group(self.session_key)]
         for group in self.groups:
             await self.channel_layer.group_add(group, self.channel_name)
         await self.accept(subprotocol=JSON_PROTOCOL if self.wants_json else None)
+        self.screen = Screen(
+            conversation_id=self.conversation.pk, send=self.send_text, wants_json=self.wants_json
+        )
         if running is not None:
-            await self.join(running)
+            await self.screen.join(running, self.prefs)
 
     @property
     def wants_json(self) -> bool:
@@ -74,31 +76,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
     async def disconnect(self, code: int) -> None:
         for group in getattr(self, "groups", []):
             await self.channel_layer.group_discard(group, self.channel_name)
-        for viewer in self.viewers.values():
-            viewer.close()
-
-    async def join(self, answer_id: int) -> None:
-        """A turn already running when the page connected: shown as it stands, then live."""
-        view, position = await turns.snapshot(answer_id, self.prefs)
-        for frame in render.joined(view, as_json=self.wants_json):
-            await self.send(text_data=frame)
-        if view.state == Message.State.STREAMING:  # else it ended before the snapshot
-            self.view(answer_id, presenter_after(view, self.prefs), position)
-
-    def view(self, answer_id: int, presenter: LivePresenter, after: turns.Position) -> None:
-        self.viewers[answer_id] = Viewer(
-            answer_id=answer_id,
-            conversation_id=self.conversation.pk,
-            prefs=self.prefs,
-            presenter=presenter,
-            after=after,
-            send=lambda text: self.send(text_data=text),
-            wants_json=self.wants_json,
-            ended=self.forget,
-        )
-
-    def forget(self, answer_id: int) -> None:
-        self.viewers.pop(answer_id, None)
+        if hasattr(self, "screen"):
+            self.screen.close()
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         if self.flood.flooded():
@@ -108,11 +87,14 @@ class ChatConsumer(AsyncWebsocketConsumer):
             request = inbound.parse(text_data)
         except inbound.Unreadable as problem:
             return await self.send_notice(str(problem))
-        # Ownership is checked on every message, not only at connect.
-        if not await Conversation.objects.filter(
-            pk=self.conversation.pk, owner_id=self.user.pk
-        ).aexists():
-            return await self.close(code=CLOSE_NOT_FOUND)
+        # Who may ask is checked on every message, not only at connect.
+        refused = await reads.refusal(self.session_key, self.user.pk, self.conversation.pk)
+        if refused is not None:
+            return await self.close(code=CLOSE_CODES[refused])
+        if isinstance(request, inbound.Resume):
+            for answer_id in await reads.answers_of(self.conversation.pk, request.answer_ids):
+                await self.screen.join(answer_id, self.prefs)
+            return
         if isinstance(request, inbound.Stop):
             if not await turns.stop(
                 conversation_id=self.conversation.pk, answer_id=request.answer_id
@@ -129,6 +111,9 @@ class ChatConsumer(AsyncWebsocketConsumer):
         except turns.TurnRejected as refusal:
             await self.send_notice(str(refusal))
 
+    async def send_text(self, text: str) -> None:
+        await self.send(text_data=text)
+
     async def send_notice(self, text: str) -> None:
         await self.send(text_data=render.refusal(text, as_json=self.wants_json))
 
@@ -138,15 +123,13 @@ class ChatConsumer(AsyncWebsocketConsumer):
         await self.close(code=CLOSE_UNAUTHENTICATED)
 
     async def turn_started(self, message: dict[str, Any]) -> None:
-        if message["answer_id"] in self.viewers:
+        if self.screen.shows(message["answer_id"]):
             return  # already in this socket's snapshot
         question, answer = await reads.new_turn(message["question_id"], message["answer_id"])
         # Preferences are read again per turn, so a change applies from the next question.
         self.prefs = await FeedPreferences.aprefs_for(self.user.pk)
         await self.send(text_data=render.started(question, answer, as_json=self.wants_json))
-        self.view(answer.pk, LivePresenter(self.prefs, answer.pk), turns.Position())
+        self.screen.start(answer.pk, self.prefs)
 
     async def turn_event(self, message: dict[str, Any]) -> None:
-        viewer = self.viewers.get(message["answer_id"])
-        if viewer is not None:
-            viewer.deliver(message)
+        self.screen.deliver(message)

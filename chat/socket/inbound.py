@@ -11,7 +11,9 @@ from dataclasses import dataclass
 from django.utils.translation import gettext as _
 
 # htmx's ws-send adds HEADERS to every form message.
-ALLOWED_KEYS = {"message", "client_id", "stop", "HEADERS"}
+ALLOWED_KEYS = {"message", "client_id", "stop", "resume", "HEADERS"}
+# A page shows at most this many turns at once that may still be running.
+RESUME_LIMIT = 20
 FLOOD_LIMIT = 20
 FLOOD_WINDOW = 10.0
 
@@ -32,7 +34,14 @@ class Stop:
     answer_id: int
 
 
-def parse(text_data: str | None) -> Ask | Stop:
+@dataclass(frozen=True, slots=True)
+class Resume:
+    """The answers a (re)connected page still shows as running: it learns how each stands."""
+
+    answer_ids: tuple[int, ...]
+
+
+def parse(text_data: str | None) -> Ask | Stop | Resume:
     if text_data is None:
         raise Unreadable(_("Send your question as text."))
     try:
@@ -49,6 +58,14 @@ def parse(text_data: str | None) -> Ask | Stop:
             return Stop(int(data["stop"]))
         except (TypeError, ValueError):
             raise Unreadable(_("Stop needs the id of the answer to stop.")) from None
+    if "resume" in data:
+        ids = data["resume"]
+        if not isinstance(ids, list) or len(ids) > RESUME_LIMIT:
+            raise Unreadable(_("Resume needs a list of answer ids."))
+        try:
+            return Resume(tuple(int(answer_id) for answer_id in ids))
+        except (TypeError, ValueError):
+            raise Unreadable(_("Resume needs a list of answer ids.")) from None
     client_id = None
     if data.get("client_id"):
         try:

@@ -1,17 +1,46 @@
-"""What a socket reads from the database: once when it opens, once per new turn."""
+"""What a socket reads from the database: when it opens, on every message it receives, and
+once per new turn."""
 
 from __future__ import annotations
 
+import enum
 import uuid
+from importlib import import_module
 from typing import Any
 
 from channels.db import database_sync_to_async
+from django.conf import settings
+from django.contrib.auth import HASH_SESSION_KEY, SESSION_KEY, get_user_model
+from django.utils.crypto import constant_time_compare
 
 from activity.models import FeedPreferences
 from activity.preferences import FeedPrefs
 from chat.models import Conversation, Message
 from chat.selectors import TurnView
 from chat.turns.recovery import dead_turns_recover
+
+
+class Refused(enum.Enum):
+    SESSION = "session"
+    CONVERSATION = "conversation"
+
+
+@database_sync_to_async
+def refusal(session_key: str | None, user_id: int, conversation_id: uuid.UUID) -> Refused | None:
+    """Why this socket may serve no more, read again for every message: its login session
+    was ended (logged out, every session deleted), its user deactivated or their password
+    changed, or the conversation is no longer theirs."""
+    data = import_module(settings.SESSION_ENGINE).SessionStore(session_key).load()
+    user = get_user_model().objects.filter(pk=user_id, is_active=True).first()
+    if (
+        user is None
+        or str(data.get(SESSION_KEY)) != str(user_id)
+        or not constant_time_compare(data.get(HASH_SESSION_KEY, ""), user.get_session_auth_hash())
+    ):
+        return Refused.SESSION
+    if not Conversation.objects.filter(pk=conversation_id, owner_id=user_id).exists():
+        return Refused.CONVERSATION
+    return None
 
 
 @database_sync_to_async
@@ -52,3 +81,11 @@ def new_turn(question_id: int, answer_id: int) -> tuple[Message, TurnView]:
         question_id=question.pk,
     )
     return question, answer
+
+
+async def answers_of(conversation_id: uuid.UUID, answer_ids: tuple[int, ...]) -> list[int]:
+    """Those of these ids that are answers of this conversation, in order."""
+    found = Message.objects.filter(
+        conversation_id=conversation_id, role=Message.Role.ASSISTANT, pk__in=answer_ids
+    )
+    return [pk async for pk in found.order_by("id").values_list("pk", flat=True)]

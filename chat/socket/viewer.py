@@ -36,7 +36,7 @@ class Viewer:
         after: turns.Position,
         send: Callable[[str], Awaitable[None]],
         wants_json: bool,
-        ended: Callable[[int], None],
+        ended: Callable[[int], object],
     ) -> None:
         self.answer_id = answer_id
         self.prefs = prefs
@@ -81,3 +81,59 @@ class Viewer:
         await asyncio.sleep(self.prefs.show_after)
         if ops := self.presenter.tick():
             await self.send(render.live_ops(self.answer_id, ops))
+
+
+class Screen:
+    """Every turn one socket shows, one Viewer each, by answer id."""
+
+    def __init__(
+        self,
+        *,
+        conversation_id: uuid.UUID,
+        send: Callable[[str], Awaitable[None]],
+        wants_json: bool,
+    ) -> None:
+        self.conversation_id = conversation_id
+        self.send = send
+        self.wants_json = wants_json
+        self.viewers: dict[int, Viewer] = {}
+
+    def shows(self, answer_id: int) -> bool:
+        return answer_id in self.viewers
+
+    def start(self, answer_id: int, prefs: FeedPrefs) -> None:
+        """A turn that began while the socket was open: followed from its start."""
+        self._view(answer_id, prefs, LivePresenter(prefs, answer_id), turns.Position())
+
+    async def join(self, answer_id: int, prefs: FeedPrefs) -> None:
+        """A turn the page may not have seen to its end: shown as it stands, then live."""
+        if self.shows(answer_id):
+            return
+        view, position = await turns.snapshot(answer_id, prefs)
+        for frame in render.joined(view, as_json=self.wants_json):
+            await self.send(frame)
+        if view.state == "streaming":  # else it ended before the snapshot
+            self._view(answer_id, prefs, presenter_after(view, prefs), position)
+
+    def deliver(self, message: dict[str, Any]) -> None:
+        viewer = self.viewers.get(message["answer_id"])
+        if viewer is not None:
+            viewer.deliver(message)
+
+    def close(self) -> None:
+        for viewer in self.viewers.values():
+            viewer.close()
+
+    def _view(
+        self, answer_id: int, prefs: FeedPrefs, presenter: LivePresenter, after: turns.Position
+    ) -> None:
+        self.viewers[answer_id] = Viewer(
+            answer_id=answer_id,
+            conversation_id=self.conversation_id,
+            prefs=prefs,
+            presenter=presenter,
+            after=after,
+            send=self.send,
+            wants_json=self.wants_json,
+            ended=self.viewers.pop,
+        )

@@ -32,3 +32,12 @@ document.addEventListener("DOMContentLoaded", () => {
   turn.classList.add("linked");
   turn.scrollIntoView({block: "start"});
 });
+
+// A page whose socket was down while a turn ended (a network cut, a server restart) must not
+// stay on "Working…": on every (re)connect it names the answers it still shows as running,
+// and the server sends each one as it now stands.
+document.addEventListener("htmx:wsOpen", (event) => {
+  const running = [...document.querySelectorAll("article.message.assistant.state-streaming")]
+    .map((article) => Number(article.id.replace("m-", "")));
+  if (running.length) event.detail.socketWrapper.send(JSON.stringify({resume: running}));
+});

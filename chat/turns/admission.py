@@ -96,7 +96,10 @@ def admit(
 
 
 def _check_limits(owner_id: int) -> None:
-    mine = Message.objects.filter(conversation__owner_id=owner_id)
+    # A deleted conversation's turns count no more: its owner cannot see or stop them.
+    mine = Message.objects.filter(
+        conversation__owner_id=owner_id, conversation__deleted_at__isnull=True
+    )
     running = mine.filter(state=Message.State.STREAMING).count()
     # Turns of a process that died count only until they are found dead.
     if running >= settings.GLASSBOX_MAX_CONCURRENT_TURNS and dead_turns_recover(owner_id=owner_id):

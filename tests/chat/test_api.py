@@ -6,6 +6,7 @@ import json
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
 from django.core.management import call_command
 from django.db import connection
 from django.test import AsyncClient
@@ -33,7 +34,10 @@ def world(alice, bob, knowledge_base):
 
 @pytest.fixture
 def staff(db):
-    return get_user_model().objects.create_user("root", password="x", is_staff=True)
+    """An auditor: staff with the view permission on feeds."""
+    user = get_user_model().objects.create_user("root", password="x", is_staff=True)
+    user.user_permissions.add(Permission.objects.get(codename="view_activityfeed"))
+    return user
 
 
 ENDPOINTS = ["/api/conversations/", "/api/feeds/", "/api/feeds/export/"]
@@ -269,3 +273,14 @@ def test_the_conversation_list_costs_the_same_queries_for_1_or_10_untitled_ones(
         titles = [c["title"] for c in client.get("/api/conversations/").json()["results"]]
     assert titles.count("Tell me a joke") == 9
     assert len(ten.captured_queries) == len(one.captured_queries)
+
+
+def test_staff_without_the_audit_permission_read_only_their_own_feeds(client, alice, world):
+    """What the admin says of such an account holds in the API too."""
+    clerk = get_user_model().objects.create_user("clerk", password="x", is_staff=True)
+    logged_in(client, clerk)
+    assert client.get("/api/feeds/").json()["results"] == []
+    response = client.get("/api/feeds/export/?user=alice")
+    assert response.status_code == 400 and "activity.view_activityfeed" in response.json()["user"]
+    assert client.get(f"/api/feeds/{world['search'].feed_id}/").status_code == 404
+    assert client.get("/admin/activity/activityfeed/dashboard/").status_code == 403

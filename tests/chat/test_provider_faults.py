@@ -79,6 +79,11 @@ def malformed():
     yield b'data: {"id": "x", "choices": [{"delta": {"content": "oops"\n\n'
 
 
+def closed():
+    """A connection-delimited response that just ends: no finish_reason, no [DONE]."""
+    yield from ()
+
+
 FAULTS = {
     "connection refused": (refused, "Could not reach the model provider", ""),
     "401": (status(401), "The model provider refused our credentials", ""),
@@ -92,6 +97,10 @@ FAULTS = {
     ),
     "malformed chunk": (
         streaming(malformed), "The model provider sent an unreadable reply", "Partial answ"
+    ),
+    "stream closed before the end": (
+        streaming(closed), "The model provider's reply broke off before it was finished",
+        "Partial answ",
     ),
 }  # fmt: skip
 

@@ -8,6 +8,7 @@ import json
 import re
 
 import pytest
+from django.contrib.sessions.models import Session
 
 from activity.models import ActivityEvent, ActivityFeed
 from chat.models import Conversation, Message
@@ -245,3 +246,19 @@ async def test_logging_out_closes_that_sessions_sockets(alice, alice_conversatio
     assert (await socket.connect())[0]
     await browser.post("/accounts/logout/")
     assert await socket.receive_output(timeout=5) == {"type": "websocket.close", "code": 4401}
+
+
+@pytest.mark.parametrize("revoke", ["password changed", "user deactivated", "sessions deleted"])
+async def test_a_socket_whose_login_was_revoked_starts_nothing(alice, alice_conversation, revoke):
+    socket = await open_socket(alice_conversation, alice)
+    if revoke == "password changed":
+        alice.set_password("a new one")
+        await alice.asave()
+    elif revoke == "user deactivated":
+        alice.is_active = False
+        await alice.asave()
+    else:
+        await Session.objects.all().adelete()
+    await ask(socket, "Tell me a joke")
+    assert await socket.receive_output(timeout=5) == {"type": "websocket.close", "code": 4401}
+    assert await Message.objects.acount() == 0

@@ -4,10 +4,11 @@ import json
 import re
 
 import pytest
+from asgiref.sync import sync_to_async
 from django.db.backends.utils import CursorWrapper
 
 from activity.models import ActivityEvent, ActivityFeed
-from chat.models import Message
+from chat.models import Conversation, Message
 from tests.support import QUESTION
 from tests.support.sockets import (
     ask,
@@ -15,9 +16,11 @@ from tests.support.sockets import (
     finish_turns,
     frames_until_done,
     is_final,
+    json_until_done,
     open_socket,
     turn_frames,
 )
+from tests.support.turns import run_turn
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 
@@ -266,3 +269,39 @@ async def test_reopening_the_page_shows_exactly_what_was_streamed(
     page = (await client.get(alice_conversation.get_absolute_url())).content.decode()
     streamed = frames[-1].replace(' hx-swap-oob="true"', "").strip()
     assert streamed in page
+
+
+async def test_a_page_that_reconnects_learns_how_the_turns_it_shows_ended(
+    alice, bob, alice_conversation, knowledge_base
+):
+    """Its socket was down when the turn ended: the page still shows it running."""
+    answer = await sync_to_async(run_turn)(alice_conversation, QUESTION)
+    bobs = await sync_to_async(run_turn)(
+        await Conversation.objects.acreate(owner=bob), "Tell me a joke"
+    )
+    socket = await open_socket(alice_conversation, alice)
+    await socket.send_to(text_data=json.dumps({"resume": [answer.pk, bobs.pk]}))
+    final = await socket.receive_from(timeout=5)
+    assert f'id="m-{answer.pk}"' in final and 'hx-swap-oob="true"' in final
+    assert "state-complete" in final and "Searched the knowledge base" in final
+    assert await socket.receive_nothing()  # another user's answer stays theirs
+    await socket.disconnect()
+
+    program = await open_socket(alice_conversation, alice, as_json=True)
+    await program.send_to(text_data=json.dumps({"resume": [answer.pk]}))
+    events = await json_until_done(program)
+    await program.disconnect()
+    assert events[0] == {
+        "type": "turn",
+        "question_id": str(answer.pk - 1),
+        "message_id": str(answer.pk),
+    }
+    assert events[-1]["state"] == "complete"
+
+
+@pytest.mark.parametrize("resume", ['"3"', '[1, "x"]', "[" + ", ".join(["1"] * 21) + "]"])
+async def test_a_bad_resume_is_explained(alice, alice_conversation, resume):
+    socket = await open_socket(alice_conversation, alice)
+    await socket.send_to(text_data='{"resume": ' + resume + "}")
+    assert "Resume needs a list of answer ids." in await socket.receive_from(timeout=5)
+    await socket.disconnect()

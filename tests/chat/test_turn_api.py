@@ -6,7 +6,7 @@ import uuid
 
 import pytest
 
-from chat.models import Message
+from chat.models import Conversation, Message
 from chat.turns.registry import finish_all
 from tests.support import QUESTION
 from tests.support.api import ask, client_for, sse_events, streamed_json, turns_url
@@ -139,3 +139,32 @@ async def test_json_clients_on_the_socket_negotiate_the_glassbox_json_subprotoco
     await finish_all()
     await socket.disconnect()
     assert events[0]["type"] == "turn" and events[1]["type"] == "status"
+
+
+async def test_a_client_that_drops_at_once_still_gets_its_turn_run(
+    alice, alice_conversation, knowledge_base
+):
+    response = await ask(await client_for(alice), alice_conversation)
+    response.close()  # gone before reading a byte
+    await finish_all()
+    answer = await Message.objects.aget(role="assistant")
+    assert answer.state == Message.State.COMPLETE
+    assert "Salary negotiation" in answer.content
+
+
+async def test_turns_of_deleted_conversations_do_not_count_against_the_limit(
+    settings, gate, alice, knowledge_base
+):
+    settings.GLASSBOX_MAX_CONCURRENT_TURNS = 1
+    held = gate(after=2)
+    client = await client_for(alice)
+    first, second = [await Conversation.objects.acreate(owner=alice) for _ in range(2)]
+    await ask(client, first)
+    await held.reached.wait()
+    assert (await ask(client, second)).status_code == 429
+    await client.post(f"/c/{first.pk}/delete/")
+    response = await ask(client, second)
+    assert response.status_code == 200
+    held.open()
+    assert (await sse_events(response))[-1]["state"] == "complete"
+    await finish_all()
