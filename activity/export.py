@@ -86,7 +86,9 @@ def safe_cell(value: Any) -> str:
     if isinstance(value, int | float):
         return str(value)
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    return "'" + text if text.startswith(FORMULA_STARTS) else text
+    # Spreadsheets skip leading spaces and line breaks before reading a formula.
+    formula = text.startswith(FORMULA_STARTS) or text.lstrip(" \t\r\n").startswith(FORMULA_STARTS)
+    return "'" + text if formula else text
 
 
 def csv_rows(data: FeedData) -> list[list[str]]:

@@ -3,6 +3,8 @@ turn's feed as a folded list."""
 
 from __future__ import annotations
 
+import re
+
 from django.utils.translation import gettext as _
 
 from activity.presentation import seconds
@@ -11,10 +13,10 @@ from chat.selectors import TurnView
 
 
 def conversation_markdown(conversation: Conversation, messages: list[Message | TurnView]) -> str:
-    parts = [f"# {conversation.display_title}", ""]
+    parts = [f"# {inert(conversation.display_title)}", ""]
     for message in messages:
         if isinstance(message, Message):
-            parts += ["## " + " ".join(message.content.split()), ""]
+            parts += ["## " + inert(" ".join(message.content.split())), ""]
             continue
         feed = message.feed
         if message.lines:
@@ -24,12 +26,46 @@ def conversation_markdown(conversation: Conversation, messages: list[Message | T
                 took = f" · {seconds(line.duration_ms)}" if line.duration_ms is not None else ""
                 parts.append(f"- {line.icon} {_plain(line.full or line.message)}{took}")
             parts += ["", "</details>", ""]
-        parts += [message.content.strip() or f"*{_('(no answer)')}*", ""]
+        parts += [inert(message.content.strip()) or f"*{_('(no answer)')}*", ""]
         if message.state == Message.State.FAILED:
             parts += [f"*{_('This answer failed before it was finished.')}*", ""]
         elif message.state != Message.State.COMPLETE:
             parts += [f"*{_('This answer was interrupted.')}*", ""]
     return "\n".join(parts).rstrip() + "\n"
+
+
+FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
+CODE_SPAN = re.compile(r"(`+)(?:.+?)\1")
+
+
+def inert(markdown: str) -> str:
+    """Markdown as safe as the page renders it: no raw HTML (a viewer would run or load it)
+    and no images (a viewer would fetch a URL the model chose); code is left as written."""
+    lines, fence = [], ""
+    for line in markdown.split("\n"):
+        opening = FENCE.match(line)
+        if fence:
+            if opening and opening.group(1)[0] == fence[0] and len(opening.group(1)) >= len(fence):
+                fence = ""
+            lines.append(line)
+        elif opening:
+            fence = opening.group(1)
+            lines.append(line)
+        else:
+            lines.append(_outside_code_spans(line))
+    return "\n".join(lines)
+
+
+def _outside_code_spans(line: str) -> str:
+    parts, last = [], 0
+    for span in CODE_SPAN.finditer(line):
+        parts += [_defused(line[last : span.start()]), span.group(0)]
+        last = span.end()
+    return "".join([*parts, _defused(line[last:])])
+
+
+def _defused(text: str) -> str:
+    return text.replace("<", "&lt;").replace("![", "[")
 
 
 def _plain(text: str) -> str:

@@ -8,6 +8,7 @@ from django.urls import reverse
 from django.utils.translation import gettext as _
 
 from activity.models import ActivityFeed
+from chat.text_rules import without_bidi_controls
 
 TITLE_LENGTH = 80
 
@@ -51,7 +52,7 @@ class Conversation(models.Model):
         """The title a user gave it, else its first question: derived, not stored, so asking
         costs no extra write. Lists annotate `first_question` to avoid a query per row."""
         if self.title:
-            return self.title
+            return without_bidi_controls(self.title)
         if not hasattr(self, "first_question"):
             self.first_question = (
                 self.messages.filter(role=Message.Role.USER)
@@ -74,7 +75,7 @@ class Conversation(models.Model):
 
     @staticmethod
     def title_from(question: str) -> str:
-        text = " ".join(question.split())
+        text = " ".join(without_bidi_controls(question).split())
         if len(text) <= TITLE_LENGTH:
             return text
         return text[: TITLE_LENGTH - 1].rstrip() + "…"

@@ -6,6 +6,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from chat.models import Conversation
+from chat.services import TitleInvalid, title_clean
 
 
 class ConversationSerializer(serializers.ModelSerializer):
@@ -13,6 +14,14 @@ class ConversationSerializer(serializers.ModelSerializer):
         model = Conversation
         fields = ["id", "title", "created_at", "updated_at"]
         read_only_fields = ["id", "created_at", "updated_at"]
+
+    def validate_title(self, title: str) -> str:
+        if not title:
+            return title  # untitled: the first question names it
+        try:
+            return title_clean(title)
+        except TitleInvalid as problem:
+            raise serializers.ValidationError(str(problem)) from None
 
     def to_representation(self, instance: Conversation) -> dict[str, Any]:
         data = super().to_representation(instance)

@@ -13,6 +13,7 @@ from activity.events import Status, with_seq
 from activity.models import ActivityEvent, ActivityFeed
 from chat.models import ContactRequest, Conversation, Message
 from chat.selectors import CONTACT_TOOL
+from chat.text_rules import looks_empty, unstorable, without_bidi_controls
 
 
 class TitleInvalid(ValueError):
@@ -23,13 +24,21 @@ def conversation_create(*, owner) -> Conversation:
     return Conversation.objects.create(owner=owner)
 
 
-def conversation_rename(*, conversation: Conversation, title: str) -> Conversation:
-    title = " ".join(title.split())
-    if not title:
+def title_clean(title: str) -> str:
+    """A title as it is stored: one line, no display-reordering controls, something to see."""
+    problem = unstorable(title)
+    if problem:
+        raise TitleInvalid(problem)
+    title = " ".join(without_bidi_controls(title).split())
+    if looks_empty(title):
         raise TitleInvalid(_("A title needs at least one word."))
     if len(title) > 200:
         raise TitleInvalid(_("A title has at most 200 characters."))
-    conversation.title = title
+    return title
+
+
+def conversation_rename(*, conversation: Conversation, title: str) -> Conversation:
+    conversation.title = title_clean(title)
     conversation.save(update_fields=["title", "updated_at"])
     return conversation
 

@@ -7,6 +7,7 @@ from django.contrib import messages as flash
 from django.core.paginator import Paginator
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils.http import urlencode
 from django.utils.text import slugify
 from django.utils.translation import gettext as _
@@ -17,6 +18,7 @@ from chat import selectors, services
 from chat.exports import conversation_markdown
 from chat.forms import ContactForm
 from chat.serializers import ConversationDetailSerializer
+from chat.text_rules import unstorable
 from chat.turns.recovery import dead_turns_recover
 
 LIST_PAGE = 30
@@ -26,6 +28,10 @@ LIST_PAGE = 30
 def conversation_list(request):
     query = request.GET.get("q", "").strip()[:200]
     archived = request.GET.get("archived") == "1"
+    problem = unstorable(query)
+    if problem:
+        flash.error(request, problem)
+        return redirect(f"{reverse('chat:conversation_list')}?archived=1" if archived else "/")
     conversations = selectors.conversations_of(request.user, archived=archived, query=query)
     page = Paginator(conversations, LIST_PAGE).get_page(request.GET.get("page"))
     more = ""
@@ -65,7 +71,10 @@ def conversation_detail(request, conversation_id):
 
 
 def _message_id(value: str | None) -> int | None:
-    return int(value) if value and value.isdigit() else None
+    # isdigit() alone admits "²", which int() refuses; ids fit in 18 digits (a 64-bit key).
+    return (
+        int(value) if value and value.isascii() and value.isdigit() and len(value) <= 18 else None
+    )
 
 
 @require_POST
@@ -77,7 +86,9 @@ def conversation_rename(request, conversation_id):
         )
     except services.TitleInvalid as problem:
         if request.htmx:
-            return HttpResponse(str(problem), status=400)
+            # htmx swaps no 4xx answer: the unchanged title comes back with the reason.
+            context = {"conversation": conversation, "problem": str(problem)}
+            return render(request, "chat/_title_refused.html", context)
         flash.error(request, str(problem))
     if request.htmx:
         return render(request, "chat/_title.html", {"conversation": conversation})

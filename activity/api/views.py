@@ -2,22 +2,29 @@
 
 from __future__ import annotations
 
+import datetime
+import json
+import logging
+from collections.abc import AsyncIterator
 from typing import Any
 
 from django.db.models import QuerySet
 from django.http import StreamingHttpResponse
+from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import generics, serializers
 from rest_framework.exceptions import ValidationError
-from rest_framework.pagination import CursorPagination
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
-from activity.export import FORMATS, FeedData, export_stream, feed_data
+from activity.api.pagination import CheckedCursorPagination
+from activity.export import FORMATS, FeedData, csv_text, export_stream, feed_data
 from activity.models import ActivityFeed
 from activity.selectors import audits_everyone, events_by_feed, feeds_filtered, feeds_visible_to
+
+logger = logging.getLogger("glassbox.export")
 
 FEED_FILTERS = [
     OpenApiParameter("conversation", OpenApiTypes.UUID, description="one conversation"),
@@ -39,13 +46,15 @@ class FeedSerializer(serializers.Serializer):
         return dict(instance)
 
 
-class NewestFeedsFirst(CursorPagination):
+class NewestFeedsFirst(CheckedCursorPagination):
     ordering = "-id"
-    page_size = 50
 
 
 def filtered_feeds(request: Request) -> QuerySet[ActivityFeed]:
     params = request.query_params
+    for name, value in params.items():
+        if "\x00" in value:
+            raise ValidationError({name: "A NUL character cannot be searched for."})
     since, until = (_when(params, name) for name in ("since", "until"))
     username = params.get("user", "")
     if username and not audits_everyone(request.user):
@@ -76,7 +85,15 @@ def _when(params: Any, name: str) -> Any:
     value = params.get(name)
     if not value:
         return None
-    parsed = parse_datetime(value)
+    try:
+        parsed = parse_datetime(value)
+        if parsed is not None:
+            # A time without a zone is the server's; every time must exist in UTC as well.
+            if timezone.is_naive(parsed):
+                parsed = timezone.make_aware(parsed)
+            parsed.astimezone(datetime.UTC)
+    except (ValueError, OverflowError):
+        parsed = None
     if parsed is None:
         raise ValidationError({name: "Use an ISO 8601 date and time, e.g. 2026-11-01T00:00:00Z."})
     return parsed
@@ -131,7 +148,30 @@ class FeedExport(APIView):
 
 def export_response(feeds: QuerySet[ActivityFeed], fmt: str) -> StreamingHttpResponse:
     """Streamed as it is read (an async iterator: Daphne would buffer a sync one whole)."""
-    response = StreamingHttpResponse(export_stream(feeds, fmt), content_type=FORMATS[fmt])
+    response = StreamingHttpResponse(
+        ended_even_on_failure(export_stream(feeds, fmt), fmt), content_type=FORMATS[fmt]
+    )
     extension = "json" if fmt == "json" else fmt
     response["Content-Disposition"] = f'attachment; filename="glassbox-feeds.{extension}"'
     return response
+
+
+STOPPED = "The export stopped early because of a server error; ask for it again."
+
+
+async def ended_even_on_failure(parts: AsyncIterator[str], fmt: str) -> AsyncIterator[str]:
+    """The headers are gone once the first part is: a failure after them ends the body with a
+    line that says so, instead of a connection left open or a file that looks whole."""
+    sent = 0
+    try:
+        async for part in parts:
+            sent += 1
+            yield part
+    except Exception:
+        logger.exception("a feed export failed after %d parts", sent)
+        if fmt == "ndjson":
+            yield json.dumps({"error": STOPPED}) + "\n"
+        elif fmt == "csv":
+            yield csv_text([[STOPPED]])
+        else:
+            yield ("," if sent > 1 else "") + json.dumps({"error": STOPPED}) + "]"

@@ -13,12 +13,12 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import generics
 from rest_framework.exceptions import ValidationError
-from rest_framework.pagination import CursorPagination
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from activity.api.pagination import CheckedCursorPagination
 from activity.events import Error, to_json
 from activity.models import FeedPreferences
 from chat import turns
@@ -34,10 +34,9 @@ from chat.serializers import (
 from chat.turns.recovery import dead_turns_recover
 
 
-class NewestFirst(CursorPagination):
+class NewestFirst(CheckedCursorPagination):
     # By creation: a conversation's id is a random UUID.
     ordering = "-created_at"
-    page_size = 50
 
 
 def conversations_owned(user: Any) -> QuerySet[Conversation]:

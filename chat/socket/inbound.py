@@ -55,7 +55,7 @@ def parse(text_data: str | None) -> Ask | Stop | Resume:
         raise Unreadable(_("Unknown field: %(field)s.") % {"field": sorted(unknown)[0]})
     if "stop" in data:
         try:
-            return Stop(int(data["stop"]))
+            return Stop(_answer_id(data["stop"]))
         except (TypeError, ValueError):
             raise Unreadable(_("Stop needs the id of the answer to stop.")) from None
     if "resume" in data:
@@ -63,7 +63,7 @@ def parse(text_data: str | None) -> Ask | Stop | Resume:
         if not isinstance(ids, list) or len(ids) > RESUME_LIMIT:
             raise Unreadable(_("Resume needs a list of answer ids."))
         try:
-            return Resume(tuple(int(answer_id) for answer_id in ids))
+            return Resume(tuple(_answer_id(answer_id) for answer_id in ids))
         except (TypeError, ValueError):
             raise Unreadable(_("Resume needs a list of answer ids.")) from None
     client_id = None
@@ -73,6 +73,16 @@ def parse(text_data: str | None) -> Ask | Stop | Resume:
         except ValueError:
             raise Unreadable(_("client_id must be a UUID.")) from None
     return Ask(text=data.get("message"), client_id=client_id)
+
+
+def _answer_id(value: object) -> int:
+    """An id a database key can hold (64 bits); anything else is a ValueError."""
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise TypeError(value)
+    number = int(value)
+    if not 0 < number < 2**63:
+        raise ValueError(value)
+    return number
 
 
 class FloodGuard:

@@ -16,6 +16,7 @@ from django.utils.translation import ngettext
 
 from activity.models import ActivityFeed
 from chat.models import Conversation, Message
+from chat.text_rules import looks_empty, unstorable
 from chat.turns.recovery import dead_turns_recover
 
 
@@ -48,8 +49,11 @@ class StartedTurn:
 def question_clean(text: object) -> str:
     if not isinstance(text, str):
         raise QuestionInvalid(_("The question must be text."))
+    problem = unstorable(text)
+    if problem:
+        raise QuestionInvalid(problem)
     text = text.strip()
-    if not text:
+    if looks_empty(text):
         raise QuestionInvalid(_("Type a question first."))
     limit = settings.GLASSBOX_MAX_MESSAGE_CHARS
     if len(text) > limit:

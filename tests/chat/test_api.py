@@ -133,13 +133,65 @@ def test_feed_filters(client, alice, staff, world):
         ("since=yesterday", "since"),
         ("conversation=not-a-uuid", "conversation"),
         ("user=bob", "user"),
+        ("since=2026-13-45T00:00:00Z", "since"),
+        ("until=2026-02-30T10:00:00", "until"),
+        ("since=9999-12-31T23:59:59-23:59", "since"),
+        ("tool=search%00documents", "tool"),
+        ("cursor=cD14", "cursor"),
     ],
 )
-def test_bad_filters_are_explained(client, alice, world, query, field):
+@pytest.mark.parametrize("route", ["/api/feeds/", "/api/feeds/export/"])
+def test_bad_filters_are_explained(client, alice, world, query, field, route):
+    if route.endswith("export/") and field == "cursor":
+        return  # the export has no pages
     client.force_login(alice)
-    response = client.get(f"/api/feeds/?{query}")
+    response = client.get(f"{route}?{query}")
     assert response.status_code == 400
     assert field in response.json()
+
+
+@pytest.mark.parametrize("cursor", ["cD0w", "cD1ub3QtYS1kYXRl", "bz0xJnA9eA=="])
+def test_a_made_up_cursor_is_a_400_naming_it(client, alice, world, cursor):
+    client.force_login(alice)
+    response = client.get(f"/api/conversations/?cursor={cursor}")
+    assert response.status_code == 400
+    assert "cursor" in response.json()
+
+
+@pytest.mark.asyncio
+async def test_an_export_that_fails_midway_ends_and_says_so(alice, world, monkeypatch):
+    from activity import export
+
+    real = export.feed_data
+    served = []
+
+    def failing_after_one(feed, events, **names):
+        if served:
+            raise RuntimeError("the database went away")
+        served.append(feed.pk)
+        return real(feed, events, **names)
+
+    monkeypatch.setattr(export, "feed_data", failing_after_one)
+    client = AsyncClient()
+    await client.aforce_login(alice)
+    response = await client.get("/api/feeds/export/?format=ndjson")
+    lines = b"".join([part async for part in response.streaming_content]).decode().splitlines()
+    assert response.status_code == 200
+    assert json.loads(lines[0])["id"] == served[0]
+    assert "stopped early" in json.loads(lines[-1])["error"]
+
+
+def test_a_question_or_title_that_cannot_be_stored_is_refused_over_the_api(client, alice):
+    client.force_login(alice)
+    response = client.post(
+        "/api/conversations/", {"title": "Pay\x00review"}, content_type="application/json"
+    )
+    assert response.status_code == 400 and "Null characters" in response.json()["title"][0]
+    response = client.post(
+        "/api/conversations/", {"title": "\u200b"}, content_type="application/json"
+    )
+    assert response.status_code == 400 and "title" in response.json()
+    assert not Conversation.objects.exists()
 
 
 def test_feeds_come_newest_first_a_cursor_page_at_a_time(client, alice, world, monkeypatch):

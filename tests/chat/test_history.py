@@ -87,10 +87,44 @@ def test_rename_escapes_the_title_everywhere(alice_client, alice):
     for page in (f"/c/{conversation.pk}/", "/"):
         html = alice_client.get(page).content.decode()
         assert "&lt;b&gt;Pay&lt;/b&gt; review" in html and "<b>Pay</b>" not in html
-    blank = alice_client.post(url, {"title": "   "}, headers=htmx)
-    assert blank.status_code == 400 and "at least one word" in blank.content.decode()
     conversation.refresh_from_db()
     assert conversation.title == "<b>Pay</b> review"
+
+
+@pytest.mark.parametrize(
+    ("title", "reason"),
+    [
+        ("   ", "at least one word"),
+        ("\u200b\u200d\ufeff", "at least one word"),
+        ("Pay\x00 review", "NUL character"),
+    ],
+)
+def test_a_refused_rename_is_shown_on_the_page_and_changes_nothing(
+    alice_client, alice, title, reason
+):
+    conversation = stored(alice, ("q", "a"), title="")
+    url = f"/c/{conversation.pk}/rename/"
+    # htmx swaps only a 2xx answer: the refusal comes as the same title and a notice.
+    refused = alice_client.post(url, {"title": title}, headers={"HX-Request": "true"})
+    assert refused.status_code == 200
+    page = refused.content.decode()
+    assert '<h1 id="conversation-title">q</h1>' in page
+    assert 'id="notice" hx-swap-oob="true"' in page and reason in page
+    without_js = alice_client.post(url, {"title": title}, follow=True).content.decode()
+    assert reason in without_js
+    conversation.refresh_from_db()
+    assert conversation.title == ""
+
+
+def test_bidi_controls_cannot_disguise_a_title(alice_client, alice):
+    conversation = stored(alice, ("q", "a"))
+    alice_client.post(f"/c/{conversation.pk}/rename/", {"title": "invoice \u202efdp.exe"})
+    conversation.refresh_from_db()
+    assert conversation.title == "invoice fdp.exe"
+    asked = stored(alice, ("report \u2067\u202egnp.bat", "a"), title="")
+    listed_page = alice_client.get("/").content.decode()
+    assert "invoice fdp.exe" in listed_page and "report gnp.bat" in listed_page
+    assert "\u202e" not in listed_page and asked.display_title == "report gnp.bat"
 
 
 def test_archive_and_unarchive(alice_client, alice):
@@ -196,3 +230,29 @@ def test_downloads_as_markdown_and_json(alice_client, alice, knowledge_base):
     )
     assert answer["feed"]["events"][0]["type"] == "status"
     assert alice_client.get(f"/c/{conversation.pk}/export.pdf").status_code == 404
+
+
+def test_a_search_for_what_cannot_be_stored_is_refused_clearly(alice_client, alice):
+    stored(alice, ("q", "a"))
+    page = alice_client.get("/?q=pay%00rise", follow=True)
+    assert page.status_code == 200
+    assert "NUL character" in page.content.decode()
+
+
+@pytest.mark.parametrize("value", ["²", "٣", "-1", "1e3", "99999999999999999999999"])
+def test_odd_page_positions_open_the_conversation(alice_client, alice, value):
+    conversation = stored(alice, ("q", "a"))
+    for name in ("before", "from"):
+        assert alice_client.get(f"/c/{conversation.pk}/?{name}={value}").status_code == 200
+
+
+def test_the_markdown_download_is_as_inert_as_the_page(alice_client, alice):
+    answer = (
+        'Look: <img src="x" onerror="alert(1)"> and ![chart](https://evil.example/leak.png)\n\n'
+        "```html\n<b>kept as code</b>\n```\n\nInline `<i>code</i>` too."
+    )
+    conversation = stored(alice, ("<script>alert(2)</script> what?", answer), title="")
+    text = alice_client.get(f"/c/{conversation.pk}/export.md").content.decode()
+    assert "<img" not in text and "<script" not in text and "![" not in text
+    assert "&lt;img" in text and "[chart](https://evil.example/leak.png)" in text
+    assert "```html\n<b>kept as code</b>\n```" in text and "`<i>code</i>`" in text

@@ -175,6 +175,12 @@ async def test_a_second_question_while_the_agent_works_is_refused_clearly(
         ('{"message": 42}', "The question must be text."),
         ('{"message": "hi", "evil": 1}', "Unknown field: evil."),
         (json.dumps({"message": "x" * 8001}), "the limit is 8,000"),
+        ('{"message": "Pay\\u0000 rise"}', "NUL character"),
+        ('{"stop": 99999999999999999999999}', "Stop needs the id"),
+        ('{"stop": true}', "Stop needs the id"),
+        ('{"resume": [-4]}', "Resume needs a list"),
+        ('{"message": "Pay \\ud800 rise"}', "lone surrogate"),
+        ('{"message": "\\u200b\\u2060 \\ufeff"}', "Type a question first."),
     ],
 )
 async def test_bad_input_gets_a_clear_error_and_saves_nothing(
