@@ -4,6 +4,7 @@ from django.contrib import messages
 from django.contrib.auth import views as auth_views
 from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods
 from rest_framework.authtoken.models import Token
 
@@ -17,6 +18,7 @@ class LogoutView(auth_views.LogoutView):
         return render(request, "registration/logout.html")
 
 
+@never_cache  # the page shows a secret: no browser or proxy may keep a copy
 @require_http_methods(["GET", "POST"])
 def api_token(request):
     """A user's API token: create (or replace) it, or revoke it."""

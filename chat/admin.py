@@ -6,6 +6,7 @@ from django.conf import settings
 from django.contrib import admin
 
 from chat.models import ContactRequest, Conversation, Document, Message
+from chat.services import conversation_delete
 
 
 class MessageInline(admin.TabularInline):
@@ -52,6 +53,23 @@ class ConversationAdmin(admin.ModelAdmin):
     def get_queryset(self, request):
         return Conversation.all_objects.select_related("owner")
 
+    # Deleting here is the owner's delete: hidden at once, kept for the audit until the
+    # retention period ends (purge_deleted), never removed on the spot with its feeds dangling.
+    def delete_model(self, request, obj):
+        conversation_delete(conversation=obj)
+
+    def delete_queryset(self, request, queryset):
+        for conversation in queryset:
+            conversation_delete(conversation=conversation)
+
+    def get_deleted_objects(self, objs, request):
+        days = settings.GLASSBOX_RETENTION_DAYS
+        shown = [
+            f"{conversation} — hidden from its owner now, removed for good {days} days later"
+            for conversation in objs
+        ]
+        return shown, {"conversations": len(shown)}, set(), []
+
     @admin.display(description="status")
     def status(self, conversation):
         if conversation.deleted_at:
@@ -74,6 +92,10 @@ class MessageAdmin(admin.ModelAdmin):
     show_full_result_count = False
 
     def has_add_permission(self, request):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        # A turn's messages go with their conversation, after its retention period.
         return False
 
 

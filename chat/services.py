@@ -53,7 +53,10 @@ def conversation_archive(*, conversation: Conversation, archived: bool) -> Conve
 def conversation_delete(*, conversation: Conversation) -> None:
     """Hides the conversation and its feeds from the owner at once; admins keep auditing them
     until the retention period ends (purge_deleted)."""
-    Conversation.all_objects.filter(pk=conversation.pk).update(deleted_at=timezone.now())
+    # Deleting it again does not restart its retention period.
+    Conversation.all_objects.filter(pk=conversation.pk, deleted_at__isnull=True).update(
+        deleted_at=timezone.now()
+    )
     ActivityFeed.objects.filter(conversation_id=conversation.pk).update(hidden_from_owner=True)
 
 

@@ -3,6 +3,7 @@ SQLite, the in-memory channel layer and the offline demo model."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -32,6 +33,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_htmx",
+    "axes",
     "chat",
     "activity",
 ]
@@ -50,6 +52,15 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Last, as django-axes asks: it turns a lockout into its 429 page.
+    "axes.middleware.AxesMiddleware",
+]
+
+# Login throttling (django-axes): a username is locked from the address that guessed wrong
+# GLASSBOX_LOGIN_FAILURES times, for GLASSBOX_LOGIN_LOCKOUT_MINUTES; a success resets it.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
 ]
 
 ROOT_URLCONF = "project.urls"
@@ -196,6 +207,11 @@ GLASSBOX_MAX_TOOL_ROUNDS = env_int("GLASSBOX_MAX_TOOL_ROUNDS", 4)
 GLASSBOX_MAX_MESSAGE_CHARS = env_int("GLASSBOX_MAX_MESSAGE_CHARS", 8000)
 # Days a deleted conversation stays available to admins before `purge_deleted` removes it.
 GLASSBOX_RETENTION_DAYS = env_int("GLASSBOX_RETENTION_DAYS", 30)
+AXES_FAILURE_LIMIT = env_int("GLASSBOX_LOGIN_FAILURES", 5)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("GLASSBOX_LOGIN_LOCKOUT_MINUTES", 15))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 # Per user: questions a minute, and answers running at once (across conversations).
 GLASSBOX_TURNS_PER_MINUTE = env_int("GLASSBOX_TURNS_PER_MINUTE", 20)
 GLASSBOX_MAX_CONCURRENT_TURNS = env_int("GLASSBOX_MAX_CONCURRENT_TURNS", 3)

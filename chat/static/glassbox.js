@@ -1,8 +1,24 @@
 // Small behaviours of the conversation page, kept out of inline handlers so htmx can run
 // with eval switched off.
+// The question stays in the box until the server has taken it: the box is emptied when the
+// question appears in the conversation, and kept when a refusal (or a closed socket) comes.
+const sameText = (a, b) => a.replace(/\s+/g, " ").trim() === b.replace(/\s+/g, " ").trim();
+
 document.addEventListener("htmx:wsAfterSend", (event) => {
   const form = event.target.closest("form#composer");
-  if (form) form.reset();
+  if (form) form.dataset.pending = form.elements.message.value;
+});
+
+document.addEventListener("htmx:wsAfterMessage", () => {
+  const form = document.getElementById("composer");
+  if (!form || form.dataset.pending === undefined) return;
+  const asked = [...document.querySelectorAll("article.message.user .bubble")].pop();
+  if (asked && sameText(asked.innerText, form.dataset.pending)) {
+    if (sameText(form.elements.message.value, form.dataset.pending)) form.reset();
+    delete form.dataset.pending;
+  } else if (document.querySelector('#notice[role="alert"]')) {
+    delete form.dataset.pending;
+  }
 });
 
 document.addEventListener("keydown", (event) => {
@@ -40,4 +56,22 @@ document.addEventListener("htmx:wsOpen", (event) => {
   const running = [...document.querySelectorAll("article.message.assistant.state-streaming")]
     .map((article) => Number(article.id.replace("m-", "")));
   if (running.length) event.detail.socketWrapper.send(JSON.stringify({resume: running}));
+});
+
+// A socket the server closed for good (logged out elsewhere: 4401; the conversation deleted
+// or no longer yours: 4404) is not retried by htmx: the page says so, with the way forward,
+// and leaves what was typed in the box.
+document.addEventListener("htmx:wsClose", (event) => {
+  const code = event.detail.event.code;
+  const page = event.target.closest("section.conversation");
+  const notice = document.getElementById("notice");
+  // data-closed-4401-link is dataset["closed-4401Link"]: a digit after a dash stays as is.
+  const text = page && page.dataset[`closed-${code}`];
+  if (!text || !notice) return;
+  const link = document.createElement("a");
+  link.href = page.dataset[`closed-${code}Href`];
+  link.textContent = page.dataset[`closed-${code}Link`];
+  notice.replaceChildren(document.createTextNode(`${text} `), link);
+  notice.className = "notice error";
+  notice.setAttribute("role", "alert");
 });

@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import math
+from datetime import timedelta
+
 from django import template
 from django.utils.safestring import mark_safe
 from django.utils.translation import gettext as _
@@ -27,3 +30,9 @@ def state_word(state: str) -> str:
 @register.filter
 def contact_form(message) -> ContactForm:
     return ContactForm()
+
+
+@register.filter
+def minutes(duration: timedelta | None) -> int:
+    """Whole minutes, rounded up: a wait is never shown shorter than it is."""
+    return math.ceil(duration.total_seconds() / 60) if duration else 0

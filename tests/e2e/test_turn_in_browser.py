@@ -175,3 +175,29 @@ def test_markup_in_a_question_is_shown_as_text_never_run(conversation):
     expect(page.locator("article.user")).to_contain_text("<img src=x")
     assert page.locator("#messages img").count() == 0
     assert dialogs == []
+
+
+def test_logged_out_in_another_tab_the_page_says_so_and_keeps_the_question(
+    conversation, live_server_url
+):
+    page = conversation
+    other_tab = page.context.new_page()
+    other_tab.goto(f"{live_server_url}/accounts/logout/")
+    other_tab.click("main form button[type=submit]")
+    page.fill("#question", "A question typed before noticing")
+    notice = page.locator("#notice")
+    expect(notice).to_contain_text("You were logged out")
+    expect(notice.locator("a")).to_have_text("Log in again")
+    assert "/accounts/login/?next=/c/" in notice.locator("a").get_attribute("href")
+    expect(page.locator("#question")).to_have_value("A question typed before noticing")
+    other_tab.close()
+
+
+def test_a_refused_question_stays_in_the_box(conversation):
+    page = conversation
+    ask(page, "\u200b\u200b")  # only invisible characters: nothing to ask
+    expect(page.locator("#notice")).to_contain_text("Type a question first.")
+    expect(page.locator("#question")).to_have_value("\u200b\u200b")
+    ask(page, "Tell me a joke")
+    expect(page.locator(DONE)).to_be_visible()
+    expect(page.locator("#question")).to_have_value("")
