@@ -3,8 +3,13 @@ from __future__ import annotations
 from datetime import timedelta
 
 from django.conf import settings
-from django.contrib import admin
+from django.contrib import admin, messages
+from django.contrib.admin import helpers
+from django.contrib.auth.admin import UserAdmin
+from django.contrib.auth.models import User
+from django.template.response import TemplateResponse
 
+from chat.erasure import ErasureRefused, account_erase, terms
 from chat.models import ContactRequest, Conversation, Document, Message
 from chat.services import conversation_delete
 
@@ -116,3 +121,37 @@ class ContactRequestAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request):
         return False
+
+
+class AccountAdmin(UserAdmin):
+    """Accounts with turns cannot be deleted (their feeds are audit data): they are erased,
+    with a confirmation page that says what goes and what the audit keeps."""
+
+    actions = ["erase_accounts"]
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    @admin.action(description="Erase selected accounts", permissions=["change"])
+    def erase_accounts(self, request, queryset):
+        if request.POST.get("confirmed") != "yes":
+            context = {
+                **self.admin_site.each_context(request),
+                "title": "Erase accounts",
+                "accounts": queryset,
+                "terms": terms(),
+                "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+            }
+            return TemplateResponse(request, "admin/auth/user/erase_confirmation.html", context)
+        for user in queryset:
+            try:
+                left_as = account_erase(user=user)
+            except ErasureRefused as refusal:
+                self.message_user(request, str(refusal), messages.ERROR)
+            else:
+                self.message_user(request, f"Erased; the audit shows it as {left_as}.")
+        return None
+
+
+admin.site.unregister(User)
+admin.site.register(User, AccountAdmin)

@@ -1,0 +1,61 @@
+"""Erasing an account: what goes at once, what the audit keeps and in what form, stated once
+for the admin's confirmation page, `manage.py erase_user` and the README."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+from rest_framework.authtoken.models import Token
+
+from activity.models import ActivityEvent, ActivityFeed, FeedPreferences
+from chat.models import ContactRequest, Conversation, Message
+
+
+class ErasureRefused(Exception):
+    """The account cannot be erased now; the text says why."""
+
+
+def terms() -> list[str]:
+    days = settings.GLASSBOX_RETENTION_DAYS
+    return [
+        "At once: the username, name, email and password are replaced (the account is "
+        "renamed erased-<id>, deactivated and cannot log in; its sessions stop working), and "
+        "its API token, preferences and contact requests are deleted.",
+        "At once: every question, answer and title of its conversations is emptied, and the "
+        "conversations are deleted as their owner would delete them.",
+        "Kept for the audit: each turn's feed as a skeleton (which tools ran, when, for how "
+        "long, whether they failed), with every text, argument, result and error removed and "
+        "the user shown as erased-<id>.",
+        f"Removed for good: those skeletons and conversations, {days} days later "
+        "(manage.py purge_deleted), as for any deleted conversation.",
+    ]
+
+
+@transaction.atomic
+def account_erase(*, user: Any) -> str:
+    """Erases one account as `terms()` says; returns the name it is left under."""
+    if Message.objects.filter(conversation__owner=user, state=Message.State.STREAMING).exists():
+        raise ErasureRefused(f"{user} has an answer running; stop it or let it end first.")
+    now = timezone.now()
+    conversations = Conversation.all_objects.filter(owner=user)
+    Message.objects.filter(conversation__in=conversations).update(content="", client_id=None)
+    conversations.update(title="", deleted_at=now)
+    # Events are append-only for everyone else; erasure is the one rewrite the audit allows.
+    ActivityEvent.objects.filter(feed__owner=user).update(
+        message="", arguments=None, result_summary="", result_content="", error=""
+    )
+    ActivityFeed.objects.filter(owner=user).update(hidden_from_owner=True, summary_text="")
+    ContactRequest.objects.filter(owner=user).delete()
+    FeedPreferences.objects.filter(user=user).delete()
+    Token.objects.filter(user=user).delete()
+    user.username = f"erased-{user.pk}"
+    user.first_name = user.last_name = user.email = ""
+    user.is_active = user.is_staff = user.is_superuser = False
+    user.set_unusable_password()  # also ends every session: their hash no longer matches
+    user.save()
+    user.groups.clear()
+    user.user_permissions.clear()
+    return user.username
