@@ -48,9 +48,10 @@ def test_erasing_removes_personal_data_and_keeps_an_anonymous_skeleton(alice, al
     assert not get_user_model().objects.filter(username="alice").exists()
     # The audit: the same feeds and tool calls, no text of any kind.
     assert ActivityFeed.objects.filter(owner=alice).count() == feeds_before
-    assert list(
-        ActivityEvent.objects.filter(feed__owner=alice, kind="tool_call").values_list("tool")
-    ) == tools_before
+    assert (
+        list(ActivityEvent.objects.filter(feed__owner=alice, kind="tool_call").values_list("tool"))
+        == tools_before
+    )
     texts = ActivityEvent.objects.filter(feed__owner=alice).values_list(
         "message", "result_summary", "result_content", "error", "arguments"
     )
@@ -72,9 +73,7 @@ def test_an_account_with_a_running_answer_is_not_erased(alice, alice_conversatio
     assert alice.username == "alice"
 
 
-def test_admins_erase_from_the_user_list_after_reading_what_it_does(
-    client, alice, alices_history
-):
+def test_admins_erase_from_the_user_list_after_reading_what_it_does(client, alice, alices_history):
     root = get_user_model().objects.create_superuser("root", password="root-password")
     client.force_login(root)
     chosen = {"action": "erase_accounts", "_selected_action": [alice.pk]}
