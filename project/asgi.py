@@ -15,6 +15,9 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from chat.socket.routing import websocket_urlpatterns  # noqa: E402
+from project.shutdown import drain_on_sigterm  # noqa: E402
+
+drain_on_sigterm()
 
 application = ProtocolTypeRouter(
     {

@@ -200,6 +200,8 @@ GLASSBOX_MODEL = env_str("GLASSBOX_MODEL", "gpt-4o-mini" if OPENAI_API_KEY else 
 GLASSBOX_CONNECT_TIMEOUT = env_float("GLASSBOX_CONNECT_TIMEOUT", 5.0)
 GLASSBOX_READ_TIMEOUT = env_float("GLASSBOX_READ_TIMEOUT", 60.0)
 GLASSBOX_TURN_TIMEOUT = env_float("GLASSBOX_TURN_TIMEOUT", 300.0)
+# On SIGTERM, seconds to let running turns finish before the process stops.
+GLASSBOX_DRAIN_SECONDS = env_float("GLASSBOX_DRAIN_SECONDS", 60.0)
 # Retries of a failed request to the provider, only ever before the first streamed byte.
 GLASSBOX_PROVIDER_RETRIES = env_int("GLASSBOX_PROVIDER_RETRIES", 2)
 GLASSBOX_TOOL_TIMEOUT = env_float("GLASSBOX_TOOL_TIMEOUT", 20.0)

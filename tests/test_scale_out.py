@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import threading
 import urllib.request
 import uuid
@@ -15,45 +14,16 @@ import uuid
 import pytest
 import websockets
 
-from tests.support.servers import login, manage, serve, start_daphne
+from tests.support.servers import login, manage, services, start_daphne, two_servers
 
 pytestmark = pytest.mark.server
 
 
-def services() -> tuple[str, str]:
-    database, redis = os.environ.get("DATABASE_URL", ""), os.environ.get("REDIS_URL", "")
-    if database.startswith("postgres") and redis:
-        return database, redis
-    if os.environ.get("REQUIRE_SERVICES") == "1":
-        pytest.fail("REQUIRE_SERVICES=1 but DATABASE_URL (PostgreSQL) or REDIS_URL is missing")
-    pytest.skip("needs PostgreSQL and Redis (DATABASE_URL, REDIS_URL); .ci/run starts them")
-
-
 @pytest.fixture(scope="module")
 def shared_servers(tmp_path_factory):
-    import psycopg
-
-    database, redis = services()
-    name = f"glassbox_scale_{uuid.uuid4().hex[:8]}"
-    admin = database.rsplit("/", 1)[0] + "/postgres"
-    with psycopg.connect(admin, autocommit=True) as connection:
-        connection.execute(f'CREATE DATABASE "{name}"')
-    settings = {
-        "DATABASE_URL": database.rsplit("/", 1)[0] + "/" + name,
-        "REDIS_URL": redis,
-        "GLASSBOX_DEMO_DELAY": "0.02",
-        "GLASSBOX_HEARTBEAT_SECONDS": "0.2",
-    }
-    try:
-        with serve(tmp_path_factory.mktemp("scale"), **settings) as first:
-            second = start_daphne(first.env)
-            try:
-                yield first, second
-            finally:
-                second.stop()
-    finally:
-        with psycopg.connect(admin, autocommit=True) as connection:
-            connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    settings = {"GLASSBOX_DEMO_DELAY": "0.02", "GLASSBOX_HEARTBEAT_SECONDS": "0.2"}
+    with two_servers(tmp_path_factory.mktemp("scale"), **settings) as servers:
+        yield servers
 
 
 def ask_over_sse(server, token, conversation, question, seen, writing):

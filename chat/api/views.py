@@ -123,7 +123,10 @@ class TurnCreate(APIView):
         except turns.QuestionInvalid as problem:
             raise ValidationError({"content": str(problem)}) from None
         except turns.TurnRejected as refusal:
-            return Response({"detail": str(refusal)}, status=refusal.status)
+            response = Response({"detail": str(refusal)}, status=refusal.status)
+            if isinstance(refusal, turns.Restarting):
+                response["Retry-After"] = "1"  # another process takes it
+            return response
         if "text/event-stream" in request.headers.get("Accept", ""):
             events = (sse(event) async for event in turn_events(conversation, turn))
             response = StreamingHttpResponse(events, content_type="text/event-stream")

@@ -14,12 +14,14 @@ import uuid
 from typing import Any
 
 from channels.db import database_sync_to_async
+from django.utils.translation import gettext as _
 
 from activity.models import ActivityFeed
 from chat.models import Conversation, Message
 from chat.turns import registry, runner
 from chat.turns.admission import (
     QuestionInvalid,
+    Restarting,
     StartedTurn,
     TurnLimited,
     TurnRejected,
@@ -33,6 +35,7 @@ __all__ = [
     "Inbox",
     "Position",
     "QuestionInvalid",
+    "Restarting",
     "StartedTurn",
     "TurnLimited",
     "TurnRejected",
@@ -56,6 +59,8 @@ async def begin(
 ) -> StartedTurn:
     """Starts a turn (or joins the one its `client_id` names); raises TurnRejected with a
     message for people. `options` go to the runner (tests give it tools and providers)."""
+    if registry.draining():
+        raise Restarting(_("The server is restarting; ask again in a moment."))
     turn = await database_sync_to_async(admit)(
         conversation=conversation, text=text, client_id=client_id, language=language
     )

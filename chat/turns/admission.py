@@ -32,6 +32,12 @@ class TurnLimited(TurnRejected):
     status = 429
 
 
+class Restarting(TurnRejected):
+    """This process is restarting: another one takes the question."""
+
+    status = 503
+
+
 class QuestionInvalid(TurnRejected, ValueError):
     """A question that cannot be asked as it is; the text says why."""
 

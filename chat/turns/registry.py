@@ -16,6 +16,17 @@ class LiveText(Protocol):
 
 _tasks: dict[int, asyncio.Task[Any]] = {}
 _texts: dict[int, LiveText] = {}
+# Set once this process is restarting: it takes no new turn (project.shutdown).
+_draining = False
+
+
+def start_draining() -> None:
+    global _draining
+    _draining = True
+
+
+def draining() -> bool:
+    return _draining
 
 
 def launch(answer_id: int, run: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:

@@ -262,3 +262,15 @@ async def test_a_socket_whose_login_was_revoked_starts_nothing(alice, alice_conv
     await ask(socket, "Tell me a joke")
     assert await socket.receive_output(timeout=5) == {"type": "websocket.close", "code": 4401}
     assert await Message.objects.acount() == 0
+
+
+async def test_a_process_that_is_restarting_takes_no_new_question(
+    alice, alice_conversation, monkeypatch
+):
+    monkeypatch.setattr(registry, "_draining", True)
+    socket = await open_socket(alice_conversation, alice)
+    await ask(socket, "Tell me a joke")
+    notice = await socket.receive_from(timeout=5)
+    await socket.disconnect()
+    assert "The server is restarting; ask again in a moment." in notice
+    assert await Message.objects.acount() == 0

@@ -13,10 +13,13 @@ import tempfile
 import time
 import urllib.parse
 import urllib.request
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 # The limits `make run` and the deployment guide give Daphne.
@@ -61,9 +64,14 @@ class Server:
     log: IO[bytes]
 
     def stop(self) -> None:
+        """SIGTERM, which lets running turns finish (project.shutdown); SIGKILL after 10 s."""
         if self.process.poll() is None:
             self.process.terminate()
-            self.process.wait(timeout=10)
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=10)
         self.log.close()
 
 
@@ -120,3 +128,37 @@ def login(url: str) -> tuple[str, str]:
     conversation = new.geturl().rstrip("/").split("/")[-1]
     cookies = "; ".join(f"{c.name}={c.value}" for c in jar)
     return conversation, cookies
+
+
+def services() -> tuple[str, str]:
+    """PostgreSQL's and Redis's URLs (.ci/run starts them); without them the test is skipped,
+    unless REQUIRE_SERVICES=1 makes their absence a failure."""
+    database, redis = os.environ.get("DATABASE_URL", ""), os.environ.get("REDIS_URL", "")
+    if database.startswith("postgres") and redis:
+        return database, redis
+    if os.environ.get("REQUIRE_SERVICES") == "1":
+        pytest.fail("REQUIRE_SERVICES=1 but DATABASE_URL (PostgreSQL) or REDIS_URL is missing")
+    pytest.skip("needs PostgreSQL and Redis (DATABASE_URL, REDIS_URL); .ci/run starts them")
+
+
+@contextlib.contextmanager
+def two_servers(work: Path, **settings: str) -> Iterator[tuple[Server, Server]]:
+    """Two Daphne processes sharing a fresh PostgreSQL database and Redis."""
+    import psycopg
+
+    database, redis = services()
+    name = f"glassbox_test_{uuid.uuid4().hex[:8]}"
+    admin = database.rsplit("/", 1)[0] + "/postgres"
+    with psycopg.connect(admin, autocommit=True) as connection:
+        connection.execute(f'CREATE DATABASE "{name}"')
+    shared = {"DATABASE_URL": database.rsplit("/", 1)[0] + "/" + name, "REDIS_URL": redis}
+    try:
+        with serve(work, **shared, **settings) as first:
+            second = start_daphne(first.env)
+            try:
+                yield first, second
+            finally:
+                second.stop()
+    finally:
+        with psycopg.connect(admin, autocommit=True) as connection:
+            connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

@@ -1,0 +1,48 @@
+"""A graceful restart under Daphne: on SIGTERM the process stops taking new turns, lets its
+running turns finish (at most GLASSBOX_DRAIN_SECONDS) and their streams end, and only then
+stops. Its sockets then drop without a close frame (1006), which htmx's ws extension retries,
+reaching another process: Daphne's WebSocket library sends no 1012 ("service restart"), and a
+4xxx code would tell htmx never to retry."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import sys
+
+from django.conf import settings
+
+logger = logging.getLogger("glassbox.shutdown")
+
+
+def drain_on_sigterm() -> None:
+    """Under Daphne only: Twisted installs its own SIGTERM handler (stop at once) when its
+    reactor starts, so ours is installed right after, replacing it."""
+    reactor = sys.modules.get("twisted.internet.reactor")
+    if reactor is None or not hasattr(reactor, "_asyncioEventloop"):
+        return  # not served by Daphne (tests, management commands)
+    reactor.callWhenRunning(_install, reactor)
+
+
+def _install(reactor) -> None:
+    loop = asyncio.get_event_loop()
+    loop.add_signal_handler(signal.SIGTERM, lambda: loop.create_task(_drain_then_stop(reactor)))
+
+
+async def _drain_then_stop(reactor) -> None:
+    from chat.turns import registry
+
+    if registry.draining():
+        return
+    registry.start_draining()
+    running = registry.running()
+    logger.warning("restarting: waiting for %d running turn(s)", len(running))
+    try:
+        async with asyncio.timeout(settings.GLASSBOX_DRAIN_SECONDS):
+            await registry.finish_all()
+    except TimeoutError:
+        logger.warning("restarting: %d turn(s) did not end in time", len(registry.running()))
+    # Let the streams' last bytes leave before the reactor stops and drops every connection.
+    await asyncio.sleep(0.2)
+    reactor.stop()
