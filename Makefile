@@ -17,7 +17,7 @@ DAPHNE_LIMITS := --websocket-max-message-size 65536 --websocket-max-frame-size 6
 CATALOGUES := $(patsubst %.po,%.mo,$(wildcard locale/*/LC_MESSAGES/django.po))
 LANGUAGES := it zh_Hant
 
-.PHONY: run test lint format bench messages clean
+.PHONY: run test lint format bench fuzz messages clean
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	@test -x $(PY) || test -n "$(PYTHON)" || { echo "Glassbox needs Python 3.12 or newer (Django 6)." >&2; exit 1; }
@@ -54,6 +54,18 @@ format: $(VENV)/.installed
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
+# The API fuzzer lives in a virtualenv of its own: its pytest plugin stays out of the tests.
+FUZZ_VENV := .venv-fuzz
+
+$(FUZZ_VENV)/.installed: requirements-fuzz.txt
+	@test -x $(FUZZ_VENV)/bin/python || test -n "$(PYTHON)" || { echo "Glassbox needs Python 3.12 or newer (Django 6)." >&2; exit 1; }
+	test -x $(FUZZ_VENV)/bin/python || $(PYTHON) -m venv $(FUZZ_VENV)
+	$(FUZZ_VENV)/bin/pip install --quiet -r requirements-fuzz.txt
+	touch $@
+
+fuzz: $(VENV)/.installed $(FUZZ_VENV)/.installed $(CATALOGUES)
+	$(PY) tests/fuzz_api.py $(FUZZ_VENV)/bin/st
+
 BENCHMARKS := first_status event_overhead concurrency db_writes history_page export
 
 bench: $(VENV)/.installed $(CATALOGUES)
@@ -66,4 +78,4 @@ messages: $(VENV)/.installed
 	  -i ".venv/*" -i "staticfiles/*" -i "tests/*" -i "bench/*" -i "docs/*"
 
 clean:
-	rm -rf $(VENV) staticfiles db.sqlite3 $(CATALOGUES)
+	rm -rf $(VENV) $(FUZZ_VENV) staticfiles db.sqlite3 $(CATALOGUES)

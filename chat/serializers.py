@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -9,7 +10,28 @@ from chat.models import Conversation
 from chat.services import TitleInvalid, title_clean
 
 
+class StrictCharField(serializers.CharField):
+    """Text only: DRF would turn 0 or false into "0" or "False"."""
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictUUIDField(serializers.UUIDField):
+    def to_internal_value(self, data: Any) -> Any:
+        if not isinstance(data, str):
+            self.fail("invalid", value=data)
+        return super().to_internal_value(data)
+
+
 class ConversationSerializer(serializers.ModelSerializer):
+    # Not trimmed before its length is checked: the schema limits what is sent.
+    title = StrictCharField(
+        max_length=200, required=False, allow_blank=True, trim_whitespace=False
+    )
+
     class Meta:
         model = Conversation
         fields = ["id", "title", "created_at", "updated_at"]
@@ -53,6 +75,14 @@ class ConversationDetailSerializer(ConversationSerializer):
         return MessageSerializer(self.context["messages"], many=True).data
 
 
+@extend_schema_field(
+    {"type": "string", "minLength": 1, "maxLength": settings.GLASSBOX_MAX_MESSAGE_CHARS}
+)
+class QuestionField(StrictCharField):
+    """Checked, with reasons people read, when the turn is admitted (chat.turns.admission);
+    the schema states the limits."""
+
+
 class TurnRequestSerializer(serializers.Serializer):
-    content = serializers.CharField(trim_whitespace=False)
-    client_id = serializers.UUIDField(required=False)
+    content = QuestionField(trim_whitespace=False)
+    client_id = StrictUUIDField(required=False)

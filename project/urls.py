@@ -1,9 +1,11 @@
 from __future__ import annotations
 
 from django.contrib import admin
+from django.http import JsonResponse
 from django.urls import include, path
 from django.utils.csp import CSP
 from django.views.decorators.csp import csp_override
+from django.views.defaults import page_not_found
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from chat import account_views
@@ -30,3 +32,13 @@ urlpatterns = [
     path("", include("activity.urls")),
     path("", include("chat.urls")),
 ]
+
+
+def not_found(request, exception):
+    """Programs get JSON, also for a path that matches no route (a malformed id)."""
+    if request.path.startswith("/api/"):
+        return JsonResponse({"detail": "Not found."}, status=404)
+    return page_not_found(request, exception)
+
+
+handler404 = not_found

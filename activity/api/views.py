@@ -13,9 +13,9 @@ from django.http import StreamingHttpResponse
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import generics, serializers
-from rest_framework.exceptions import ValidationError
+from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
@@ -25,6 +25,8 @@ from activity.models import ActivityFeed
 from activity.selectors import audits_everyone, events_by_feed, feeds_filtered, feeds_visible_to
 
 logger = logging.getLogger("glassbox.export")
+# Parameters whose empty value would mean nothing (a date, an id, a choice).
+NOT_EMPTY = {"since", "until", "conversation", "state", "format"}
 
 FEED_FILTERS = [
     OpenApiParameter("conversation", OpenApiTypes.UUID, description="one conversation"),
@@ -38,9 +40,30 @@ FEED_FILTERS = [
 ]
 
 
-@extend_schema_field({"type": "object"})
+class SummarySerializer(serializers.Serializer):
+    icon = serializers.CharField()
+    text = serializers.CharField()
+
+
 class FeedSerializer(serializers.Serializer):
-    """A feed with its events in the live protocol: activity.export.FeedData, as it is."""
+    """A feed with its events in the live protocol: activity.export.FeedData, given as it is
+    (the fields are declared for the schema)."""
+
+    id = serializers.IntegerField()
+    conversation = serializers.UUIDField(allow_null=True)
+    message = serializers.IntegerField(allow_null=True)
+    user = serializers.CharField()
+    state = serializers.ChoiceField(choices=ActivityFeed.State.choices)
+    summary = SummarySerializer()
+    started_at = serializers.DateTimeField()
+    finished_at = serializers.DateTimeField(allow_null=True)
+    duration_ms = serializers.IntegerField(allow_null=True)
+    tool_call_count = serializers.IntegerField()
+    failed_tool_count = serializers.IntegerField()
+    events = serializers.ListField(
+        child=serializers.DictField(),
+        help_text="The feed's events, as the live protocol has them.",
+    )
 
     def to_representation(self, instance: FeedData) -> dict[str, Any]:
         return dict(instance)
@@ -55,11 +78,13 @@ def filtered_feeds(request: Request) -> QuerySet[ActivityFeed]:
     for name, value in params.items():
         if "\x00" in value:
             raise ValidationError({name: "A NUL character cannot be searched for."})
+        if not value and name in NOT_EMPTY:
+            raise ValidationError({name: "Give a value, or leave the parameter out."})
     since, until = (_when(params, name) for name in ("since", "until"))
     username = params.get("user", "")
     if username and not audits_everyone(request.user):
-        raise ValidationError(
-            {"user": "Only auditors (activity.view_activityfeed) see other users' feeds."}
+        raise PermissionDenied(
+            "The user filter is for auditors (the activity.view_activityfeed permission)."
         )
     conversation = None
     if params.get("conversation"):
@@ -83,7 +108,7 @@ def filtered_feeds(request: Request) -> QuerySet[ActivityFeed]:
 
 def _when(params: Any, name: str) -> Any:
     value = params.get(name)
-    if not value:
+    if value is None:
         return None
     try:
         parsed = parse_datetime(value)
@@ -133,7 +158,10 @@ class FeedDetail(generics.RetrieveAPIView):
         OpenApiParameter("format", str, enum=list(FORMATS), default="ndjson"),
         *FEED_FILTERS,
     ],
-    responses={(200, media): OpenApiTypes.STR for media in FORMATS.values()},
+    responses={
+        (200, media): FeedSerializer(many=True) if fmt == "json" else OpenApiTypes.STR
+        for fmt, media in FORMATS.items()
+    },
 )
 class FeedExport(APIView):
     """Every matching feed with its events, streamed: NDJSON (a feed per line), CSV (an event

@@ -132,8 +132,9 @@ def test_feed_filters(client, alice, staff, world):
         ("state=exploded", "state"),
         ("since=yesterday", "since"),
         ("conversation=not-a-uuid", "conversation"),
-        ("user=bob", "user"),
         ("since=2026-13-45T00:00:00Z", "since"),
+        ("until=", "until"),
+        ("conversation=", "conversation"),
         ("until=2026-02-30T10:00:00", "until"),
         ("since=9999-12-31T23:59:59-23:59", "since"),
         ("tool=search%00documents", "tool"),
@@ -333,6 +334,65 @@ def test_staff_without_the_audit_permission_read_only_their_own_feeds(client, al
     logged_in(client, clerk)
     assert client.get("/api/feeds/").json()["results"] == []
     response = client.get("/api/feeds/export/?user=alice")
-    assert response.status_code == 400 and "activity.view_activityfeed" in response.json()["user"]
+    assert response.status_code == 403
+    assert "activity.view_activityfeed" in response.json()["detail"]
     assert client.get(f"/api/feeds/{world['search'].feed_id}/").status_code == 404
     assert client.get("/admin/activity/activityfeed/dashboard/").status_code == 403
+
+
+@pytest.mark.parametrize("route", ["/api/feeds/", "/api/feeds/export/"])
+def test_only_auditors_filter_by_user(client, alice, world, route):
+    client.force_login(alice)
+    response = client.get(f"{route}?user=bob")
+    assert response.status_code == 403 and "auditors" in response.json()["detail"]
+
+
+@pytest.mark.parametrize(
+    "path", ["/api/conversations/null,null/", "/api/feeds/x/", "/api/nowhere/"]
+)
+def test_a_path_that_matches_nothing_is_a_json_404(client, alice, path):
+    client.force_login(alice)
+    response = client.get(path)
+    assert response.status_code == 404 and response.json() == {"detail": "Not found."}
+
+
+def test_a_body_that_is_not_json_is_refused(client, alice):
+    client.force_login(alice)
+    response = client.post("/api/conversations/", {"title": "form-encoded"})
+    assert response.status_code == 415
+    assert not Conversation.objects.exists()
+
+
+def test_the_schema_says_how_each_operation_fails(client, alice):
+    client.force_login(alice)
+    schema = json.loads(
+        client.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").content
+    )
+    turns = schema["paths"]["/api/conversations/{conversation_id}/messages/"]["post"]
+    assert {"400", "401", "404", "409", "415", "429", "503"} <= set(turns["responses"])
+    content = turns["requestBody"]["content"]["application/json"]["schema"]
+    question = schema["components"]["schemas"][content["$ref"].split("/")[-1]]["properties"]
+    assert question["content"]["maxLength"] == 8000 and question["content"]["minLength"] == 1
+    feeds = schema["paths"]["/api/feeds/{id}/"]["get"]["responses"]["200"]["content"]
+    feed = feeds["application/json"]["schema"]["$ref"].split("/")[-1]
+    assert "events" in schema["components"]["schemas"][feed]["properties"]
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "field"),
+    [
+        ("/api/conversations/", {"title": 0}, "title"),
+        ("/api/conversations/", {"title": " " * 150 + "x" * 60}, "title"),
+        ("messages", {"content": "Hi", "client_id": False}, "client_id"),
+        ("messages", {"content": 42}, "content"),
+    ],
+)
+def test_values_of_the_wrong_type_are_refused_not_converted(
+    client, alice, alice_conversation, path, body, field
+):
+    if path == "messages":
+        path = f"/api/conversations/{alice_conversation.pk}/messages/"
+    client.force_login(alice)
+    response = client.post(path, body, content_type="application/json")
+    assert response.status_code == 400 and field in response.json()
+    assert Conversation.objects.count() == 1  # alice_conversation only

@@ -1,0 +1,66 @@
+"""The API schema says how each operation can fail, not only how it succeeds: every error
+body is JSON, {"detail": "…"} or {"<field>": ["…"]}, except that the turn API answers an SSE
+client with one `error` event."""
+
+from __future__ import annotations
+
+from typing import Any
+
+PROBLEM = {
+    "type": "object",
+    "description": 'What went wrong, for people: {"detail": "…"}, or by field {"<field>": "…"}'
+    ' or {"<field>": ["…"]}.',
+    "properties": {"detail": {"type": "string"}},
+    "additionalProperties": {
+        "anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]
+    },
+}
+WHY = {
+    "400": "The request or one of its parameters is invalid; the body names it.",
+    "401": "No valid token or session.",
+    "403": "Not allowed for this account.",
+    "404": "No such thing for this account (another user's is not found either).",
+    "409": "A turn of this conversation is already running.",
+    "415": "The body must be JSON.",
+    "429": "Too many questions in the last minute, or too many answers running at once.",
+    "503": "This process is restarting; ask again (Retry-After), another process answers.",
+}
+
+
+def _errors(path: str, method: str, operation: dict[str, Any]) -> list[str]:
+    codes = ["401"]
+    if operation.get("parameters") or operation.get("requestBody"):
+        codes.append("400")
+    if operation.get("requestBody"):
+        codes.append("415")
+    if "{" in path:
+        codes.append("404")
+    if path.startswith("/api/feeds/") and method == "get":
+        codes.append("403")  # the `user` filter is for auditors
+    if path.endswith("/messages/"):
+        codes += ["409", "429", "503"]
+    return codes
+
+
+def add_error_responses(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+    """A drf-spectacular postprocessing hook."""
+    result.setdefault("components", {}).setdefault("schemas", {})["Problem"] = PROBLEM
+    for path, operations in result.get("paths", {}).items():
+        for method, operation in operations.items():
+            media = ["application/json"]
+            if path.endswith("/messages/"):
+                media.append("text/event-stream")
+            for code in _errors(path, method, operation):
+                operation["responses"].setdefault(
+                    code,
+                    {
+                        "description": WHY[code],
+                        "content": {
+                            kind: {"schema": {"$ref": "#/components/schemas/Problem"}}
+                            if kind == "application/json"
+                            else {"schema": {"type": "string"}}
+                            for kind in media
+                        },
+                    },
+                )
+    return result
