@@ -11,12 +11,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from activity.events import Status, from_json
+from activity.live_markdown import settled_length
 from activity.preferences import FeedPrefs
 from activity.presentation import Line, line_for, line_key, raw_detail
 
 LABEL_KEY = "label"
-# Block mode waits for a paragraph, but never holds more than this.
-BLOCK_LIMIT = 1200
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,11 +34,20 @@ class RemoveLine:
 
 
 @dataclass(frozen=True, slots=True)
-class AppendText:
+class AppendBlocks:
+    """Settled Markdown blocks of the answer, rendered once and appended."""
+
+    source: str
+
+
+@dataclass(frozen=True, slots=True)
+class SetTail:
+    """The answer's unfinished last block, shown as text in place of the previous tail."""
+
     text: str
 
 
-Op = AddLine | ReplaceLine | RemoveLine | AppendText
+Op = AddLine | ReplaceLine | RemoveLine | AppendBlocks | SetTail
 
 
 @dataclass
@@ -53,7 +61,8 @@ class LivePresenter:
     shown: deque[str] = field(default_factory=deque)
     lines: dict[str, Status] = field(default_factory=dict)
     arguments: dict[str, dict[str, Any]] = field(default_factory=dict)
-    block: str = ""
+    # The answer text after its settled blocks (activity.live_markdown).
+    tail: str = ""
 
     @property
     def is_draft(self) -> bool:
@@ -94,17 +103,30 @@ class LivePresenter:
         return self._maybe_show_draft(now)
 
     def _text(self, content: str) -> list[Op]:
+        """Partial mode shows settled blocks rendered and the tail as text; block mode shows
+        a block once it is settled."""
         if self.is_draft:
             return []  # the final answer replaces the draft
+        self.tail += content
+        cut = settled_length(self.tail)
+        ops: list[Op] = []
+        if cut:
+            ops.append(AppendBlocks(self.tail[:cut]))
+            self.tail = self.tail[cut:]
         if self.prefs.mode == "partial":
-            return [AppendText(content)]
-        self.block += content
-        cut = self.block.rfind("\n\n")
-        if cut < 0 and len(self.block) < BLOCK_LIMIT:
+            ops.append(SetTail(self.tail))
+        elif cut:
+            ops.append(SetTail(""))  # a joined page's snapshot may show a tail
+        return ops
+
+    def finish(self) -> list[Op]:
+        """The answer is complete: its last block is settled too, so the last live render is
+        the final render and nothing moves when the final answer replaces it."""
+        if self.prefs.mode == "off" or self.is_draft or not self.tail:
             return []
-        end = cut + 2 if cut >= 0 else len(self.block)
-        text, self.block = self.block[:end], self.block[end:]
-        return [AppendText(text)]
+        ops: list[Op] = [AppendBlocks(self.tail), SetTail("")]
+        self.tail = ""
+        return ops
 
     def _tool_call(self, event: dict[str, Any]) -> list[Op]:
         self.arguments[event["call_id"]] = event.get("arguments") or {}

@@ -9,9 +9,11 @@ from typing import Any
 
 from django.template.loader import render_to_string
 from django.utils.html import format_html
+from django.utils.safestring import mark_safe
 
 from activity.events import Error, TurnStarted, to_json
-from activity.live import AddLine, AppendText, Op, RemoveLine, ReplaceLine
+from activity.live import AddLine, AppendBlocks, Op, RemoveLine, ReplaceLine, SetTail
+from chat.markdown import render_markdown
 from chat.models import Message
 from chat.selectors import TurnView
 from chat.turns import replay
@@ -63,9 +65,20 @@ def _live_op(answer_id: int, op: Op) -> str:
             return render_to_string("chat/_live_line.html", context)
         case RemoveLine(key):
             return format_html('<li id="line-{}-{}" hx-swap-oob="delete"></li>', answer_id, key)
-        case AppendText(text):
-            # Wrapped in an element: only top-level elements are swapped; the text is escaped.
-            return format_html('<div hx-swap-oob="beforeend:#answer-{}">{}</div>', answer_id, text)
+        case AppendBlocks(source):
+            # Wrapped in an element: only top-level elements are swapped in, its children
+            # appended. Rendered like the final answer: no raw HTML, sanitized by nh3.
+            return format_html(
+                '<div hx-swap-oob="beforeend:#answer-{}-blocks">{}</div>',
+                answer_id,
+                mark_safe(render_markdown(source)),
+            )
+        case SetTail(text):
+            return format_html(
+                '<div id="answer-{}-tail" class="tail" hx-swap-oob="true">{}</div>',
+                answer_id,
+                text,
+            )
     raise TypeError(f"not a live operation: {op!r}")
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from activity.events import to_json
 from activity.live import LivePresenter
+from activity.live_markdown import split_settled
 from activity.preferences import FeedPrefs
 from chat import turns
 from chat.selectors import TurnView, aturn_view
@@ -19,6 +20,7 @@ from chat.socket import render
 def presenter_after(view: TurnView, prefs: FeedPrefs) -> LivePresenter:
     """A presenter for a turn shown from a snapshot: what it holds counts as shown."""
     presenter = LivePresenter(prefs, view.pk, draft_shown=True)
+    presenter.tail = split_settled(view.content)[1]  # the snapshot rendered the rest
     presenter.shown.extend(line.key for line in view.lines)
     for event in view.events:
         presenter.on_event(to_json(event))
@@ -73,6 +75,8 @@ class Viewer:
         if self.wants_json:
             await self.send(render.json_frame(event))
         elif event["type"] == "done":
+            if ops := self.presenter.finish():
+                await self.send(render.live_ops(self.answer_id, ops))
             await self.send(render.assistant_message(await aturn_view(self.answer_id, self.prefs)))
         elif ops := self.presenter.on_event(event):
             await self.send(render.live_ops(self.answer_id, ops))

@@ -7,6 +7,7 @@ from django import template
 from django.utils.safestring import mark_safe
 from django.utils.translation import gettext as _
 
+from activity.live_markdown import split_settled
 from activity.presentation import seconds
 from chat.forms import ContactForm
 from chat.markdown import render_markdown
@@ -36,3 +37,9 @@ def contact_form(message) -> ContactForm:
 def minutes(duration: timedelta | None) -> int:
     """Whole minutes, rounded up: a wait is never shown shorter than it is."""
     return math.ceil(duration.total_seconds() / 60) if duration else 0
+
+
+@register.filter
+def settled_and_tail(text: str) -> tuple[str, str]:
+    """A streaming answer as the live page shows it: settled blocks, then the raw tail."""
+    return split_settled(text or "")

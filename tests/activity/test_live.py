@@ -2,7 +2,14 @@ from __future__ import annotations
 
 import pytest
 
-from activity.live import AddLine, AppendText, LivePresenter, RemoveLine, ReplaceLine
+from activity.live import (
+    AddLine,
+    AppendBlocks,
+    LivePresenter,
+    RemoveLine,
+    ReplaceLine,
+    SetTail,
+)
 from activity.preferences import DEFAULT_LABELS, FeedPrefs, PreferenceError
 
 
@@ -50,17 +57,37 @@ def test_partial_mode_shows_each_line_at_once_and_streams_text():
         ("AddLine", "Found 3 documents"),
         ("AddLine", "Writing the answer…"),
     ]
-    assert presenter.on_event({"type": "text", "content": "Hi"}) == [AppendText("Hi")]
+    assert presenter.on_event({"type": "text", "content": "Hi"}) == [SetTail("Hi")]
 
 
-def test_block_mode_sends_text_a_paragraph_at_a_time():
-    presenter = LivePresenter(FeedPrefs(mode="block"), turn_id=1)
-    assert presenter.on_event({"type": "text", "content": "First para"}) == []
-    assert presenter.on_event({"type": "text", "content": "graph.\n\nSecond"}) == [
-        AppendText("First paragraph.\n\n")
+def text(presenter, content):
+    return presenter.on_event({"type": "text", "content": content})
+
+
+def test_partial_mode_renders_settled_blocks_and_shows_the_tail_as_text():
+    presenter = LivePresenter(FeedPrefs(), turn_id=1)
+    assert text(presenter, "**Salary") == [SetTail("**Salary")]
+    assert text(presenter, "**\n\n- one\n\n- tw") == [
+        AppendBlocks("**Salary**\n\n"),
+        SetTail("- one\n\n- tw"),  # a loose list is one block until something follows it
     ]
-    long = presenter.on_event({"type": "text", "content": "x" * 1300})
-    assert long == [AppendText("Second" + "x" * 1300)]
+    assert text(presenter, "o\n\n```\ncode\n\nmore") == [
+        AppendBlocks("- one\n\n- two\n\n"),
+        SetTail("```\ncode\n\nmore"),  # an open fence holds its blank lines
+    ]
+    assert presenter.finish() == [AppendBlocks("```\ncode\n\nmore"), SetTail("")]
+    assert presenter.finish() == []
+
+
+def test_block_mode_sends_a_block_once_it_is_settled():
+    presenter = LivePresenter(FeedPrefs(mode="block"), turn_id=1)
+    assert text(presenter, "First para") == []
+    assert text(presenter, "graph.\n\nSecond") == [
+        AppendBlocks("First paragraph.\n\n"),
+        SetTail(""),
+    ]
+    assert text(presenter, "x" * 1300) == []
+    assert presenter.finish() == [AppendBlocks("Second" + "x" * 1300), SetTail("")]
 
 
 def test_off_mode_shows_nothing_live():

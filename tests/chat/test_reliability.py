@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import html
 import json
 import re
 
@@ -14,7 +13,14 @@ from activity.models import ActivityEvent, ActivityFeed
 from chat.models import Conversation, Message
 from chat.turns import registry
 from tests.support import QUESTION
-from tests.support.sockets import ask, finish_turns, frames_until_done, open_socket
+from tests.support.sockets import (
+    ask,
+    final_render,
+    finish_turns,
+    frames_until_done,
+    live_render,
+    open_socket,
+)
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 
@@ -59,12 +65,9 @@ async def test_a_new_tab_mid_turn_gets_every_line_and_all_the_text_exactly_once(
     await late.disconnect()
 
     snapshot = frames[0]
-    shown = re.search(r'class="answer streaming">(.*?)</div>', snapshot, re.S).group(1)
-    assert shown, "the snapshot carries the text streamed so far"
-    for frame in frames[1:-1]:
-        shown += "".join(re.findall(r'beforeend:#answer-\d+">(.*?)</div>', frame, re.S))
-    answer = await Message.objects.aget(role="assistant")
-    assert html.unescape(shown) == answer.content
+    assert "state-streaming" in snapshot and "Here is what the knowledge base says" in snapshot
+    # The snapshot's blocks and tail, then the live blocks: the final answer, block for block.
+    assert live_render(frames) == final_render(frames)
     line_ids = re.findall(r'<li id="(line-[^"]+)"', "".join(frames[:-1]))
     assert len(line_ids) == len(set(line_ids))
 
@@ -75,9 +78,9 @@ async def test_stop_keeps_the_partial_answer_and_records_a_stopped_line(
     held = gate(after=20, request=2)
     socket = await open_socket(alice_conversation, alice)
     await ask(socket, QUESTION)
-    frames = await until(socket, "#answer-")
+    frames = await until(socket, "-tail")
     await held.reached.wait()
-    answer_id = int(re.search(r"#answer-(\d+)", frames[-1]).group(1))
+    answer_id = int(re.search(r"answer-(\d+)-tail", frames[-1]).group(1))
     assert 'name="stop"' in "".join(frames)  # the Stop button is on the page
     await socket.send_to(text_data=json.dumps({"stop": str(answer_id)}))
     final = (await frames_until_done(socket))[-1]

@@ -6,7 +6,17 @@ import pytest
 
 from activity.models import ActivityEvent, FeedPreferences
 from tests.support import QUESTION
-from tests.support.sockets import ask, finish_turns, frames_until_done, open_socket, turn_frames
+from tests.support.sockets import (
+    TAIL,
+    ask,
+    final_render,
+    finish_turns,
+    frames_until_done,
+    is_text,
+    live_render,
+    open_socket,
+    turn_frames,
+)
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 
@@ -16,7 +26,7 @@ async def prefer(user, **overrides):
 
 
 def text_frames(frames):
-    return [f for f in frames[1:-1] if "#answer-" in f]
+    return [f for f in frames[1:-1] if is_text(f)]
 
 
 async def test_off_shows_only_the_question_then_the_final_answer(
@@ -35,7 +45,9 @@ async def test_block_sends_whole_paragraphs(alice, alice_conversation, knowledge
     frames = await turn_frames(alice_conversation, alice, QUESTION)
     texts = text_frames(frames)
     assert len(texts) >= 3
-    assert all(f.endswith("\n\n</div>") for f in texts)
+    # Whole blocks, rendered: never a tail of raw text.
+    assert not any(TAIL.search(f) and TAIL.search(f).group(1) for f in texts)
+    assert live_render(frames) == final_render(frames)
     assert any("🔍" in f for f in frames)
 
 

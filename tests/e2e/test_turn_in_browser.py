@@ -201,3 +201,33 @@ def test_a_refused_question_stays_in_the_box(conversation):
     ask(page, "Tell me a joke")
     expect(page.locator(DONE)).to_be_visible()
     expect(page.locator("#question")).to_have_value("")
+
+
+def test_the_answer_streams_as_markdown_and_does_not_move_when_it_is_finished(conversation):
+    page = conversation
+    page.evaluate(
+        """() => {
+          window.answerStates = [];
+          new MutationObserver(() => {
+            const answer = [...document.querySelectorAll('article.assistant .answer')].pop();
+            if (!answer) return;
+            window.answerStates.push({
+              streaming: answer.classList.contains('streaming'),
+              html: answer.querySelector('.blocks').innerHTML,
+              tail: answer.querySelector('.tail')?.textContent ?? '',
+              height: answer.getBoundingClientRect().height,
+            });
+          }).observe(document.querySelector('#messages'),
+                     {subtree: true, childList: true, characterData: true});
+        }"""
+    )
+    ask(page, "How do I negotiate my salary?")
+    expect(page.locator(DONE)).to_be_visible()
+    states = page.evaluate("window.answerStates")
+    live = [state for state in states if state["streaming"]]
+    # Rendered while it streams: bold and lists appear before the answer is finished.
+    assert any("<strong>" in state["html"] and state["tail"] for state in live)
+    assert all("**" not in state["html"] for state in live)
+    last, final = live[-1], states[-1]
+    assert not final["streaming"] and last["tail"] == ""
+    assert last["html"] == final["html"] and last["height"] == final["height"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 
 from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
@@ -87,3 +88,29 @@ async def turn_frames(conversation, user, question: str, *, as_json: bool = Fals
     await finish_turns()
     await socket.disconnect()
     return frames
+
+
+BLOCKS = re.compile(r'<div id="answer-\d+-blocks" class="blocks">(.*?)</div>', re.S)
+APPENDED = re.compile(r'hx-swap-oob="beforeend:#answer-\d+-blocks">(.*?)</div>', re.S)
+TAIL = re.compile(r'<div id="answer-\d+-tail" class="tail"[^>]*>(.*?)</div>', re.S)
+
+
+def is_text(frame: str) -> bool:
+    """A live frame of answer text: settled blocks appended, or the tail replaced."""
+    return bool(APPENDED.search(frame) or TAIL.search(frame))
+
+
+def live_render(frames: list[str]) -> str:
+    """The answer as the page built it live: the snapshot's blocks (if it joined mid-turn),
+    then every block appended, up to the final frame."""
+    shown = ""
+    for frame in frames[:-1]:
+        if "state-streaming" in frame:
+            snapshot = BLOCKS.search(frame)
+            shown += snapshot.group(1) if snapshot else ""
+        shown += "".join(APPENDED.findall(frame))
+    return shown
+
+
+def final_render(frames: list[str]) -> str:
+    return BLOCKS.search(frames[-1]).group(1)
