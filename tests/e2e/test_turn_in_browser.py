@@ -5,6 +5,8 @@ import re
 import pytest
 from playwright.sync_api import expect
 
+from tests.support.servers import manage
+
 pytestmark = pytest.mark.e2e
 
 DONE = "article.assistant.state-complete"
@@ -231,3 +233,25 @@ def test_the_answer_streams_as_markdown_and_does_not_move_when_it_is_finished(co
     last, final = live[-1], states[-1]
     assert not final["streaming"] and last["tail"] == ""
     assert last["html"] == final["html"] and last["height"] == final["height"]
+
+
+def test_a_turn_shows_it_is_waiting_until_its_first_line_or_text(conversation, glassbox_server):
+    """A turn that has shown nothing yet (held here: its rows without a runner)."""
+    page = conversation
+    _, env = glassbox_server
+    conversation_id = page.url.rstrip("/").split("/")[-1]
+    code = (
+        "from chat.models import Conversation; from chat.turns.admission import admit; "
+        f"admit(conversation=Conversation.objects.get(pk='{conversation_id}'), text='Hello?')"
+    )
+    manage(env, "shell", "-c", code)
+    page.reload()
+    waiting = page.locator("article.state-streaming .waiting")
+    expect(waiting).to_be_visible()
+    expect(waiting).to_contain_text("Waiting for the agent")
+    # The first feed line (or the first text) takes its place.
+    page.evaluate(
+        "document.querySelector('article.state-streaming .lines')"
+        ".insertAdjacentHTML('beforeend', '<li class=\"line\">🔍 Searching</li>')"
+    )
+    expect(waiting).to_be_hidden()
