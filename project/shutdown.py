@@ -41,8 +41,14 @@ async def _drain_then_stop(reactor) -> None:
     try:
         async with asyncio.timeout(settings.GLASSBOX_DRAIN_SECONDS):
             await registry.finish_all()
+            # Their streams end once `done` reached them through the channel layer.
+            await registry.streams_ended()
     except TimeoutError:
-        logger.warning("restarting: %d turn(s) did not end in time", len(registry.running()))
-    # Let the streams' last bytes leave before the reactor stops and drops every connection.
-    await asyncio.sleep(0.2)
+        logger.warning(
+            "restarting: %d turn(s) and %d stream(s) did not end in time",
+            len(registry.running()),
+            registry.streams(),
+        )
+    # Let the last bytes leave before the reactor stops and drops every connection.
+    await asyncio.sleep(0.1)
     reactor.stop()

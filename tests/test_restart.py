@@ -15,21 +15,11 @@ import urllib.request
 import pytest
 import websockets
 
-from tests.support.servers import login, manage, start_daphne, two_servers
+from tests.support.servers import api, login, manage, start_daphne, two_servers
 
 pytestmark = pytest.mark.server
 
 QUESTION = "How do I negotiate my salary?"
-
-
-def call(server, token, path, body=None, accept="application/json"):
-    request = urllib.request.Request(
-        server.url + path,
-        data=json.dumps(body).encode() if body is not None else None,
-        headers={"Authorization": f"Token {token}", "Content-Type": "application/json",
-                 "Accept": accept},
-    )  # fmt: skip
-    return urllib.request.urlopen(request, timeout=60)
 
 
 class Asker(threading.Thread):
@@ -44,7 +34,7 @@ class Asker(threading.Thread):
     def run(self):
         path = f"/api/conversations/{self.conversation}/messages/"
         body = {"content": QUESTION}
-        for raw in call(self.server, self.token, path, body, accept="text/event-stream"):
+        for raw in api(self.server, self.token, path, body, accept="text/event-stream"):
             if raw.startswith(b"data: "):
                 self.events.append(json.loads(raw[6:]))
                 if self.events[-1]["type"] == "status":
@@ -78,7 +68,7 @@ def test_restarting_each_process_in_turn_loses_no_turn(tmp_path):
     with two_servers(tmp_path, **limits) as (first, second):
         token = manage(first.env, "drf_create_token", "demo").split()[2]
         conversations = [
-            json.load(call(first, token, "/api/conversations/", {"title": f"c{n}"}))["id"]
+            json.load(api(first, token, "/api/conversations/", {"title": f"c{n}"}))["id"]
             for n in range(20)
         ]
         watched, cookies = login(second.url)
@@ -95,7 +85,7 @@ def test_restarting_each_process_in_turn_loses_no_turn(tmp_path):
         first.process.send_signal(signal.SIGTERM)
         # While the first drains, it takes no new question: a program is told to retry.
         with pytest.raises(urllib.error.HTTPError) as refused:
-            call(first, token, f"/api/conversations/{conversations[10]}/messages/",
+            api(first, token, f"/api/conversations/{conversations[10]}/messages/",
                  {"content": QUESTION}, accept="text/event-stream")  # fmt: skip
         assert refused.value.code == 503 and refused.value.headers["Retry-After"]
         on_second = ask_many(second, token, conversations[10:])
@@ -114,7 +104,7 @@ def test_restarting_each_process_in_turn_loses_no_turn(tmp_path):
             assert codes == [1006]  # dropped, not closed: htmx reconnects, to the other process
             answers = []
             for conversation in conversations:
-                data = json.load(call(restarted, token, f"/api/conversations/{conversation}/"))
+                data = json.load(api(restarted, token, f"/api/conversations/{conversation}/"))
                 answers += [m for m in data["messages"] if m["role"] == "assistant"]
             assert len(answers) == 20 and {a["state"] for a in answers} == {"complete"}
             assert all("Salary negotiation" in a["content"] for a in answers)

@@ -9,12 +9,21 @@ from typing import Any
 
 from chat import turns
 from chat.models import Conversation
+from chat.turns import registry
 
 
 async def turn_events(
     conversation: Conversation, turn: turns.StartedTurn
 ) -> AsyncIterator[dict[str, Any]]:
     """The turn's events from `turn` to `done`, whether it was begun here or joined."""
+    with registry.streaming():
+        async for event in _events(conversation, turn):
+            yield event
+
+
+async def _events(
+    conversation: Conversation, turn: turns.StartedTurn
+) -> AsyncIterator[dict[str, Any]]:
     async with turns.subscribe(conversation.group_name) as inbox:
         # Subscribed first, then read: nothing falls between the snapshot and the stream.
         view, position = await turns.snapshot(turn.answer.pk)

@@ -5,8 +5,9 @@ Also the strong references the event loop needs: it keeps only weak ones to task
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Iterator
 from typing import Any, Protocol
 
 
@@ -18,6 +19,31 @@ _tasks: dict[int, asyncio.Task[Any]] = {}
 _texts: dict[int, LiveText] = {}
 # Set once this process is restarting: it takes no new turn (project.shutdown).
 _draining = False
+# Event streams (SSE) this process is writing: a restart waits for them to end too.
+_streams = 0
+_no_streams = asyncio.Event()
+_no_streams.set()
+
+
+@contextlib.contextmanager
+def streaming() -> Iterator[None]:
+    global _streams
+    _streams += 1
+    _no_streams.clear()
+    try:
+        yield
+    finally:
+        _streams -= 1
+        if not _streams:
+            _no_streams.set()
+
+
+def streams() -> int:
+    return _streams
+
+
+async def streams_ended() -> None:
+    await _no_streams.wait()
 
 
 def start_draining() -> None:

@@ -17,13 +17,6 @@ from tests.support.turns import run_turn
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-@pytest.fixture
-def admin_client(client):
-    admin = get_user_model().objects.create_superuser("root", password="root-password")
-    client.force_login(admin)
-    return client
-
-
 def ask(user, question):
     answer = run_turn(Conversation.objects.create(owner=user), question)
     return ActivityFeed.objects.get(pk=answer.feed_id)

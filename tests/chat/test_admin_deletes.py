@@ -4,20 +4,12 @@ retention period ends, never removed on the spot with its feeds left pointing at
 from __future__ import annotations
 
 import pytest
-from django.contrib.auth import get_user_model
 
 from activity.models import ActivityFeed
 from chat.models import Conversation, Message
 from tests.support.turns import run_turn
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def admin_client(client):
-    admin = get_user_model().objects.create_superuser("root", password="root-password")
-    client.force_login(admin)
-    return client
 
 
 @pytest.fixture

@@ -5,24 +5,12 @@ from __future__ import annotations
 import json
 import threading
 import time
-import urllib.request
 
 import pytest
 
-from tests.support.servers import manage, serve, start_daphne
+from tests.support.servers import api, manage, serve, start_daphne
 
 pytestmark = pytest.mark.server
-
-
-def api(server, token, path, body=None, accept="application/json"):
-    request = urllib.request.Request(
-        server.url + path,
-        data=json.dumps(body).encode() if body is not None else None,
-        method="POST" if body is not None else "GET",
-        headers={"Authorization": f"Token {token}", "Content-Type": "application/json",
-                 "Accept": accept},
-    )  # fmt: skip
-    return urllib.request.urlopen(request, timeout=30)
 
 
 class Follower(threading.Thread):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import http.cookiejar
+import json
 import os
 import re
 import socket
@@ -162,3 +163,15 @@ def two_servers(work: Path, **settings: str) -> Iterator[tuple[Server, Server]]:
     finally:
         with psycopg.connect(admin, autocommit=True) as connection:
             connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def api(server: Server, token: str, path: str, body=None, accept="application/json"):
+    """One call to a live server's API with a token; a body makes it a POST."""
+    request = urllib.request.Request(
+        server.url + path,
+        data=json.dumps(body).encode() if body is not None else None,
+        method="POST" if body is not None else "GET",
+        headers={"Authorization": f"Token {token}", "Content-Type": "application/json",
+                 "Accept": accept},
+    )  # fmt: skip
+    return urllib.request.urlopen(request, timeout=60)
