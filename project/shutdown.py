@@ -34,11 +34,11 @@ async def _drain_then_stop(reactor) -> None:
     from chat.turns import registry
 
     if registry.draining():
+        reactor.stop()  # a second SIGTERM: stop now
         return
     registry.start_draining()
-    running = registry.running()
-    logger.warning("restarting: waiting for %d running turn(s)", len(running))
     try:
+        logger.warning("restarting: waiting for %d running turn(s)", len(registry.running()))
         async with asyncio.timeout(settings.GLASSBOX_DRAIN_SECONDS):
             await registry.finish_all()
             # Their streams end once `done` reached them through the channel layer.
@@ -49,6 +49,8 @@ async def _drain_then_stop(reactor) -> None:
             len(registry.running()),
             registry.streams(),
         )
-    # Let the last bytes leave before the reactor stops and drops every connection.
-    await asyncio.sleep(0.1)
-    reactor.stop()
+    finally:
+        # Whatever happened above, the process stops: let the last bytes leave, then drop
+        # every connection.
+        await asyncio.sleep(0.1)
+        reactor.stop()
