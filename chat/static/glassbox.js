@@ -75,3 +75,31 @@ document.addEventListener("htmx:wsClose", (event) => {
   notice.className = "notice error";
   notice.setAttribute("role", "alert");
 });
+
+// Scrolling: a conversation opens at its latest turn; the page follows the stream while the
+// reader is at the bottom, stops when they scroll up, and offers a button back to the latest.
+const nearBottom = () =>
+  window.innerHeight + window.scrollY >= document.documentElement.scrollHeight - 80;
+const toLatest = () => window.scrollTo({top: document.documentElement.scrollHeight});
+let following = true;
+
+document.addEventListener("DOMContentLoaded", () => {
+  if (!document.getElementById("messages")) return;
+  // A reload must not put the reader back where they were: the latest turn is what matters.
+  history.scrollRestoration = "manual";
+  if (!location.hash) toLatest();
+});
+
+window.addEventListener("scroll", () => {
+  following = nearBottom();
+  const button = document.getElementById("latest");
+  if (button) button.hidden = following;
+}, {passive: true});
+
+document.addEventListener("htmx:wsAfterMessage", () => {
+  if (following) toLatest();
+});
+
+document.addEventListener("click", (event) => {
+  if (event.target.closest("#latest")) toLatest();
+});

@@ -255,3 +255,47 @@ def test_a_turn_shows_it_is_waiting_until_its_first_line_or_text(conversation, g
         ".insertAdjacentHTML('beforeend', '<li class=\"line\">🔍 Searching</li>')"
     )
     expect(waiting).to_be_hidden()
+
+
+def at_bottom(page) -> bool:
+    return page.evaluate(
+        "window.innerHeight + window.scrollY >= document.documentElement.scrollHeight - 2"
+    )
+
+
+def test_the_page_opens_at_the_latest_turn_and_follows_the_stream(conversation, glassbox_server):
+    page = conversation
+    _, env = glassbox_server
+    conversation_id = page.url.rstrip("/").split("/")[-1]
+    code = (
+        "from chat.models import Conversation, Message; from activity.models import ActivityFeed; "
+        f"c = Conversation.objects.get(pk='{conversation_id}')\n"
+        "for n in range(12):\n"
+        "    Message.objects.create(conversation=c, role='user', content=f'Question {n}')\n"
+        "    f = ActivityFeed.objects.create(owner_id=c.owner_id, conversation_id=c.pk,"
+        " state='complete')\n"
+        "    Message.objects.create(conversation=c, role='assistant', feed=f,"
+        " content='\\n\\n'.join(f'Paragraph {p} of answer {n}.' for p in range(6)))\n"
+    )
+    manage(env, "shell", "-c", code)
+    page.reload()
+    expect(page.locator("article.assistant").last).to_be_in_viewport()
+    assert at_bottom(page)
+    latest = page.locator("#latest")
+    expect(latest).to_be_hidden()
+
+    page.evaluate("window.scrollTo(0, 0)")
+    expect(latest).to_be_visible()
+    latest.click()
+    page.wait_for_function(
+        "window.innerHeight + window.scrollY >= document.documentElement.scrollHeight - 2"
+    )
+    expect(latest).to_be_hidden()
+
+    # At the bottom, the page follows the answer as it grows.
+    ask(page, "How do I negotiate my salary?")
+    expect(page.locator(DONE)).to_have_count(13)
+    page.wait_for_function(
+        "window.innerHeight + window.scrollY >= document.documentElement.scrollHeight - 2"
+    )
+    expect(page.locator(DONE).last).to_be_in_viewport()
