@@ -26,7 +26,7 @@ def main(base: str) -> None:
         page.click("main form button[type=submit]")
         page.click("main button:text('New conversation')")
         page.fill("#question", "How do I negotiate my salary?")
-        page.click("#composer button")
+        page.click("#composer button.send")
         expect(page.locator(".answer.streaming")).to_contain_text("market range", timeout=30_000)
         page.screenshot(path=HERE / "live-feed.png")
         expect(page.locator("article.assistant.state-complete")).to_be_visible(timeout=60_000)

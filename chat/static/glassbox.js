@@ -103,3 +103,10 @@ document.addEventListener("htmx:wsAfterMessage", () => {
 document.addEventListener("click", (event) => {
   if (event.target.closest("#latest")) toLatest();
 });
+
+// The composer's Stop stops the running turn, through that answer's own Stop form.
+document.addEventListener("click", (event) => {
+  if (!event.target.closest("#composer .stop-turn")) return;
+  const stop = document.querySelector("article.state-streaming form.stop");
+  if (stop) stop.requestSubmit();
+});

@@ -27,7 +27,7 @@ def test_no_payload_runs_live_or_in_history(page, hostile_server_url):
     expect(page).to_have_url(re.compile(r"/c/[0-9a-f-]+/$"))
     question = '<script>alert("title")</script> hi'
     page.fill("#question", question)
-    page.click("#composer button")
+    page.click("#composer button.send")
 
     # Live: the feedback arrives as text while the answer streams.
     expect(page.locator("details.feed li").first).to_contain_text("Searching <b>now</b>")

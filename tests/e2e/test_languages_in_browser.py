@@ -50,7 +50,7 @@ def italian_turn(page) -> None:
     page.click("main button:text('Nuova conversazione')")
     expect(page).to_have_url(re.compile(r"/c/[0-9a-f-]+/$"))
     page.fill("#question", "Come posso negoziare il mio stipendio?")
-    page.click("#composer button")
+    page.click("#composer button.send")
 
     # The demo model answers in a fraction of a second, so the lines are checked once folded
     # (the socket tests check them live).
@@ -62,7 +62,7 @@ def italian_turn(page) -> None:
     expect(done.locator("details.feed li", has_text=re.compile(r"Trovat[oi] \d"))).to_be_visible()
     expect(done.locator("details.feed li", has_text="Cerco “")).to_be_visible()
     expect(done.locator(".answer")).to_contain_text("Ecco cosa dice la base di conoscenza")
-    expect(page.locator("#composer button")).to_have_text("Invia")
+    expect(page.locator("#composer button.send")).to_have_text("Invia")
 
     # Reopened later, on a browser that prefers English: still Italian.
     page.reload()
@@ -81,7 +81,7 @@ def chinese_turn(page) -> None:
     expect(page.locator("h1")).to_have_text("你的對話")
     page.click("main button:text('新對話')")
     page.fill("#question", "我該如何進行薪資談判？")
-    page.click("#composer button")
+    page.click("#composer button.send")
     done = page.locator("article.assistant.state-complete")
     summary = done.locator("details.feed summary")
     expect(summary).to_have_text(re.compile("搜尋了知識庫"))

@@ -33,7 +33,7 @@ def conversation(page, live_server_url):
 
 def ask(page, question: str) -> None:
     page.fill("#question", question)
-    page.click("#composer button")
+    page.click("#composer button.send")
 
 
 def feed_lines(page) -> list[str]:
@@ -299,3 +299,28 @@ def test_the_page_opens_at_the_latest_turn_and_follows_the_stream(conversation, 
         "window.innerHeight + window.scrollY >= document.documentElement.scrollHeight - 2"
     )
     expect(page.locator(DONE).last).to_be_in_viewport()
+
+
+def test_while_a_turn_runs_send_becomes_stop_and_a_refusal_clears_when_it_ends(conversation):
+    page = conversation
+    ask(page, "Compare salary negotiation and interview preparation")
+    stop = page.locator("#composer .stop-turn")
+    expect(stop).to_be_visible()
+    expect(page.locator("#composer .send")).to_be_hidden()
+    page.fill("#question", "And another thing?")
+    page.press("#question", "Enter")  # refused while the agent works; the text stays
+    expect(page.locator("#notice")).to_contain_text("still working")
+    expect(page.locator("#question")).to_have_value("And another thing?")
+    expect(page.locator(DONE)).to_be_visible()
+    expect(page.locator("#notice")).to_be_empty()
+    expect(page.locator("#composer .send")).to_be_visible()
+    expect(stop).to_be_hidden()
+    expect(page.locator("#question")).to_have_value("And another thing?")
+
+
+def test_the_composers_stop_stops_the_running_turn(conversation):
+    page = conversation
+    ask(page, "Compare salary negotiation and interview preparation")
+    page.locator("#composer .stop-turn").click()
+    expect(page.locator("article.assistant.state-interrupted")).to_be_visible()
+    expect(page.locator("article.assistant.state-interrupted .feed")).to_contain_text("Stopped")
