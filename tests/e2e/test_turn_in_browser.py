@@ -235,17 +235,24 @@ def test_the_answer_streams_as_markdown_and_does_not_move_when_it_is_finished(co
     assert last["html"] == final["html"] and last["height"] == final["height"]
 
 
+def write_to_this_conversation(page, glassbox_server, code: str) -> None:
+    """Runs `code` on the server's database with `c` as the page's conversation, then
+    reloads the page."""
+    _, env = glassbox_server
+    conversation_id = page.url.rstrip("/").split("/")[-1]
+    prelude = (
+        "from chat.models import Conversation; "
+        f"c = Conversation.objects.get(pk='{conversation_id}')\n"
+    )
+    manage(env, "shell", "-c", prelude + code)
+    page.reload()
+
+
 def test_a_turn_shows_it_is_waiting_until_its_first_line_or_text(conversation, glassbox_server):
     """A turn that has shown nothing yet (held here: its rows without a runner)."""
     page = conversation
-    _, env = glassbox_server
-    conversation_id = page.url.rstrip("/").split("/")[-1]
-    code = (
-        "from chat.models import Conversation; from chat.turns.admission import admit; "
-        f"admit(conversation=Conversation.objects.get(pk='{conversation_id}'), text='Hello?')"
-    )
-    manage(env, "shell", "-c", code)
-    page.reload()
+    code = "from chat.turns.admission import admit; admit(conversation=c, text='Hello?')"
+    write_to_this_conversation(page, glassbox_server, code)
     waiting = page.locator("article.state-streaming .waiting")
     expect(waiting).to_be_visible()
     expect(waiting).to_contain_text("Waiting for the agent")
@@ -257,19 +264,13 @@ def test_a_turn_shows_it_is_waiting_until_its_first_line_or_text(conversation, g
     expect(waiting).to_be_hidden()
 
 
-def at_bottom(page) -> bool:
-    return page.evaluate(
-        "window.innerHeight + window.scrollY >= document.documentElement.scrollHeight - 2"
-    )
+AT_BOTTOM = "window.innerHeight + window.scrollY >= document.documentElement.scrollHeight - 2"
 
 
 def test_the_page_opens_at_the_latest_turn_and_follows_the_stream(conversation, glassbox_server):
     page = conversation
-    _, env = glassbox_server
-    conversation_id = page.url.rstrip("/").split("/")[-1]
     code = (
-        "from chat.models import Conversation, Message; from activity.models import ActivityFeed; "
-        f"c = Conversation.objects.get(pk='{conversation_id}')\n"
+        "from chat.models import Message; from activity.models import ActivityFeed\n"
         "for n in range(12):\n"
         "    Message.objects.create(conversation=c, role='user', content=f'Question {n}')\n"
         "    f = ActivityFeed.objects.create(owner_id=c.owner_id, conversation_id=c.pk,"
@@ -277,27 +278,22 @@ def test_the_page_opens_at_the_latest_turn_and_follows_the_stream(conversation, 
         "    Message.objects.create(conversation=c, role='assistant', feed=f,"
         " content='\\n\\n'.join(f'Paragraph {p} of answer {n}.' for p in range(6)))\n"
     )
-    manage(env, "shell", "-c", code)
-    page.reload()
+    write_to_this_conversation(page, glassbox_server, code)
     expect(page.locator("article.assistant").last).to_be_in_viewport()
-    assert at_bottom(page)
+    assert page.evaluate(AT_BOTTOM)
     latest = page.locator("#latest")
     expect(latest).to_be_hidden()
 
     page.evaluate("window.scrollTo(0, 0)")
     expect(latest).to_be_visible()
     latest.click()
-    page.wait_for_function(
-        "window.innerHeight + window.scrollY >= document.documentElement.scrollHeight - 2"
-    )
+    page.wait_for_function(AT_BOTTOM)
     expect(latest).to_be_hidden()
 
     # At the bottom, the page follows the answer as it grows.
     ask(page, "How do I negotiate my salary?")
     expect(page.locator(DONE)).to_have_count(13)
-    page.wait_for_function(
-        "window.innerHeight + window.scrollY >= document.documentElement.scrollHeight - 2"
-    )
+    page.wait_for_function(AT_BOTTOM)
     expect(page.locator(DONE).last).to_be_in_viewport()
 
 
