@@ -28,14 +28,19 @@ logger = logging.getLogger("glassbox.export")
 # Parameters whose empty value would mean nothing (a date, an id, a choice).
 NOT_EMPTY = {"since", "until", "conversation", "state", "format"}
 
+# Text filters hold no NUL (no database can search for one): said in the schema, refused (400).
+NO_NUL = "^[^\\x00]*$"
 FEED_FILTERS = [
     OpenApiParameter("conversation", OpenApiTypes.UUID, description="one conversation"),
-    OpenApiParameter("tool", str, description="feeds that called this tool"),
+    OpenApiParameter("tool", str, description="feeds that called this tool", pattern=NO_NUL),
     OpenApiParameter("state", str, enum=list(ActivityFeed.State.values)),
     OpenApiParameter("since", OpenApiTypes.DATETIME, description="started at or after"),
     OpenApiParameter("until", OpenApiTypes.DATETIME, description="started before"),
     OpenApiParameter(
-        "user", str, description="a username (auditors with activity.view_activityfeed only)"
+        "user",
+        str,
+        description="a username (auditors with activity.view_activityfeed only)",
+        pattern=NO_NUL,
     ),
 ]
 
