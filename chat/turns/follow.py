@@ -47,9 +47,7 @@ async def snapshot(answer_id: int, prefs: FeedPrefs | None = None) -> tuple[Turn
     """The turn as stored, with the text this process holds ahead of the database, and the
     position to follow it from."""
     view = await aturn_view(answer_id, prefs or FeedPrefs())
-    live = registry.live_text(answer_id)
-    if live is not None and len(live) > len(view.content):
-        view = dataclasses.replace(view, content=live)
+    view = dataclasses.replace(view, content=registry.text_so_far(answer_id, view.content))
     last = view.events[-1].seq if view.events else 0
     return view, Position(seq=last or 0, text=len(view.content))
 
@@ -174,5 +172,4 @@ class _Gaps:
 
     async def _text_so_far(self) -> str:
         stored = await Message.objects.values_list("content", flat=True).aget(pk=self.answer_id)
-        live = registry.live_text(self.answer_id)
-        return live if live is not None and len(live) > len(stored) else stored
+        return registry.text_so_far(self.answer_id, stored)

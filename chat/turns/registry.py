@@ -90,10 +90,11 @@ def text_finished(answer_id: int) -> None:
     _texts.pop(answer_id, None)
 
 
-def live_text(answer_id: int) -> str | None:
-    """The text so far of a turn this process runs, for a client that joins mid-turn."""
+def text_so_far(answer_id: int, stored: str) -> str:
+    """The longer of the stored text and the text this process holds for the turn (ahead of
+    the database between two saves)."""
     text = _texts.get(answer_id)
-    return text.text if text is not None else None
+    return text.text if text is not None and len(text.text) > len(stored) else stored
 
 
 async def finish_all() -> None:
