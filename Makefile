@@ -29,6 +29,11 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt
 %.mo: %.po $(VENV)/.installed
 	$(VENV)/bin/pybabel compile --statistics -i $< -o $@
 
+# The demo MCP server (chat/agent/mcp/demo_server.py), started by Glassbox over stdio. A
+# GLASSBOX_MCP_SERVERS of your own replaces it.
+DEMO_MCP := [{"name": "surveys", "command": "$(abspath $(PY))", "args": ["-m", "chat.agent.mcp.demo_server"]}]
+run: export GLASSBOX_MCP_SERVERS ?= $(DEMO_MCP)
+
 run: $(VENV)/.installed $(CATALOGUES)
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py collectstatic --noinput --verbosity 0

@@ -41,7 +41,15 @@ class Status:
     # (the model's feedback_to_user) replaces the line in place instead of adding another.
     call_id: str = ""
     seq: int | None = None
+    # A running tool's own report of how far it is. Such a status is live only: it has no
+    # seq and is never stored; the call's tool_result keeps the last one.
+    progress: float | None = None
+    total: float | None = None
     type: Literal["status"] = "status"
+
+    @property
+    def live_only(self) -> bool:
+        return self.progress is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +72,15 @@ class ToolResult:
     error: str = field(default="", repr=False)
     # What the model was given, so later turns can show it the same result again.
     content: str = field(default="", repr=False)
+    # The MCP server the tool came from ("" for a built-in tool).
+    server: str = ""
+    # The last progress the tool reported, and how many reports it sent.
+    progress: float | None = None
+    total: float | None = None
+    progress_message: str = ""
+    progress_count: int = 0
+    # The tool's structured result, for the audit only.
+    structured: Any = field(default=None, repr=False)
     seq: int | None = None
     type: Literal["tool_result"] = "tool_result"
 
@@ -121,9 +138,10 @@ def to_json(event: WireEvent) -> dict[str, Any]:
         case Error():
             return {"type": "error", "message": event.message}
         case Status():
-            data = {
-                "type": "status",
-                "seq": event.seq,
+            data: dict[str, Any] = {"type": "status"}
+            if event.seq is not None:
+                data["seq"] = event.seq
+            data |= {
                 "icon": event.icon,
                 "message": event.message,
                 "state": event.state,
@@ -131,6 +149,10 @@ def to_json(event: WireEvent) -> dict[str, Any]:
             }
             if event.call_id:
                 data["call_id"] = event.call_id
+            if event.progress is not None:
+                data["progress"] = event.progress
+                if event.total is not None:
+                    data["total"] = event.total
             return data
         case ToolCall():
             return {
@@ -148,7 +170,7 @@ def to_json(event: WireEvent) -> dict[str, Any]:
                 "ok": event.ok,
                 "summary": event.summary,
                 "duration_ms": event.duration_ms,
-            }
+            } | _progress_of(event)
         case TextDelta():
             return {"type": "text", "content": event.content}
         case Done():
@@ -159,6 +181,21 @@ def to_json(event: WireEvent) -> dict[str, Any]:
                 "summary": {"icon": event.summary_icon, "text": event.summary_text},
             }
     raise TypeError(f"not an event: {event!r}")
+
+
+def _progress_of(result: ToolResult) -> dict[str, Any]:
+    if not result.progress_count:
+        return {}
+    return {
+        "progress": result.progress,
+        "total": result.total,
+        "progress_message": result.progress_message,
+        "progress_count": result.progress_count,
+    }
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 def from_json(data: dict[str, Any]) -> WireEvent:
@@ -172,6 +209,8 @@ def from_json(data: dict[str, Any]) -> WireEvent:
             tool=data.get("tool", ""),
             call_id=data.get("call_id", ""),
             seq=data.get("seq"),
+            progress=_number(data.get("progress")),
+            total=_number(data.get("total")),
         )
     if kind == "tool_call":
         return ToolCall(
@@ -187,6 +226,10 @@ def from_json(data: dict[str, Any]) -> WireEvent:
             summary=data["summary"],
             duration_ms=data["duration_ms"],
             seq=data.get("seq"),
+            progress=_number(data.get("progress")),
+            total=_number(data.get("total")),
+            progress_message=data.get("progress_message", ""),
+            progress_count=data.get("progress_count", 0),
         )
     if kind == "text":
         return TextDelta(content=data["content"])

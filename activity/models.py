@@ -78,6 +78,14 @@ class ActivityEvent(models.Model):
     # The result as the model saw it; sent again with later turns of the conversation.
     result_content = models.TextField(blank=True)
     duration_ms = models.PositiveIntegerField(null=True, blank=True)
+    # The MCP server of the tool; blank for a built-in tool.
+    server = models.CharField(max_length=32, blank=True, db_index=True)
+    # A tool's last progress report and how many it sent: one row per call, however many.
+    progress = models.FloatField(null=True, blank=True)
+    progress_total = models.FloatField(null=True, blank=True)
+    progress_message = models.CharField(max_length=400, blank=True)
+    progress_count = models.PositiveIntegerField(default=0)
+    result_structured = models.JSONField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -132,6 +140,12 @@ class ActivityEvent(models.Model):
                     error=event.error,
                     result_content=event.content,
                     duration_ms=event.duration_ms,
+                    server=event.server,
+                    progress=event.progress,
+                    progress_total=event.total,
+                    progress_message=event.progress_message[:400],
+                    progress_count=event.progress_count,
+                    result_structured=event.structured,
                 )
         raise TypeError(f"not a recorded event: {event!r}")
 
@@ -157,6 +171,12 @@ class ActivityEvent(models.Model):
             tool=self.tool,
             error=self.error,
             content=self.result_content,
+            server=self.server,
+            progress=self.progress,
+            total=self.progress_total,
+            progress_message=self.progress_message,
+            progress_count=self.progress_count,
+            structured=self.result_structured,
             seq=self.seq,
         )
 

@@ -32,6 +32,15 @@ class Line:
     # The whole text when `message` was cut to the line width.
     full: str = ""
     duration_ms: int | None = None
+    # A tool's own progress report: a bar, without a total an indeterminate one.
+    progress: float | None = None
+    total: float | None = None
+
+    @property
+    def percent(self) -> int | None:
+        if self.progress is None or not self.total:
+            return None
+        return max(0, min(100, round(100 * self.progress / self.total)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +87,8 @@ def line_for(status: Status, *, width: int = 80, detail: str = "") -> Line:
         state=status.state,
         tool=status.tool,
         full=message if shown != message else "",
+        progress=status.progress,
+        total=status.total,
     )
 
 
@@ -95,6 +106,11 @@ def visible_lines(
     other line the time until the next line began."""
     arguments = {e.call_id: e.arguments for e in events if isinstance(e, ToolCall)}
     run_times = {e.call_id: e.duration_ms for e in events if isinstance(e, ToolResult)}
+    reported = {
+        e.call_id: (e.progress, e.total)
+        for e in events
+        if isinstance(e, ToolResult) and e.progress_count and e.progress is not None
+    }
     lines: dict[str, Line] = {}
     made_by: dict[str, Status] = {}
     started: dict[str, datetime] = {}
@@ -105,6 +121,9 @@ def visible_lines(
         if detail == "raw" and event.state == "in_progress" and event.call_id in arguments:
             extra = raw_detail(arguments[event.call_id])
         line = line_for(event, width=width, detail=extra)
+        if event.state != "in_progress" and event.call_id in reported:
+            progress, total = reported[event.call_id]
+            line = replace(line, progress=progress, total=total)
         lines[line.key] = line
         made_by[line.key] = event
         if times is not None:

@@ -173,3 +173,49 @@ class ContactRequest(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} <{self.email}>"
+
+
+class McpServer(models.Model):
+    """An MCP server whose tools the agent may use, added by an admin (GLASSBOX_MCP_SERVERS
+    declares more without admin clicks). Header and environment values are secrets: the admin
+    never shows them back."""
+
+    class Transport(models.TextChoices):
+        HTTP = "http", "Streamable HTTP"
+        STDIO = "stdio", "stdio (a command on this machine)"
+
+    name = models.CharField(
+        max_length=24,
+        unique=True,
+        help_text="Letters, digits, '-' and '_'. The agent sees its tools as <name>__<tool>.",
+    )
+    transport = models.CharField(max_length=8, choices=Transport.choices, default=Transport.HTTP)
+    url = models.URLField(blank=True, help_text="For streamable HTTP: the server's MCP URL.")
+    headers = models.JSONField(default=dict, blank=True)
+    command = models.CharField(max_length=400, blank=True, help_text="For stdio: the program.")
+    args = models.JSONField(default=list, blank=True)
+    env = models.JSONField(default=dict, blank=True)
+    enabled = models.BooleanField(default=True)
+    # None: every tool the server lists.
+    tools = models.JSONField(null=True, blank=True)
+    approval = models.JSONField(default=list, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+        verbose_name = "MCP server"
+
+    def __str__(self) -> str:
+        return self.name
+
+    def as_mapping(self) -> dict:
+        """The declaration in the form GLASSBOX_MCP_SERVERS takes."""
+        data: dict = {"name": self.name, "enabled": self.enabled, "approval": self.approval}
+        if self.transport == self.Transport.HTTP:
+            data |= {"url": self.url, "headers": self.headers}
+        else:
+            data |= {"command": self.command, "args": self.args, "env": self.env}
+        if self.tools is not None:
+            data["tools"] = self.tools
+        return data

@@ -7,8 +7,10 @@ from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
 
+from chat.agent.mcp.config import ServerConfigError, specs_from_setting
 from project.env import env_bool, env_float, env_int, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -238,6 +240,17 @@ GLASSBOX_TOOLS = env_list(
         ]
     ),
 )
+# MCP servers whose tools the agent may use, besides those added in the admin: a JSON list,
+# or the path of a JSON file holding one (see the README).
+try:
+    GLASSBOX_MCP_SERVERS = specs_from_setting(env_str("GLASSBOX_MCP_SERVERS", ""))
+except ServerConfigError as exc:
+    raise ImproperlyConfigured(f"GLASSBOX_MCP_SERVERS: {exc}") from None
+# Seconds to open a session with an MCP server (and list its tools); a turn waits for a
+# server's first attempt at most this long, never for its retries.
+GLASSBOX_MCP_CONNECT_TIMEOUT = env_float("GLASSBOX_MCP_CONNECT_TIMEOUT", 10.0)
+# Characters of an MCP tool's text result the model is given.
+GLASSBOX_MCP_RESULT_CHARS = env_int("GLASSBOX_MCP_RESULT_CHARS", 8000)
 # Earlier turns sent to the model, trimmed from the oldest to this many characters.
 GLASSBOX_HISTORY_CHARS = env_int("GLASSBOX_HISTORY_CHARS", 24000)
 # How the live feed is presented (see the README); each user can override these.

@@ -33,6 +33,10 @@ CONTACT_WORDS = re.compile(
     r"\b(contact|human|person|advisor|contatt\w*|persona|consulente)\b|聯絡|聯繫|真人|顧問"
 )
 COMPARE_WORDS = re.compile(r"\b(compare|both|versus|confront\w*|entrambi)\b|比較")
+SURVEY_WORDS = re.compile(r"\b(surveys?|sondagg\w*|indagin\w*)\b|調查")
+SURVEY_TOOL = "__compare_salary_surveys"
+# A question that names an offered tool calls it, with the JSON object that follows, if any.
+NAMED_TOOL = re.compile(r"\b([A-Za-z0-9-]+__[A-Za-z0-9_-]+)(\s*\{.*\})?", re.DOTALL)
 FAILURE_WORDS = re.compile(r"\b(simulate|simula)\b|模擬")
 SPLIT_WORDS = re.compile(r"\band\b|\bwith\b|\be\b|\bcon\b|和|與|跟", re.IGNORECASE)
 EXPRESSION = re.compile(
@@ -40,6 +44,7 @@ EXPRESSION = re.compile(
 )
 
 
+ROLE_WORDS = re.compile(r"engineer|designer|manager|analyst")
 TOLD_LANGUAGE = re.compile(r"language code ([\w-]+)")
 
 
@@ -103,6 +108,18 @@ class DemoModel:
     async def plan(self, question: str, language: str, offered: set[str]) -> list[list[Call]]:
         """The tool rounds this question calls for; one round may hold parallel calls."""
         folded = question.casefold()
+        named = NAMED_TOOL.search(question)
+        if named and named.group(1) in offered:
+            return [[Call(named.group(1), self.named_arguments(named.group(2), language))]]
+        surveys = sorted(name for name in offered if name.endswith(SURVEY_TOOL))
+        if SURVEY_WORDS.search(folded) and surveys:
+            feedback = say("feedback_surveys", language, role=keywords(question))
+            role = ROLE_WORDS.search(folded)
+            arguments = {
+                "feedback_to_user": feedback,
+                "role": role.group() if role else "engineer",
+            }
+            return [[Call(surveys[0], arguments)]]
         if FAILURE_WORDS.search(folded) and "search_documents" in offered:
             # No query: the tool's argument validation fails, and the agent falls back.
             feedback = say("feedback_search", language, query=keywords(question))
@@ -131,6 +148,15 @@ class DemoModel:
                 rounds.append(searches)
         return rounds
 
+    def named_arguments(self, written: str | None, language: str) -> dict[str, Any]:
+        try:
+            arguments = json.loads(written) if written else {}
+        except ValueError:
+            arguments = {}
+        if not isinstance(arguments, dict):
+            arguments = {}
+        return {"feedback_to_user": say("feedback_tool", language), **arguments}
+
     def search_call(self, text: str, language: str) -> Call:
         query = keywords(text)
         feedback = say("feedback_search", language, query=query)
@@ -150,7 +176,8 @@ class DemoModel:
             try:
                 content = json.loads(_text(message))
             except ValueError:
-                content = {"error": "unreadable result"}
+                # An MCP tool's text result is plain text.
+                content = _text(message) if "__" in tool else {"error": "unreadable result"}
             parts.append(self.describe(tool, content, language))
         return "\n\n".join(parts)
 
@@ -164,6 +191,15 @@ class DemoModel:
             return say("now", language, when=when, timezone=content["timezone"])
         if tool == "request_contact_form":
             return say("contact", language)
+        if tool.endswith(SURVEY_TOOL) and isinstance(content, dict) and "surveys" in content:
+            rows = [f"| {s['survey']} | {s['median_eur']:,} € |" for s in content["surveys"]]
+            table = "\n".join(["| Survey | Median |", "| --- | --- |", *rows])
+            median = f"{content['median_eur']:,}"
+            return say("surveys", language, role=content["role"], median=median) + "\n\n" + table
+        if "__" in tool:
+            return say(
+                "tool_said", language, tool=tool, text=json.dumps(content, ensure_ascii=False)
+            )
         if not content:
             return say("nothing_found", language)
         lines = [say("found", language), ""]

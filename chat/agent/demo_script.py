@@ -18,6 +18,27 @@ TEXT: dict[str, dict[str, str]] = {
         "it": "Controllo la data e l'ora attuali",
         "zh": "正在查詢目前的日期與時間",
     },
+    "feedback_surveys": {
+        "en": "Comparing salary surveys for “{role}”",
+        "it": "Confronto i sondaggi sugli stipendi per “{role}”",
+        "zh": "正在比較「{role}」的薪資調查",
+    },
+    "feedback_tool": {
+        "en": "Running the tool you named",
+        "it": "Eseguo lo strumento che hai indicato",
+        "zh": "正在執行你指定的工具",
+    },
+    "surveys": {
+        "en": "Across five salary surveys, the median for **{role}** is **{median} €** a year:",
+        "it": "Su cinque sondaggi, lo stipendio mediano per **{role}** è di **{median} €** "
+        "l'anno:",
+        "zh": "在五份薪資調查中，**{role}** 的年薪中位數為 **{median} €**：",
+    },
+    "tool_said": {
+        "en": "The tool {tool} answered: {text}",
+        "it": "Lo strumento {tool} ha risposto: {text}",
+        "zh": "工具 {tool} 回覆：{text}",
+    },
     "found": {
         "en": "Here is what the knowledge base says:",
         "it": "Ecco cosa dice la base di conoscenza:",

@@ -9,7 +9,8 @@ import logging
 import time
 import traceback
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import jiter
@@ -20,7 +21,14 @@ from openai import AsyncOpenAI
 
 from activity.events import RecordedEvent, Status, TextDelta, ToolCall, ToolResult
 from chat.agent.errors import ProviderError
-from chat.agent.tools import FEEDBACK_ARG, Tool, ToolError, ToolRegistry, truncate_feedback
+from chat.agent.tools import (
+    FEEDBACK_ARG,
+    AgentTool,
+    ToolError,
+    ToolRegistry,
+    report_progress_to,
+    truncate_feedback,
+)
 from project.languages import language_name
 
 logger = logging.getLogger("glassbox.agent")
@@ -75,6 +83,8 @@ class ToolCallAssembler:
         self.registry = registry
         self.round_number = round_number
         self.calls: dict[int, PendingCall] = {}
+        # The text each call's line shows, which a progress report without a message keeps.
+        self.shown: dict[str, str] = {}
 
     def __bool__(self) -> bool:
         return bool(self.calls)
@@ -105,7 +115,8 @@ class ToolCallAssembler:
                 statuses.append(self._status(call, tool, truncate_feedback(feedback)))
         return statuses
 
-    def _status(self, call: PendingCall, tool: Tool | None, message: str) -> Status:
+    def _status(self, call: PendingCall, tool: AgentTool | None, message: str) -> Status:
+        self.shown[call.call_id] = message
         return Status(
             icon=tool.icon if tool else "🛠️",
             message=message,
@@ -118,7 +129,7 @@ class ToolCallAssembler:
         return [self.calls[index] for index in sorted(self.calls)]
 
 
-def working_message(tool: Tool | None, name: str) -> str:
+def working_message(tool: AgentTool | None, name: str) -> str:
     return str(tool.working_message) if tool else _("Running %(tool)s…") % {"tool": name}
 
 
@@ -132,7 +143,7 @@ def complete_feedback(arguments: str) -> str:
     return value.strip() if isinstance(value, str) else ""
 
 
-def parse_arguments(tool: Tool, raw: str) -> tuple[dict[str, Any], Any]:
+def parse_arguments(tool: AgentTool, raw: str) -> tuple[dict[str, Any], Any]:
     """The arguments as sent (for the audit) and as the tool's model validated them."""
     try:
         arguments = json.loads(raw or "{}")
@@ -143,10 +154,80 @@ def parse_arguments(tool: Tool, raw: str) -> tuple[dict[str, Any], Any]:
     return arguments, tool.parse(arguments)
 
 
+# A page shows at most this many progress updates a second of one call; the rest coalesce.
+PROGRESS_PER_SECOND = 5
+PROGRESS_MESSAGE_LIMIT = 200
+
+
+@dataclass
+class Progress:
+    """What a running call last reported, and how often it reported."""
+
+    value: float | None = None
+    total: float | None = None
+    message: str = ""
+    count: int = 0
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def report(self, value: float, total: float | None, message: str | None) -> None:
+        if not isinstance(value, int | float) or value != value:  # NaN is no progress
+            return
+        self.value = float(value)
+        self.total = float(total) if isinstance(total, int | float) and total > 0 else None
+        if message:
+            self.message = " ".join(str(message).split())[:PROGRESS_MESSAGE_LIMIT]
+        self.count += 1
+        self.changed.set()
+
+
+async def run_call(
+    registry: ToolRegistry, call: PendingCall, time_limit: float, shown: str
+) -> AsyncIterator[Status | tuple[ToolCall, ToolResult, list[Status], str]]:
+    """Runs one call as a task of its own and yields its progress as live statuses (at most
+    PROGRESS_PER_SECOND a second, the latest always shown), then its outcome."""
+    progress = Progress()
+    task = asyncio.create_task(
+        run_tool(registry, call, time_limit, progress),
+        context=report_progress_to(progress.report),
+    )
+    tool = registry.get(call.name)
+    interval = 1 / PROGRESS_PER_SECOND
+    loop = asyncio.get_running_loop()
+    last_shown = -interval
+    try:
+        while True:
+            changed = asyncio.ensure_future(progress.changed.wait())
+            await asyncio.wait({task, changed}, return_when=asyncio.FIRST_COMPLETED)
+            changed.cancel()
+            wait = last_shown + interval - loop.time()
+            if not task.done() and wait > 0:
+                await asyncio.wait({task}, timeout=wait)
+            if task.done():
+                break
+            progress.changed.clear()
+            last_shown = loop.time()
+            yield Status(
+                icon=tool.icon if tool else "🛠️",
+                message=progress.message or shown,
+                state="in_progress",
+                tool=call.name,
+                call_id=call.call_id,
+                progress=progress.value,
+                total=progress.total,
+            )
+        yield task.result()
+    finally:
+        if not task.done():
+            # Stop or the turn's end: cancelling the call tells an MCP server to stop too.
+            task.cancel()
+            await asyncio.wait({task}, timeout=2)
+
+
 async def run_tool(
-    registry: ToolRegistry, call: PendingCall, time_limit: float
+    registry: ToolRegistry, call: PendingCall, time_limit: float, progress: Progress | None = None
 ) -> tuple[ToolCall, ToolResult, list[Status], str]:
     """Runs one call. Never raises: a failure becomes events and a short error for the model."""
+    progress = progress or Progress()
     tool = registry.get(call.name)
     started = time.monotonic()
     arguments: dict[str, Any] = {}
@@ -169,16 +250,26 @@ async def run_tool(
     duration_ms = int((time.monotonic() - started) * 1000)
     recorded_arguments = arguments or _raw_arguments(call.arguments)
     tool_call = ToolCall(tool=call.name, call_id=call.call_id, arguments=recorded_arguments)
+    reported = partial(
+        ToolResult,
+        call_id=call.call_id,
+        duration_ms=duration_ms,
+        tool=call.name,
+        server=getattr(tool, "server", ""),
+        progress=progress.value,
+        total=progress.total,
+        progress_message=progress.message,
+        progress_count=progress.count,
+    )
     if outcome is not None:
         assert tool is not None  # an outcome comes from a tool
-        content = json.dumps(outcome.content, ensure_ascii=False, default=str)
-        result = ToolResult(
-            call_id=call.call_id,
-            ok=True,
-            summary=outcome.summary,
-            duration_ms=duration_ms,
-            tool=call.name,
-            content=content,
+        content = (
+            outcome.content
+            if isinstance(outcome.content, str)
+            else json.dumps(outcome.content, ensure_ascii=False, default=str)
+        )
+        result = reported(
+            ok=True, summary=outcome.summary, content=content, structured=outcome.structured
         )
         done = Status(
             icon=tool.labels.icon,
@@ -189,15 +280,7 @@ async def run_tool(
         )
         return tool_call, result, [done], content
     content = json.dumps({"error": reason})
-    result = ToolResult(
-        call_id=call.call_id,
-        ok=False,
-        summary=reason,
-        duration_ms=duration_ms,
-        tool=call.name,
-        error=error,
-        content=content,
-    )
+    result = reported(ok=False, summary=reason, error=error, content=content)
     what = str(tool.labels.failed) if tool else _("Unknown tool %(tool)s") % {"tool": call.name}
     failed = Status(
         icon="❌",
@@ -283,7 +366,12 @@ async def run_agent(
             }
         )
         for call in pending:
-            tool_call, result, statuses, content = await run_tool(registry, call, tool_timeout)
+            shown = calls.shown.get(call.call_id, "")
+            async for item in run_call(registry, call, tool_timeout, shown):
+                if isinstance(item, Status):
+                    yield item
+                else:
+                    tool_call, result, statuses, content = item
             yield tool_call
             yield result
             for status in statuses:

@@ -1,13 +1,14 @@
-"""The tool registry. A tool is one small declared object: a name, a description, a pydantic
-model of its arguments (the JSON schema is generated from it), an icon, its status texts and
-an async `run`."""
+"""The tool registry. A built-in tool is one small declared object: a name, a description, a
+pydantic model of its arguments (the JSON schema is generated from it), an icon, its status
+texts and an async `run`. Tools from MCP servers (chat.agent.mcp) have the same face."""
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, Protocol
 
 from django.utils.functional import Promise
 from django.utils.module_loading import import_string
@@ -39,12 +40,54 @@ def truncate_feedback(text: str, limit: int = FEEDBACK_LIMIT) -> str:
 
 @dataclass(frozen=True, slots=True)
 class ToolOutcome:
-    """What a tool hands back: content for the model, a short summary for the audit, and the
-    line the user sees when it is done."""
+    """What a tool hands back: content for the model (a string goes as it is, anything else as
+    JSON), a short summary for the audit, and the line the user sees when it is done."""
 
     content: Any
     summary: str
     done_message: str
+    # Kept for the audit only (an MCP tool's structured content).
+    structured: Any = None
+
+
+ProgressReporter = Callable[[float, float | None, str | None], None]
+_reporter: contextvars.ContextVar[ProgressReporter | None] = contextvars.ContextVar(
+    "tool_progress", default=None
+)
+
+
+def progress_reporter() -> ProgressReporter:
+    """Where the running tool reports how far it is (progress, total, message); the agent
+    loop shows it live. Read it in the tool's own task: callbacks run elsewhere."""
+    return _reporter.get() or (lambda progress, total, message: None)
+
+
+def report_progress_to(reporter: ProgressReporter) -> contextvars.Context:
+    """A context for a tool's task in which progress goes to `reporter`."""
+    context = contextvars.copy_context()
+    context.run(_reporter.set, reporter)
+    return context
+
+
+class AgentTool(Protocol):
+    """What the agent loop needs of a tool, built-in or from an MCP server."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def icon(self) -> str: ...
+    @property
+    def working_message(self) -> str | Promise: ...
+    @property
+    def labels(self) -> ToolLabels: ...
+    @property
+    def user_facing(self) -> bool: ...
+    @property
+    def schema(self) -> dict[str, Any]: ...
+
+    def parse(self, arguments: dict[str, Any]) -> Any: ...
+
+    def run(self, parsed: Any) -> Awaitable[ToolOutcome]: ...
 
 
 class ToolError(Exception):
@@ -128,10 +171,10 @@ def _without_titles(schema: Any) -> Any:
 
 @dataclass
 class ToolRegistry:
-    tools: dict[str, Tool] = field(default_factory=dict)
+    tools: dict[str, AgentTool] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, tools: Iterable[Tool]) -> ToolRegistry:
+    def of(cls, tools: Iterable[AgentTool]) -> ToolRegistry:
         registry = cls()
         for tool in tools:
             registry.register(tool)
@@ -148,13 +191,18 @@ class ToolRegistry:
             tools.append(tool)
         return cls.of(tools)
 
-    def register(self, tool: Tool) -> Tool:
+    def register(self, tool: AgentTool) -> AgentTool:
         if tool.name in self.tools:
             raise ValueError(f"a tool named {tool.name!r} is already registered")
         self.tools[tool.name] = tool
         return tool
 
-    def get(self, name: str) -> Tool | None:
+    def with_tools(self, tools: Iterable[AgentTool]) -> ToolRegistry:
+        """This registry and more tools; a name already taken keeps its first tool."""
+        more = {tool.name: tool for tool in tools if tool.name not in self.tools}
+        return ToolRegistry({**self.tools, **more})
+
+    def get(self, name: str) -> AgentTool | None:
         return self.tools.get(name)
 
     def schemas(self) -> list[dict[str, Any]]:

@@ -119,6 +119,9 @@ class _Gaps:
             if lines:
                 self.seq = lines[-1]["seq"]
             return [*lines, *await self._missing_text_at_end(), event]
+        if "seq" not in event:
+            # A tool's progress: live only, and the next one supersedes it.
+            return [] if self.finished else [event]
         if event["seq"] <= self.seq:
             return []
         events = []

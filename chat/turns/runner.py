@@ -22,7 +22,10 @@ from chat.agent.builtin_tools import default_registry
 from chat.agent.client import make_client
 from chat.agent.errors import describe_failure
 from chat.agent.loop import run_agent
+from chat.agent.mcp.connections import pool
+from chat.agent.mcp.tools import tools_of
 from chat.agent.tools import ToolRegistry
+from chat.mcp_servers import configured_servers
 from chat.models import Conversation, Message
 from chat.turns import registry
 from chat.turns.broadcast import send_turn_event
@@ -122,7 +125,6 @@ async def _turn_run(
     tools: ToolRegistry | None,
     client_factory: Callable[[], AsyncOpenAI],
 ) -> Message.State:
-    tools = tools or default_registry()
     group = Conversation.group_name_for(answer.conversation_id)
     recorder = FeedRecorder(answer.answer_feed)
     text = AnswerText(answer, group)
@@ -130,6 +132,10 @@ async def _turn_run(
 
     async def emit(event: RecordedEvent) -> None:
         await text.send()
+        if isinstance(event, Status) and event.live_only:
+            # A tool's progress: shown live, its last report kept on the call's result.
+            await send_turn_event(group, answer_id=answer.pk, event=to_json(event))
+            return
         recorded = recorder.number(event)
         # People see the line first; it is written before the next one is numbered, so a
         # client that misses a line always finds it in the database.
@@ -144,6 +150,7 @@ async def _turn_run(
     beating = asyncio.create_task(heartbeat(recorder.feed.pk, this, text))
     try:
         async with asyncio.timeout(settings.GLASSBOX_TURN_TIMEOUT):
+            tools = tools or await turn_tools()
             history = await amodel_history(answer)
             # The client is shared by the turns of this process (see make_client).
             async for event in run_agent(
@@ -176,15 +183,21 @@ async def _turn_run(
     return state
 
 
+async def turn_tools() -> ToolRegistry:
+    """The built-in tools and those of the MCP servers that are connected now."""
+    connections = await pool().connect(await configured_servers())
+    return default_registry().with_tools(tools_of(connections))
+
+
 async def _finish(
     answer: Message,
     recorder: FeedRecorder,
     text: AnswerText,
-    tools: ToolRegistry,
+    tools: ToolRegistry | None,
     state: Message.State,
 ) -> None:
     await text.send()
-    summary = summarize(recorder.events, tools.labels())
+    summary = summarize(recorder.events, (tools or default_registry()).labels())
     await text.store(state=state)
     # Only now: a follower that joins in between reads the whole text from here or there.
     registry.text_finished(answer.pk)

@@ -1,0 +1,135 @@
+"""What an MCP server is to Glassbox: a name, how to reach it, and which of its tools the
+agent may use. Servers come from GLASSBOX_MCP_SERVERS and from the admin; both end here."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,23}$")
+# Tool names reach the model as `<server>__<tool>`, within the 64 characters it accepts.
+SEPARATOR = "__"
+KEYS = {"name", "url", "headers", "command", "args", "env", "tools", "approval", "enabled"}
+
+
+class ServerConfigError(ValueError):
+    """A server declaration that cannot be used; the message names the field."""
+
+
+@dataclass(frozen=True)
+class ServerSpec:
+    name: str
+    url: str = ""
+    # Secrets: never logged, shown back in admin, or put in an error message.
+    headers: dict[str, str] = field(default_factory=dict, repr=False)
+    command: str = ""
+    args: tuple[str, ...] = ()
+    env: dict[str, str] = field(default_factory=dict, repr=False)
+    # None: every tool the server lists.
+    tools: frozenset[str] | None = None
+    approval: frozenset[str] = frozenset()
+    enabled: bool = True
+
+    @property
+    def transport(self) -> str:
+        return "http" if self.url else "stdio"
+
+    @property
+    def fingerprint(self) -> str:
+        """Changes when anything that needs a new session changes (secrets included, hashed)."""
+        data = [self.url, self.headers, self.command, list(self.args), self.env]
+        return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
+
+    def allows(self, tool: str) -> bool:
+        return self.tools is None or tool in self.tools
+
+
+def spec_from_mapping(data: Any, where: str = "server") -> ServerSpec:
+    if not isinstance(data, dict):
+        raise ServerConfigError(f"{where}: expected an object")
+    unknown = set(data) - KEYS
+    if unknown:
+        raise ServerConfigError(f"{where}: unknown field {sorted(unknown)[0]!r}")
+    name = data.get("name")
+    if not isinstance(name, str) or not NAME.match(name):
+        raise ServerConfigError(
+            f"{where}: 'name' must be 1-24 letters, digits, '-' or '_', starting with a letter "
+            "or digit"
+        )
+    where = f"server {name!r}"
+    url = _string(data, "url", where)
+    command = _string(data, "command", where)
+    if bool(url) == bool(command):
+        raise ServerConfigError(f"{where}: give either 'url' (HTTP) or 'command' (stdio)")
+    if url and not re.match(r"^https?://[^\s/]+", url):
+        raise ServerConfigError(f"{where}: 'url' must be an http:// or https:// URL")
+    if url and ("args" in data or "env" in data):
+        raise ServerConfigError(f"{where}: 'args' and 'env' are for stdio servers")
+    if command and "headers" in data:
+        raise ServerConfigError(f"{where}: 'headers' are for HTTP servers")
+    tools = data.get("tools")
+    enabled = data.get("enabled", True)
+    if not isinstance(enabled, bool):
+        raise ServerConfigError(f"{where}: 'enabled' must be true or false")
+    return ServerSpec(
+        name=name,
+        url=url,
+        headers=_strings(data, "headers", where),
+        command=command,
+        args=tuple(_names(data, "args", where)),
+        env=_strings(data, "env", where),
+        tools=None if tools is None else frozenset(_names(data, "tools", where)),
+        approval=frozenset(_names(data, "approval", where)),
+        enabled=enabled,
+    )
+
+
+def specs_from_setting(value: str) -> list[ServerSpec]:
+    """GLASSBOX_MCP_SERVERS: a JSON list, or the path of a file holding one."""
+    text = value.strip()
+    if not text:
+        return []
+    if not text.startswith("["):
+        try:
+            text = Path(text).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ServerConfigError(f"cannot read the file {value!r}: {exc.strerror}") from None
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise ServerConfigError(f"not valid JSON ({exc})") from None
+    if not isinstance(data, list):
+        raise ServerConfigError("expected a JSON list of servers")
+    specs = [spec_from_mapping(item, f"server {index + 1}") for index, item in enumerate(data)]
+    names = [spec.name for spec in specs]
+    for name in names:
+        if names.count(name) > 1:
+            raise ServerConfigError(f"server {name!r} is declared twice")
+    return specs
+
+
+def _string(data: dict[str, Any], key: str, where: str) -> str:
+    value = data.get(key, "")
+    if not isinstance(value, str):
+        raise ServerConfigError(f"{where}: {key!r} must be a string")
+    return value.strip()
+
+
+def _strings(data: dict[str, Any], key: str, where: str) -> dict[str, str]:
+    value = data.get(key) or {}
+    if not isinstance(value, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    ):
+        raise ServerConfigError(f"{where}: {key!r} must be an object of strings")
+    return dict(value)
+
+
+def _names(data: dict[str, Any], key: str, where: str) -> list[str]:
+    value = data.get(key) or []
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ServerConfigError(f"{where}: {key!r} must be a list of strings")
+    return value

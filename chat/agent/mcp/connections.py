@@ -1,0 +1,243 @@
+"""One session per MCP server and process, opened once and reused by every turn. A session
+that fails is reopened with backoff; its tools are listed at connect and listed again when
+the server says they changed. A server that is down costs only the calls made to it."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import weakref
+from collections.abc import Iterable
+from contextlib import suppress
+from typing import Any
+
+import anyio
+import httpx2
+import mcp_types as types
+from django.conf import settings
+from django.utils.functional import Promise
+from django.utils.translation import gettext_lazy as _
+from mcp import Client, MCPError, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp.client.subscriptions import ListenNotSupportedError
+from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.dispatcher import ProgressFnT
+
+from chat.agent.mcp.config import ServerSpec
+
+logger = logging.getLogger("glassbox.mcp")
+
+FIRST_RETRY = 0.5
+LAST_RETRY = 30.0
+
+
+class Unreachable(Exception):
+    """The server has no session now; the message is for people (no URL, no secrets)."""
+
+
+class Connection:
+    """The session with one server; the task that owns it lives as long as the process."""
+
+    def __init__(self, spec: ServerSpec) -> None:
+        self.spec = spec
+        self.client: Client | None = None
+        self.listed: tuple[types.Tool, ...] = ()
+        self.reason: str | Promise = ""
+        # Set once the first attempt ended either way, so a turn waits for it at most once.
+        self.tried = asyncio.Event()
+        self.broken = asyncio.Event()
+        self.up = asyncio.Event()
+        self.stale = asyncio.Event()
+        self.task = asyncio.create_task(self._keep_open(), name=f"mcp:{spec.name}")
+
+    async def call(
+        self, tool: str, arguments: dict[str, Any], progress: ProgressFnT
+    ) -> types.CallToolResult:
+        client = self.client
+        if client is None:
+            raise Unreachable(self.reason or _("it is not connected"))
+        try:
+            return await client.call_tool(tool, arguments, progress_callback=progress)
+        except (httpx2.TransportError, OSError, EOFError) as exc:
+            self._lost(exc)
+            raise Unreachable(_("the connection was lost during the call")) from None
+        except MCPError as exc:
+            if exc.code == types.CONNECTION_CLOSED:
+                self._lost(exc)
+                raise Unreachable(_("the connection was lost during the call")) from None
+            raise
+        except Exception as exc:
+            if _closed(exc):
+                self._lost(exc)
+                raise Unreachable(_("the connection was lost during the call")) from None
+            raise
+
+    async def close(self) -> None:
+        self.task.cancel()
+        with suppress(BaseException):
+            await self.task
+
+    def _lost(self, exc: BaseException) -> None:
+        logger.warning("MCP server %s: connection lost (%s)", self.spec.name, type(exc).__name__)
+        self.client = None
+        self.up.clear()
+        self.reason = _("the connection was lost")
+        self.broken.set()
+
+    async def _keep_open(self) -> None:
+        delay = FIRST_RETRY
+        while True:
+            self.broken.clear()
+            try:
+                async with self._client() as client:
+                    await self._list(client)
+                    self.client, self.reason, delay = client, "", FIRST_RETRY
+                    self.up.set()
+                    self.tried.set()
+                    logger.info("MCP server %s: connected", self.spec.name)
+                    await self._watch(client)
+            except asyncio.CancelledError:
+                raise
+            except BaseException as exc:  # anyio wraps failures in exception groups
+                self.reason = _describe(exc)
+                logger.warning("MCP server %s: %s", self.spec.name, self.reason)
+            finally:
+                self.client = None
+                self.up.clear()
+            self.tried.set()
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, LAST_RETRY)
+
+    def _client(self) -> Client:
+        timeout = settings.GLASSBOX_MCP_CONNECT_TIMEOUT
+        if self.spec.url:
+            http = create_mcp_http_client(
+                headers=self.spec.headers,
+                timeout=httpx2.Timeout(timeout, read=settings.GLASSBOX_TOOL_TIMEOUT + 60),
+            )
+            transport = streamable_http_client(self.spec.url, http_client=http)
+            return Client(transport, message_handler=self._on_message, cache=None)
+        params = StdioServerParameters(
+            command=self.spec.command,
+            args=list(self.spec.args),
+            env=self.spec.env,
+            cwd=settings.BASE_DIR,
+        )
+        return Client(params, message_handler=self._on_message, cache=None)
+
+    async def _list(self, client: Client) -> None:
+        listed: list[types.Tool] = []
+        cursor: str | None = None
+        async with asyncio.timeout(settings.GLASSBOX_MCP_CONNECT_TIMEOUT):
+            for _page in range(20):
+                page = await client.list_tools(cursor=cursor)
+                listed += page.tools
+                cursor = page.next_cursor
+                if cursor is None:
+                    break
+        self.listed = tuple(listed)
+
+    @property
+    def tools(self) -> list[types.Tool]:
+        """The listed tools the agent may use, as the server last described them."""
+        return [tool for tool in self.listed if self.spec.allows(tool.name)]
+
+    async def _watch(self, client: Client) -> None:
+        """Until the session breaks: lists the tools again whenever they change."""
+        listening = asyncio.create_task(self._listen(client))
+        try:
+            while True:
+                stale = asyncio.create_task(self.stale.wait())
+                broken = asyncio.create_task(self.broken.wait())
+                await asyncio.wait({stale, broken}, return_when=asyncio.FIRST_COMPLETED)
+                stale.cancel()
+                broken.cancel()
+                if self.broken.is_set():
+                    return
+                self.stale.clear()
+                await self._list(client)
+                logger.info("MCP server %s: tools listed again", self.spec.name)
+        finally:
+            listening.cancel()
+
+    async def _listen(self, client: Client) -> None:
+        """Servers of the 2026 protocol announce changes on a subscription stream."""
+        try:
+            async with client.listen(tools_list_changed=True) as subscription:
+                async for _event in subscription:
+                    self.stale.set()
+        except ListenNotSupportedError:
+            return  # an older server sends notifications/tools/list_changed instead
+        except Exception as exc:
+            # The stream drops when the server goes away: open a new session.
+            self._lost(exc)
+
+    async def _on_message(self, message: Any) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            self.stale.set()
+        elif isinstance(message, Exception) and _closed(message):
+            self._lost(message)
+
+
+def _closed(exc: BaseException) -> bool:
+    return isinstance(
+        exc, anyio.ClosedResourceError | anyio.BrokenResourceError | anyio.EndOfStream
+    )
+
+
+def _describe(exc: BaseException) -> str | Promise:
+    """A reason for people and logs: the kind of failure, never a URL, header or command."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    if isinstance(exc, TimeoutError | httpx2.TimeoutException):
+        return _("it did not answer in time")
+    if isinstance(exc, httpx2.ConnectError | ConnectionError):
+        return _("it cannot be reached")
+    if isinstance(exc, httpx2.HTTPStatusError):
+        return _("it answered HTTP %(status)d") % {"status": exc.response.status_code}
+    if isinstance(exc, FileNotFoundError | PermissionError):
+        return _("its command cannot be started")
+    return _("it failed to start a session (%(error)s)") % {"error": type(exc).__name__}
+
+
+class Pool:
+    """The sessions of one event loop (the server's; each test has its own)."""
+
+    def __init__(self) -> None:
+        self.connections: dict[str, Connection] = {}
+
+    async def connect(self, specs: Iterable[ServerSpec]) -> list[Connection]:
+        """The connections for these servers, opening new ones and closing those whose
+        declaration changed or went; waits for a first attempt only, never for a retry."""
+        wanted = {spec.name: spec for spec in specs if spec.enabled}
+        for name, connection in list(self.connections.items()):
+            spec = wanted.get(name)
+            if spec is None or spec.fingerprint != connection.spec.fingerprint:
+                del self.connections[name]
+                await connection.close()
+            elif spec != connection.spec:
+                connection.spec = spec  # only the allowed tools changed
+        for name, spec in wanted.items():
+            if name not in self.connections:
+                self.connections[name] = Connection(spec)
+        waiting = [c.tried.wait() for c in self.connections.values() if not c.tried.is_set()]
+        if waiting:
+            with suppress(TimeoutError):
+                async with asyncio.timeout(settings.GLASSBOX_MCP_CONNECT_TIMEOUT):
+                    await asyncio.gather(*waiting)
+        return [self.connections[name] for name in wanted]
+
+    async def close(self) -> None:
+        connections, self.connections = list(self.connections.values()), {}
+        for connection in connections:
+            await connection.close()
+
+
+_pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Pool] = weakref.WeakKeyDictionary()
+
+
+def pool() -> Pool:
+    loop = asyncio.get_running_loop()
+    if loop not in _pools:
+        _pools[loop] = Pool()
+    return _pools[loop]

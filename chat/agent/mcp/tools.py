@@ -1,0 +1,190 @@
+"""An MCP server's tool as the agent's: namespaced by server, `feedback_to_user` added to its
+schema, its arguments checked against the schema it declared, its progress reported live.
+Everything the server wrote (titles, descriptions, results, errors) is untrusted text: it is
+escaped where it is shown and cut to a budget before the model sees it."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+import jsonschema
+import mcp_types as types
+from django.conf import settings
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
+
+from activity.presentation import ToolLabels
+from chat.agent.mcp.config import SEPARATOR
+from chat.agent.mcp.connections import Connection, Unreachable
+from chat.agent.tools import (
+    FEEDBACK_ARG,
+    FEEDBACK_SCHEMA,
+    ToolError,
+    ToolOutcome,
+    progress_reporter,
+)
+
+ICON = "🧩"
+NOT_A_NAME = re.compile(r"[^A-Za-z0-9_-]")
+DESCRIPTION_LIMIT = 1024
+TITLE_LIMIT = 60
+REASON_LIMIT = 200
+
+
+def tool_name(server: str, tool: str) -> str:
+    """`<server>__<tool>` in the characters and length the model's API accepts."""
+    return (server + SEPARATOR + NOT_A_NAME.sub("_", tool))[:64]
+
+
+def one_line(text: str, limit: int) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+@dataclass(frozen=True)
+class McpTool:
+    connection: Connection
+    remote: types.Tool
+
+    @property
+    def server(self) -> str:
+        return self.connection.spec.name
+
+    @cached_property
+    def name(self) -> str:
+        return tool_name(self.server, self.remote.name)
+
+    @cached_property
+    def title(self) -> str:
+        return one_line(self.remote.title or self.remote.name, TITLE_LIMIT)
+
+    @property
+    def icon(self) -> str:
+        return ICON
+
+    @property
+    def user_facing(self) -> bool:
+        return True
+
+    @property
+    def working_message(self) -> str:
+        return _("Running “%(tool)s”…") % {"tool": self.title}
+
+    @cached_property
+    def labels(self) -> ToolLabels:
+        values = {"tool": self.title}
+        return ToolLabels(
+            icon=ICON,
+            done=gettext_lazy("Ran “%(tool)s”") % values,
+            failed=gettext_lazy("“%(tool)s” failed") % values,
+        )
+
+    @cached_property
+    def input_schema(self) -> dict[str, Any]:
+        schema = dict(self.remote.input_schema or {})
+        schema.setdefault("type", "object")
+        return schema
+
+    @cached_property
+    def schema(self) -> dict[str, Any]:
+        parameters = dict(self.input_schema)
+        parameters["properties"] = {
+            FEEDBACK_ARG: FEEDBACK_SCHEMA,
+            **parameters.get("properties", {}),
+        }
+        parameters["required"] = [FEEDBACK_ARG, *parameters.get("required", [])]
+        description = self.remote.description or self.title
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": one_line(f"[{self.server}] {description}", DESCRIPTION_LIMIT),
+                "parameters": parameters,
+            },
+        }
+
+    def parse(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        if not isinstance(arguments.get(FEEDBACK_ARG, ""), str):
+            raise ToolError(
+                _("argument %(name)s has the wrong type") % {"name": repr(FEEDBACK_ARG)}
+            )
+        values = {k: v for k, v in arguments.items() if k != FEEDBACK_ARG}
+        try:
+            validator = jsonschema.validators.validator_for(self.input_schema)
+            error = jsonschema.exceptions.best_match(
+                validator(self.input_schema).iter_errors(values)
+            )
+        except jsonschema.exceptions.SchemaError:
+            return values  # the server's schema is its own business; it checks the call
+        if error is not None:
+            where = ".".join(str(part) for part in error.absolute_path) or "arguments"
+            raise ToolError(
+                _("argument %(name)s is invalid: %(problem)s")
+                % {"name": repr(where), "problem": one_line(error.message, REASON_LIMIT)}
+            )
+        return values
+
+    async def run(self, parsed: dict[str, Any]) -> ToolOutcome:
+        report = progress_reporter()
+
+        async def progress(progress: float, total: float | None, message: str | None) -> None:
+            report(progress, total, message)
+
+        try:
+            result = await self.connection.call(self.remote.name, parsed, progress)
+        except Unreachable as exc:
+            raise ToolError(
+                _("the %(server)s server is unreachable: %(why)s")
+                % {"server": self.server, "why": exc}
+            ) from None
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            message = getattr(getattr(exc, "error", None), "message", "") or type(exc).__name__
+            raise ToolError(
+                _("the %(server)s server refused the call: %(why)s")
+                % {"server": self.server, "why": one_line(message, REASON_LIMIT)}
+            ) from None
+        text = model_text(result.content)
+        if result.is_error:
+            raise ToolError(one_line(text or _("the tool reported an error"), REASON_LIMIT))
+        limit = settings.GLASSBOX_MCP_RESULT_CHARS
+        if len(text) > limit:
+            text = (
+                text[:limit]
+                + "\n"
+                + _("[cut: the result was %(count)d characters]") % {"count": len(text)}
+            )
+        return ToolOutcome(
+            content=text,
+            summary=one_line(text, 120),
+            done_message=_("“%(tool)s” finished") % {"tool": self.title},
+            structured=result.structured_content,
+        )
+
+
+def model_text(content: list[types.ContentBlock]) -> str:
+    """What the model reads of a result: its text; other content is named, never inlined."""
+    parts = []
+    for block in content:
+        if isinstance(block, types.TextContent):
+            parts.append(block.text)
+        elif isinstance(block, types.ImageContent):
+            parts.append(_("[an image (%(type)s) was left out]") % {"type": block.mime_type})
+        elif isinstance(block, types.AudioContent):
+            parts.append(_("[audio (%(type)s) was left out]") % {"type": block.mime_type})
+        elif isinstance(block, types.EmbeddedResource):
+            resource = block.resource
+            text = getattr(resource, "text", None)
+            parts.append(text if isinstance(text, str) else _("[a resource was left out]"))
+        else:
+            parts.append(_("[a resource was left out]"))
+    return "\n".join(parts)
+
+
+def tools_of(connections: list[Connection]) -> list[McpTool]:
+    return [McpTool(connection, tool) for connection in connections for tool in connection.tools]

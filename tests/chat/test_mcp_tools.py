@@ -1,0 +1,286 @@
+"""Tools from real MCP servers (the `mcp` SDK on both sides, real processes): progress shown
+live and kept, failures explained, Stop reaching the server, the tool list kept fresh."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+
+from activity.models import ActivityEvent
+from chat.agent.mcp.config import spec_from_mapping
+from chat.agent.mcp.connections import pool
+from chat.models import Message
+from tests.support.mcp import DEMO, free_port, http_server, stdio
+from tests.support.sockets import ask, finish_turns, json_until_done, open_socket
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
+
+
+@pytest_asyncio.fixture
+async def sessions():
+    """This test's MCP sessions, closed (their processes ended) at its end."""
+    yield pool()
+    await finish_turns()
+    await pool().close()
+
+
+@pytest.fixture
+def bench(settings, sessions):
+    settings.GLASSBOX_MCP_SERVERS = [stdio("bench")]
+    return sessions
+
+
+async def json_turn(conversation, user, question: str, limit: float = 20) -> list[dict]:
+    socket = await open_socket(conversation, user, as_json=True)
+    await ask(socket, question)
+    events = await json_until_done(socket, limit)
+    await finish_turns()
+    await socket.disconnect()
+    return events
+
+
+def statuses(events: list[dict]) -> list[dict]:
+    return [e for e in events if e["type"] == "status"]
+
+
+def text(events: list[dict]) -> str:
+    return "".join(e["content"] for e in events if e["type"] == "text")
+
+
+async def test_progress_is_live_numeric_and_kept_on_the_result(bench, alice, alice_conversation):
+    events = await json_turn(alice_conversation, alice, 'bench__count {"steps": 4}')
+
+    lines = statuses(events)
+    assert lines[0]["message"] == "Running “Count steps”…" and lines[0]["tool"] == "bench__count"
+    progress = [e for e in lines if "progress" in e]
+    assert progress, "at least the first report is shown live"
+    assert all("seq" not in e and e["total"] == 4 for e in progress)
+    assert [e["progress"] for e in progress] == sorted(e["progress"] for e in progress)
+    assert progress[0]["message"].startswith("Step ")
+    (result,) = [e for e in events if e["type"] == "tool_result"]
+    assert result["ok"] is True
+    assert (result["progress"], result["total"], result["progress_count"]) == (4, 4, 4)
+    assert result["progress_message"] == "Step 4 of 4"
+    assert events[-1]["state"] == "complete"
+    assert "counted to 4" in text(events)
+    row = await ActivityEvent.objects.aget(kind="tool_result")
+    assert (row.server, row.tool, row.progress, row.progress_total) == (
+        "bench",
+        "bench__count",
+        4,
+        4,
+    )
+    assert row.result_structured == {"result": "counted to 4"}
+
+
+async def test_a_report_without_a_total_is_an_indeterminate_bar(bench, alice, alice_conversation):
+    events = await json_turn(
+        alice_conversation, alice, 'bench__count {"steps": 2, "known_total": false}'
+    )
+
+    progress = [e for e in statuses(events) if "progress" in e]
+    assert progress and all("total" not in e for e in progress)
+
+
+async def test_ten_thousand_reports_cost_no_more_writes_than_none(
+    bench, alice, alice_conversation
+):
+    quiet = await json_turn(alice_conversation, alice, 'bench__flood {"count": 1}')
+    rows_quiet = await ActivityEvent.objects.acount()
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    flood = await json_turn(alice_conversation, alice, 'bench__flood {"count": 10000}', limit=60)
+    seconds = loop.time() - started
+
+    assert await ActivityEvent.objects.acount() == 2 * rows_quiet
+    live = [e for e in statuses(flood) if "progress" in e]
+    # At most five a second reach the page, whatever the server sends.
+    assert 1 <= len(live) <= 5 * seconds + 2
+    result = await ActivityEvent.objects.filter(kind="tool_result").order_by("pk").alast()
+    assert (result.progress_count, result.progress) == (10000, 10000)
+    assert quiet[-1]["state"] == flood[-1]["state"] == "complete"
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_the_demo_server_compares_surveys_over_both_transports(
+    transport, settings, sessions, alice, alice_conversation
+):
+    env = {"GLASSBOX_DEMO_MCP_DELAY": "0"}
+    with http_server(DEMO, **env) if transport == "http" else _nothing() as url:
+        settings.GLASSBOX_MCP_SERVERS = [
+            spec_from_mapping({"name": "surveys", "url": url})
+            if url
+            else stdio("surveys", DEMO, **env)
+        ]
+        events = await json_turn(
+            alice_conversation, alice, "Compare five salary surveys for an engineer"
+        )
+
+    lines = statuses(events)
+    assert lines[0]["message"] == "Running “Compare salary surveys”…"
+    assert (
+        lines[1]["message"]
+        == "Comparing salary surveys for “Compare five salary surveys engineer”"
+    )
+    (result,) = [e for e in events if e["type"] == "tool_result"]
+    assert (result["progress"], result["total"], result["progress_count"]) == (5, 5, 5)
+    assert result["progress_message"] == "Read survey 5 of 5: National Statistics Office"
+    assert "the median for **engineer** is **58,000 €**" in text(events)
+    assert "| Hays Salary Guide | 58,000 € |" in text(events)
+    assert lines[-1]["icon"] == "✅"
+
+
+class _nothing:
+    def __enter__(self):
+        return ""
+
+    def __exit__(self, *exc):
+        return False
+
+
+async def test_an_error_result_is_explained_and_the_turn_completes(
+    bench, alice, alice_conversation
+):
+    events = await json_turn(alice_conversation, alice, "bench__refuse")
+
+    failed = [e for e in statuses(events) if e["state"] == "failed"]
+    assert failed[0]["icon"] == "❌"
+    assert failed[0]["message"] == (
+        "“Refuse” failed (Error executing tool refuse: the ledger is locked for maintenance)"
+    )
+    assert statuses(events)[-1]["icon"] == "🔄" or "🔄" in [e["icon"] for e in statuses(events)]
+    assert events[-1]["state"] == "complete"
+
+
+async def test_a_protocol_error_is_explained(bench, alice, alice_conversation):
+    events = await json_turn(alice_conversation, alice, "bench__protocol_error")
+
+    failed = [e for e in statuses(events) if e["state"] == "failed"]
+    assert failed[0]["message"] == (
+        "“Break the protocol” failed (the bench server refused the call: the request was "
+        "malformed)"
+    )
+    assert events[-1]["state"] == "complete"
+
+
+async def test_a_server_that_dies_mid_call_fails_the_call_and_comes_back(
+    bench, alice, alice_conversation
+):
+    events = await json_turn(alice_conversation, alice, "bench__crash")
+
+    failed = [e for e in statuses(events) if e["state"] == "failed"]
+    assert failed[0]["message"] == (
+        "“Crash” failed (the bench server is unreachable: the connection was lost during the call)"
+    )
+    assert "🔄" in [e["icon"] for e in statuses(events)]
+    assert events[-1]["state"] == "complete"
+    # A new session is opened (with backoff); the next turn uses it.
+    async with asyncio.timeout(15):
+        await pool().connections["bench"].up.wait()
+    again = await json_turn(alice_conversation, alice, 'bench__count {"steps": 1}')
+    assert "counted to 1" in text(again)
+
+
+async def test_a_call_past_the_tool_timeout_is_cancelled_on_the_server(
+    bench, settings, tmp_path, alice, alice_conversation
+):
+    settings.GLASSBOX_TOOL_TIMEOUT = 0.5
+    marker = tmp_path / "cancelled"
+    events = await json_turn(alice_conversation, alice, f'bench__hang {{"marker": "{marker}"}}')
+
+    failed = [e for e in statuses(events) if e["state"] == "failed"]
+    assert failed[0]["message"] == "“Hang” failed (timed out after 0.5 s)"
+    assert events[-1]["state"] == "complete"
+    await _appears(marker)
+
+
+async def test_stop_cancels_the_call_on_the_server(bench, tmp_path, alice, alice_conversation):
+    marker = tmp_path / "cancelled"
+    socket = await open_socket(alice_conversation, alice, as_json=True)
+    await ask(socket, f'bench__hang {{"marker": "{marker}"}}')
+    events = []
+    while "progress" not in events[-1:] and not any("progress" in e for e in events):
+        events.append(json.loads(await socket.receive_from(timeout=20)))
+    answer_id = next(e["message_id"] for e in events if e["type"] == "turn")
+    await socket.send_to(text_data=json.dumps({"stop": answer_id}))
+    events += await json_until_done(socket)
+    await finish_turns()
+    await socket.disconnect()
+
+    assert events[-1]["state"] == "interrupted"
+    await _appears(marker)
+    answer = await Message.objects.aget(pk=answer_id)
+    assert answer.state == Message.State.INTERRUPTED
+
+
+async def test_an_unreachable_server_never_blocks_turns_that_do_not_use_it(
+    settings, sessions, alice, alice_conversation
+):
+    settings.GLASSBOX_MCP_SERVERS = [
+        spec_from_mapping({"name": "down", "url": f"http://127.0.0.1:{free_port()}/mcp"}),
+        stdio("bench"),
+    ]
+    events = await json_turn(alice_conversation, alice, 'bench__count {"steps": 1}')
+
+    assert "counted to 1" in text(events)
+    down = pool().connections["down"]
+    assert down.client is None and down.reason == "it cannot be reached"
+    assert not down.tools
+
+
+async def test_a_server_that_goes_away_fails_its_calls_with_a_reason(
+    settings, sessions, alice, alice_conversation
+):
+    with http_server() as url:
+        settings.GLASSBOX_MCP_SERVERS = [spec_from_mapping({"name": "remote", "url": url})]
+        first = await json_turn(alice_conversation, alice, 'remote__count {"steps": 1}')
+    events = await json_turn(alice_conversation, alice, 'remote__count {"steps": 1}')
+
+    assert "counted to 1" in text(first)
+    failed = [e for e in statuses(events) if e["state"] == "failed"]
+    assert failed[0]["message"].startswith(
+        "“Count steps” failed (the remote server is unreachable"
+    )
+    assert events[-1]["state"] == "complete"
+
+
+async def test_the_tool_list_is_refreshed_when_the_server_changes_it(
+    bench, alice, alice_conversation
+):
+    await json_turn(alice_conversation, alice, "bench__grow")
+    connection = pool().connections["bench"]
+    async with asyncio.timeout(10):
+        while "grown" not in [tool.name for tool in connection.tools]:
+            connection.stale.clear()
+            await asyncio.sleep(0.05)
+    events = await json_turn(alice_conversation, alice, "bench__grown")
+
+    assert "I was added later" in text(events)
+
+
+async def test_only_the_allowed_tools_are_offered(settings, sessions, alice, alice_conversation):
+    settings.GLASSBOX_MCP_SERVERS = [
+        spec_from_mapping({**_bench_mapping(), "tools": ["count"]}),
+    ]
+    refused = await json_turn(alice_conversation, alice, "bench__refuse")
+    allowed = await json_turn(alice_conversation, alice, 'bench__count {"steps": 1}')
+
+    assert not [e for e in refused if e["type"] == "tool_call"]
+    assert "counted to 1" in text(allowed)
+
+
+def _bench_mapping() -> dict:
+    spec = stdio("bench")
+    return {"name": spec.name, "command": spec.command, "args": list(spec.args)}
+
+
+async def _appears(path: Path) -> None:
+    """The server leaves the file when the cancellation reaches it (another process: polled)."""
+    async with asyncio.timeout(10):
+        while not await asyncio.to_thread(path.exists):  # noqa: ASYNC110
+            await asyncio.sleep(0.05)
+    assert await asyncio.to_thread(path.read_text) == "cancelled"

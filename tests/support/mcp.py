@@ -1,0 +1,61 @@
+"""MCP servers for the tests: the test bench and the demo server, over stdio or streamable
+HTTP, run as real processes with the `mcp` SDK."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx2
+
+from chat.agent.mcp.config import ServerSpec, spec_from_mapping
+
+ROOT = Path(__file__).resolve().parents[2]
+BENCH = "tests.support.mcp_server"
+DEMO = "chat.agent.mcp.demo_server"
+
+
+def stdio(name: str, module: str = BENCH, **env: str) -> ServerSpec:
+    return spec_from_mapping(
+        {"name": name, "command": sys.executable, "args": ["-m", module], "env": env}
+    )
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextlib.contextmanager
+def http_server(module: str = BENCH, **env: str) -> Iterator[str]:
+    """The server on a free port; its URL once it answers."""
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", module, "--http", str(port)],
+        cwd=ROOT,
+        env={"PATH": "/usr/bin:/bin", **env},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}/mcp"
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                httpx2.get(url, timeout=1)
+                break
+            except httpx2.TransportError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"the MCP server {module} did not start") from None
+                time.sleep(0.05)
+        yield url
+    finally:
+        # Abruptly, as a server goes away; a graceful stop would wait for open streams.
+        process.kill()
+        process.wait(10)

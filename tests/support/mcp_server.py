@@ -1,0 +1,109 @@
+"""An MCP server for the tests, built with the `mcp` SDK like any team's server: tools that
+report progress, flood, fail, hang, die mid-call, change the tool list and write hostile text.
+Run over stdio: `python -m tests.support.mcp_server`; over HTTP: `... --http PORT`."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+from pathlib import Path
+
+from mcp import MCPError
+from mcp.server.mcpserver import Context, Image, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
+server = MCPServer("testbench")
+HOSTILE = '<img src=x onerror="window.pwned=1">'
+
+
+@server.tool(title="Count steps")
+async def count(steps: int, ctx: Context, known_total: bool = True) -> str:
+    """Counts to `steps`, reporting each step."""
+    for step in range(1, steps + 1):
+        total = steps if known_total else None
+        await ctx.report_progress(step, total, f"Step {step} of {steps}")
+    return f"counted to {steps}"
+
+
+@server.tool(title="Flood")
+async def flood(count: int, ctx: Context) -> str:
+    """Sends `count` progress notifications as fast as it can."""
+    for step in range(1, count + 1):
+        await ctx.report_progress(step, count, f"Notification {step}")
+    return f"sent {count}"
+
+
+@server.tool(title="Refuse")
+async def refuse() -> str:
+    """Always reports an error."""
+    raise ToolError("the ledger is locked for maintenance")
+
+
+@server.tool(title="Break the protocol")
+async def protocol_error() -> str:
+    """Answers with a JSON-RPC error instead of a result."""
+    raise MCPError(code=-32602, message="the request was malformed")
+
+
+@server.tool(title="Crash")
+async def crash(ctx: Context) -> str:
+    """Dies in the middle of the call."""
+    await ctx.report_progress(1, 2, "About to fall over")
+    os._exit(3)
+
+
+@server.tool(title="Hang")
+async def hang(marker: str, ctx: Context) -> str:
+    """Waits until it is cancelled, and leaves a file saying so."""
+    await ctx.report_progress(1, None, "Waiting for ever")
+    try:
+        await asyncio.sleep(3600)
+    except BaseException:
+        _leave(marker)
+        raise
+    return "never"
+
+
+def _leave(marker: str) -> None:
+    Path(marker).write_text("cancelled")
+
+
+@server.tool(title=f"Hostile {HOSTILE}", description=f"Writes markup {HOSTILE}")
+async def hostile(ctx: Context) -> str:
+    """Writes markup everywhere it can."""
+    await ctx.report_progress(1, 2, f"<script>window.pwned=2</script>{HOSTILE}")
+    await asyncio.sleep(float(os.environ.get("TEST_MCP_HOSTILE_PAUSE", "0")))
+    return f"<script>window.pwned=3</script>{HOSTILE} **bold**"
+
+
+@server.tool(title="Picture")
+def picture() -> list:
+    """Returns an image and a caption."""
+    return [Image(data=b"\x89PNG\r\n\x1a\n" + b"0" * 16, format="png"), "a tiny picture"]
+
+
+async def grown() -> str:
+    return "I was added later"
+
+
+@server.tool(title="Grow")
+async def grow(ctx: Context) -> str:
+    """Adds the tool `grown` and says the tool list changed."""
+    server.add_tool(grown, title="Grown")
+    await ctx.notify_tools_changed()
+    return "grew"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--http", type=int, metavar="PORT")
+    options = parser.parse_args()
+    if options.http:
+        server.run("streamable-http", host="127.0.0.1", port=options.http)
+    else:
+        server.run()
+
+
+if __name__ == "__main__":
+    main()
