@@ -54,6 +54,30 @@ class ToolFilter(admin.SimpleListFilter):
         return queryset.filter(tool=self.value())
 
 
+class ServerFilter(admin.SimpleListFilter):
+    """The MCP server a tool came from; "built-in" for Glassbox's own tools."""
+
+    title = "MCP server"
+    parameter_name = "server"
+    BUILT_IN = "-"
+
+    def lookups(self, request, model_admin):
+        servers = (
+            ActivityEvent.objects.filter(kind=ActivityEvent.Kind.TOOL_RESULT)
+            .exclude(server="")
+            .order_by("server")
+            .values_list("server", flat=True)
+            .distinct()
+        )
+        return [(self.BUILT_IN, "built-in"), *((server, server) for server in servers)]
+
+    def queryset(self, request, queryset):
+        value = self.value()
+        if not value:
+            return queryset
+        return queryset.filter(server="" if value == self.BUILT_IN else value)
+
+
 class DurationFilter(admin.SimpleListFilter):
     title = "duration"
     parameter_name = "took"
@@ -177,25 +201,36 @@ def tool_stats(days: int = 30) -> dict:
         .annotate(calls=Count("id"), failed=Count("id", filter=Q(ok=False)))
         .order_by("day")
     )
-    durations: dict[str, list[int]] = defaultdict(list)
-    failures: dict[str, int] = defaultdict(int)
-    for tool, ok, duration in results.values_list("tool", "ok", "duration_ms").iterator():
-        durations[tool].append(duration or 0)
-        failures[tool] += not ok
-    tools = []
-    for tool, values in sorted(durations.items()):
+    durations: dict[tuple[str, str], list[int]] = defaultdict(list)
+    failures: dict[tuple[str, str], int] = defaultdict(int)
+    rows = results.values_list("server", "tool", "ok", "duration_ms").iterator()
+    for server, tool, ok, duration in rows:
+        durations[server, tool].append(duration or 0)
+        failures[server, tool] += not ok
+    servers: dict[str, list[dict]] = defaultdict(list)
+    # Built-in tools first, then each MCP server's, each group by tool name.
+    for (server, tool), values in sorted(durations.items()):
         values.sort()
-        tools.append(
+        servers[server].append(
             {
                 "tool": tool,
                 "calls": len(values),
-                "failure_rate": failures[tool] / len(values),
+                "failure_rate": failures[server, tool] / len(values),
                 "p50": _percentile(values, 50),
                 "p95": _percentile(values, 95),
             }
         )
+    groups = [
+        {
+            "server": server or "built-in",
+            "calls": sum(row["calls"] for row in rows_),
+            "tools": rows_,
+        }
+        for server, rows_ in servers.items()
+    ]
+    tools = [row for group in groups for row in group["tools"]]
     peak = max((day["calls"] for day in per_day), default=0)
-    return {"per_day": per_day, "peak": peak, "tools": tools, "days": days}
+    return {"per_day": per_day, "peak": peak, "tools": tools, "servers": groups, "days": days}
 
 
 def _percentile(ordered: list[int], percent: int) -> int:
@@ -209,17 +244,35 @@ class ToolCallAdmin(ReadOnlyAdmin):
     """Every tool call across all feeds: what was asked, for whom, how it went, and why."""
 
     list_display = [
-        "created_at", "user", "tool", "ok", "duration_ms", "arguments_sent", "result_summary",
-        "feed_link",
+        "created_at", "user", "server_name", "tool", "ok", "duration_ms", "arguments_sent",
+        "result_summary", "progress_count", "error_line", "feed_link",
     ]  # fmt: skip
-    list_filter = [ToolFilter, "ok", DurationFilter, "created_at"]
+    list_filter = [ServerFilter, ToolFilter, "ok", DurationFilter, "created_at"]
     list_select_related = ["feed__owner"]
-    search_fields = ["tool", "result_summary", "error", "feed__owner__username"]
+    search_fields = ["tool", "server", "result_summary", "error", "feed__owner__username"]
     date_hierarchy = "created_at"
     show_full_result_count = False
-    readonly_fields = ("feed_link", "tool", "call_id", "ok", "duration_ms", "result_summary",
-                       "error", "arguments_sent", "created_at")  # fmt: skip
+    readonly_fields = ("feed_link", "server_name", "tool", "call_id", "ok", "duration_ms",
+                       "result_summary", "error", "arguments_sent", "progress_count",
+                       "last_progress", "result_structured", "created_at")  # fmt: skip
     fields = readonly_fields
+
+    @admin.display(description="MCP server", ordering="server")
+    def server_name(self, record):
+        return record.server or "built-in"
+
+    @admin.display(description="error")
+    def error_line(self, record):
+        """The error's last line (a traceback's says what went wrong); the whole is inside."""
+        lines = record.error.strip().splitlines()
+        return lines[-1][:200] if lines else ""
+
+    @admin.display(description="last progress")
+    def last_progress(self, record):
+        if not record.progress_count:
+            return "—"
+        of = f" of {record.progress_total:g}" if record.progress_total else ""
+        return f"{record.progress:g}{of}: {record.progress_message}".rstrip(": ")
 
     def get_queryset(self, request):
         call = ActivityEvent.objects.filter(

@@ -16,6 +16,8 @@ import json
 import time
 
 ARGUMENTS = json.dumps({"feedback_to_user": "Looking up salary negotiation", "query": "salary"})
+# With --flood-tool, a question that says "flood" calls that MCP tool (bench/mcp_server.py).
+FLOOD_ARGUMENTS = json.dumps({"feedback_to_user": "Flooding", "count": 1000, "seconds": 2})
 
 
 def chunk(delta: dict, finish: str | None = None) -> bytes:
@@ -56,12 +58,15 @@ async def respond(reader, writer, options) -> None:
             writer.write(chunk({}, "stop"))
         else:
             call_id = f"call_{time.monotonic_ns()}"
+            tool, arguments = "search_documents", ARGUMENTS
+            if options.flood_tool and "flood" in str(body["messages"][-1].get("content")):
+                tool, arguments = options.flood_tool, FLOOD_ARGUMENTS
             name = {"index": 0, "id": call_id, "type": "function",
-                    "function": {"name": "search_documents", "arguments": ""}}  # fmt: skip
+                    "function": {"name": tool, "arguments": ""}}  # fmt: skip
             writer.write(chunk({"role": "assistant", "content": None, "tool_calls": [name]}))
             await writer.drain()
-            for i in range(0, len(ARGUMENTS), options.arg_chunk):
-                piece = ARGUMENTS[i : i + options.arg_chunk]
+            for i in range(0, len(arguments), options.arg_chunk):
+                piece = arguments[i : i + options.arg_chunk]
                 writer.write(
                     chunk({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]})
                 )
@@ -96,6 +101,7 @@ def parse(argv=None):
     parser.add_argument("--arg-chunk", type=int, default=6, help="argument characters a chunk")
     parser.add_argument("--arg-pause", type=float, default=0.005)
     parser.add_argument("--direct", action="store_true", help="answer without a tool call")
+    parser.add_argument("--flood-tool", default="", help="the tool a question with 'flood' calls")
     return parser.parse_args(argv)
 
 

@@ -9,6 +9,7 @@ from django.contrib.auth.admin import UserAdmin
 from django.contrib.auth.models import User
 from django.template.response import TemplateResponse
 
+from chat import mcp_admin  # noqa: F401  (the MCP servers' page registers itself)
 from chat.erasure import ErasureRefused, account_erase, terms
 from chat.models import ContactRequest, Conversation, Document, Message
 from chat.services import conversation_delete

@@ -5,17 +5,25 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from pathlib import Path
 
 import pytest
 import pytest_asyncio
+from asgiref.sync import sync_to_async
 
 from activity.models import ActivityEvent
 from chat.agent.mcp.config import spec_from_mapping
 from chat.agent.mcp.connections import pool
 from chat.models import Message
 from tests.support.mcp import DEMO, free_port, http_server, stdio
-from tests.support.sockets import ask, finish_turns, json_until_done, open_socket
+from tests.support.sockets import (
+    ask,
+    finish_turns,
+    frames_until_done,
+    json_until_done,
+    open_socket,
+)
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 
@@ -284,3 +292,93 @@ async def _appears(path: Path) -> None:
         while not await asyncio.to_thread(path.exists):  # noqa: ASYNC110
             await asyncio.sleep(0.05)
     assert await asyncio.to_thread(path.read_text) == "cancelled"
+
+
+async def test_the_admin_audits_mcp_calls_by_server(
+    bench, admin_client, alice, alice_conversation
+):
+    await json_turn(alice_conversation, alice, 'bench__count {"steps": 3}')
+    await json_turn(alice_conversation, alice, "bench__refuse")
+    get = sync_to_async(lambda url: admin_client.get(url).content.decode())
+
+    listing = await get("/admin/activity/toolcallrecord/")
+    body = listing.split("<tbody>")[1]
+    assert body.count(">bench</td>") == 2
+    assert "&#x27;steps&#x27;: 3" in body and "counted to 3" in body
+    assert '<td class="field-progress_count">3</td>' in body
+    assert "the ledger is locked for maintenance" in body
+    assert "?server=bench" in listing and "?server=-" in listing
+    built_in = await get("/admin/activity/toolcallrecord/?server=-")
+    assert ">bench</td>" not in built_in and "0 tool calls" in built_in
+    row = await ActivityEvent.objects.filter(kind="tool_result", ok=True).aget()
+    detail = await get(f"/admin/activity/toolcallrecord/{row.pk}/change/")
+    assert "3 of 3: Step 3 of 3" in detail and "counted to 3" in detail
+    dashboard = await get("/admin/activity/activityfeed/dashboard/")
+    assert '<th scope="rowgroup" rowspan="3">bench</th>' in dashboard
+    assert "<td>bench__count</td><td>1</td>" in dashboard
+
+
+async def test_tools_are_namespaced_and_ask_for_feedback_first(bench):
+    from chat.turns.runner import turn_tools
+
+    tools = await turn_tools()
+    count = tools.get("bench__count")
+    assert tools.get("search_documents") is not None and count is not None
+    function = count.schema["function"]
+    assert function["description"] == "[bench] Counts to `steps`, reporting each step."
+    parameters = function["parameters"]
+    assert list(parameters["properties"])[:2] == ["feedback_to_user", "steps"]
+    assert parameters["required"] == ["feedback_to_user", "steps"]
+    assert str(count.labels.done) == "Ran “Count steps”"
+
+
+async def test_arguments_are_checked_against_the_servers_schema_first(
+    bench, alice, alice_conversation
+):
+    events = await json_turn(alice_conversation, alice, 'bench__count {"steps": "many"}')
+
+    failed = [e for e in statuses(events) if e["state"] == "failed"]
+    assert failed[0]["message"] == (
+        "“Count steps” failed (argument 'steps' is invalid: 'many' is not of type 'integer')"
+    )
+
+
+async def test_results_reach_the_model_as_text_within_a_budget(
+    bench, settings, alice, alice_conversation
+):
+    settings.GLASSBOX_MCP_RESULT_CHARS = 7
+    await json_turn(alice_conversation, alice, 'bench__count {"steps": 2}')
+    settings.GLASSBOX_MCP_RESULT_CHARS = 8000
+    await json_turn(alice_conversation, alice, "bench__picture")
+
+    cut, picture = [
+        row.result_content
+        async for row in ActivityEvent.objects.filter(kind="tool_result").order_by("pk")
+    ]
+    assert cut == "counted\n[cut: the result was 12 characters]"
+    assert picture == "[an image (image/png) was left out]\na tiny picture"
+
+
+async def test_the_page_shows_a_progress_bar_live_and_in_history(bench, alice, alice_conversation):
+    socket = await open_socket(alice_conversation, alice)
+    await ask(socket, 'bench__count {"steps": 3}')
+    frames = await frames_until_done(socket, 20)
+    await finish_turns()
+    await socket.disconnect()
+
+    live = [f for f in frames if "<progress" in f and "state-in_progress" in f]
+    assert live and re.search(
+        r'<progress class="tool-progress" value="\d(\.0)?" max="3(\.0)?">', live[0]
+    )
+    page = await sync_to_async(_page)(alice, alice_conversation)
+    assert re.search(
+        r'<progress class="tool-progress" value="3(\.0)?" max="3(\.0)?">100%</progress>', page
+    )
+
+
+def _page(user, conversation) -> str:
+    from django.test import Client
+
+    client = Client()
+    client.force_login(user)
+    return client.get(f"/c/{conversation.pk}/").content.decode()

@@ -4,11 +4,13 @@ reason, unless REQUIRE_BROWSER=1 (set by .ci/run), which makes them required."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 
 import pytest
 
+from tests.support.mcp import DEMO, stdio
 from tests.support.servers import serve
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -18,7 +20,14 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 def glassbox_server(tmp_path_factory):
     """(url, environment) of a Glassbox serving the demo; the environment reaches its
     database for management commands."""
-    with serve(tmp_path_factory.mktemp("e2e")) as server:
+    servers = [stdio("bench"), stdio("surveys", DEMO, GLASSBOX_DEMO_MCP_DELAY="0")]
+    declared = json.dumps(
+        [
+            {"name": s.name, "command": s.command, "args": list(s.args), "env": s.env}
+            for s in servers
+        ]
+    )
+    with serve(tmp_path_factory.mktemp("e2e"), GLASSBOX_MCP_SERVERS=declared) as server:
         yield server.url, server.env
 
 

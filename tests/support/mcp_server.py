@@ -70,10 +70,11 @@ def _leave(marker: str) -> None:
 
 
 @server.tool(title=f"Hostile {HOSTILE}", description=f"Writes markup {HOSTILE}")
-async def hostile(ctx: Context) -> str:
-    """Writes markup everywhere it can."""
+async def hostile(ctx: Context, gate: str = "") -> str:
+    """Writes markup everywhere it can; with a gate, waits halfway until that file exists."""
     await ctx.report_progress(1, 2, f"<script>window.pwned=2</script>{HOSTILE}")
-    await asyncio.sleep(float(os.environ.get("TEST_MCP_HOSTILE_PAUSE", "0")))
+    while gate and not await asyncio.to_thread(Path(gate).exists):  # noqa: ASYNC110
+        await asyncio.sleep(0.02)  # the gate is a file the test writes: polled
     return f"<script>window.pwned=3</script>{HOSTILE} **bold**"
 
 

@@ -93,7 +93,7 @@ def specs_from_setting(value: str) -> list[ServerSpec]:
     text = value.strip()
     if not text:
         return []
-    if not text.startswith("["):
+    if not text.startswith(("[", "{")):
         try:
             text = Path(text).read_text(encoding="utf-8")
         except OSError as exc:

@@ -1,0 +1,156 @@
+"""The admin page of MCP servers. Header and environment values are secrets: the form shows
+their names with the value masked, keeps a masked value as it was, and never puts a value in
+a page, a message or an error."""
+
+from __future__ import annotations
+
+from django import forms
+from django.conf import settings
+from django.contrib import admin
+
+from chat.agent.mcp.config import ServerConfigError, spec_from_mapping
+from chat.models import McpServer
+
+MASK = "••••••"
+
+
+def secret_lines(values: dict[str, str]) -> str:
+    return "\n".join(f"{name}: {MASK}" for name in values)
+
+
+def parse_secrets(text: str, kept: dict[str, str]) -> dict[str, str]:
+    """`Name: value` lines; a masked value keeps the stored one."""
+    parsed: dict[str, str] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        name, colon, value = line.partition(":")
+        name, value = name.strip(), value.strip()
+        if not colon or not name:
+            raise forms.ValidationError(f"line {number}: write it as Name: value")
+        if value == MASK:
+            if name not in kept:
+                raise forms.ValidationError(f"line {number}: {name} has no stored value to keep")
+            value = kept[name]
+        parsed[name] = value
+    return parsed
+
+
+def names(text: str) -> list[str]:
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+class McpServerForm(forms.ModelForm):
+    headers_text = forms.CharField(
+        label="Headers",
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3, "autocomplete": "off", "spellcheck": "false"}),
+        help_text=f"For HTTP: one 'Name: value' per line. Stored values show as {MASK}; leave "
+        "them to keep them.",
+    )
+    args_text = forms.CharField(
+        label="Arguments",
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3}),
+        help_text="For stdio: one argument per line.",
+    )
+    env_text = forms.CharField(
+        label="Environment",
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3, "autocomplete": "off", "spellcheck": "false"}),
+        help_text=f"For stdio: one 'NAME: value' per line. Stored values show as {MASK}.",
+    )
+    tools_text = forms.CharField(
+        label="Allowed tools",
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3}),
+        help_text="The tools the agent may use, one per line (the server's own names); "
+        "empty for all of them.",
+    )
+    approval_text = forms.CharField(
+        label="Tools that need approval",
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text="One per line: the user is asked before each call of these.",
+    )
+
+    class Meta:
+        model = McpServer
+        fields = ["name", "transport", "url", "command", "enabled"]
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        row = self.instance
+        self.initial |= {
+            "headers_text": secret_lines(row.headers or {}),
+            "env_text": secret_lines(row.env or {}),
+            "args_text": "\n".join(row.args or []),
+            "tools_text": "\n".join(row.tools or []),
+            "approval_text": "\n".join(row.approval or []),
+        }
+
+    def clean(self):
+        data = super().clean()
+        row = self.instance
+        for field, stored in (("headers", row.headers), ("env", row.env)):
+            try:
+                data[field] = parse_secrets(data.get(f"{field}_text", ""), stored or {})
+            except forms.ValidationError as exc:
+                raise forms.ValidationError({f"{field}_text": exc.messages}) from None
+        data["args"] = names(data.get("args_text", ""))
+        data["tools"] = names(data.get("tools_text", "")) or None
+        data["approval"] = names(data.get("approval_text", ""))
+        http = data.get("transport") == McpServer.Transport.HTTP
+        mapping = {
+            "name": data.get("name", ""),
+            "approval": data["approval"],
+            **({"tools": data["tools"]} if data["tools"] is not None else {}),
+            **(
+                {"url": data.get("url", ""), "headers": data["headers"]}
+                if http
+                else {"command": data.get("command", ""), "args": data["args"], "env": data["env"]}
+            ),
+        }
+        try:
+            spec_from_mapping(mapping)
+        except ServerConfigError as exc:
+            raise forms.ValidationError(str(exc)) from None
+        if data.get("name") in {spec.name for spec in settings.GLASSBOX_MCP_SERVERS}:
+            raise forms.ValidationError(
+                {"name": "GLASSBOX_MCP_SERVERS already declares a server of this name."}
+            )
+        return data
+
+    def save(self, commit: bool = True):
+        row = super().save(commit=False)
+        data = self.cleaned_data
+        http = row.transport == McpServer.Transport.HTTP
+        row.headers = data["headers"] if http else {}
+        row.env = {} if http else data["env"]
+        row.args = [] if http else data["args"]
+        row.tools, row.approval = data["tools"], data["approval"]
+        if commit:
+            row.save()
+        return row
+
+
+@admin.register(McpServer)
+class McpServerAdmin(admin.ModelAdmin):
+    form = McpServerForm
+    list_display = ["name", "transport", "where", "enabled", "allowed", "updated_at"]
+    list_filter = ["transport", "enabled"]
+    search_fields = ["name", "url", "command"]
+    fieldsets = [
+        (None, {"fields": ["name", "transport", "enabled"]}),
+        ("Streamable HTTP", {"fields": ["url", "headers_text"]}),
+        ("stdio", {"fields": ["command", "args_text", "env_text"]}),
+        ("Tools", {"fields": ["tools_text", "approval_text"]}),
+    ]
+
+    @admin.display(description="address")
+    def where(self, row):
+        return row.url if row.transport == McpServer.Transport.HTTP else row.command
+
+    @admin.display(description="allowed tools")
+    def allowed(self, row):
+        return ", ".join(row.tools) if row.tools is not None else "all"
