@@ -33,6 +33,13 @@ def main(base: str) -> None:
         page.reload()
         page.locator("details.feed summary").click()
         page.screenshot(path=HERE / "folded-history.png")
+        # The demo MCP server's slow tool, halfway through its five surveys.
+        page.goto(f"{base}/")
+        page.click("main button:text('New conversation')")
+        page.fill("#question", "Compare five salary surveys for an engineer")
+        page.click("#composer button.send")
+        expect(page.locator("details.feed li progress[value='3']")).to_be_visible(timeout=30_000)
+        page.screenshot(path=HERE / "mcp-progress.png")
         browser.close()
 
 

@@ -382,3 +382,20 @@ def _page(user, conversation) -> str:
     client = Client()
     client.force_login(user)
     return client.get(f"/c/{conversation.pk}/").content.decode()
+
+
+async def test_sse_clients_get_the_same_live_progress(bench, alice, alice_conversation):
+    from tests.support.api import ask as api_ask
+    from tests.support.api import client_for, sse_events
+
+    response = await api_ask(
+        await client_for(alice), alice_conversation, content='bench__count {"steps": 2}'
+    )
+    events = await sse_events(response)
+    await finish_turns()
+
+    progress = [e for e in statuses(events) if "progress" in e]
+    assert progress and all(e["total"] == 2 and "seq" not in e for e in progress)
+    (result,) = [e for e in events if e["type"] == "tool_result"]
+    assert result["progress_count"] == 2
+    assert events[-1]["state"] == "complete"
