@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
-from datetime import timedelta
+from datetime import UTC, timedelta
 
+from django.conf import settings
 from django.contrib import admin
 from django.core.exceptions import PermissionDenied
-from django.db.models import Count, F, OuterRef, Q, Subquery
+from django.db.models import Count, F, OuterRef, Q, Subquery, Sum
 from django.db.models.functions import TruncDate
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
@@ -16,7 +17,7 @@ from django.utils import timezone
 from django.utils.html import format_html
 
 from activity.api.views import export_response
-from activity.models import ActivityEvent, ActivityFeed, FeedPreferences, ToolCallRecord
+from activity.models import ActivityEvent, ActivityFeed, FeedPreferences, ModelCall, ToolCallRecord
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -116,6 +117,26 @@ class ActivityEventInline(admin.TabularInline):
         return False
 
 
+class ModelCallInline(admin.TabularInline):
+    """Each request to the model: its usage, and the reasoning admins always see."""
+
+    model = ModelCall
+    fields = (
+        "round", "model", "duration_ms", "thinking_ms", "prompt_tokens", "completion_tokens",
+        "reasoning_tokens", "cached_tokens", "cost", "reasoning",
+    )  # fmt: skip
+    readonly_fields = fields
+    ordering = ["round"]
+    extra = 0
+    can_delete = False
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
 @admin.action(description="Export selected feeds as NDJSON")
 def export_ndjson(modeladmin, request, queryset):
     return _export(queryset, "ndjson")
@@ -135,14 +156,17 @@ def _export(queryset, fmt: str):
 class ActivityFeedAdmin(ReadOnlyAdmin):
     list_display = [
         "id", "owner", "conversation_link", "state", "summary", "tool_call_count",
-        "failed_tool_count", "took", "started_at",
+        "failed_tool_count", "model", "total_tokens", "reasoning_tokens", "cost", "took",
+        "started_at",
     ]  # fmt: skip
-    list_filter = ["state", ToolFilter, ("owner", admin.RelatedOnlyFieldListFilter), "started_at"]
+    list_filter = [
+        "state", ToolFilter, ("owner", admin.RelatedOnlyFieldListFilter), "model", "started_at"
+    ]  # fmt: skip
     list_select_related = ["owner"]
     search_fields = ["owner__username", "summary_text", "events__message", "events__tool"]
     date_hierarchy = "started_at"
     show_full_result_count = False
-    inlines = [ActivityEventInline]
+    inlines = [ActivityEventInline, ModelCallInline]
     actions = [export_ndjson, export_csv]
     readonly_fields = ["conversation_link", "message_link", "took"]
 
@@ -230,7 +254,48 @@ def tool_stats(days: int = 30) -> dict:
     ]
     tools = [row for group in groups for row in group["tools"]]
     peak = max((day["calls"] for day in per_day), default=0)
-    return {"per_day": per_day, "peak": peak, "tools": tools, "servers": groups, "days": days}
+    return {
+        "per_day": per_day,
+        "peak": peak,
+        "tools": tools,
+        "servers": groups,
+        "days": days,
+        **token_stats(since),
+    }
+
+
+def token_stats(since) -> dict:
+    """Tokens (and cost) per day, per user and per model, and who used up today's budget."""
+    feeds = ActivityFeed.objects.filter(started_at__gte=since)
+    sums = {"tokens": Sum("total_tokens"), "cost": Sum("cost"), "turns": Count("id")}
+
+    def grouped(*by):
+        return list(feeds.values(*by).annotate(**sums).order_by(*by))
+
+    budget = settings.GLASSBOX_DAILY_TOKENS
+    midnight = timezone.now().astimezone(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+    at_budget = []
+    if budget:
+        today = ActivityFeed.objects.filter(started_at__gte=midnight)
+        at_budget = list(
+            today.values("owner__username")
+            .annotate(tokens=Sum("total_tokens"))
+            .filter(tokens__gte=budget)
+            .order_by("-tokens")
+        )
+    return {
+        "tokens_per_day": grouped_by_day(feeds, sums),
+        "tokens_per_user": sorted(grouped("owner__username"), key=lambda r: -(r["tokens"] or 0)),
+        "tokens_per_model": grouped("model"),
+        "budget": budget,
+        "at_budget": at_budget,
+    }
+
+
+def grouped_by_day(feeds, sums) -> list[dict]:
+    return list(
+        feeds.annotate(day=TruncDate("started_at")).values("day").annotate(**sums).order_by("day")
+    )
 
 
 def _percentile(ordered: list[int], percent: int) -> int:

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+# The `tool` of the 💭 lines: a model thinking is no tool, but its line is updated in place.
+REASONING = "reasoning"
 StatusState = Literal["in_progress", "done", "failed"]
 TurnState = Literal["complete", "failed", "interrupted"]
 STATUS_STATES: tuple[StatusState, ...] = ("in_progress", "done", "failed")
@@ -83,6 +85,32 @@ class ToolResult:
     structured: Any = field(default=None, repr=False)
     seq: int | None = None
     type: Literal["tool_result"] = "tool_result"
+
+
+@dataclass(frozen=True, slots=True)
+class ModelCallDone:
+    """One request to the model, for the audit: what it cost and what it thought. Not an event
+    of the protocol; None is unknown (the provider did not say), never zero."""
+
+    round: int
+    model: str
+    duration_ms: int
+    thinking_ms: int | None = None
+    reasoning: str = field(default="", repr=False)
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    reasoning_tokens: int | None = None
+    cached_tokens: int | None = None
+    type: Literal["model_call"] = "model_call"
+
+    @property
+    def call_id(self) -> str:
+        """The id of its 💭 line."""
+        return thinking_id(self.round)
+
+
+def thinking_id(round_number: int) -> str:
+    return f"think_{round_number}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,14 +9,15 @@ import io
 import json
 from collections.abc import AsyncIterator, Iterable
 from datetime import datetime
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 from activity.events import to_json
-from activity.models import ActivityEvent, ActivityFeed
+from activity.models import ActivityEvent, ActivityFeed, ModelCall
 from activity.selectors import aevents_by_feed
 
 CSV_COLUMNS = [
-    "feed_id", "conversation", "message", "user", "feed_state", "started_at",
+    "feed_id", "conversation", "message", "user", "feed_state", "started_at", "model",
+    "total_tokens", "cost",
     "seq", "type", "icon", "message_text", "state", "tool", "call_id", "arguments",
     "ok", "summary", "duration_ms",
 ]  # fmt: skip
@@ -27,6 +28,18 @@ FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 class SummaryData(TypedDict):
     icon: str
     text: str
+
+
+class UsageData(TypedDict):
+    """A turn's tokens; None is unknown (a provider that did not say)."""
+
+    model: str
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    reasoning_tokens: int | None
+    cached_tokens: int | None
+    total_tokens: int | None
+    cost: str | None
 
 
 class FeedData(TypedDict):
@@ -43,7 +56,10 @@ class FeedData(TypedDict):
     duration_ms: int | None
     tool_call_count: int
     failed_tool_count: int
+    usage: UsageData
     events: list[dict[str, Any]]
+    # Given by `GET /api/feeds/<id>/` only: each request to the model.
+    model_calls: NotRequired[list[dict[str, Any]]]
 
 
 def feed_data(
@@ -66,8 +82,26 @@ def feed_data(
         "duration_ms": feed.duration_ms,
         "tool_call_count": feed.tool_call_count,
         "failed_tool_count": feed.failed_tool_count,
+        "usage": usage_data(feed),
         "events": [to_json(event.to_event()) for event in events],
     }
+
+
+def usage_data(feed: ActivityFeed) -> UsageData:
+    return {
+        "model": feed.model,
+        "prompt_tokens": feed.prompt_tokens,
+        "completion_tokens": feed.completion_tokens,
+        "reasoning_tokens": feed.reasoning_tokens,
+        "cached_tokens": feed.cached_tokens,
+        "total_tokens": feed.total_tokens,
+        "cost": None if feed.cost is None else str(feed.cost),
+    }
+
+
+def model_calls_data(calls: Iterable[ModelCall], *, reasoning: bool) -> list[dict[str, Any]]:
+    """Each request to the model; its reasoning only for those who may read it."""
+    return [call.usage() | ({"reasoning": call.reasoning} if reasoning else {}) for call in calls]
 
 
 def _iso(when: datetime | None) -> str | None:
@@ -95,7 +129,8 @@ def csv_rows(data: FeedData) -> list[list[str]]:
     """One row per event; a feed without events still gets one row."""
     common = [
         data["id"], data["conversation"], data["message"], data["user"], data["state"],
-        data["started_at"],
+        data["started_at"], data["usage"]["model"], data["usage"]["total_tokens"],
+        data["usage"]["cost"],
     ]  # fmt: skip
     rows = []
     event: dict[str, Any]

@@ -10,7 +10,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from activity.events import Status, from_json
+from activity.events import REASONING, Status, from_json
 from activity.live_markdown import settled_length
 from activity.preferences import FeedPrefs
 from activity.presentation import Line, line_for, line_key, raw_detail
@@ -80,6 +80,8 @@ class LivePresenter:
             return []
         status = from_json(event)
         assert isinstance(status, Status)
+        if status.tool == REASONING and self.prefs.show_reasoning == "off":
+            return []
         key = line_key(status)
         replacing = key in self.lines
         self.lines[key] = status

@@ -41,6 +41,16 @@ class ActivityFeed(models.Model):
     event_count = models.PositiveIntegerField(default=0)
     tool_call_count = models.PositiveIntegerField(default=0)
     failed_tool_count = models.PositiveIntegerField(default=0)
+    # The turn's token usage, summed over its model calls; null when any call's provider did
+    # not say (unknown is never stored as 0).
+    model = models.CharField(max_length=100, blank=True, db_index=True)
+    prompt_tokens = models.PositiveIntegerField(null=True, blank=True)
+    completion_tokens = models.PositiveIntegerField(null=True, blank=True)
+    reasoning_tokens = models.PositiveIntegerField(null=True, blank=True)
+    cached_tokens = models.PositiveIntegerField(null=True, blank=True)
+    total_tokens = models.PositiveIntegerField(null=True, blank=True, db_index=True)
+    # In GLASSBOX_PRICES' currency; null without a price for the model or without usage.
+    cost = models.DecimalField(max_digits=14, decimal_places=6, null=True, blank=True)
 
     class Meta:
         ordering = ["-started_at"]
@@ -53,6 +63,47 @@ class ActivityFeed(models.Model):
         if self.finished_at is None:
             return None
         return int((self.finished_at - self.started_at).total_seconds() * 1000)
+
+
+class ModelCall(models.Model):
+    """One request to the model during a turn: its usage, and the model's reasoning, which
+    the audit keeps and which is never sent back to the model."""
+
+    feed = models.ForeignKey(ActivityFeed, on_delete=models.CASCADE, related_name="model_calls")
+    round = models.PositiveSmallIntegerField()
+    model = models.CharField(max_length=100, blank=True)
+    duration_ms = models.PositiveIntegerField()
+    thinking_ms = models.PositiveIntegerField(null=True, blank=True)
+    reasoning = models.TextField(blank=True)
+    prompt_tokens = models.PositiveIntegerField(null=True, blank=True)
+    completion_tokens = models.PositiveIntegerField(null=True, blank=True)
+    reasoning_tokens = models.PositiveIntegerField(null=True, blank=True)
+    cached_tokens = models.PositiveIntegerField(null=True, blank=True)
+    cost = models.DecimalField(max_digits=14, decimal_places=6, null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["feed", "round"]
+        constraints = [
+            models.UniqueConstraint(fields=["feed", "round"], name="activity_model_call_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"model call {self.round} of feed {self.feed_id}"
+
+    def usage(self) -> dict:
+        """The call as the API and exports give it (reasoning left to the caller)."""
+        return {
+            "round": self.round,
+            "model": self.model,
+            "duration_ms": self.duration_ms,
+            "thinking_ms": self.thinking_ms,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "reasoning_tokens": self.reasoning_tokens,
+            "cached_tokens": self.cached_tokens,
+            "cost": None if self.cost is None else str(self.cost),
+        }
 
 
 class ActivityEvent(models.Model):

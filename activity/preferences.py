@@ -12,6 +12,7 @@ from django.utils.translation import gettext, gettext_noop
 
 MODES = ("partial", "block", "progress", "off")
 DETAILS = ("explain", "raw")
+SHOW_REASONING = ("full", "duration", "off")
 # The seed's default pool: one word and an ellipsis. Translated as one text, so a language
 # may have as many words as suit it.
 DEFAULT_POOL = gettext_noop(
@@ -42,12 +43,19 @@ class FeedPrefs:
     detail: str = "explain"
     tool_progress: bool = True
     line_width: int = 80
+    # Set for the site (GLASSBOX_SHOW_REASONING), not per user.
+    show_reasoning: str = "full"
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise PreferenceError(f"MODE must be one of {', '.join(MODES)}, not {self.mode!r}")
         if self.detail not in DETAILS:
             raise PreferenceError(f"DETAIL must be explain or raw, not {self.detail!r}")
+        if self.show_reasoning not in SHOW_REASONING:
+            raise PreferenceError(
+                f"SHOW_REASONING must be one of {', '.join(SHOW_REASONING)}, "
+                f"not {self.show_reasoning!r}"
+            )
         if not self.labels:
             raise PreferenceError("LABELS must name at least one label")
         if self.show_after < 0:

@@ -16,7 +16,7 @@ from django.utils.functional import Promise
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
-from activity.events import RecordedEvent, Status, ToolCall, ToolResult
+from activity.events import REASONING, RecordedEvent, Status, ToolCall, ToolResult
 
 FEEDBACK_ARG = "feedback_to_user"
 
@@ -35,6 +35,13 @@ class Line:
     # A tool's own progress report: a bar, without a total an indeterminate one.
     progress: float | None = None
     total: float | None = None
+    # A 💭 line's reasoning, when the site shows it (GLASSBOX_SHOW_REASONING=full).
+    reasoning: str = ""
+
+    @property
+    def thinking(self) -> bool:
+        """A model still thinking: the page counts the seconds on this line."""
+        return self.tool == REASONING and self.state == "in_progress"
 
     @property
     def percent(self) -> int | None:
@@ -60,7 +67,9 @@ class Summary:
 
 
 def line_key(status: Status) -> str:
-    if status.call_id and status.state == "in_progress":
+    # A call's running line is replaced in place by its later running lines; a 💭 line also
+    # by the time the thinking took.
+    if status.call_id and (status.state == "in_progress" or status.tool == REASONING):
         return f"call-{status.call_id}"
     return f"seq-{status.seq}"
 
@@ -99,6 +108,8 @@ def visible_lines(
     finished_at: datetime | None = None,
     detail: str = "explain",
     width: int = 80,
+    show_reasoning: str = "full",
+    reasoning: Mapping[str, str] | None = None,
 ) -> list[Line]:
     """Status events in order; a later in-progress status of the same call replaces its line
     where it stands, exactly as it did live. With times, each line carries how long its step
@@ -117,6 +128,8 @@ def visible_lines(
     for index, event in enumerate(events):
         if not isinstance(event, Status):
             continue
+        if event.tool == REASONING and show_reasoning == "off":
+            continue
         extra = ""
         if detail == "raw" and event.state == "in_progress" and event.call_id in arguments:
             extra = raw_detail(arguments[event.call_id])
@@ -124,6 +137,8 @@ def visible_lines(
         if event.state != "in_progress" and event.call_id in reported:
             progress, total = reported[event.call_id]
             line = replace(line, progress=progress, total=total)
+        if event.tool == REASONING and show_reasoning == "full" and reasoning:
+            line = replace(line, reasoning=reasoning.get(event.call_id, ""))
         lines[line.key] = line
         made_by[line.key] = event
         if times is not None:
@@ -157,8 +172,13 @@ def _ms(start: datetime, end: datetime) -> int:
     return max(int((end - start).total_seconds() * 1000), 0)
 
 
-def summarize(events: Iterable[RecordedEvent], labels: Mapping[str, ToolLabels]) -> Summary | None:
-    """The folded feed's one line. None when the model answered directly (nothing to show)."""
+def summarize(
+    events: Iterable[RecordedEvent],
+    labels: Mapping[str, ToolLabels],
+    show_reasoning: str = "full",
+) -> Summary | None:
+    """The folded feed's one line. None when the model answered directly (nothing to show);
+    a model that only thought says how long (unless the site hides its thinking)."""
     tools_by_call: dict[str, str] = {}
     results: list[ToolResult] = []
     last_status: Status | None = None
@@ -168,6 +188,8 @@ def summarize(events: Iterable[RecordedEvent], labels: Mapping[str, ToolLabels])
         elif isinstance(event, ToolResult):
             results.append(event)
         elif isinstance(event, Status):
+            if event.tool == REASONING and show_reasoning == "off":
+                continue
             last_status = event
     if not tools_by_call:
         # No tool ran: only a failure or a stop leaves lines, and the last one says it best.

@@ -9,7 +9,8 @@ from typing import Any
 
 from django.db.models import F, QuerySet
 
-from activity.models import ActivityEvent, ActivityFeed, FeedPreferences
+from activity.events import thinking_id
+from activity.models import ActivityEvent, ActivityFeed, FeedPreferences, ModelCall
 from activity.preferences import FeedPrefs
 
 
@@ -87,4 +88,24 @@ async def aevents_by_feed(
     grouped: dict[int, list[ActivityEvent]] = defaultdict(list)
     async for row in _events_of(feed_ids, kinds):
         grouped[row.feed_id].append(row)
+    return grouped
+
+
+def _reasoning_rows(feed_ids: Iterable[int | None]):
+    rows = ModelCall.objects.filter(feed_id__in=[i for i in feed_ids if i]).exclude(reasoning="")
+    return rows.values_list("feed_id", "round", "reasoning")
+
+
+def reasoning_by_feed(feed_ids: Iterable[int | None]) -> dict[int, dict[str, str]]:
+    """Each feed's reasoning by the id of its 💭 line, in one query."""
+    grouped: dict[int, dict[str, str]] = defaultdict(dict)
+    for feed_id, round_number, text in _reasoning_rows(feed_ids):
+        grouped[feed_id][thinking_id(round_number)] = text
+    return grouped
+
+
+async def areasoning_by_feed(feed_ids: Iterable[int | None]) -> dict[int, dict[str, str]]:
+    grouped: dict[int, dict[str, str]] = defaultdict(dict)
+    async for feed_id, round_number, text in _reasoning_rows(feed_ids):
+        grouped[feed_id][thinking_id(round_number)] = text
     return grouped

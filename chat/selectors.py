@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -17,7 +18,12 @@ from activity.export import FeedData, feed_data
 from activity.models import ActivityEvent, ActivityFeed
 from activity.preferences import FeedPrefs
 from activity.presentation import Line, visible_lines
-from activity.selectors import aevents_by_feed, events_by_feed
+from activity.selectors import (
+    aevents_by_feed,
+    areasoning_by_feed,
+    events_by_feed,
+    reasoning_by_feed,
+)
 from chat.models import ContactRequest, Conversation, Message
 
 
@@ -191,6 +197,7 @@ def messages_with_feeds(
     if window and conversation.messages.filter(id__lt=window[0].pk).exists():
         earlier = window[0].pk
     rows = events_by_feed(m.feed_id for m in window)
+    thoughts = _reasoning(prefs, [m.feed_id for m in window])
     shown: list[Message | TurnView] = []
     question: Message | None = None
     for message in window:
@@ -198,7 +205,9 @@ def messages_with_feeds(
             question = message
             shown.append(message)
         else:
-            shown.append(_turn_view(message, rows.get(message.feed_id or 0, []), prefs, question))
+            feed_id = message.feed_id or 0
+            view = _turn_view(message, rows.get(feed_id, []), prefs, question, thoughts[feed_id])
+            shown.append(view)
     return History(shown, earlier)
 
 
@@ -217,7 +226,9 @@ def answer_with_feed(conversation: Conversation, message_id: int, prefs: FeedPre
     message = get_object_or_404(
         _with_contact(conversation.messages.filter(role=Message.Role.ASSISTANT)), pk=message_id
     )
-    return _turn_view(message, list(message.answer_feed.events.order_by("seq")), prefs)
+    events = list(message.answer_feed.events.order_by("seq"))
+    thoughts = _reasoning(prefs, [message.feed_id])
+    return _turn_view(message, events, prefs, reasoning=thoughts[message.feed_id or 0])
 
 
 async def aturn_view(message_id: int, prefs: FeedPrefs) -> TurnView:
@@ -231,7 +242,17 @@ async def aturn_view(message_id: int, prefs: FeedPrefs) -> TurnView:
         .afirst()
     )
     rows = await aevents_by_feed([message.feed_id])
-    return _turn_view(message, rows.get(message.feed_id or 0, []), prefs, question)
+    thoughts = (
+        await areasoning_by_feed([message.feed_id]) if prefs.show_reasoning == "full" else {}
+    )
+    feed_id = message.feed_id or 0
+    return _turn_view(message, rows.get(feed_id, []), prefs, question, thoughts.get(feed_id))
+
+
+def _reasoning(prefs: FeedPrefs, feed_ids: list[int | None]) -> defaultdict[int, dict[str, str]]:
+    """The reasoning of these feeds' 💭 lines, read only when the site shows it."""
+    found = reasoning_by_feed(feed_ids) if prefs.show_reasoning == "full" else {}
+    return defaultdict(dict, found)
 
 
 def _turn_view(
@@ -239,6 +260,7 @@ def _turn_view(
     rows: list[ActivityEvent],
     prefs: FeedPrefs,
     question: Message | None = None,
+    reasoning: dict[str, str] | None = None,
 ) -> TurnView:
     events = [row.to_event() for row in rows]
     lines = visible_lines(
@@ -247,6 +269,8 @@ def _turn_view(
         finished_at=message.feed.finished_at if message.feed else None,
         detail=prefs.detail,
         width=prefs.line_width,
+        show_reasoning=prefs.show_reasoning,
+        reasoning=reasoning,
     )
     return TurnView(
         message=message,

@@ -10,6 +10,7 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
 
+from activity.usage import prices_from_setting
 from chat.agent.mcp.config import ServerConfigError, specs_from_setting
 from project.env import env_bool, env_float, env_int, env_list, env_str
 
@@ -251,6 +252,18 @@ except ServerConfigError as exc:
 GLASSBOX_MCP_CONNECT_TIMEOUT = env_float("GLASSBOX_MCP_CONNECT_TIMEOUT", 10.0)
 # Characters of an MCP tool's text result the model is given.
 GLASSBOX_MCP_RESULT_CHARS = env_int("GLASSBOX_MCP_RESULT_CHARS", 8000)
+# Ask the provider for token usage in the stream (stream_options.include_usage).
+GLASSBOX_STREAM_USAGE = env_bool("GLASSBOX_STREAM_USAGE", True)
+# Prices per million tokens by model, as JSON: {"gpt-4o-mini": {"prompt": 0.15,
+# "completion": 0.6, "cached": 0.075}}; turns of a priced model show their cost.
+try:
+    GLASSBOX_PRICES = prices_from_setting(env_str("GLASSBOX_PRICES", ""))
+except ValueError as exc:
+    raise ImproperlyConfigured(f"GLASSBOX_PRICES: {exc}") from None
+# The currency GLASSBOX_PRICES are in, as costs are shown.
+GLASSBOX_CURRENCY = env_str("GLASSBOX_CURRENCY", "USD")
+# Tokens one user may use a day (UTC); 0 for no limit.
+GLASSBOX_DAILY_TOKENS = env_int("GLASSBOX_DAILY_TOKENS", 0)
 # Earlier turns sent to the model, trimmed from the oldest to this many characters.
 GLASSBOX_HISTORY_CHARS = env_int("GLASSBOX_HISTORY_CHARS", 24000)
 # How the live feed is presented (see the README); each user can override these.
@@ -263,6 +276,9 @@ GLASSBOX_FEED = {
     "DETAIL": env_str("GLASSBOX_FEED_DETAIL", "explain"),
     "TOOL_PROGRESS": env_bool("GLASSBOX_FEED_TOOL_PROGRESS", True),
     "LINE_WIDTH": env_int("GLASSBOX_FEED_LINE_WIDTH", 80),
+    # What users see of a reasoning model's thinking: "full" (the 💭 lines, and the reasoning
+    # in the expanded feed), "duration" (the lines only) or "off"; admins always see it.
+    "SHOW_REASONING": env_str("GLASSBOX_SHOW_REASONING", "full"),
 }
 
 REST_FRAMEWORK = {

@@ -8,6 +8,7 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
+from django.conf import settings
 from django.db.models import QuerySet
 from django.http import StreamingHttpResponse
 from django.utils import timezone
@@ -20,8 +21,16 @@ from rest_framework.request import Request
 from rest_framework.views import APIView
 
 from activity.api.pagination import CheckedCursorPagination
-from activity.export import FORMATS, FeedData, csv_text, export_stream, feed_data
+from activity.export import (
+    FORMATS,
+    FeedData,
+    csv_text,
+    export_stream,
+    feed_data,
+    model_calls_data,
+)
 from activity.models import ActivityFeed
+from activity.preferences import FeedPrefs
 from activity.selectors import audits_everyone, events_by_feed, feeds_filtered, feeds_visible_to
 
 logger = logging.getLogger("glassbox.export")
@@ -50,6 +59,31 @@ class SummarySerializer(serializers.Serializer):
     text = serializers.CharField()
 
 
+class UsageSerializer(serializers.Serializer):
+    """Null is unknown: the provider did not say."""
+
+    model = serializers.CharField()
+    prompt_tokens = serializers.IntegerField(allow_null=True)
+    completion_tokens = serializers.IntegerField(allow_null=True)
+    reasoning_tokens = serializers.IntegerField(allow_null=True)
+    cached_tokens = serializers.IntegerField(allow_null=True)
+    total_tokens = serializers.IntegerField(allow_null=True)
+    cost = serializers.DecimalField(
+        max_digits=14, decimal_places=6, allow_null=True, help_text="In GLASSBOX_CURRENCY."
+    )
+
+
+class ModelCallSerializer(UsageSerializer):
+    round = serializers.IntegerField()
+    duration_ms = serializers.IntegerField()
+    thinking_ms = serializers.IntegerField(allow_null=True)
+    reasoning = serializers.CharField(
+        required=False,
+        help_text="The model's reasoning: for auditors, and for everyone when the site "
+        "shows it (GLASSBOX_SHOW_REASONING=full).",
+    )
+
+
 class FeedSerializer(serializers.Serializer):
     """A feed with its events in the live protocol: activity.export.FeedData, given as it is
     (the fields are declared for the schema)."""
@@ -65,6 +99,10 @@ class FeedSerializer(serializers.Serializer):
     duration_ms = serializers.IntegerField(allow_null=True)
     tool_call_count = serializers.IntegerField()
     failed_tool_count = serializers.IntegerField()
+    usage = UsageSerializer()
+    model_calls = ModelCallSerializer(
+        many=True, required=False, help_text="Each request to the model (one feed's page only)."
+    )
     events = serializers.ListField(
         child=serializers.DictField(),
         help_text="The feed's events, as the live protocol has them.",
@@ -155,7 +193,15 @@ class FeedDetail(generics.RetrieveAPIView):
     def get_object(self) -> Any:
         """The feed as FeedData, which FeedSerializer gives as it is."""
         feed = super().get_object()
-        return feed_data(feed, feed.events.order_by("seq"))
+        data = feed_data(feed, feed.events.order_by("seq"))
+        readable = (
+            audits_everyone(self.request.user)
+            or FeedPrefs.from_mappings(settings.GLASSBOX_FEED).show_reasoning == "full"
+        )
+        data["model_calls"] = model_calls_data(
+            feed.model_calls.order_by("round"), reasoning=readable
+        )
+        return data
 
 
 @extend_schema(

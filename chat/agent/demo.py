@@ -37,6 +37,8 @@ SURVEY_WORDS = re.compile(r"\b(surveys?|sondagg\w*|indagin\w*)\b|調查")
 SURVEY_TOOL = "__compare_salary_surveys"
 # A question that names an offered tool calls it, with the JSON object that follows, if any.
 NAMED_TOOL = re.compile(r"\b([A-Za-z0-9-]+__[A-Za-z0-9_-]+)(\s*\{.*\})?", re.DOTALL)
+THINK_WORDS = re.compile(r"\b(think|thinking|reason|pensa\w*|ragiona\w*)\b|思考|想一想")
+REASONING_CHUNK = 6
 FAILURE_WORDS = re.compile(r"\b(simulate|simula)\b|模擬")
 SPLIT_WORDS = re.compile(r"\band\b|\bwith\b|\be\b|\bcon\b|和|與|跟", re.IGNORECASE)
 EXPRESSION = re.compile(
@@ -97,13 +99,23 @@ class DemoModel:
         done = sum(
             1 for m in since_question if m.get("role") == "assistant" and m.get("tool_calls")
         )
+        thought = _reasoning_deltas(
+            say("reasoning_tools" if offered and done < len(rounds) else "reasoning", language)
+            if THINK_WORDS.search(question.casefold())
+            else ""
+        )
         if offered and done < len(rounds):
             calls = rounds[done]
-            return _tool_call_deltas(calls, prefix=f"call_demo_{len(messages)}")
-        if since_question:
-            return _text_deltas(self.answer_from_tools(since_question, language))
-        short = " ".join(question.split())[:200]
-        return _text_deltas(say("direct", language, question=short))
+            deltas = _tool_call_deltas(calls, prefix=f"call_demo_{len(messages)}")
+        elif since_question:
+            deltas = _text_deltas(self.answer_from_tools(since_question, language))
+        else:
+            short = " ".join(question.split())[:200]
+            deltas = _text_deltas(say("direct", language, question=short))
+        deltas = thought + deltas
+        if (body.get("stream_options") or {}).get("include_usage"):
+            deltas.append({"usage": _usage(body, deltas)})
+        return deltas
 
     async def plan(self, question: str, language: str, offered: set[str]) -> list[list[Call]]:
         """The tool rounds this question calls for; one round may hold parallel calls."""
@@ -225,6 +237,30 @@ def _text(message: dict[str, Any]) -> str:
     return str(content)
 
 
+def _reasoning_deltas(text: str) -> list[dict[str, Any]]:
+    size = REASONING_CHUNK
+    return [{"reasoning_content": text[i : i + size]} for i in range(0, len(text), size)]
+
+
+def _usage(body: dict[str, Any], deltas: list[dict[str, Any]]) -> dict[str, Any]:
+    """Tokens as a real provider counts them, roughly: four characters a token."""
+    asked = json.dumps(body.get("messages"), ensure_ascii=False) + json.dumps(body.get("tools"))
+    thought = sum(len(d.get("reasoning_content", "")) for d in deltas)
+    written = sum(
+        len(d.get("content") or "")
+        + sum(len(c["function"].get("arguments", "")) for c in d.get("tool_calls") or [])
+        for d in deltas
+    )
+    prompt, reasoning = len(asked) // 4 + 1, thought // 4
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": written // 4 + 1 + reasoning,
+        "total_tokens": prompt + written // 4 + 1 + reasoning,
+        "prompt_tokens_details": {"cached_tokens": 0},
+        "completion_tokens_details": {"reasoning_tokens": reasoning},
+    }
+
+
 def _text_deltas(text: str) -> list[dict[str, Any]]:
     deltas: list[dict[str, Any]] = [{"role": "assistant", "content": ""}]
     deltas += [{"content": text[i : i + TEXT_CHUNK]} for i in range(0, len(text), TEXT_CHUNK)]
@@ -260,6 +296,15 @@ def _tool_call_deltas(calls: list[Call], *, prefix: str) -> list[dict[str, Any]]
 
 
 def _chunk(delta: dict[str, Any], created: int) -> dict[str, Any]:
+    if "usage" in delta:  # the last chunk when usage was asked for: no choices
+        return {
+            "id": "chatcmpl-glassbox-demo",
+            "object": "chat.completion.chunk",
+            "created": created,
+            "model": MODEL,
+            "choices": [],
+            "usage": delta["usage"],
+        }
     finish_reason = delta.pop("finish_reason", None)
     return {
         "id": "chatcmpl-glassbox-demo",

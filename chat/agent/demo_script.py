@@ -39,6 +39,20 @@ TEXT: dict[str, dict[str, str]] = {
         "it": "Lo strumento {tool} ha risposto: {text}",
         "zh": "工具 {tool} 回覆：{text}",
     },
+    "reasoning": {
+        "en": "The user wants a careful answer. I have what I need; I will answer plainly, "
+        "step by step, and say what I am unsure of.",
+        "it": "L'utente vuole una risposta ponderata. Ho ciò che serve: risponderò con "
+        "chiarezza, passo dopo passo, dicendo di cosa non sono sicuro.",
+        "zh": "使用者想要一個周全的回答。我已掌握所需資料，會一步一步清楚回答，並說明不確定之處。",
+    },
+    "reasoning_tools": {
+        "en": "The user wants a careful answer. Before answering I should check what the "
+        "tools can tell me rather than guess.",
+        "it": "L'utente vuole una risposta ponderata. Prima di rispondere devo verificare "
+        "cosa dicono gli strumenti, invece di tirare a indovinare.",
+        "zh": "使用者想要一個周全的回答。回答之前，我應該先查看工具能提供的資料，而不是猜測。",
+    },
     "found": {
         "en": "Here is what the knowledge base says:",
         "it": "Ecco cosa dice la base di conoscenza:",

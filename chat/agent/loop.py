@@ -19,7 +19,17 @@ from django.utils.translation import get_language
 from django.utils.translation import gettext as _
 from openai import AsyncOpenAI
 
-from activity.events import RecordedEvent, Status, TextDelta, ToolCall, ToolResult
+from activity.events import (
+    REASONING,
+    ModelCallDone,
+    RecordedEvent,
+    Status,
+    TextDelta,
+    ToolCall,
+    ToolResult,
+    thinking_id,
+)
+from activity.presentation import seconds
 from chat.agent.errors import ProviderError
 from chat.agent.tools import (
     FEEDBACK_ARG,
@@ -63,6 +73,69 @@ def finished() -> Status:
 
 def fallback() -> Status:
     return Status(icon="🔄", message=_("Answering from general knowledge"), state="done")
+
+
+# Where OpenAI-compatible servers put a reasoning model's thinking in a streamed delta:
+# DeepSeek and vLLM `reasoning_content`, Ollama and OpenRouter `reasoning` (OpenRouter also
+# `reasoning_details`, the same text again, read only when the others are absent).
+REASONING_FIELDS = ("reasoning_content", "reasoning")
+
+
+def reasoning_of(delta: Any) -> str:
+    for name in REASONING_FIELDS:
+        value = getattr(delta, name, None)
+        if isinstance(value, str) and value:
+            return value
+    details = getattr(delta, "reasoning_details", None)
+    if isinstance(details, list):
+        return "".join(
+            d["text"] for d in details if isinstance(d, dict) and isinstance(d.get("text"), str)
+        )
+    return ""
+
+
+class Thinking:
+    """One model round's reasoning: a 💭 line from its first delta until the model answers or
+    calls a tool, then the time it took on that same line."""
+
+    def __init__(self, round_number: int) -> None:
+        self.call_id = thinking_id(round_number)
+        self.parts: list[str] = []
+        self.started: float | None = None
+        self.ms: int | None = None
+
+    @property
+    def text(self) -> str:
+        return "".join(self.parts)
+
+    def add(self, text: str) -> Status | None:
+        self.parts.append(text)
+        if self.started is not None:
+            return None
+        self.started = time.monotonic()
+        return Status(
+            icon="💭", message=_("Thinking…"), state="in_progress", tool=REASONING,
+            call_id=self.call_id,
+        )  # fmt: skip
+
+    def finish(self) -> Status | None:
+        if self.started is None or self.ms is not None:
+            return None
+        self.ms = int((time.monotonic() - self.started) * 1000)
+        return Status(
+            icon="💭",
+            message=_("Thought for %(duration)s") % {"duration": seconds(self.ms)},
+            state="done",
+            tool=REASONING,
+            call_id=self.call_id,
+        )
+
+
+def _tokens(usage: Any, *path: str) -> int | None:
+    value = usage
+    for name in path:
+        value = getattr(value, name, None)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 @dataclass
@@ -309,14 +382,18 @@ async def run_agent(
     max_tool_rounds: int,
     tool_timeout: float,
     language: str | None = None,
-) -> AsyncIterator[RecordedEvent | TextDelta]:
-    """Yields Status, ToolCall, ToolResult and TextDelta events; the caller adds Done."""
+) -> AsyncIterator[RecordedEvent | TextDelta | ModelCallDone]:
+    """Yields Status, ToolCall, ToolResult and TextDelta events, and a ModelCallDone after
+    each request to the model; the caller adds Done."""
     language = language or get_language() or settings.LANGUAGE_CODE
     conversation = [{"role": "system", "content": system_prompt(language)}, *messages]
     used_tools = False
     for round_number in range(max_tool_rounds + 1):
         offer_tools = bool(registry) and round_number < max_tool_rounds
         options: dict[str, Any] = {"tools": registry.schemas()} if offer_tools else {}
+        if settings.GLASSBOX_STREAM_USAGE:
+            options["stream_options"] = {"include_usage": True}
+        started = time.monotonic()
         stream = await client.chat.completions.create(
             model=model,
             messages=conversation,  # type: ignore[arg-type]  # plain dicts, as the API takes
@@ -324,13 +401,23 @@ async def run_agent(
             **options,
         )
         calls = ToolCallAssembler(registry, round_number)
+        thinking = Thinking(round_number)
         text: list[str] = []
         finish_reason = None
+        usage = None
+        answered_by = model
         async for chunk in _readable(stream):
+            usage = getattr(chunk, "usage", None) or usage
+            answered_by = getattr(chunk, "model", None) or answered_by
             if not chunk.choices:
                 continue
             finish_reason = chunk.choices[0].finish_reason or finish_reason
             delta = chunk.choices[0].delta
+            reasoning = reasoning_of(delta)
+            if reasoning and (status := thinking.add(reasoning)):
+                yield status
+            if (delta.content or delta.tool_calls) and (status := thinking.finish()):
+                yield status
             if delta.content:
                 if used_tools and not text:
                     yield writing()
@@ -339,6 +426,19 @@ async def run_agent(
             for tool_delta in delta.tool_calls or []:
                 for status in calls.feed(tool_delta):
                     yield status
+        if status := thinking.finish():
+            yield status
+        yield ModelCallDone(
+            round=round_number,
+            model=str(answered_by),
+            duration_ms=int((time.monotonic() - started) * 1000),
+            thinking_ms=thinking.ms,
+            reasoning=thinking.text,
+            prompt_tokens=_tokens(usage, "prompt_tokens"),
+            completion_tokens=_tokens(usage, "completion_tokens"),
+            reasoning_tokens=_tokens(usage, "completion_tokens_details", "reasoning_tokens"),
+            cached_tokens=_tokens(usage, "prompt_tokens_details", "cached_tokens"),
+        )
         if finish_reason is None:
             # A connection that just closed: what arrived is kept, but it is not an answer.
             raise ProviderError(_("the model provider's reply broke off before it was finished"))

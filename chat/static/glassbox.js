@@ -110,3 +110,12 @@ document.addEventListener("click", (event) => {
   const stop = document.querySelector("article.state-streaming form.stop");
   if (stop) stop.requestSubmit();
 });
+
+// A model that is thinking: its 💭 line counts the seconds since it appeared on this page.
+setInterval(() => {
+  for (const counter of document.querySelectorAll(".line .elapsed")) {
+    counter.dataset.since ||= String(Date.now());
+    const elapsed = Math.floor((Date.now() - Number(counter.dataset.since)) / 1000);
+    counter.textContent = elapsed ? counter.dataset.format.replace("%(seconds)s", elapsed) : "";
+  }
+}, 500);

@@ -3,12 +3,14 @@ limits, one running turn per conversation, and `client_id` joins of a repeated s
 
 from __future__ import annotations
 
+import math
 import uuid
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.db.models import Sum
 from django.utils import timezone, translation
 from django.utils.formats import number_format
 from django.utils.translation import gettext as _
@@ -125,6 +127,7 @@ def _check_limits(owner_id: int) -> None:
             )
             % {"count": running}
         )
+    _check_daily_tokens(owner_id)
     minute_ago = timezone.now() - timedelta(minutes=1)
     asked = mine.filter(role=Message.Role.USER, created_at__gte=minute_ago).count()
     if asked >= settings.GLASSBOX_TURNS_PER_MINUTE:
@@ -138,6 +141,34 @@ def _check_limits(owner_id: int) -> None:
             )
             % {"count": asked}
         )
+
+
+def tokens_today(owner_id: int) -> int:
+    """Tokens the user's turns used since midnight UTC; a turn with unknown usage counts 0."""
+    feeds = ActivityFeed.objects.filter(owner_id=owner_id, started_at__gte=_midnight())
+    return feeds.aggregate(used=Sum("total_tokens"))["used"] or 0
+
+
+def _midnight() -> datetime:
+    return timezone.now().astimezone(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+
+
+def _check_daily_tokens(owner_id: int) -> None:
+    limit = settings.GLASSBOX_DAILY_TOKENS
+    if not limit:
+        return
+    used = tokens_today(owner_id)
+    if used < limit:
+        return
+    wait = _midnight() + timedelta(days=1) - timezone.now()
+    hours, minutes = divmod(math.ceil(wait.total_seconds() / 60), 60)
+    raise TurnLimited(
+        _(
+            "You have used %(used)s of your %(limit)s tokens for today. The budget starts "
+            "again at midnight UTC, in %(hours)d h %(minutes)d min."
+        )
+        % {"used": _grouped(used), "limit": _grouped(limit), "hours": hours, "minutes": minutes}
+    )
 
 
 def _turn_of_client(conversation: Conversation, client_id: uuid.UUID) -> StartedTurn | None:

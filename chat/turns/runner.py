@@ -14,7 +14,15 @@ from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 from openai import AsyncOpenAI
 
-from activity.events import Done, RecordedEvent, Status, TextDelta, to_json, turn_state
+from activity.events import (
+    Done,
+    ModelCallDone,
+    RecordedEvent,
+    Status,
+    TextDelta,
+    to_json,
+    turn_state,
+)
 from activity.models import ActivityFeed
 from activity.presentation import summarize
 from activity.recorder import FeedRecorder
@@ -126,7 +134,7 @@ async def _turn_run(
     client_factory: Callable[[], AsyncOpenAI],
 ) -> Message.State:
     group = Conversation.group_name_for(answer.conversation_id)
-    recorder = FeedRecorder(answer.answer_feed)
+    recorder = FeedRecorder(answer.answer_feed, settings.GLASSBOX_PRICES)
     text = AnswerText(answer, group)
     registry.text_started(answer.pk, text)
 
@@ -164,6 +172,8 @@ async def _turn_run(
             ):
                 if isinstance(event, TextDelta):
                     await text.add(event.content)
+                elif isinstance(event, ModelCallDone):
+                    await recorder.save_call(event)
                 else:
                     await emit(event)
     except asyncio.CancelledError:
@@ -197,7 +207,9 @@ async def _finish(
     state: Message.State,
 ) -> None:
     await text.send()
-    summary = summarize(recorder.events, (tools or default_registry()).labels())
+    labels = (tools or default_registry()).labels()
+    shown = settings.GLASSBOX_FEED.get("SHOW_REASONING", "full")
+    summary = summarize(recorder.events, labels, shown)
     await text.store(state=state)
     # Only now: a follower that joins in between reads the whole text from here or there.
     registry.text_finished(answer.pk)

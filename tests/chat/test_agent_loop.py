@@ -4,7 +4,6 @@ import asyncio
 import json
 from pathlib import Path
 
-import httpx2
 import pytest
 from pydantic import BaseModel, ConfigDict
 
@@ -15,6 +14,7 @@ from chat.agent.client import make_client
 from chat.agent.loop import run_agent
 from chat.agent.tools import Tool, ToolError, ToolRegistry
 from tests.support.fakes import (
+    RecordedProvider,
     ScriptedTransport,
     scripted_client,
     text_response,
@@ -233,30 +233,6 @@ async def test_after_the_last_tool_round_the_model_must_answer_without_tools(kno
     assert answer(events) == "Final."
     seqless = [e for e in events if isinstance(e, ToolCall)]
     assert [c.call_id for c in seqless] == ["c1", "c2"]
-
-
-class RecordedStream(httpx2.AsyncByteStream):
-    """Replays a stream recorded in OpenAI's exact wire format, cut at arbitrary byte
-    boundaries (mid-line and mid-character), as a network delivers it."""
-
-    def __init__(self, data: bytes, size: int = 7) -> None:
-        self.data = data
-        self.size = size
-
-    async def __aiter__(self):
-        for i in range(0, len(self.data), self.size):
-            yield self.data[i : i + self.size]
-
-
-class RecordedProvider(httpx2.AsyncBaseTransport):
-    def __init__(self, *names: str) -> None:
-        self.files = [FIXTURES / name for name in names]
-        self.requests: list[dict] = []
-
-    async def handle_async_request(self, request):
-        self.requests.append(json.loads(await request.aread()))
-        stream = RecordedStream(self.files.pop(0).read_bytes())
-        return httpx2.Response(200, headers={"content-type": "text/event-stream"}, stream=stream)
 
 
 async def test_openais_own_wire_format_with_parallel_calls_and_a_usage_chunk(knowledge_base):

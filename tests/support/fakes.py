@@ -4,6 +4,7 @@ next scripted response, streamed in OpenAI's wire format by the demo model's SSE
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import httpx2
@@ -78,3 +79,30 @@ def scripted_client(transport: httpx2.AsyncBaseTransport) -> AsyncOpenAI:
         http_client=httpx2.AsyncClient(transport=transport),
         max_retries=0,
     )
+
+
+FIXTURES = Path(__file__).resolve().parents[1] / "chat" / "fixtures"
+
+
+class RecordedStream(httpx2.AsyncByteStream):
+    """Replays a stream recorded in OpenAI's exact wire format, cut at arbitrary byte
+    boundaries (mid-line and mid-character), as a network delivers it."""
+
+    def __init__(self, data: bytes, size: int = 7) -> None:
+        self.data = data
+        self.size = size
+
+    async def __aiter__(self):
+        for i in range(0, len(self.data), self.size):
+            yield self.data[i : i + self.size]
+
+
+class RecordedProvider(httpx2.AsyncBaseTransport):
+    def __init__(self, *names: str) -> None:
+        self.files = [FIXTURES / name for name in names]
+        self.requests: list[dict] = []
+
+    async def handle_async_request(self, request):
+        self.requests.append(json.loads(await request.aread()))
+        stream = RecordedStream(self.files.pop(0).read_bytes())
+        return httpx2.Response(200, headers={"content-type": "text/event-stream"}, stream=stream)
