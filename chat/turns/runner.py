@@ -24,6 +24,7 @@ from activity.events import (
     turn_state,
 )
 from activity.models import ActivityFeed
+from activity.preferences import FeedPrefs
 from activity.presentation import summarize
 from activity.recorder import FeedRecorder
 from chat.agent.builtin_tools import default_registry
@@ -208,7 +209,7 @@ async def _finish(
 ) -> None:
     await text.send()
     labels = (tools or default_registry()).labels()
-    shown = settings.GLASSBOX_FEED.get("SHOW_REASONING", "full")
+    shown = FeedPrefs.from_mappings(settings.GLASSBOX_FEED).show_reasoning
     summary = summarize(recorder.events, labels, shown)
     await text.store(state=state)
     # Only now: a follower that joins in between reads the whole text from here or there.
