@@ -39,6 +39,10 @@ class Line:
     reasoning: str = ""
 
     @property
+    def is_reasoning(self) -> bool:
+        return self.tool == REASONING
+
+    @property
     def thinking(self) -> bool:
         """A model still thinking: the page counts the seconds on this line."""
         return self.tool == REASONING and self.state == "in_progress"

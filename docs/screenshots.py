@@ -40,6 +40,17 @@ def main(base: str) -> None:
         page.click("#composer button.send")
         expect(page.locator("details.feed li progress[value='3']")).to_be_visible(timeout=30_000)
         page.screenshot(path=HERE / "mcp-progress.png")
+        # A demo turn that thinks: the folded feed with its tokens, then expanded with the
+        # reasoning open.
+        page.goto(f"{base}/")
+        page.click("main button:text('New conversation')")
+        page.fill("#question", "Think it through: how do I negotiate my salary?")
+        page.click("#composer button.send")
+        expect(page.locator("article.assistant.state-complete")).to_be_visible(timeout=60_000)
+        page.reload()
+        page.locator("details.feed > summary").click()
+        page.locator("details.reasoning > summary").first.click()
+        page.screenshot(path=HERE / "thinking-and-tokens.png")
         browser.close()
 
 
