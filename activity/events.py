@@ -11,9 +11,11 @@ from typing import Any, Literal
 
 # The `tool` of the 💭 lines: a model thinking is no tool, but its line is updated in place.
 REASONING = "reasoning"
-StatusState = Literal["in_progress", "done", "failed"]
+StatusState = Literal["in_progress", "waiting", "done", "failed"]
 TurnState = Literal["complete", "failed", "interrupted"]
-STATUS_STATES: tuple[StatusState, ...] = ("in_progress", "done", "failed")
+STATUS_STATES: tuple[StatusState, ...] = ("in_progress", "waiting", "done", "failed")
+DecisionKind = Literal["approve", "deny", "timeout"]
+DECISIONS: tuple[DecisionKind, ...] = ("approve", "deny", "timeout")
 TURN_STATES: tuple[TurnState, ...] = ("complete", "failed", "interrupted")
 
 
@@ -88,6 +90,32 @@ class ToolResult:
 
 
 @dataclass(frozen=True, slots=True)
+class Decision:
+    """The owner's answer to a tool call that asked first (or its timing out): who, what,
+    why, and how long the call waited."""
+
+    call_id: str
+    tool: str
+    decision: DecisionKind
+    by: str = ""
+    reason: str = ""
+    waited_ms: int = 0
+    seq: int | None = None
+    type: Literal["decision"] = "decision"
+
+    @property
+    def approved(self) -> bool:
+        return self.decision == "approve"
+
+
+def decision_kind(value: str) -> DecisionKind:
+    for kind in DECISIONS:
+        if value == kind:
+            return kind
+    raise ValueError(f"not a decision: {value!r}")
+
+
+@dataclass(frozen=True, slots=True)
 class ModelCallDone:
     """One request to the model, for the audit: what it cost and what it thought. Not an event
     of the protocol; None is unknown (the provider did not say), never zero."""
@@ -145,8 +173,8 @@ class Error:
     type: Literal["error"] = "error"
 
 
-Event = Status | ToolCall | ToolResult | TextDelta | Done
-RecordedEvent = Status | ToolCall | ToolResult
+Event = Status | ToolCall | ToolResult | Decision | TextDelta | Done
+RecordedEvent = Status | ToolCall | ToolResult | Decision
 WireEvent = Event | TurnStarted | Error
 
 
@@ -199,6 +227,17 @@ def to_json(event: WireEvent) -> dict[str, Any]:
                 "summary": event.summary,
                 "duration_ms": event.duration_ms,
             } | _progress_of(event)
+        case Decision():
+            return {
+                "type": "decision",
+                "seq": event.seq,
+                "call_id": event.call_id,
+                "tool": event.tool,
+                "decision": event.decision,
+                "by": event.by,
+                "reason": event.reason,
+                "waited_ms": event.waited_ms,
+            }
         case TextDelta():
             return {"type": "text", "content": event.content}
         case Done():
@@ -258,6 +297,16 @@ def from_json(data: dict[str, Any]) -> WireEvent:
             total=_number(data.get("total")),
             progress_message=data.get("progress_message", ""),
             progress_count=data.get("progress_count", 0),
+        )
+    if kind == "decision":
+        return Decision(
+            call_id=data["call_id"],
+            tool=data.get("tool", ""),
+            decision=decision_kind(data["decision"]),
+            by=data.get("by", ""),
+            reason=data.get("reason", ""),
+            waited_ms=data.get("waited_ms", 0),
+            seq=data.get("seq"),
         )
     if kind == "text":
         return TextDelta(content=data["content"])

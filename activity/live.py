@@ -10,10 +10,10 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from activity.events import REASONING, Status, from_json
+from activity.events import REASONING, Decision, Status, from_json
 from activity.live_markdown import settled_length
 from activity.preferences import FeedPrefs
-from activity.presentation import Line, line_for, line_key, raw_detail
+from activity.presentation import Line, decision_line, line_for, line_key, raw_detail
 
 LABEL_KEY = "label"
 
@@ -76,6 +76,11 @@ class LivePresenter:
             return self._text(event["content"])
         if kind == "tool_call":
             return self._tool_call(event)
+        if kind == "decision":
+            decision = from_json(event)
+            assert isinstance(decision, Decision)
+            line = decision_line(decision, self.prefs.line_width)
+            return [ReplaceLine(line)] if line.key in self.shown else []
         if kind != "status":
             return []
         status = from_json(event)
@@ -144,7 +149,7 @@ class LivePresenter:
 
     def _line(self, status: Status) -> Line:
         detail = ""
-        if self.prefs.detail == "raw" and status.state == "in_progress":
+        if self.prefs.detail == "raw" and status.state in ("in_progress", "waiting"):
             detail = raw_detail(self.arguments.get(status.call_id, {}))
         return line_for(status, width=self.prefs.line_width, detail=detail)
 

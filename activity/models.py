@@ -3,7 +3,16 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
-from activity.events import RecordedEvent, Status, ToolCall, ToolResult, status_state
+from activity.events import (
+    Decision,
+    ModelCallDone,
+    RecordedEvent,
+    Status,
+    ToolCall,
+    ToolResult,
+    decision_kind,
+    status_state,
+)
 from activity.preferences import FeedPrefs
 
 
@@ -12,6 +21,7 @@ class ActivityFeed(models.Model):
 
     class State(models.TextChoices):
         RUNNING = "running"
+        WAITING = "waiting"
         COMPLETE = "complete"
         FAILED = "failed"
         INTERRUPTED = "interrupted"
@@ -91,6 +101,19 @@ class ModelCall(models.Model):
     def __str__(self) -> str:
         return f"model call {self.round} of feed {self.feed_id}"
 
+    def done(self) -> ModelCallDone:
+        return ModelCallDone(
+            round=self.round,
+            model=self.model,
+            duration_ms=self.duration_ms,
+            thinking_ms=self.thinking_ms,
+            reasoning=self.reasoning,
+            prompt_tokens=self.prompt_tokens,
+            completion_tokens=self.completion_tokens,
+            reasoning_tokens=self.reasoning_tokens,
+            cached_tokens=self.cached_tokens,
+        )
+
     def usage(self) -> dict:
         """The call as the API and exports give it (reasoning left to the caller)."""
         return {
@@ -113,6 +136,7 @@ class ActivityEvent(models.Model):
         STATUS = "status"
         TOOL_CALL = "tool_call"
         TOOL_RESULT = "tool_result"
+        DECISION = "decision"
 
     feed = models.ForeignKey(ActivityFeed, on_delete=models.CASCADE, related_name="events")
     seq = models.PositiveIntegerField()
@@ -198,6 +222,19 @@ class ActivityEvent(models.Model):
                     progress_count=event.progress_count,
                     result_structured=event.structured,
                 )
+            case Decision():
+                return cls(
+                    feed=feed,
+                    seq=seq,
+                    kind=cls.Kind.DECISION,
+                    tool=event.tool,
+                    call_id=event.call_id,
+                    state=event.decision,
+                    ok=event.approved,
+                    message=event.by[:400],
+                    result_summary=event.reason[:400],
+                    duration_ms=event.waited_ms,
+                )
         raise TypeError(f"not a recorded event: {event!r}")
 
     def to_event(self) -> RecordedEvent:
@@ -208,6 +245,16 @@ class ActivityEvent(models.Model):
                 state=status_state(self.state),
                 tool=self.tool,
                 call_id=self.call_id,
+                seq=self.seq,
+            )
+        if self.kind == self.Kind.DECISION:
+            return Decision(
+                call_id=self.call_id,
+                tool=self.tool,
+                decision=decision_kind(self.state),
+                by=self.message,
+                reason=self.result_summary,
+                waited_ms=self.duration_ms or 0,
                 seq=self.seq,
             )
         if self.kind == self.Kind.TOOL_CALL:

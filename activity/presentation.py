@@ -16,7 +16,15 @@ from django.utils.functional import Promise
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
-from activity.events import REASONING, RecordedEvent, Status, ToolCall, ToolResult
+from activity.events import (
+    REASONING,
+    Decision,
+    RecordedEvent,
+    Status,
+    StatusState,
+    ToolCall,
+    ToolResult,
+)
 
 FEEDBACK_ARG = "feedback_to_user"
 
@@ -37,6 +45,7 @@ class Line:
     total: float | None = None
     # A 💭 line's reasoning, when the site shows it (GLASSBOX_SHOW_REASONING=full).
     reasoning: str = ""
+    call_id: str = ""
 
     @property
     def is_reasoning(self) -> bool:
@@ -73,7 +82,7 @@ class Summary:
 def line_key(status: Status) -> str:
     # A call's running line is replaced in place by its later running lines; a 💭 line also
     # by the time the thinking took.
-    if status.call_id and (status.state == "in_progress" or status.tool == REASONING):
+    if status.call_id and (status.state in ("in_progress", "waiting") or status.tool == REASONING):
         return f"call-{status.call_id}"
     return f"seq-{status.seq}"
 
@@ -102,7 +111,32 @@ def line_for(status: Status, *, width: int = 80, detail: str = "") -> Line:
         full=message if shown != message else "",
         progress=status.progress,
         total=status.total,
+        call_id=status.call_id,
     )
+
+
+def decision_status(decision: Decision) -> Status:
+    """The line a decision puts where its call's waiting line (and its buttons) stood."""
+    state: StatusState = "failed"
+    if decision.decision == "approve":
+        icon, message, state = "✅", _("Approved by %(user)s") % {"user": decision.by}, "done"
+    elif decision.decision == "deny":
+        icon = "🚫"
+        message = _("Denied by %(user)s") % {"user": decision.by}
+        if decision.reason:
+            message = _("%(what)s: %(reason)s") % {"what": message, "reason": decision.reason}
+    else:
+        icon, message = "⌛", _("Not approved in time")
+    return Status(
+        icon=icon, message=message, state=state, tool=decision.tool, call_id=decision.call_id,
+        seq=decision.seq,
+    )  # fmt: skip
+
+
+def decision_line(decision: Decision, width: int = 80) -> Line:
+    """Keyed as the call's running line, so it replaces the waiting one (and its buttons)."""
+    line = line_for(decision_status(decision), width=width)
+    return replace(line, key=f"call-{decision.call_id}")
 
 
 def visible_lines(
@@ -130,12 +164,20 @@ def visible_lines(
     made_by: dict[str, Status] = {}
     started: dict[str, datetime] = {}
     for index, event in enumerate(events):
+        if isinstance(event, Decision):
+            line = decision_line(event, width)
+            lines[line.key] = line
+            made_by[line.key] = decision_status(event)
+            if times is not None:
+                started.setdefault(line.key, times[index])
+            continue
         if not isinstance(event, Status):
             continue
         if event.tool == REASONING and show_reasoning == "off":
             continue
         extra = ""
-        if detail == "raw" and event.state == "in_progress" and event.call_id in arguments:
+        running = event.state in ("in_progress", "waiting")
+        if detail == "raw" and running and event.call_id in arguments:
             extra = raw_detail(arguments[event.call_id])
         line = line_for(event, width=width, detail=extra)
         if event.state != "in_progress" and event.call_id in reported:

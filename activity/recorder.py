@@ -23,6 +23,13 @@ class FeedRecorder:
         self.calls: list[ModelCallDone] = []
         self.prices = prices or {}
 
+    async def load(self) -> None:
+        """What a paused turn recorded before, so a resumed run numbers on and sums it all."""
+        rows = ActivityEvent.objects.filter(feed=self.feed).order_by("seq")
+        self.events = [row.to_event() async for row in rows]
+        calls = ModelCall.objects.filter(feed=self.feed).order_by("round")
+        self.calls = [call.done() async for call in calls]
+
     @property
     def last_seq(self) -> int:
         return (self.events[-1].seq or 0) if self.events else 0

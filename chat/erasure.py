@@ -37,7 +37,7 @@ def terms() -> list[str]:
 @transaction.atomic
 def account_erase(*, user: Any) -> str:
     """Erases one account as `terms()` says; returns the name it is left under."""
-    if Message.objects.filter(conversation__owner=user, state=Message.State.STREAMING).exists():
+    if Message.objects.filter(conversation__owner=user, state__in=Message.OPEN_STATES).exists():
         raise ErasureRefused(f"{user} has an answer running; stop it or let it end first.")
     now = timezone.now()
     conversations = Conversation.all_objects.filter(owner=user)

@@ -71,7 +71,8 @@ class McpServerForm(forms.ModelForm):
         label="Tools that need approval",
         required=False,
         widget=forms.Textarea(attrs={"rows": 2}),
-        help_text="One per line: the user is asked before each call of these.",
+        help_text="One per line: the user is asked before each call of these. Empty: the "
+        "tools the server marks as destructive (and not read-only).",
     )
 
     class Meta:
@@ -99,11 +100,11 @@ class McpServerForm(forms.ModelForm):
                 raise forms.ValidationError({f"{field}_text": exc.messages}) from None
         data["args"] = names(data.get("args_text", ""))
         data["tools"] = names(data.get("tools_text", "")) or None
-        data["approval"] = names(data.get("approval_text", ""))
+        data["approval"] = names(data.get("approval_text", "")) or None
         http = data.get("transport") == McpServer.Transport.HTTP
         mapping = {
             "name": data.get("name", ""),
-            "approval": data["approval"],
+            **({"approval": data["approval"]} if data["approval"] is not None else {}),
             **({"tools": data["tools"]} if data["tools"] is not None else {}),
             **(
                 {"url": data.get("url", ""), "headers": data["headers"]}

@@ -88,9 +88,14 @@ class Message(models.Model):
 
     class State(models.TextChoices):
         STREAMING = "streaming"
+        # Paused until its owner approves or denies a tool call; no process holds it.
+        WAITING = "waiting"
         COMPLETE = "complete"
         FAILED = "failed"
         INTERRUPTED = "interrupted"
+
+    # A turn not yet over: running, or waiting for a decision.
+    OPEN_STATES = (State.STREAMING, State.WAITING)
 
     conversation = models.ForeignKey(
         Conversation, on_delete=models.CASCADE, related_name="messages"
@@ -115,8 +120,8 @@ class Message(models.Model):
             # conversation.
             models.UniqueConstraint(
                 fields=["conversation"],
-                condition=models.Q(state="streaming"),
-                name="one_streaming_turn_per_conversation",
+                condition=models.Q(state__in=["streaming", "waiting"]),
+                name="one_open_turn_per_conversation",
             ),
             models.UniqueConstraint(
                 fields=["conversation", "client_id"], name="one_turn_per_client_id"
@@ -198,7 +203,8 @@ class McpServer(models.Model):
     enabled = models.BooleanField(default=True)
     # None: every tool the server lists.
     tools = models.JSONField(null=True, blank=True)
-    approval = models.JSONField(default=list, blank=True)
+    # None: the tools the server annotates as destructive (and not read-only) ask first.
+    approval = models.JSONField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -211,7 +217,9 @@ class McpServer(models.Model):
 
     def as_mapping(self) -> dict:
         """The declaration in the form GLASSBOX_MCP_SERVERS takes."""
-        data: dict = {"name": self.name, "enabled": self.enabled, "approval": self.approval}
+        data: dict = {"name": self.name, "enabled": self.enabled}
+        if self.approval is not None:
+            data["approval"] = self.approval
         if self.transport == self.Transport.HTTP:
             data |= {"url": self.url, "headers": self.headers}
         else:
@@ -219,3 +227,54 @@ class McpServer(models.Model):
         if self.tools is not None:
             data["tools"] = self.tools
         return data
+
+
+class ToolApproval(models.Model):
+    """A tool call that waits for its owner's decision, with what the agent loop needs to go
+    on from it in any process: the conversation as the model had it and the calls left."""
+
+    class Decision(models.TextChoices):
+        APPROVE = "approve"
+        DENY = "deny"
+        TIMEOUT = "timeout"
+        STOPPED = "stopped"
+
+    answer = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="approvals")
+    call_id = models.CharField(max_length=64)
+    tool = models.CharField(max_length=64)
+    arguments = models.JSONField(default=dict)
+    # chat.agent.loop.Paused, as JSON.
+    state = models.JSONField()
+    asked_at = models.DateTimeField(auto_now_add=True)
+    deadline = models.DateTimeField(db_index=True)
+    decision = models.CharField(max_length=16, choices=Decision.choices, blank=True)
+    decided_at = models.DateTimeField(null=True, blank=True)
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True
+    )
+    reason = models.CharField(max_length=500, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["answer", "call_id"], name="one_approval_per_call")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.tool} ({self.decision or 'waiting'})"
+
+
+class OutboxEmail(models.Model):
+    """What the demo's send_email tool "sends": it only ever lands here, never in a mailbox."""
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, null=True)
+    to = models.CharField(max_length=254)
+    subject = models.CharField(max_length=200)
+    body = models.TextField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name = "outbox email"
+
+    def __str__(self) -> str:
+        return f"To {self.to}: {self.subject}"

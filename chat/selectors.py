@@ -48,6 +48,9 @@ def conversations_of(
                     conversation_id=OuterRef("pk"), failed_tool_count__gt=0
                 )
             ),
+            waiting=Exists(
+                Message.objects.filter(conversation=OuterRef("pk"), state=Message.State.WAITING)
+            ),
         )
         .order_by("-last_activity", "-created_at")
     )

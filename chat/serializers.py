@@ -86,3 +86,23 @@ class QuestionField(StrictCharField):
 class TurnRequestSerializer(serializers.Serializer):
     content = QuestionField(trim_whitespace=False)
     client_id = StrictUUIDField(required=False)
+
+
+class ApprovalRequestSerializer(serializers.Serializer):
+    decision = serializers.ChoiceField(choices=["approve", "deny"])
+    reason = StrictCharField(
+        required=False, allow_blank=True, max_length=500, help_text="Why, for a denial."
+    )
+
+
+class DecisionSerializer(serializers.Serializer):
+    """The decision as the feed records it (a `decision` event)."""
+
+    type = serializers.CharField()
+    seq = serializers.IntegerField(allow_null=True)
+    call_id = serializers.CharField()
+    tool = serializers.CharField()
+    decision = serializers.ChoiceField(choices=["approve", "deny", "timeout"])
+    by = serializers.CharField()
+    reason = serializers.CharField()
+    waited_ms = serializers.IntegerField()

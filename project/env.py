@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 
 
@@ -42,3 +43,18 @@ def env_float(name: str, default: float) -> float:
 
 def env_list(name: str, default: str) -> list[str]:
     return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
+
+
+def approval_setting(value: str) -> dict[str, bool]:
+    """A JSON object of tool names and true or false."""
+    if not value.strip():
+        return {}
+    try:
+        data = json.loads(value)
+    except ValueError as exc:
+        raise ValueError(f"not valid JSON ({exc})") from None
+    if not isinstance(data, dict) or not all(isinstance(v, bool) for v in data.values()):
+        raise ValueError(
+            'expected an object of tool names and true or false, e.g. {"send_email": false}'
+        )
+    return data

@@ -20,7 +20,8 @@ WHY = {
     "401": "No valid token or session.",
     "403": "Not allowed for this account.",
     "404": "No such thing for this account (another user's is not found either).",
-    "409": "A turn of this conversation is already running.",
+    "409": "A turn of this conversation is already running, or that tool call was already "
+    "decided (or timed out).",
     "415": "The body must be JSON.",
     "429": "Too many questions in the last minute, or too many answers running at once.",
     "503": "This process is restarting; ask again (Retry-After), another process answers.",
@@ -39,6 +40,8 @@ def _errors(path: str, method: str, operation: dict[str, Any]) -> list[str]:
         codes.append("403")  # the `user` filter is for auditors
     if path.endswith("/messages/"):
         codes += ["409", "429", "503"]
+    if "/approvals/" in path:
+        codes.append("409")
     return codes
 
 

@@ -12,7 +12,7 @@ from django.utils.csp import CSP
 
 from activity.usage import prices_from_setting
 from chat.agent.mcp.config import ServerConfigError, specs_from_setting
-from project.env import env_bool, env_float, env_int, env_list, env_str
+from project.env import approval_setting, env_bool, env_float, env_int, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -238,6 +238,7 @@ GLASSBOX_TOOLS = env_list(
             "chat.agent.builtin_tools.CALCULATOR",
             "chat.agent.builtin_tools.CURRENT_DATETIME",
             "chat.agent.builtin_tools.REQUEST_CONTACT_FORM",
+            "chat.agent.builtin_tools.SEND_EMAIL",
         ]
     ),
 )
@@ -252,6 +253,14 @@ except ServerConfigError as exc:
 GLASSBOX_MCP_CONNECT_TIMEOUT = env_float("GLASSBOX_MCP_CONNECT_TIMEOUT", 10.0)
 # Characters of an MCP tool's text result the model is given.
 GLASSBOX_MCP_RESULT_CHARS = env_int("GLASSBOX_MCP_RESULT_CHARS", 8000)
+# Which tools ask their user before each call, by name, over each tool's own setting (a
+# built-in tool's flag, an MCP server's admin choice): {"send_email": false, "crm__update": true}.
+try:
+    GLASSBOX_APPROVAL = approval_setting(env_str("GLASSBOX_APPROVAL", ""))
+except ValueError as exc:
+    raise ImproperlyConfigured(f"GLASSBOX_APPROVAL: {exc}") from None
+# Seconds a tool call waits for its approval before it is denied as timed out.
+GLASSBOX_APPROVAL_TIMEOUT = env_float("GLASSBOX_APPROVAL_TIMEOUT", 600.0)
 # Ask the provider for token usage in the stream (stream_options.include_usage).
 GLASSBOX_STREAM_USAGE = env_bool("GLASSBOX_STREAM_USAGE", True)
 # Prices per million tokens by model, as JSON: {"gpt-4o-mini": {"prompt": 0.15,

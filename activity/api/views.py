@@ -59,7 +59,7 @@ class SummarySerializer(serializers.Serializer):
     text = serializers.CharField()
 
 
-class UsageSerializer(serializers.Serializer):
+class TokensSerializer(serializers.Serializer):
     """Null is unknown: the provider did not say."""
 
     model = serializers.CharField()
@@ -67,13 +67,16 @@ class UsageSerializer(serializers.Serializer):
     completion_tokens = serializers.IntegerField(allow_null=True)
     reasoning_tokens = serializers.IntegerField(allow_null=True)
     cached_tokens = serializers.IntegerField(allow_null=True)
-    total_tokens = serializers.IntegerField(allow_null=True)
     cost = serializers.DecimalField(
         max_digits=14, decimal_places=6, allow_null=True, help_text="In GLASSBOX_CURRENCY."
     )
 
 
-class ModelCallSerializer(UsageSerializer):
+class UsageSerializer(TokensSerializer):
+    total_tokens = serializers.IntegerField(allow_null=True)
+
+
+class ModelCallSerializer(TokensSerializer):
     round = serializers.IntegerField()
     duration_ms = serializers.IntegerField()
     thinking_ms = serializers.IntegerField(allow_null=True)

@@ -7,6 +7,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.validators import validate_email
 from django.utils.formats import date_format, number_format
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
@@ -16,6 +18,7 @@ from activity.presentation import ToolLabels
 from chat.agent.arithmetic import ArithmeticError_, evaluate
 from chat.agent.tools import Tool, ToolError, ToolOutcome, ToolRegistry
 from chat.knowledge.search import search_documents
+from chat.outbox import outbox_add
 
 
 class Arguments(BaseModel):
@@ -174,6 +177,44 @@ REQUEST_CONTACT_FORM = Tool(
         failed=gettext_lazy("Contact form failed"),
     ),
     user_facing=False,
+)
+
+
+class EmailArguments(Arguments):
+    to: str = Field(description="The recipient's email address.", min_length=3, max_length=254)
+    subject: str = Field(description="The subject line.", min_length=1, max_length=200)
+    body: str = Field(description="The message, in plain text.", min_length=1, max_length=5000)
+
+
+async def run_send_email(arguments: EmailArguments) -> ToolOutcome:
+    try:
+        validate_email(arguments.to)
+    except ValidationError:
+        raise ToolError(_("%(to)s is not an email address") % {"to": arguments.to}) from None
+    await outbox_add(to=arguments.to, subject=arguments.subject, body=arguments.body)
+    return ToolOutcome(
+        content={"sent": True, "to": arguments.to, "subject": arguments.subject},
+        summary=_("to %(to)s") % {"to": arguments.to},
+        done_message=_("The email to %(to)s is in the outbox") % {"to": arguments.to},
+    )
+
+
+SEND_EMAIL = Tool(
+    name="send_email",
+    description=(
+        "Send an email on the user's behalf. The user is asked to approve each email before "
+        "it goes (in this demo it lands in an outbox and is never delivered)."
+    ),
+    arguments=EmailArguments,
+    run=run_send_email,
+    icon="📧",
+    working_message=gettext_lazy("Writing an email…"),
+    labels=ToolLabels(
+        icon="📧",
+        done=gettext_lazy("Sent an email"),
+        failed=gettext_lazy("Email not sent"),
+    ),
+    needs_approval=True,
 )
 
 

@@ -39,6 +39,8 @@ SURVEY_TOOL = "__compare_salary_surveys"
 NAMED_TOOL = re.compile(r"\b([A-Za-z0-9-]+__[A-Za-z0-9_-]+)(\s*\{.*\})?", re.DOTALL)
 THINK_WORDS = re.compile(r"\b(think|thinking|reason|pensa\w*|ragiona\w*)\b|思考|想一想")
 REASONING_CHUNK = 6
+EMAIL_WORDS = re.compile(r"\b(e-?mail\w*|mail)\b|郵件|電郵")
+ADDRESS = re.compile(r"[\w.+-]+@[\w-]+(\.[\w-]+)+")
 FAILURE_WORDS = re.compile(r"\b(simulate|simula)\b|模擬")
 SPLIT_WORDS = re.compile(r"\band\b|\bwith\b|\be\b|\bcon\b|和|與|跟", re.IGNORECASE)
 EXPRESSION = re.compile(
@@ -123,6 +125,16 @@ class DemoModel:
         named = NAMED_TOOL.search(question)
         if named and named.group(1) in offered:
             return [[Call(named.group(1), self.named_arguments(named.group(2), language))]]
+        if EMAIL_WORDS.search(folded) and "send_email" in offered:
+            address = ADDRESS.search(question)
+            to = address.group() if address else "advisor@example.com"
+            arguments = {
+                "feedback_to_user": say("feedback_email", language, to=to),
+                "to": to,
+                "subject": say("email_subject", language),
+                "body": question,
+            }
+            return [[Call("send_email", arguments)]]
         surveys = sorted(name for name in offered if name.endswith(SURVEY_TOOL))
         if SURVEY_WORDS.search(folded) and surveys:
             feedback = say("feedback_surveys", language, role=keywords(question))
@@ -194,6 +206,10 @@ class DemoModel:
         return "\n\n".join(parts)
 
     def describe(self, tool: str, content: Any, language: str) -> str:
+        if tool == "send_email" and isinstance(content, dict):
+            if "error" in content:
+                return say("email_not_sent", language, reason=content["error"])
+            return say("emailed", language, to=content["to"])
         if isinstance(content, dict) and "error" in content:
             return say("tool_failed", language, tool=tool, reason=content["error"])
         if tool == "calculator":

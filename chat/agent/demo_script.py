@@ -53,6 +53,26 @@ TEXT: dict[str, dict[str, str]] = {
         "cosa dicono gli strumenti, invece di tirare a indovinare.",
         "zh": "使用者想要一個周全的回答。回答之前，我應該先查看工具能提供的資料，而不是猜測。",
     },
+    "feedback_email": {
+        "en": "Sending an email to {to}",
+        "it": "Invio un'email a {to}",
+        "zh": "正在寄電子郵件給 {to}",
+    },
+    "email_subject": {
+        "en": "A question from Glassbox",
+        "it": "Una domanda da Glassbox",
+        "zh": "來自 Glassbox 的問題",
+    },
+    "emailed": {
+        "en": "Done: the email to {to} is in the outbox (this demo never delivers mail).",
+        "it": "Fatto: l'email a {to} è nella posta in uscita (questa demo non consegna posta).",
+        "zh": "完成：寄給 {to} 的郵件已放入寄件匣（此示範不會真的寄出郵件）。",
+    },
+    "email_not_sent": {
+        "en": "I did not send the email ({reason}). Tell me if you want to change it.",
+        "it": "Non ho inviato l'email ({reason}). Dimmi se vuoi cambiarla.",
+        "zh": "我沒有寄出這封郵件（{reason}）。如需修改，請告訴我。",
+    },
     "found": {
         "en": "Here is what the knowledge base says:",
         "it": "Ecco cosa dice la base di conoscenza:",

@@ -373,6 +373,68 @@ def _raw_arguments(raw: str) -> dict[str, Any]:
     return parsed if isinstance(parsed, dict) else {"_raw": raw[:2000]}
 
 
+@dataclass
+class Paused:
+    """The loop stopped at a call that must be approved first: everything it needs to go on
+    later, in any process, as JSON (the conversation as the model had it, the calls of the
+    round still to run, the waiting one first)."""
+
+    conversation: list[dict[str, Any]]
+    round: int
+    pending: list[dict[str, str]]
+    # The call's ⏸ line: recorded with the pause, in one transaction, then shown.
+    waiting: Status | None = None
+    type: str = "paused"
+
+    @property
+    def call(self) -> dict[str, str]:
+        return self.pending[0]
+
+    def as_state(self) -> dict[str, Any]:
+        return {"conversation": self.conversation, "round": self.round, "pending": self.pending}
+
+    @classmethod
+    def from_state(cls, data: dict[str, Any]) -> Paused:
+        return cls(conversation=data["conversation"], round=data["round"], pending=data["pending"])
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """The decision on the waiting call, as the loop goes on from it."""
+
+    call_id: str
+    approved: bool
+    # What the model is told when the call did not run.
+    reason: str = ""
+
+
+def asks_first(tool: AgentTool) -> bool:
+    """The tool's own flag, unless GLASSBOX_APPROVAL overrides it by name."""
+    return bool(settings.GLASSBOX_APPROVAL.get(tool.name, tool.needs_approval))
+
+
+def waiting(call: PendingCall, shown: str) -> Status:
+    what = shown or _("Running %(tool)s…") % {"tool": call.name}
+    return Status(
+        icon="⏸",
+        message=_("%(what)s — waiting for your approval") % {"what": what.rstrip("…")},
+        state="waiting",
+        tool=call.name,
+        call_id=call.call_id,
+    )
+
+
+def refused(call: PendingCall, verdict: Verdict) -> tuple[ToolResult, list[Status], str]:
+    """A call that was denied or timed out: the model learns why, and answers without it."""
+    content = json.dumps({"error": verdict.reason}, ensure_ascii=False)
+    result = ToolResult(
+        call_id=call.call_id, ok=False, summary=verdict.reason, duration_ms=0, tool=call.name,
+        content=content,
+    )  # fmt: skip
+    without = Status(icon="🔄", message=_("Answering without it"), state="done")
+    return result, [without], content
+
+
 async def run_agent(
     *,
     client: AsyncOpenAI,
@@ -382,72 +444,141 @@ async def run_agent(
     max_tool_rounds: int,
     tool_timeout: float,
     language: str | None = None,
-) -> AsyncIterator[RecordedEvent | TextDelta | ModelCallDone]:
+    resume: Paused | None = None,
+    verdict: Verdict | None = None,
+) -> AsyncIterator[RecordedEvent | TextDelta | ModelCallDone | Paused]:
     """Yields Status, ToolCall, ToolResult and TextDelta events, and a ModelCallDone after
-    each request to the model; the caller adds Done."""
+    each request to the model; the caller adds Done. A call that must be approved first ends
+    the run with Paused; `resume` with the `verdict` goes on from there."""
     language = language or get_language() or settings.LANGUAGE_CODE
-    conversation = [{"role": "system", "content": system_prompt(language)}, *messages]
-    used_tools = False
-    for round_number in range(max_tool_rounds + 1):
-        offer_tools = bool(registry) and round_number < max_tool_rounds
-        options: dict[str, Any] = {"tools": registry.schemas()} if offer_tools else {}
-        if settings.GLASSBOX_STREAM_USAGE:
-            options["stream_options"] = {"include_usage": True}
-        started = time.monotonic()
-        stream = await client.chat.completions.create(
-            model=model,
-            messages=conversation,  # type: ignore[arg-type]  # plain dicts, as the API takes
-            stream=True,
-            **options,
-        )
-        calls = ToolCallAssembler(registry, round_number)
-        thinking = Thinking(round_number)
-        text: list[str] = []
-        finish_reason = None
-        usage = None
-        answered_by = model
-        async for chunk in _readable(stream):
-            usage = getattr(chunk, "usage", None) or usage
-            answered_by = getattr(chunk, "model", None) or answered_by
-            if not chunk.choices:
-                continue
-            finish_reason = chunk.choices[0].finish_reason or finish_reason
-            delta = chunk.choices[0].delta
-            reasoning = reasoning_of(delta)
-            if reasoning and (status := thinking.add(reasoning)):
+    if resume is None:
+        conversation = [{"role": "system", "content": system_prompt(language)}, *messages]
+        first_round, used_tools = 0, False
+    else:
+        conversation, first_round, used_tools = list(resume.conversation), resume.round, True
+    for round_number in range(first_round, max_tool_rounds + 1):
+        if resume is not None:
+            pending = [
+                PendingCall(index, c["call_id"], c["name"], c["arguments"])
+                for index, c in enumerate(resume.pending)
+            ]
+            shown: dict[str, str] = {}
+            resume = None
+        else:
+            calls = ToolCallAssembler(registry, round_number)
+            async for item in _model_round(
+                client, model, conversation, registry, round_number, max_tool_rounds, calls,
+                used_tools,
+            ):  # fmt: skip
+                yield item
+            if not calls:
+                if used_tools:
+                    yield finished()
+                return
+            used_tools = True
+            pending, shown = calls.completed(), calls.shown
+        for position, call in enumerate(pending):
+            tool = registry.get(call.name)
+            decided = verdict if verdict is not None and verdict.call_id == call.call_id else None
+            if decided is None and tool is not None and asks_first(tool):
+                arguments = _raw_arguments(call.arguments)
+                yield ToolCall(tool=call.name, call_id=call.call_id, arguments=arguments)
+                yield Paused(
+                    waiting=waiting(call, shown.get(call.call_id, "")),
+                    conversation=conversation,
+                    round=round_number,
+                    pending=[
+                        {"call_id": c.call_id, "name": c.name, "arguments": c.arguments}
+                        for c in pending[position:]
+                    ],
+                )
+                return
+            if decided is not None and not decided.approved:
+                result, statuses, content = refused(call, decided)
+                yield result
+            else:
+                async for ran in run_call(
+                    registry, call, tool_timeout, shown.get(call.call_id, "")
+                ):
+                    if isinstance(ran, Status):
+                        yield ran
+                    else:
+                        tool_call, result, statuses, content = ran
+                if decided is None:  # a decided call's arguments were recorded when it asked
+                    yield tool_call
+                yield result
+            for status in statuses:
                 yield status
-            if (delta.content or delta.tool_calls) and (status := thinking.finish()):
-                yield status
-            if delta.content:
-                if used_tools and not text:
-                    yield writing()
-                text.append(delta.content)
-                yield TextDelta(delta.content)
-            for tool_delta in delta.tool_calls or []:
-                for status in calls.feed(tool_delta):
-                    yield status
-        if status := thinking.finish():
+            conversation.append({"role": "tool", "tool_call_id": call.call_id, "content": content})
+    # Only reached when the model asked for tools even though none were offered.
+    yield finished()
+
+
+async def _model_round(
+    client: AsyncOpenAI,
+    model: str,
+    conversation: list[dict[str, Any]],
+    registry: ToolRegistry,
+    round_number: int,
+    max_tool_rounds: int,
+    calls: ToolCallAssembler,
+    used_tools: bool,
+) -> AsyncIterator[RecordedEvent | TextDelta | ModelCallDone]:
+    """One request to the model, streamed: its thinking, text and tool calls as they come;
+    the calls it asked for are left in `calls` and in the conversation."""
+    offer_tools = bool(registry) and round_number < max_tool_rounds
+    options: dict[str, Any] = {"tools": registry.schemas()} if offer_tools else {}
+    if settings.GLASSBOX_STREAM_USAGE:
+        options["stream_options"] = {"include_usage": True}
+    started = time.monotonic()
+    stream = await client.chat.completions.create(
+        model=model,
+        messages=conversation,  # type: ignore[arg-type]  # plain dicts, as the API takes
+        stream=True,
+        **options,
+    )
+    thinking = Thinking(round_number)
+    text: list[str] = []
+    finish_reason = None
+    usage = None
+    answered_by = model
+    async for chunk in _readable(stream):
+        usage = getattr(chunk, "usage", None) or usage
+        answered_by = getattr(chunk, "model", None) or answered_by
+        if not chunk.choices:
+            continue
+        finish_reason = chunk.choices[0].finish_reason or finish_reason
+        delta = chunk.choices[0].delta
+        reasoning = reasoning_of(delta)
+        if reasoning and (status := thinking.add(reasoning)):
             yield status
-        yield ModelCallDone(
-            round=round_number,
-            model=str(answered_by),
-            duration_ms=int((time.monotonic() - started) * 1000),
-            thinking_ms=thinking.ms,
-            reasoning=thinking.text,
-            prompt_tokens=_tokens(usage, "prompt_tokens"),
-            completion_tokens=_tokens(usage, "completion_tokens"),
-            reasoning_tokens=_tokens(usage, "completion_tokens_details", "reasoning_tokens"),
-            cached_tokens=_tokens(usage, "prompt_tokens_details", "cached_tokens"),
-        )
-        if finish_reason is None:
-            # A connection that just closed: what arrived is kept, but it is not an answer.
-            raise ProviderError(_("the model provider's reply broke off before it was finished"))
-        if not calls:
-            if used_tools:
-                yield finished()
-            return
-        used_tools = True
-        pending = calls.completed()
+        if (delta.content or delta.tool_calls) and (status := thinking.finish()):
+            yield status
+        if delta.content:
+            if used_tools and not text:
+                yield writing()
+            text.append(delta.content)
+            yield TextDelta(delta.content)
+        for tool_delta in delta.tool_calls or []:
+            for status in calls.feed(tool_delta):
+                yield status
+    if status := thinking.finish():
+        yield status
+    yield ModelCallDone(
+        round=round_number,
+        model=str(answered_by),
+        duration_ms=int((time.monotonic() - started) * 1000),
+        thinking_ms=thinking.ms,
+        reasoning=thinking.text,
+        prompt_tokens=_tokens(usage, "prompt_tokens"),
+        completion_tokens=_tokens(usage, "completion_tokens"),
+        reasoning_tokens=_tokens(usage, "completion_tokens_details", "reasoning_tokens"),
+        cached_tokens=_tokens(usage, "prompt_tokens_details", "cached_tokens"),
+    )
+    if finish_reason is None:
+        # A connection that just closed: what arrived is kept, but it is not an answer.
+        raise ProviderError(_("the model provider's reply broke off before it was finished"))
+    if calls:
         conversation.append(
             {
                 "role": "assistant",
@@ -461,24 +592,10 @@ async def run_agent(
                             "arguments": call.arguments if _is_json(call.arguments) else "{}",
                         },
                     }
-                    for call in pending
+                    for call in calls.completed()
                 ],
             }
         )
-        for call in pending:
-            shown = calls.shown.get(call.call_id, "")
-            async for item in run_call(registry, call, tool_timeout, shown):
-                if isinstance(item, Status):
-                    yield item
-                else:
-                    tool_call, result, statuses, content = item
-            yield tool_call
-            yield result
-            for status in statuses:
-                yield status
-            conversation.append({"role": "tool", "tool_call_id": call.call_id, "content": content})
-    # Only reached when the model asked for tools even though none were offered.
-    yield finished()
 
 
 async def _readable(stream) -> AsyncIterator[Any]:

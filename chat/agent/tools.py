@@ -83,6 +83,8 @@ class AgentTool(Protocol):
     @property
     def user_facing(self) -> bool: ...
     @property
+    def needs_approval(self) -> bool: ...
+    @property
     def schema(self) -> dict[str, Any]: ...
 
     def parse(self, arguments: dict[str, Any]) -> Any: ...
@@ -106,6 +108,8 @@ class Tool:
     labels: ToolLabels
     # Tools that only act in the page (the contact form) do not narrate themselves.
     user_facing: bool = True
+    # Tools that act in the world (send mail, change records, spend money) ask the user first.
+    needs_approval: bool = False
 
     @cached_property
     def schema(self) -> dict[str, Any]:

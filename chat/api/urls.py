@@ -16,4 +16,9 @@ urlpatterns = [
         views.TurnCreate.as_view(),
         name="api-turns",
     ),
+    path(
+        "conversations/<uuid:conversation_id>/approvals/<str:call_id>/",
+        views.ApprovalDecide.as_view(),
+        name="api-approval",
+    ),
 ]

@@ -26,8 +26,10 @@ from chat.api.sse import sse, turn_events
 from chat.models import Conversation, Message
 from chat.selectors import message_records
 from chat.serializers import (
+    ApprovalRequestSerializer,
     ConversationDetailSerializer,
     ConversationSerializer,
+    DecisionSerializer,
     MessageSerializer,
     TurnRequestSerializer,
 )
@@ -135,6 +137,34 @@ class TurnCreate(APIView):
             return response
         # Streamed too, as one document once the turn is over: no request thread waits for it.
         return StreamingHttpResponse(_answer(conversation, turn), content_type="application/json")
+
+
+@extend_schema(
+    request=ApprovalRequestSerializer,
+    responses=DecisionSerializer,
+    description=(
+        "Approves or denies a tool call that waits for this conversation's owner (its "
+        "`status` event has `state` `waiting`). The first decision wins; a later one, or one "
+        "after GLASSBOX_APPROVAL_TIMEOUT, is a 409. Approved, the tool runs and the turn goes "
+        "on; denied, the model is told why and answers without it."
+    ),
+)
+class ApprovalDecide(APIView):
+    def post(self, request: Request, conversation_id: Any, call_id: str) -> Response:
+        conversation = get_object_or_404(conversations_owned(request.user), pk=conversation_id)
+        data = ApprovalRequestSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            decision = async_to_sync(turns.decide)(
+                conversation_id=conversation.pk,
+                call_id=call_id,
+                user=request.user,
+                approve=data.validated_data["decision"] == "approve",
+                reason=data.validated_data.get("reason", ""),
+            )
+        except turns.TurnRejected as refusal:
+            return Response({"detail": str(refusal)}, status=refusal.status)
+        return Response(to_json(decision))
 
 
 async def _answer(conversation: Conversation, turn: turns.StartedTurn) -> AsyncIterator[bytes]:

@@ -95,6 +95,18 @@ class ChatConsumer(AsyncWebsocketConsumer):
             for answer_id in await reads.answers_of(self.conversation.pk, request.answer_ids):
                 await self.screen.join(answer_id, self.prefs)
             return
+        if isinstance(request, inbound.Decide):
+            try:
+                await turns.decide(
+                    conversation_id=self.conversation.pk,
+                    call_id=request.call_id,
+                    user=self.user,
+                    approve=request.approve,
+                    reason=request.reason,
+                )
+            except turns.TurnRejected as refusal:
+                await self.send_notice(str(refusal))
+            return
         if isinstance(request, inbound.Stop):
             if not await turns.stop(
                 conversation_id=self.conversation.pk, answer_id=request.answer_id

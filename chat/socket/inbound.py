@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from django.utils.translation import gettext as _
 
 # htmx's ws-send adds HEADERS to every form message.
-ALLOWED_KEYS = {"message", "client_id", "stop", "resume", "HEADERS"}
+ALLOWED_KEYS = {"message", "client_id", "stop", "resume", "approve", "deny", "reason", "HEADERS"}
+CALL_ID_LIMIT = 64
 # A page shows at most this many turns at once that may still be running.
 RESUME_LIMIT = 20
 FLOOD_LIMIT = 20
@@ -41,7 +42,16 @@ class Resume:
     answer_ids: tuple[int, ...]
 
 
-def parse(text_data: str | None) -> Ask | Stop | Resume:
+@dataclass(frozen=True, slots=True)
+class Decide:
+    """Approve or deny a tool call that waits for this conversation's owner."""
+
+    call_id: str
+    approve: bool
+    reason: str = ""
+
+
+def parse(text_data: str | None) -> Ask | Stop | Resume | Decide:
     if text_data is None:
         raise Unreadable(_("Send your question as text."))
     try:
@@ -58,6 +68,17 @@ def parse(text_data: str | None) -> Ask | Stop | Resume:
             return Stop(_answer_id(data["stop"]))
         except (TypeError, ValueError):
             raise Unreadable(_("Stop needs the id of the answer to stop.")) from None
+    if "approve" in data or "deny" in data:
+        approve = "approve" in data
+        call_id = data["approve" if approve else "deny"]
+        if approve and "deny" in data:
+            raise Unreadable(_("Approve or deny, not both."))
+        if not isinstance(call_id, str) or not 0 < len(call_id) <= CALL_ID_LIMIT:
+            raise Unreadable(_("Approve and deny need the id of the tool call."))
+        reason = data.get("reason", "")
+        if not isinstance(reason, str):
+            raise Unreadable(_("The reason must be text."))
+        return Decide(call_id=call_id, approve=approve, reason=reason)
     if "resume" in data:
         ids = data["resume"]
         if not isinstance(ids, list) or len(ids) > RESUME_LIMIT:

@@ -55,7 +55,7 @@ def opening(
     dead_turns_recover(conversation_id=conversation.pk)
     prefs, language = FeedPreferences.settings_for(user.pk)
     running = (
-        Message.objects.filter(conversation=conversation, state=Message.State.STREAMING)
+        Message.objects.filter(conversation=conversation, state__in=Message.OPEN_STATES)
         .values_list("pk", flat=True)
         .first()
     )

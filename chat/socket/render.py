@@ -85,7 +85,7 @@ def _live_op(answer_id: int, op: Op) -> str:
 def assistant_message(message: TurnView) -> str:
     html = render_to_string("chat/_assistant_message.html", {"message": message, "oob": True})
     # A refusal shown while the turn ran ("still working…") no longer holds once it ended.
-    return html if message.state == "streaming" else clear_notice() + html
+    return html if message.state in Message.OPEN_STATES else clear_notice() + html
 
 
 def notice(text: str, *, level: str = "error") -> str:

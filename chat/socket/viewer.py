@@ -13,6 +13,7 @@ from activity.live import LivePresenter
 from activity.live_markdown import split_settled
 from activity.preferences import FeedPrefs
 from chat import turns
+from chat.models import Message
 from chat.selectors import TurnView, aturn_view
 from chat.socket import render
 
@@ -116,7 +117,7 @@ class Screen:
         view, position = await turns.snapshot(answer_id, prefs)
         for frame in render.joined(view, as_json=self.wants_json):
             await self.send(frame)
-        if view.state == "streaming":  # else it ended before the snapshot
+        if view.state in Message.OPEN_STATES:  # else it ended before the snapshot
             self._view(answer_id, prefs, presenter_after(view, prefs), position)
 
     def deliver(self, message: dict[str, Any]) -> None:

@@ -18,7 +18,7 @@ from django.utils.translation import gettext as _
 
 from activity.models import ActivityFeed
 from chat.models import Conversation, Message
-from chat.turns import registry, runner
+from chat.turns import approvals, registry, runner
 from chat.turns.admission import (
     QuestionInvalid,
     Restarting,
@@ -31,6 +31,8 @@ from chat.turns.admission import (
 from chat.turns.broadcast import send_turn_started, subscribe
 from chat.turns.follow import Inbox, Position, follow, replay, snapshot
 
+decide = approvals.decide
+
 __all__ = [
     "Inbox",
     "Position",
@@ -40,6 +42,7 @@ __all__ = [
     "TurnLimited",
     "TurnRejected",
     "begin",
+    "decide",
     "follow",
     "question_clean",
     "replay",
@@ -61,6 +64,7 @@ async def begin(
     message for people. `options` go to the runner (tests give it tools and providers)."""
     if registry.draining():
         raise Restarting(_("The server is restarting; ask again in a moment."))
+    approvals.watch()
     turn = await database_sync_to_async(admit)(
         conversation=conversation, text=text, client_id=client_id, language=language
     )
@@ -75,16 +79,22 @@ async def begin(
 
 async def stop(*, conversation_id: uuid.UUID, answer_id: int) -> bool:
     """Stops a running turn on purpose: at once if this process runs it, otherwise at the
-    running process's next heartbeat. False when that answer is not running."""
-    feed_id = await (
+    running process's next heartbeat; a waiting turn ends at once. False when that answer is
+    not running."""
+    row = await (
         Message.objects.filter(
-            pk=answer_id, conversation_id=conversation_id, state=Message.State.STREAMING
+            pk=answer_id, conversation_id=conversation_id, state__in=Message.OPEN_STATES
         )
-        .values_list("feed_id", flat=True)
+        .values_list("feed_id", "state")
         .afirst()
     )
-    if feed_id is None:
+    if row is None:
         return False
+    feed_id, state = row
+    if state == Message.State.WAITING:
+        return await approvals.stop_waiting(answer_id) or await stop(
+            conversation_id=conversation_id, answer_id=answer_id
+        )
     if not registry.cancel(answer_id):
         await ActivityFeed.objects.filter(pk=feed_id).aupdate(stop_requested=True)
     return True

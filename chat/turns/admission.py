@@ -97,6 +97,10 @@ def admit(
         return _turn_create(conversation, question, client_id, language)
     except IntegrityError:
         # Only a turn that blocks us is worth checking for a dead process.
+        if conversation.messages.filter(state=Message.State.WAITING).exists():
+            raise TurnRejected(
+                _("A tool call is waiting for your approval: approve or deny it first.")
+            ) from None
         if not dead_turns_recover(conversation_id=conversation.pk):
             raise TurnRejected(
                 _(

@@ -59,7 +59,7 @@ def replay(view: TurnView) -> list[dict[str, Any]]:
     events += [to_json(event) for event in view.events]
     if view.content:
         events.append(to_json(TextDelta(view.content)))
-    if view.state != Message.State.STREAMING:
+    if view.state not in Message.OPEN_STATES:
         feed = view.feed
         icon, text = (feed.summary_icon, feed.summary_text) if feed else ("", "")
         events.append(to_json(Done(str(view.pk), turn_state(view.state), icon, text)))
@@ -136,7 +136,7 @@ class _Gaps:
             return []
         row = await (
             Message.objects.filter(pk=self.answer_id)
-            .exclude(state=Message.State.STREAMING)
+            .exclude(state__in=Message.OPEN_STATES)
             .values_list("state", "feed__summary_icon", "feed__summary_text")
             .afirst()
         )

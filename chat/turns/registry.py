@@ -60,7 +60,9 @@ def launch(answer_id: int, run: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
     # context (asgiref's executor of a request thread that is gone by then).
     task = asyncio.create_task(run, name=f"turn-{answer_id}", context=contextvars.Context())
     _tasks[answer_id] = task
-    task.add_done_callback(lambda _: _tasks.pop(answer_id, None))
+    # A resumed turn may start before the run that paused it is quite over: each task
+    # unregisters only itself.
+    task.add_done_callback(lambda done: _forget(_tasks, answer_id, done))
     return task
 
 
@@ -86,8 +88,15 @@ def text_started(answer_id: int, text: LiveText) -> None:
     _texts[answer_id] = text
 
 
-def text_finished(answer_id: int) -> None:
-    _texts.pop(answer_id, None)
+def text_finished(answer_id: int, text: LiveText | None = None) -> None:
+    """The turn's text is all stored; with `text`, only if it is still that run's."""
+    if text is None or _texts.get(answer_id) is text:
+        _texts.pop(answer_id, None)
+
+
+def _forget(table: dict[int, Any], key: int, value: Any) -> None:
+    if table.get(key) is value:
+        del table[key]
 
 
 def text_so_far(answer_id: int, stored: str) -> str:

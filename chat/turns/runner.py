@@ -7,35 +7,39 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from datetime import timedelta
 
 from channels.db import aclose_old_connections, database_sync_to_async
 from django.conf import settings
+from django.db import transaction
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 from openai import AsyncOpenAI
 
 from activity.events import (
+    Decision,
     Done,
     ModelCallDone,
     RecordedEvent,
     Status,
     TextDelta,
+    ToolCall,
     to_json,
     turn_state,
 )
-from activity.models import ActivityFeed
+from activity.models import ActivityEvent, ActivityFeed
 from activity.preferences import FeedPrefs
 from activity.presentation import summarize
 from activity.recorder import FeedRecorder
 from chat.agent.builtin_tools import default_registry
 from chat.agent.client import make_client
 from chat.agent.errors import describe_failure
-from chat.agent.loop import run_agent
+from chat.agent.loop import Paused, Verdict, run_agent
 from chat.agent.mcp.connections import pool
 from chat.agent.mcp.tools import tools_of
 from chat.agent.tools import ToolRegistry
 from chat.mcp_servers import configured_servers
-from chat.models import Conversation, Message
+from chat.models import Conversation, Message, ToolApproval
 from chat.turns import registry
 from chat.turns.broadcast import send_turn_event
 from chat.turns.history import amodel_history
@@ -122,22 +126,36 @@ async def run(
     answer: Message,
     tools: ToolRegistry | None = None,
     client_factory: Callable[[], AsyncOpenAI] = make_client,
+    resume: Paused | None = None,
+    verdict: Verdict | None = None,
+    decided: Decision | None = None,
 ) -> Message.State:
+    """Runs a turn to its end, or to a tool call that must be approved first (the turn is
+    then `waiting` and no task holds it). `resume` goes on from such a pause, with the
+    decision in `verdict`, in whichever process received it."""
     # Every line and the summary are written in the asker's language; the override holds
     # for this task only, whatever the sockets watching it speak.
     with translation.override(answer.answer_feed.language):
-        return await _turn_run(answer, tools, client_factory)
+        return await _turn_run(answer, tools, client_factory, resume, verdict, decided)
 
 
 async def _turn_run(
     answer: Message,
     tools: ToolRegistry | None,
     client_factory: Callable[[], AsyncOpenAI],
+    resume: Paused | None,
+    verdict: Verdict | None,
+    decided: Decision | None,
 ) -> Message.State:
     group = Conversation.group_name_for(answer.conversation_id)
     recorder = FeedRecorder(answer.answer_feed, settings.GLASSBOX_PRICES)
     text = AnswerText(answer, group)
+    if resume is not None:
+        await recorder.load()
+        text.text = answer.content
+        text.stored = text.sent = len(answer.content)
     registry.text_started(answer.pk, text)
+    paused: Paused | None = None
 
     async def emit(event: RecordedEvent) -> None:
         await text.send()
@@ -154,13 +172,15 @@ async def _turn_run(
     state = Message.State.COMPLETE
     # A turn lives outside the request cycle that closes expired or broken connections.
     await aclose_old_connections()
+    if decided is not None:
+        await emit(decided)
     this = asyncio.current_task()
     assert this is not None  # a turn runs as a task of its own (registry.launch)
     beating = asyncio.create_task(heartbeat(recorder.feed.pk, this, text))
     try:
         async with asyncio.timeout(settings.GLASSBOX_TURN_TIMEOUT):
             tools = tools or await turn_tools()
-            history = await amodel_history(answer)
+            history = [] if resume is not None else await amodel_history(answer)
             # The client is shared by the turns of this process (see make_client).
             async for event in run_agent(
                 client=client_factory(),
@@ -170,11 +190,16 @@ async def _turn_run(
                 registry=tools,
                 max_tool_rounds=settings.GLASSBOX_MAX_TOOL_ROUNDS,
                 tool_timeout=settings.GLASSBOX_TOOL_TIMEOUT,
+                resume=resume,
+                verdict=verdict,
             ):
                 if isinstance(event, TextDelta):
                     await text.add(event.content)
                 elif isinstance(event, ModelCallDone):
                     await recorder.save_call(event)
+                elif isinstance(event, Paused):
+                    paused = event
+                    await _pause(answer, recorder, text, paused)
                 else:
                     await emit(event)
     except asyncio.CancelledError:
@@ -190,8 +215,66 @@ async def _turn_run(
         await emit(Status(icon="❌", message=reason[0].upper() + reason[1:], state="failed"))
     finally:
         beating.cancel()
+    if paused is not None and state == Message.State.COMPLETE:
+        registry.text_finished(answer.pk, text)
+        return Message.State.WAITING
     await _finish(answer, recorder, text, tools, state)
     return state
+
+
+async def _pause(
+    answer: Message, recorder: FeedRecorder, text: AnswerText, paused: Paused
+) -> None:
+    """Stores what the loop needs to go on, with the ⏸ line, in one transaction, and only then
+    shows the line: whoever sees it can decide, in any process, even if this one dies now.
+    The task then ends: a pause may last minutes."""
+    await text.send()
+    assert paused.waiting is not None
+    line = recorder.number(paused.waiting)
+    await database_sync_to_async(_pause_store)(answer, recorder, text.text, paused, line)
+    await send_turn_event(text.group, answer_id=answer.pk, event=to_json(line))
+
+
+@transaction.atomic
+def _pause_store(
+    answer: Message, recorder: FeedRecorder, content: str, paused: Paused, line: RecordedEvent
+) -> None:
+    call = paused.call
+    ActivityEvent.from_event(answer.answer_feed, line).save()
+    arguments = next(
+        (
+            e.arguments
+            for e in recorder.events
+            if isinstance(e, ToolCall) and e.call_id == call["call_id"]
+        ),
+        {},
+    )
+    ToolApproval.objects.create(
+        answer=answer,
+        call_id=call["call_id"],
+        tool=call["name"],
+        arguments=arguments,
+        state=paused.as_state(),
+        deadline=timezone.now() + timedelta(seconds=settings.GLASSBOX_APPROVAL_TIMEOUT),
+    )
+    Message.objects.filter(pk=answer.pk).update(content=content, state=Message.State.WAITING)
+    ActivityFeed.objects.filter(pk=answer.answer_feed.pk).update(
+        state=ActivityFeed.State.WAITING, event_count=len(recorder.events)
+    )
+
+
+async def close_paused(answer: Message) -> None:
+    """A waiting turn that was stopped: it ends as stopped, with what it had."""
+    recorder = FeedRecorder(answer.answer_feed, settings.GLASSBOX_PRICES)
+    await recorder.load()
+    text = AnswerText(answer, Conversation.group_name_for(answer.conversation_id))
+    text.text = answer.content
+    text.stored = text.sent = len(answer.content)
+    with translation.override(answer.answer_feed.language):
+        stopped = recorder.number(Status(icon="⏹", message=_("Stopped"), state="failed"))
+        await send_turn_event(text.group, answer_id=answer.pk, event=to_json(stopped))
+        await recorder.save(stopped)
+        await _finish(answer, recorder, text, None, Message.State.INTERRUPTED)
 
 
 async def turn_tools() -> ToolRegistry:

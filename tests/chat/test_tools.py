@@ -76,7 +76,9 @@ def test_the_default_registry_offers_the_builtin_tools():
         "calculator",
         "current_datetime",
         "request_contact_form",
+        "send_email",
     ]
+    assert [name for name, tool in registry.tools.items() if tool.needs_approval] == ["send_email"]
     assert registry.labels()["search_documents"].done == "Searched the knowledge base"
 
 

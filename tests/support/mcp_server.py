@@ -12,6 +12,7 @@ from pathlib import Path
 from mcp import MCPError
 from mcp.server.mcpserver import Context, Image, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
 
 server = MCPServer("testbench")
 HOSTILE = '<img src=x onerror="window.pwned=1">'
@@ -32,6 +33,15 @@ async def flood(count: int, ctx: Context) -> str:
     for step in range(1, count + 1):
         await ctx.report_progress(step, count, f"Notification {step}")
     return f"sent {count}"
+
+
+@server.tool(
+    title="Delete a record",
+    annotations=ToolAnnotations(destructive_hint=True, read_only_hint=False),
+)
+async def delete_record(record: str) -> str:
+    """Deletes a record (it says it destroys, so it asks first by default)."""
+    return f"deleted {record}"
 
 
 @server.tool(title="Refuse")

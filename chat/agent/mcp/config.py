@@ -31,7 +31,8 @@ class ServerSpec:
     env: dict[str, str] = field(default_factory=dict, repr=False)
     # None: every tool the server lists.
     tools: frozenset[str] | None = None
-    approval: frozenset[str] = frozenset()
+    # None: the tools annotated destructive (and not read-only) ask for approval.
+    approval: frozenset[str] | None = None
     enabled: bool = True
 
     @property
@@ -72,6 +73,7 @@ def spec_from_mapping(data: Any, where: str = "server") -> ServerSpec:
     if command and "headers" in data:
         raise ServerConfigError(f"{where}: 'headers' are for HTTP servers")
     tools = data.get("tools")
+    approval = data.get("approval")
     enabled = data.get("enabled", True)
     if not isinstance(enabled, bool):
         raise ServerConfigError(f"{where}: 'enabled' must be true or false")
@@ -83,7 +85,7 @@ def spec_from_mapping(data: Any, where: str = "server") -> ServerSpec:
         args=tuple(_names(data, "args", where)),
         env=_strings(data, "env", where),
         tools=None if tools is None else frozenset(_names(data, "tools", where)),
-        approval=frozenset(_names(data, "approval", where)),
+        approval=None if approval is None else frozenset(_names(data, "approval", where)),
         enabled=enabled,
     )
 

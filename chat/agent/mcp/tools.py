@@ -71,6 +71,16 @@ class McpTool:
         return True
 
     @property
+    def needs_approval(self) -> bool:
+        """As the admin set it for this tool; by default, a tool that says it destroys and
+        does not say it only reads."""
+        chosen = self.connection.spec.approval
+        if chosen is not None:
+            return self.remote.name in chosen
+        hints = self.remote.annotations
+        return bool(hints and hints.destructive_hint and not hints.read_only_hint)
+
+    @property
     def working_message(self) -> str:
         return _("Running “%(tool)s”…") % {"tool": self.title}
 

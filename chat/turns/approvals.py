@@ -1,0 +1,171 @@
+"""Tool calls that ask first. A decision (approve, deny, a timeout, a Stop) is taken once,
+whichever process, tab or route it comes by; then any process goes on with the turn from
+what the pause stored (chat.agent.loop.Paused), since no task waits for it."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+import weakref
+from typing import Any
+
+from channels.db import database_sync_to_async
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from activity.events import Decision, decision_kind
+from activity.models import ActivityFeed
+from chat.agent.loop import Paused, Verdict
+from chat.models import Message, ToolApproval
+from chat.turns import registry, runner
+from chat.turns.admission import TurnRejected
+
+REASON_LIMIT = 500
+
+
+class NoSuchApproval(TurnRejected):
+    status = 404
+
+
+class AlreadyDecided(TurnRejected):
+    status = 409
+
+
+async def decide(
+    *,
+    conversation_id: uuid.UUID,
+    call_id: str,
+    user: Any,
+    approve: bool,
+    reason: str = "",
+    **options: Any,
+) -> Decision:
+    """The owner's decision on a waiting call; the caller has checked that `user` owns the
+    conversation. The first decision wins; a later one is AlreadyDecided."""
+    if not isinstance(reason, str):
+        raise TurnRejected(_("The reason must be text."))
+    kind = "approve" if approve else "deny"
+    claimed = await database_sync_to_async(_claim)(
+        conversation_id, call_id, user, kind, " ".join(reason.split())[:REASON_LIMIT]
+    )
+    approval, decision = claimed
+    _go_on(approval, decision, **options)
+    if decision.decision == "timeout":
+        raise AlreadyDecided(_("This call waited too long and was denied as timed out."))
+    return decision
+
+
+async def settle_expired(**options: Any) -> int:
+    """Denies as timed out every call whose wait passed GLASSBOX_APPROVAL_TIMEOUT."""
+    expired = ToolApproval.objects.filter(
+        decision="", deadline__lte=timezone.now(), answer__state=Message.State.WAITING
+    ).values_list("answer__conversation_id", "call_id")
+    settled = 0
+    async for conversation_id, call_id in expired:
+        try:
+            claimed = await database_sync_to_async(_claim)(
+                conversation_id, call_id, None, "timeout", ""
+            )
+        except TurnRejected:
+            continue  # another process got there first
+        _go_on(*claimed, **options)
+        settled += 1
+    return settled
+
+
+async def stop_waiting(answer_id: int) -> bool:
+    """Stop on a waiting turn: it ends as stopped, and its call never runs."""
+    updated = await ToolApproval.objects.filter(
+        answer_id=answer_id, decision="", answer__state=Message.State.WAITING
+    ).aupdate(decision=ToolApproval.Decision.STOPPED, decided_at=timezone.now())
+    if not updated:
+        return False
+    answer = await Message.objects.select_related("feed").aget(pk=answer_id)
+    await runner.close_paused(answer)
+    return True
+
+
+def _claim(
+    conversation_id: uuid.UUID, call_id: str, user: Any, kind: str, reason: str
+) -> tuple[ToolApproval, Decision]:
+    with transaction.atomic():
+        approval = (
+            ToolApproval.objects.select_for_update()
+            .select_related("answer__feed")
+            .filter(answer__conversation_id=conversation_id, call_id=call_id)
+            .first()
+        )
+        if approval is None:
+            raise NoSuchApproval(_("No tool call of this conversation has that id."))
+        if approval.decision or approval.answer.state != Message.State.WAITING:
+            raise AlreadyDecided(_("That tool call was already decided."))
+        now = timezone.now()
+        if approval.deadline <= now:
+            kind, user, reason = "timeout", None, ""
+        approval.decision, approval.decided_at, approval.reason = kind, now, reason
+        approval.decided_by = user if user is not None and user.is_authenticated else None
+        approval.save(update_fields=["decision", "decided_at", "reason", "decided_by"])
+        # Running again: the conversation's one open turn stays this one.
+        Message.objects.filter(pk=approval.answer_id).update(state=Message.State.STREAMING)
+        ActivityFeed.objects.filter(pk=approval.answer.answer_feed.pk).update(
+            state=ActivityFeed.State.RUNNING, heartbeat_at=now
+        )
+    approval.answer.state = Message.State.STREAMING
+    decision = Decision(
+        call_id=approval.call_id,
+        tool=approval.tool,
+        decision=decision_kind(kind),
+        by=approval.decided_by.get_username() if approval.decided_by else "",
+        reason=reason,
+        waited_ms=int((now - approval.asked_at).total_seconds() * 1000),
+    )
+    return approval, decision
+
+
+def _go_on(approval: ToolApproval, decision: Decision, **options: Any) -> None:
+    if decision.decision == "approve":
+        told = ""
+    elif decision.decision == "deny":
+        told = _("The user denied this call")
+        if decision.reason:
+            told = _("%(what)s: %(reason)s") % {"what": told, "reason": decision.reason}
+    else:
+        told = _("Nobody approved this call in time; it did not run")
+    verdict = Verdict(call_id=approval.call_id, approved=decision.approved, reason=told)
+    registry.launch(
+        approval.answer_id,
+        runner.run(
+            answer=approval.answer,
+            resume=Paused.from_state(approval.state),
+            verdict=verdict,
+            decided=decision,
+            **options,
+        ),
+    )
+
+
+_watchers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Task] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def watch() -> None:
+    """Keeps one task per process that denies calls whose wait ran out; started by the first
+    turn or socket, so a process that serves anything also keeps the deadlines."""
+    loop = asyncio.get_running_loop()
+    task = _watchers.get(loop)
+    if task is None or task.done():
+        _watchers[loop] = loop.create_task(_watch(), name="approvals")
+
+
+async def _watch() -> None:
+    while True:
+        await asyncio.sleep(min(30.0, max(settings.GLASSBOX_APPROVAL_TIMEOUT / 4, 0.2)))
+        try:
+            await settle_expired()
+        except Exception:  # a database hiccup must not end the watch
+            import logging
+
+            logging.getLogger("glassbox.turns").warning("approval timeouts", exc_info=True)

@@ -1,0 +1,292 @@
+"""Tools that ask first: the pause, the decision by socket or REST, what the model is told,
+timeouts, Stop, and the audit of every decision."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from asgiref.sync import sync_to_async
+from django.contrib.auth import get_user_model
+
+from activity.models import ActivityEvent, ActivityFeed
+from chat.models import Message, OutboxEmail, ToolApproval
+from chat.turns import approvals
+from tests.support.api import client_for
+from tests.support.sockets import ask, finish_turns, json_until_done, open_socket
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
+
+EMAIL = "Email advisor@example.com: can we meet on Tuesday?"
+
+
+async def until_waiting(socket, limit: float = 10) -> list[dict]:
+    """The turn's events up to its call's pause."""
+    events = []
+    async with asyncio.timeout(limit):
+        while not events or events[-1].get("state") != "waiting":
+            events.append(json.loads(await socket.receive_from(timeout=limit)))
+    return events
+
+
+async def paused_turn(conversation, user):
+    socket = await open_socket(conversation, user, as_json=True)
+    await ask(socket, EMAIL)
+    events = await until_waiting(socket)
+    return socket, events
+
+
+def text(events) -> str:
+    return "".join(e["content"] for e in events if e["type"] == "text")
+
+
+async def test_a_call_that_asks_first_pauses_the_turn_holding_no_task(alice, alice_conversation):
+    socket, events = await paused_turn(alice_conversation, alice)
+
+    waiting = events[-1]
+    assert waiting["icon"] == "⏸" and waiting["tool"] == "send_email"
+    assert waiting["message"] == (
+        "Sending an email to advisor@example.com — waiting for your approval"
+    )
+    (call,) = [e for e in events if e["type"] == "tool_call"]
+    assert call["arguments"]["to"] == "advisor@example.com"
+    answer = await Message.objects.select_related("feed").aget(role="assistant")
+    assert answer.state == Message.State.WAITING and answer.feed.state == "waiting"
+    approval = await ToolApproval.objects.aget()
+    assert (approval.call_id, approval.tool, approval.decision) == (
+        waiting["call_id"], "send_email", ""
+    )  # fmt: skip
+    from chat.turns import registry
+
+    assert not registry.runs_here(answer.pk)  # nothing waits in memory
+    assert not await OutboxEmail.objects.aexists()
+    await socket.disconnect()
+
+
+async def test_approved_the_tool_runs_and_the_turn_goes_on(alice, alice_conversation):
+    socket, events = await paused_turn(alice_conversation, alice)
+    call_id = events[-1]["call_id"]
+
+    await socket.send_to(text_data=json.dumps({"approve": call_id}))
+    rest = await json_until_done(socket)
+    await finish_turns()
+    await socket.disconnect()
+
+    decision = rest[0]
+    assert decision["type"] == "decision" and decision["decision"] == "approve"
+    assert (decision["call_id"], decision["by"]) == (call_id, "alice")
+    assert decision["waited_ms"] >= 0
+    (result,) = [e for e in rest if e["type"] == "tool_result"]
+    assert result["ok"] is True
+    assert "the email to advisor@example.com is in the outbox" in text(rest)
+    assert rest[-1]["state"] == "complete"
+    mail = await OutboxEmail.objects.aget()
+    assert (mail.to, mail.body) == ("advisor@example.com", EMAIL)
+    # One call, one tool_call event: its arguments were recorded when it asked.
+    kinds = [e.kind async for e in ActivityEvent.objects.filter(call_id=call_id).order_by("seq")]
+    assert kinds == [
+        "status", "status", "tool_call", "status", "decision", "tool_result", "status"
+    ]  # fmt: skip
+
+
+async def test_denied_the_model_is_told_why_and_answers_without_it(alice, alice_conversation):
+    socket, events = await paused_turn(alice_conversation, alice)
+    call_id = events[-1]["call_id"]
+
+    await socket.send_to(text_data=json.dumps({"deny": call_id, "reason": "not before Monday"}))
+    rest = await json_until_done(socket)
+    await finish_turns()
+    await socket.disconnect()
+
+    assert rest[0]["decision"] == "deny" and rest[0]["reason"] == "not before Monday"
+    assert "I did not send the email (The user denied this call: not before Monday)" in text(rest)
+    assert [e["message"] for e in rest if e["type"] == "status"] == [
+        "Answering without it",
+        "Writing the answer…",
+        "Done",
+    ]
+    assert rest[-1]["state"] == "complete"
+    assert not await OutboxEmail.objects.aexists()
+
+
+async def test_the_first_decision_wins(alice, alice_conversation):
+    socket, events = await paused_turn(alice_conversation, alice)
+    call_id = events[-1]["call_id"]
+    other = await open_socket(alice_conversation, alice, as_json=True)
+
+    await socket.send_to(text_data=json.dumps({"approve": call_id}))
+    await other.send_to(text_data=json.dumps({"deny": call_id}))
+    seen = []
+    while True:
+        event = json.loads(await other.receive_from(timeout=10))
+        seen.append(event)
+        if event["type"] == "done":
+            break
+    await finish_turns()
+    for each in (socket, other):
+        await each.disconnect()
+
+    refusals = [e for e in seen if e["type"] == "error"]
+    assert [e["message"] for e in refusals] == ["That tool call was already decided."]
+    decisions = [e["decision"] for e in seen if e["type"] == "decision"]
+    assert decisions == ["approve"]
+    assert await OutboxEmail.objects.acount() == 1
+
+
+async def test_no_decision_in_time_is_a_denial_as_timed_out(alice, alice_conversation, settings):
+    settings.GLASSBOX_APPROVAL_TIMEOUT = 0.3
+    socket, _ = await paused_turn(alice_conversation, alice)
+    rest = await json_until_done(socket)
+    await finish_turns()
+    await socket.disconnect()
+
+    assert rest[0]["type"] == "decision" and rest[0]["decision"] == "timeout"
+    assert rest[0]["by"] == ""
+    assert "Nobody approved this call in time" in text(rest)
+    assert rest[-1]["state"] == "complete"
+    approval = await ToolApproval.objects.aget()
+    assert approval.decision == "timeout"
+    assert not await OutboxEmail.objects.aexists()
+
+
+async def test_stop_while_waiting_ends_the_turn_as_stopped(alice, alice_conversation):
+    socket, events = await paused_turn(alice_conversation, alice)
+    answer_id = next(e["message_id"] for e in events if e["type"] == "turn")
+
+    await socket.send_to(text_data=json.dumps({"stop": answer_id}))
+    rest = await json_until_done(socket)
+    await socket.disconnect()
+
+    assert [e["message"] for e in rest if e["type"] == "status"] == ["Stopped"]
+    assert rest[-1]["state"] == "interrupted"
+    assert (await ToolApproval.objects.aget()).decision == "stopped"
+    with pytest.raises(approvals.AlreadyDecided):
+        await approvals.decide(
+            conversation_id=alice_conversation.pk, call_id=events[-1]["call_id"], user=alice,
+            approve=True,
+        )  # fmt: skip
+
+
+async def test_a_waiting_turn_blocks_a_new_question_with_a_clear_reason(alice, alice_conversation):
+    socket, _ = await paused_turn(alice_conversation, alice)
+    await ask(socket, "Something else?")
+    refusal = json.loads(await socket.receive_from(timeout=10))
+    await socket.disconnect()
+
+    assert refusal == {
+        "type": "error",
+        "message": "A tool call is waiting for your approval: approve or deny it first.",
+    }
+
+
+async def test_programs_decide_over_rest_and_only_the_owner_may(
+    alice, bob, alice_conversation, admin_user
+):
+    socket, events = await paused_turn(alice_conversation, alice)
+    call_id = events[-1]["call_id"]
+    url = f"/api/conversations/{alice_conversation.pk}/approvals/{call_id}/"
+
+    for outsider in (bob, admin_user):
+        refused = await (await client_for(outsider)).post(
+            url, {"decision": "approve"}, content_type="application/json"
+        )
+        assert refused.status_code == 404
+    from django.test import AsyncClient
+
+    anonymous = await AsyncClient().post(
+        url, {"decision": "approve"}, content_type="application/json"
+    )
+    assert anonymous.status_code in (401, 403)
+    owner = await client_for(alice)
+    bad = await owner.post(url, {"decision": "maybe"}, content_type="application/json")
+    assert bad.status_code == 400 and "decision" in bad.json()
+    unknown = await owner.post(
+        url.replace(call_id, "call_nope"), {"decision": "approve"}, content_type="application/json"
+    )
+    assert unknown.status_code == 404
+    assert not await OutboxEmail.objects.aexists()
+
+    denied = await owner.post(
+        url, {"decision": "deny", "reason": "wrong person"}, content_type="application/json"
+    )
+    assert denied.status_code == 200
+    assert denied.json() | {"seq": None, "waited_ms": 0} == {
+        "type": "decision", "seq": None, "call_id": call_id, "tool": "send_email",
+        "decision": "deny", "by": "alice", "reason": "wrong person", "waited_ms": 0,
+    }  # fmt: skip
+    again = await owner.post(url, {"decision": "approve"}, content_type="application/json")
+    assert again.status_code == 409
+    rest = await json_until_done(socket)
+    await finish_turns()
+    await socket.disconnect()
+    assert rest[-1]["state"] == "complete"
+
+
+async def test_every_decision_is_in_the_feed_history_and_the_api(alice, alice_conversation):
+    socket, events = await paused_turn(alice_conversation, alice)
+    await socket.send_to(text_data=json.dumps({"deny": events[-1]["call_id"], "reason": "no"}))
+    await json_until_done(socket)
+    await finish_turns()
+    await socket.disconnect()
+
+    feed = await ActivityFeed.objects.aget()
+    detail = await (await client_for(alice)).get(f"/api/feeds/{feed.pk}/")
+    (decision,) = [e for e in detail.json()["events"] if e["type"] == "decision"]
+    assert (decision["decision"], decision["by"], decision["reason"]) == ("deny", "alice", "no")
+    page = await sync_to_async(_page)(alice, alice_conversation)
+    assert "🚫" in page and "Denied by alice: no" in page
+    assert 'name="approve"' not in page  # no buttons once decided
+
+
+def _page(user, conversation) -> str:
+    from django.test import Client
+
+    client = Client()
+    client.force_login(user)
+    return client.get(f"/c/{conversation.pk}/").content.decode()
+
+
+@pytest.fixture
+def admin_user(db):
+    return get_user_model().objects.create_superuser("root", password="root-password")
+
+
+async def test_the_conversation_list_shows_a_turn_waiting(alice, alice_conversation):
+    socket, _ = await paused_turn(alice_conversation, alice)
+    await socket.disconnect()
+
+    def listing() -> str:
+        from django.test import Client
+
+        client = Client()
+        client.force_login(alice)
+        return client.get("/").content.decode()
+
+    assert "⏸ waiting for your approval" in await sync_to_async(listing)()
+
+
+async def test_an_mcp_tool_that_destroys_asks_first_unless_settings_say_otherwise(settings):
+    from chat.agent.loop import asks_first
+    from chat.agent.mcp.connections import pool
+    from chat.agent.mcp.tools import tools_of
+    from tests.support.mcp import stdio
+
+    try:
+        connections = await pool().connect([stdio("bench")])
+        tools = {tool.name: tool for tool in tools_of(connections)}
+        assert asks_first(tools["bench__delete_record"])
+        assert not asks_first(tools["bench__count"])
+        settings.GLASSBOX_APPROVAL = {"bench__delete_record": False, "bench__count": True}
+        assert not asks_first(tools["bench__delete_record"])
+        assert asks_first(tools["bench__count"])
+    finally:
+        await pool().close()
+
+
+async def test_the_admin_chooses_which_mcp_tools_ask():
+    from chat.agent.mcp.config import spec_from_mapping
+
+    spec = spec_from_mapping({"name": "crm", "url": "http://x.example/mcp", "approval": []})
+    assert spec.approval == frozenset()  # an explicit list: none asks, whatever they say
+    assert spec_from_mapping({"name": "crm", "url": "http://x.example/mcp"}).approval is None
