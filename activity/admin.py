@@ -79,6 +79,25 @@ class ServerFilter(admin.SimpleListFilter):
         return queryset.filter(server="" if value == self.BUILT_IN else value)
 
 
+class DecisionFilter(admin.SimpleListFilter):
+    """Feeds by what their owner decided on a call that asked first."""
+
+    title = "approval"
+    parameter_name = "decision"
+    CHOICES = {"approve": "approved", "deny": "denied", "timeout": "timed out"}
+
+    def lookups(self, request, model_admin):
+        return list(self.CHOICES.items())
+
+    def queryset(self, request, queryset):
+        if self.value() not in self.CHOICES:
+            return queryset
+        decided = ActivityEvent.objects.filter(
+            kind=ActivityEvent.Kind.DECISION, state=self.value()
+        ).values("feed_id")
+        return queryset.filter(pk__in=decided)
+
+
 class DurationFilter(admin.SimpleListFilter):
     title = "duration"
     parameter_name = "took"
@@ -160,7 +179,8 @@ class ActivityFeedAdmin(ReadOnlyAdmin):
         "started_at",
     ]  # fmt: skip
     list_filter = [
-        "state", ToolFilter, ("owner", admin.RelatedOnlyFieldListFilter), "model", "started_at"
+        "state", ToolFilter, DecisionFilter, ("owner", admin.RelatedOnlyFieldListFilter), "model",
+        "started_at",
     ]  # fmt: skip
     list_select_related = ["owner"]
     search_fields = ["owner__username", "summary_text", "events__message", "events__tool"]

@@ -19,7 +19,7 @@ CSV_COLUMNS = [
     "feed_id", "conversation", "message", "user", "feed_state", "started_at", "model",
     "total_tokens", "cost",
     "seq", "type", "icon", "message_text", "state", "tool", "call_id", "arguments",
-    "ok", "summary", "duration_ms",
+    "ok", "summary", "duration_ms", "decision", "by", "reason",
 ]  # fmt: skip
 # A spreadsheet runs a cell that starts like a formula; prefixing a quote keeps it text.
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
@@ -148,7 +148,10 @@ def csv_rows(data: FeedData) -> list[list[str]]:
                 event.get("arguments"),
                 event.get("ok"),
                 event.get("summary"),
-                event.get("duration_ms"),
+                event.get("duration_ms", event.get("waited_ms")),
+                event.get("decision"),
+                event.get("by"),
+                event.get("reason"),
             ]
         )
     return [[safe_cell(cell) for cell in row] for row in rows]

@@ -11,7 +11,14 @@ from django.template.response import TemplateResponse
 
 from chat import mcp_admin  # noqa: F401  (the MCP servers' page registers itself)
 from chat.erasure import ErasureRefused, account_erase, terms
-from chat.models import ContactRequest, Conversation, Document, Message
+from chat.models import (
+    ContactRequest,
+    Conversation,
+    Document,
+    Message,
+    OutboxEmail,
+    ToolApproval,
+)
 from chat.services import conversation_delete
 
 
@@ -110,6 +117,41 @@ class DocumentAdmin(admin.ModelAdmin):
     list_display = ["title", "language", "updated_at"]
     list_filter = ["language"]
     search_fields = ["title", "body"]
+
+
+@admin.register(ToolApproval)
+class ToolApprovalAdmin(admin.ModelAdmin):
+    """Tool calls that asked first, and what became of them (the feed has each decision)."""
+
+    list_display = ["asked_at", "tool", "call_id", "owner", "decision", "decided_by", "reason"]
+    list_filter = ["decision", "tool"]
+    list_select_related = ["answer__conversation__owner", "decided_by"]
+    search_fields = ["tool", "call_id", "reason", "answer__conversation__owner__username"]
+    readonly_fields = ["answer", "call_id", "tool", "arguments", "asked_at", "deadline",
+                       "decision", "decided_at", "decided_by", "reason"]  # fmt: skip
+    exclude = ["state"]
+
+    @admin.display(description="owner")
+    def owner(self, row):
+        return row.answer.conversation.owner
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(OutboxEmail)
+class OutboxEmailAdmin(admin.ModelAdmin):
+    """The demo's send_email tool writes here and nowhere else."""
+
+    list_display = ["created_at", "to", "subject"]
+    search_fields = ["to", "subject", "body"]
+    readonly_fields = ["owner", "to", "subject", "body", "created_at"]
+
+    def has_add_permission(self, request):
+        return False
 
 
 @admin.register(ContactRequest)

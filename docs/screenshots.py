@@ -51,6 +51,15 @@ def main(base: str) -> None:
         page.locator("details.feed > summary").click()
         page.locator("details.reasoning > summary").first.click()
         page.screenshot(path=HERE / "thinking-and-tokens.png")
+        # A tool that asks first, waiting for the user's decision.
+        page.goto(f"{base}/")
+        page.click("main button:text('New conversation')")
+        page.fill("#question", "Email advisor@example.com: can we meet on Tuesday?")
+        page.click("#composer button.send")
+        expect(page.locator("li.state-waiting form.approve")).to_be_visible(timeout=30_000)
+        page.screenshot(path=HERE / "approval.png")
+        page.locator("li.state-waiting form.approve button").click()
+        expect(page.locator("article.assistant.state-complete")).to_be_visible(timeout=30_000)
         browser.close()
 
 

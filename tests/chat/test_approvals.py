@@ -290,3 +290,59 @@ async def test_the_admin_chooses_which_mcp_tools_ask():
     spec = spec_from_mapping({"name": "crm", "url": "http://x.example/mcp", "approval": []})
     assert spec.approval == frozenset()  # an explicit list: none asks, whatever they say
     assert spec_from_mapping({"name": "crm", "url": "http://x.example/mcp"}).approval is None
+
+
+async def test_admins_find_denied_and_timed_out_calls_and_exports_keep_decisions(
+    alice, alice_conversation, admin_user, settings
+):
+    socket, events = await paused_turn(alice_conversation, alice)
+    await socket.send_to(text_data=json.dumps({"deny": events[-1]["call_id"], "reason": "no"}))
+    await json_until_done(socket)
+    await finish_turns()
+    await socket.disconnect()
+    feed = await ActivityFeed.objects.aget()
+
+    def admin_pages() -> tuple[str, str, str, str]:
+        from django.test import Client
+
+        client = Client()
+        client.force_login(admin_user)
+        get = lambda url: client.get(url).content.decode()  # noqa: E731
+        return (
+            get("/admin/activity/activityfeed/?decision=deny"),
+            get("/admin/activity/activityfeed/?decision=timeout"),
+            get("/admin/chat/toolapproval/"),
+            get(f"/admin/activity/activityfeed/{feed.pk}/change/"),
+        )
+
+    denied, timed_out, approvals_page, feed_page = await sync_to_async(admin_pages)()
+    assert f"/admin/activity/activityfeed/{feed.pk}/change/" in denied
+    assert f"/admin/activity/activityfeed/{feed.pk}/change/" not in timed_out
+    assert (
+        "send_email" in approvals_page and '<td class="field-decision">Deny</td>' in approvals_page
+    )
+    assert "decision" in feed_page and ">alice<" in feed_page
+    client = await client_for(alice)
+    response = await client.get("/api/feeds/export/?format=csv")
+    body = b"".join([part async for part in response.streaming_content]).decode()
+    import csv
+    import io
+
+    rows = [r for r in csv.DictReader(io.StringIO(body)) if r["type"] == "decision"]
+    assert [(r["decision"], r["by"], r["reason"]) for r in rows] == [("deny", "alice", "no")]
+
+
+async def test_no_one_but_the_owner_reaches_the_buttons_over_the_socket(
+    alice, bob, alice_conversation, admin_user
+):
+    from tests.support.sockets import connect
+
+    socket, _ = await paused_turn(alice_conversation, alice)
+    for outsider in (bob, admin_user):
+        other = await connect(alice_conversation.pk, outsider, as_json=True)
+        connected, _ = await other.connect()
+        assert connected
+        closed = await other.receive_output(timeout=5)
+        assert closed["type"] == "websocket.close" and closed["code"] == 4404
+    assert (await ToolApproval.objects.aget()).decision == ""
+    await socket.disconnect()
