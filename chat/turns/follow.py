@@ -74,6 +74,11 @@ async def follow(
     after: Position = Position(),
 ) -> AsyncIterator[dict[str, Any]]:
     """The events of one turn in their JSON form, from `after` up to and including `done`."""
+    # Whoever follows a turn may follow one that waits: this process keeps the deadlines.
+    # (Imported here: approvals imports the runner, which imports this module's package.)
+    from chat.turns import approvals
+
+    approvals.watch()
     gaps = _Gaps(answer_id, after)
     quiet = quiet_seconds()
     while True:
