@@ -1,8 +1,22 @@
 from __future__ import annotations
 
 from django.apps import AppConfig
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 
 
 class ActivityConfig(AppConfig):
     name = "activity"
     verbose_name = "Activity feeds"
+
+    def ready(self) -> None:
+        """A feed setting the feed cannot show stops start-up, naming the setting."""
+        from activity.preferences import FeedPrefs, PreferenceError
+
+        try:
+            FeedPrefs.from_mappings(settings.GLASSBOX_FEED)
+        except (PreferenceError, ValueError) as exc:
+            # Each message starts with the key it is about: "MODE must be one of …".
+            key = str(exc).split()[0]
+            name = "GLASSBOX_SHOW_REASONING" if key == "SHOW_REASONING" else f"GLASSBOX_FEED_{key}"
+            raise ImproperlyConfigured(f"{name}: {exc}") from None

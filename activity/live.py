@@ -92,7 +92,9 @@ class LivePresenter:
         self.lines[key] = status
         if not replacing:
             self.work_events += 1
-        if status.tool and not self.prefs.tool_progress:
+        # Seed 001: without tool progress the feed is silent but for its label until the
+        # answer (no ✍️, ✅ or 🔄 either); only a call waiting for a decision still shows.
+        if not self.prefs.tool_progress and status.state != "waiting":
             return self._maybe_show_draft(now)
         line = self._line(status)
         if self.is_draft and not self.draft_shown:

@@ -47,6 +47,8 @@ class FeedPrefs:
     show_reasoning: str = "full"
 
     def __post_init__(self) -> None:
+        if not isinstance(self.label, str):
+            raise PreferenceError("LABEL must be auto, false, or the label to show")
         if self.mode not in MODES:
             raise PreferenceError(f"MODE must be one of {', '.join(MODES)}, not {self.mode!r}")
         if self.detail not in DETAILS:
@@ -90,8 +92,14 @@ class FeedPrefs:
         return {f.name.upper(): getattr(self, f.name) for f in fields(self)}
 
 
+# Seed 001 writes `label: false`; in the environment that is GLASSBOX_FEED_LABEL=false.
+NO_LABEL = {"false", "off", "no", "0"}
+
+
 def _coerce(name: str, value: Any) -> Any:
-    if name == "label" and value is False:
+    if name == "label" and (
+        value is False or (isinstance(value, str) and value.lower() in NO_LABEL)
+    ):
         return ""
     if name == "labels":
         if isinstance(value, str):

@@ -98,9 +98,27 @@ def raw_detail(arguments: Mapping[str, Any]) -> str:
     return ", ".join(f"{k}: {v}" for k, v in arguments.items() if k != FEEDBACK_ARG)
 
 
+def cut_middle(text: str, width: int) -> str:
+    """Keeps both ends: the start says what it is, the end often what differs."""
+    if len(text) <= width:
+        return text
+    tail = (width - 1) // 2
+    return text[: width - 1 - tail] + "…" + text[len(text) - tail :]
+
+
+# A detail shorter than this is not worth showing cut.
+DETAIL_ROOM = 12
+
+
 def line_for(status: Status, *, width: int = 80, detail: str = "") -> Line:
     message = f"{status.message}, {detail}" if detail else status.message
-    shown = cut(message, width)
+    room = width - len(status.message) - 2
+    if detail and len(message) > width and room >= DETAIL_ROOM:
+        # Seed 001: the line's start stays readable and the detail still shows, cut in its
+        # middle, instead of losing the detail to a cut at the end.
+        shown = f"{status.message}, {cut_middle(detail, room)}"
+    else:
+        shown = cut(message, width)
     return Line(
         key=line_key(status),
         seq=status.seq or 0,
@@ -240,6 +258,10 @@ def summarize(
     if not tools_by_call:
         # No tool ran: only a failure or a stop leaves lines, and the last one says it best.
         return Summary(last_status.icon, last_status.message) if last_status else None
+    if last_status is not None and last_status.state == "failed" and not last_status.tool:
+        # Seed 002: a turn that was stopped or broke off folds to what happened to it, not to
+        # the tools it had used by then.
+        return Summary(last_status.icon, last_status.message)
 
     fallback = ToolLabels(icon="🛠️", done=_("Used a tool"), failed=_("A tool failed"))
     failed = [r for r in results if not r.ok]
@@ -247,6 +269,14 @@ def summarize(
         tool = failed[0].tool or tools_by_call.get(failed[0].call_id, "")
         return Summary("⚠️", str(labels.get(tool, fallback).failed))
     count = len(tools_by_call)
+    used = set(tools_by_call.values())
+    if count > 1 and len(used) == 1:
+        # Seed 001: one tool called twice is that tool, twice, not "2 tools".
+        label = labels.get(used.pop(), fallback)
+        done = str(label.done)
+        if count == 2:
+            return Summary(label.icon, _("%(done)s twice") % {"done": done})
+        return Summary(label.icon, _("%(done)s %(count)d times") % {"done": done, "count": count})
     if count > 1:
         return Summary(
             "🛠️", ngettext("Used %(count)d tool", "Used %(count)d tools", count) % {"count": count}

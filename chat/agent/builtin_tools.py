@@ -41,6 +41,7 @@ async def run_search_documents(arguments: SearchArguments) -> ToolOutcome:
             if count
             else _("No matching documents")
         ),
+        subject=arguments.query,
     )
 
 

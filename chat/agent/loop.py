@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
+import httpx2
 import jiter
+import openai
 from django.conf import settings
 from django.utils.translation import get_language
 from django.utils.translation import gettext as _
@@ -35,6 +37,7 @@ from chat.agent.tools import (
     FEEDBACK_ARG,
     AgentTool,
     ToolError,
+    ToolOutcome,
     ToolRegistry,
     report_progress_to,
     truncate_feedback,
@@ -254,13 +257,13 @@ class Progress:
 
 
 async def run_call(
-    registry: ToolRegistry, call: PendingCall, time_limit: float, shown: str
+    registry: ToolRegistry, call: PendingCall, time_limit: float, shown: str, together: int = 1
 ) -> AsyncIterator[Status | tuple[ToolCall, ToolResult, list[Status], str]]:
     """Runs one call as a task of its own and yields its progress as live statuses (at most
     PROGRESS_PER_SECOND a second, the latest always shown), then its outcome."""
     progress = Progress()
     task = asyncio.create_task(
-        run_tool(registry, call, time_limit, progress),
+        run_tool(registry, call, time_limit, progress, together),
         context=report_progress_to(progress.report),
     )
     tool = registry.get(call.name)
@@ -296,8 +299,22 @@ async def run_call(
             await asyncio.wait({task}, timeout=2)
 
 
+def done_message(outcome: ToolOutcome, together: int) -> str:
+    """Seed 001: calls of one tool made together each say what they were about."""
+    if together > 1 and outcome.subject:
+        return _("%(done)s for “%(subject)s”") % {
+            "done": outcome.done_message,
+            "subject": outcome.subject,
+        }
+    return str(outcome.done_message)
+
+
 async def run_tool(
-    registry: ToolRegistry, call: PendingCall, time_limit: float, progress: Progress | None = None
+    registry: ToolRegistry,
+    call: PendingCall,
+    time_limit: float,
+    progress: Progress | None = None,
+    together: int = 1,
 ) -> tuple[ToolCall, ToolResult, list[Status], str]:
     """Runs one call. Never raises: a failure becomes events and a short error for the model."""
     progress = progress or Progress()
@@ -346,7 +363,7 @@ async def run_tool(
         )
         done = Status(
             icon=tool.labels.icon,
-            message=str(outcome.done_message),
+            message=done_message(outcome, together),
             state="done",
             tool=call.name,
             call_id=call.call_id,
@@ -497,8 +514,9 @@ async def run_agent(
                 result, statuses, content = refused(call, decided)
                 yield result
             else:
+                together = sum(1 for other in pending if other.name == call.name)
                 async for ran in run_call(
-                    registry, call, tool_timeout, shown.get(call.call_id, "")
+                    registry, call, tool_timeout, shown.get(call.call_id, ""), together
                 ):
                     if isinstance(ran, Status):
                         yield ran
@@ -599,8 +617,9 @@ async def _model_round(
 
 
 async def _readable(stream) -> AsyncIterator[Any]:
-    """The stream's chunks; a chunk that is not valid JSON ends the turn with a clear reason
-    instead of a parser's traceback."""
+    """The stream's chunks; a chunk that is not valid JSON, or a connection cut once the
+    provider had begun to answer, ends the turn with a clear reason instead of a parser's or
+    a socket's traceback (a stall stays a timeout)."""
     chunks = aiter(stream)
     while True:
         try:
@@ -609,6 +628,12 @@ async def _readable(stream) -> AsyncIterator[Any]:
             return
         except ValueError as exc:
             raise ProviderError(_("the model provider sent an unreadable reply")) from exc
+        except (httpx2.TimeoutException, openai.APITimeoutError):
+            raise
+        except (httpx2.TransportError, openai.APIConnectionError) as exc:
+            raise ProviderError(
+                _("the model provider's reply broke off before it was finished")
+            ) from exc
         yield chunk
 
 

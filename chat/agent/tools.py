@@ -48,6 +48,8 @@ class ToolOutcome:
     done_message: str
     # Kept for the audit only (an MCP tool's structured content).
     structured: Any = None
+    # What the call was about (a search's query): named when calls of one tool run together.
+    subject: str = ""
 
 
 ProgressReporter = Callable[[float, float | None, str | None], None]

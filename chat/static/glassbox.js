@@ -53,7 +53,9 @@ document.addEventListener("DOMContentLoaded", () => {
 // stay on "Working…": on every (re)connect it names the answers it still shows as running,
 // and the server sends each one as it now stands.
 document.addEventListener("htmx:wsOpen", (event) => {
-  const running = [...document.querySelectorAll("article.message.assistant.state-streaming")]
+  const running = [...document.querySelectorAll(
+    "article.message.assistant.state-streaming, article.message.assistant.state-waiting",
+  )]
     .map((article) => Number(article.id.replace("m-", "")));
   if (running.length) event.detail.socketWrapper.send(JSON.stringify({resume: running}));
 });
@@ -107,7 +109,9 @@ document.addEventListener("click", (event) => {
 // The composer's Stop stops the running turn, through that answer's own Stop form.
 document.addEventListener("click", (event) => {
   if (!event.target.closest("#composer .stop-turn")) return;
-  const stop = document.querySelector("article.state-streaming form.stop");
+  const stop = document.querySelector(
+    "article.state-streaming form.stop, article.state-waiting form.stop",
+  );
   if (stop) stop.requestSubmit();
 });
 

@@ -92,7 +92,9 @@ def _claim(
 ) -> tuple[ToolApproval, Decision]:
     with transaction.atomic():
         approval = (
-            ToolApproval.objects.select_for_update()
+            # Only the approval's row is locked: PostgreSQL refuses FOR UPDATE on the nullable
+            # side of the join to the feed.
+            ToolApproval.objects.select_for_update(of=("self",))
             .select_related("answer__feed")
             .filter(answer__conversation_id=conversation_id, call_id=call_id)
             .first()

@@ -139,10 +139,15 @@ def test_no_label_shows_only_the_lines():
     assert "label" not in [op.line.key for op in ops if isinstance(op, AddLine)]
 
 
-def test_without_tool_progress_the_label_stays_and_tool_lines_hide():
+def test_without_tool_progress_only_the_label_shows_until_the_answer():
     presenter = LivePresenter(FeedPrefs(mode="progress", label="Busy", tool_progress=False), 1, 0)
     ops = play(presenter, SEARCH, now=1.0)
-    assert texts(ops) == [("AddLine", "Busy"), ("AddLine", "Writing the answer…")]
+    assert texts(ops) == [("AddLine", "Busy")]
+    done = presenter.on_event(status(9, "✅", "Done", state="done"), now=2.0)
+    fallback = presenter.on_event(
+        status(10, "🔄", "Answering from general knowledge", state="done")
+    )
+    assert done == [] and fallback == []
 
 
 def test_raw_detail_adds_the_tools_arguments_to_its_line():
@@ -150,6 +155,20 @@ def test_raw_detail_adds_the_tools_arguments_to_its_line():
     ops = play(presenter, SEARCH[:3])
     assert ops[-1] == ReplaceLine(ops[-1].line)
     assert ops[-1].line.message == "Looking up salary tips, query: salary"
+
+
+def test_a_long_raw_detail_is_shortened_in_its_middle_keeping_the_line_start():
+    presenter = LivePresenter(FeedPrefs(detail="raw", line_width=50), 1)
+    play(presenter, SEARCH[:2])
+    arguments = {"feedback_to_user": "Looking up salary tips",
+                 "query": "salary bands for senior engineers in Milan in 2026"}  # fmt: skip
+    (op,) = presenter.on_event(
+        {"type": "tool_call", "seq": 3, "tool": "search_documents", "call_id": "c1",
+         "arguments": arguments}
+    )  # fmt: skip
+    assert op.line.message == "Looking up salary tips, query: salary…ilan in 2026"
+    assert len(op.line.message) == 50
+    assert op.line.full == "Looking up salary tips, query: " + arguments["query"]
 
 
 def test_long_lines_are_cut_keeping_their_start():

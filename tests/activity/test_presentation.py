@@ -52,6 +52,23 @@ def test_several_tool_calls_fold_into_a_count():
     assert summarize(events, LABELS) == Summary("🛠️", "Used 3 tools")
 
 
+def test_one_tool_called_twice_folds_into_that_tool_twice():
+    events = [
+        ToolCall("search_documents", "c1", {}, seq=1),
+        ToolResult("c1", True, "", 1, tool="search_documents", seq=2),
+        ToolCall("search_documents", "c2", {}, seq=3),
+        ToolResult("c2", True, "", 1, tool="search_documents", seq=4),
+    ]
+    assert summarize(events, LABELS) == Summary("📄", "Searched the knowledge base twice")
+    more = [*events, ToolCall("search_documents", "c3", {}, seq=5)]
+    assert summarize(more, LABELS) == Summary("📄", "Searched the knowledge base 3 times")
+
+
+def test_a_stopped_turn_folds_into_what_happened_to_it():
+    stopped = [*search_turn()[:5], Status("⏹", "Stopped", "failed", seq=6)]
+    assert summarize(stopped, LABELS) == Summary("⏹", "Stopped")
+
+
 def test_a_direct_answer_has_no_summary_and_no_lines():
     assert summarize([], LABELS) is None
     assert visible_lines([]) == []

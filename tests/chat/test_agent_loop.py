@@ -136,6 +136,10 @@ async def test_parallel_tool_calls_are_assembled_by_index(knowledge_base):
     tool_messages = [m for m in transport.requests[1]["messages"] if m["role"] == "tool"]
     assert [m["tool_call_id"] for m in tool_messages] == ["c1", "c2"]
     assert answer(events) == "Both found."
+    # Seed 001: calls of one tool made together each say what they found it for.
+    done = [e.message for e in events if isinstance(e, Status) and e.icon == "📄"]
+    assert [line.split(" for ")[1] for line in done] == ["“salary”", "“interview”"]
+    assert all(line.startswith("Found ") for line in done)
 
 
 class LookupArguments(BaseModel):

@@ -91,7 +91,10 @@ def test_a_stream_that_breaks_after_text_is_never_replayed(real_provider, alice_
     assert answer.state == Message.State.FAILED
     assert answer.content == "Hello from"  # what arrived is kept
     assert answer.feed.summary_icon == "❌"
-    assert answer.feed.summary_text == "Could not reach the model provider"
+    # Seed 002: the provider was reached; its reply broke off.
+    assert (
+        answer.feed.summary_text == "The model provider's reply broke off before it was finished"
+    )
 
 
 def test_a_turn_past_its_time_limit_fails_visibly_and_keeps_its_text(settings, alice_conversation):

@@ -79,6 +79,11 @@ def malformed():
     yield b'data: {"id": "x", "choices": [{"delta": {"content": "oops"\n\n'
 
 
+def reset():
+    raise httpx2.ReadError("[Errno 104] Connection reset by peer")
+    yield b""
+
+
 def closed():
     """A connection-delimited response that just ends: no finish_reason, no [DONE]."""
     yield from ()
@@ -97,6 +102,11 @@ FAULTS = {
     ),
     "malformed chunk": (
         streaming(malformed), "The model provider sent an unreadable reply", "Partial answ"
+    ),
+    # Seed 002: a cut after the provider answered is a cut, not "could not reach" it.
+    "connection reset mid-stream": (
+        streaming(reset), "The model provider's reply broke off before it was finished",
+        "Partial answ",
     ),
     "stream closed before the end": (
         streaming(closed), "The model provider's reply broke off before it was finished",

@@ -24,6 +24,9 @@ from tests.support.api import client_for
 from tests.support.fakes import FIXTURES, RecordedProvider, scripted_client
 from tests.support.turns import run_turn
 
+# Transactions of their own: a turn closes its database connections as a request would.
+pytestmark = pytest.mark.django_db(transaction=True)
+
 DEEPSEEK_THOUGHT = (
     "The user asks how to negotiate. Key points: research the range, anchor high, and mind "
     "the timing."
@@ -303,7 +306,6 @@ def test_bad_prices_say_what_is_wrong(value, problem):
         prices_from_setting(value)
 
 
-@pytest.mark.django_db(transaction=True)
 @pytest.mark.asyncio
 @pytest.mark.parametrize("shown", ["full", "off"])
 async def test_the_live_thinking_line_counts_seconds_then_says_how_long(
