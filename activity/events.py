@@ -162,6 +162,8 @@ class TurnStarted:
 
     question_id: str
     message_id: str
+    # A regenerated answer: the id of the answer it replaces.
+    replaces: str = ""
     type: Literal["turn"] = "turn"
 
 
@@ -186,11 +188,12 @@ def to_json(event: WireEvent) -> dict[str, Any]:
     """The wire form of an event, the same on the socket, over SSE and in exports."""
     match event:
         case TurnStarted():
-            return {
+            started = {
                 "type": "turn",
                 "question_id": event.question_id,
                 "message_id": event.message_id,
             }
+            return started | ({"replaces": event.replaces} if event.replaces else {})
         case Error():
             return {"type": "error", "message": event.message}
         case Status():
@@ -319,7 +322,11 @@ def from_json(data: dict[str, Any]) -> WireEvent:
             summary_text=summary.get("text", ""),
         )
     if kind == "turn":
-        return TurnStarted(question_id=data["question_id"], message_id=data["message_id"])
+        return TurnStarted(
+            question_id=data["question_id"],
+            message_id=data["message_id"],
+            replaces=data.get("replaces", ""),
+        )
     if kind == "error":
         return Error(message=data["message"])
     raise ValueError(f"unknown event type {kind!r}")

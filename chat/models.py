@@ -106,6 +106,11 @@ class Message(models.Model):
     # A program's id for the turn (assistant messages only): asking again with the same id
     # joins the turn instead of starting another.
     client_id = models.UUIDField(null=True, blank=True)
+    # A regenerated answer names the one it replaces, on the page and for the model; the old
+    # one stays in history as an earlier version, with its feed.
+    replaces = models.OneToOneField(
+        "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="replaced_by"
+    )
     # The turn's activity; assistant messages only.
     feed = models.OneToOneField(
         ActivityFeed, on_delete=models.PROTECT, null=True, blank=True, related_name="message"

@@ -110,7 +110,8 @@ def conversation_for(user, conversation_id) -> Conversation:
 
 def _with_contact(messages: QuerySet[Message]) -> QuerySet[Message]:
     return messages.select_related("feed").annotate(
-        contact_sent=Exists(ContactRequest.objects.filter(message=OuterRef("pk")))
+        contact_sent=Exists(ContactRequest.objects.filter(message=OuterRef("pk"))),
+        superseded=Exists(Message.objects.filter(replaces=OuterRef("pk"))),
     )
 
 
@@ -130,6 +131,8 @@ class TurnView:
     question: str = ""
     question_id: int | None = None
     contact_sent: bool = False
+    # Regenerated: an earlier version of the answer that follows it.
+    superseded: bool = False
 
     role = Message.Role.ASSISTANT
 
@@ -283,6 +286,7 @@ def _turn_view(
         question=question.content if question else "",
         question_id=question.pk if question else None,
         contact_sent=bool(getattr(message, "contact_sent", False)),
+        superseded=bool(getattr(message, "superseded", False)),
     )
 
 

@@ -27,6 +27,11 @@ urlpatterns = [
         name="conversation_export",
     ),
     path(
+        "c/<uuid:conversation_id>/m/<int:message_id>/source.md",
+        views.message_source,
+        name="message_source",
+    ),
+    path(
         "c/<uuid:conversation_id>/m/<int:message_id>/contact/",
         views.contact_request,
         name="contact_request",

@@ -143,6 +143,22 @@ def conversation_export(request, conversation_id, fmt):
     return response
 
 
+@require_GET
+def message_source(request, conversation_id, message_id):
+    """An answer's Markdown as the model wrote it, for the page's Copy button."""
+    conversation = selectors.conversation_for(request.user, conversation_id)
+    content = (
+        conversation.messages.filter(pk=message_id, role="assistant")
+        .values_list("content", flat=True)
+        .first()
+    )
+    if content is None:
+        raise Http404(_("This conversation has no such answer."))
+    response = HttpResponse(content, content_type="text/markdown; charset=utf-8")
+    response["Cache-Control"] = "private, no-store"
+    return response
+
+
 @require_POST
 def contact_request(request, conversation_id, message_id):
     conversation = selectors.conversation_for(request.user, conversation_id)

@@ -95,6 +95,16 @@ class ChatConsumer(AsyncWebsocketConsumer):
             for answer_id in await reads.answers_of(self.conversation.pk, request.answer_ids):
                 await self.screen.join(answer_id, self.prefs)
             return
+        if isinstance(request, inbound.Regenerate):
+            try:
+                await turns.regenerate(
+                    conversation=self.conversation,
+                    answer_id=request.answer_id,
+                    language=self.language,
+                )
+            except turns.TurnRejected as refusal:
+                await self.send_notice(str(refusal))
+            return
         if isinstance(request, inbound.Decide):
             try:
                 await turns.decide(
@@ -140,7 +150,12 @@ class ChatConsumer(AsyncWebsocketConsumer):
         question, answer = await reads.new_turn(message["question_id"], message["answer_id"])
         # Preferences are read again per turn, so a change applies from the next question.
         self.prefs = await FeedPreferences.aprefs_for(self.user.pk)
-        await self.send(text_data=render.started(question, answer, as_json=self.wants_json))
+        if message.get("replaces"):
+            earlier = await turns.snapshot(message["replaces"], self.prefs)
+            frame = render.regenerated(question, earlier[0], answer, as_json=self.wants_json)
+        else:
+            frame = render.started(question, answer, as_json=self.wants_json)
+        await self.send(text_data=frame)
         self.screen.start(answer.pk, self.prefs)
 
     async def turn_event(self, message: dict[str, Any]) -> None:

@@ -11,7 +11,9 @@ from dataclasses import dataclass
 from django.utils.translation import gettext as _
 
 # htmx's ws-send adds HEADERS to every form message.
-ALLOWED_KEYS = {"message", "client_id", "stop", "resume", "approve", "deny", "reason", "HEADERS"}
+ALLOWED_KEYS = {
+    "message", "client_id", "stop", "resume", "approve", "deny", "reason", "regenerate", "HEADERS"
+}  # fmt: skip
 CALL_ID_LIMIT = 64
 # A page shows at most this many turns at once that may still be running.
 RESUME_LIMIT = 20
@@ -43,6 +45,13 @@ class Resume:
 
 
 @dataclass(frozen=True, slots=True)
+class Regenerate:
+    """A new answer in place of the last one."""
+
+    answer_id: int
+
+
+@dataclass(frozen=True, slots=True)
 class Decide:
     """Approve or deny a tool call that waits for this conversation's owner."""
 
@@ -51,7 +60,7 @@ class Decide:
     reason: str = ""
 
 
-def parse(text_data: str | None) -> Ask | Stop | Resume | Decide:
+def parse(text_data: str | None) -> Ask | Stop | Resume | Decide | Regenerate:
     if text_data is None:
         raise Unreadable(_("Send your question as text."))
     try:
@@ -68,6 +77,11 @@ def parse(text_data: str | None) -> Ask | Stop | Resume | Decide:
             return Stop(_answer_id(data["stop"]))
         except (TypeError, ValueError):
             raise Unreadable(_("Stop needs the id of the answer to stop.")) from None
+    if "regenerate" in data:
+        try:
+            return Regenerate(_answer_id(data["regenerate"]))
+        except (TypeError, ValueError):
+            raise Unreadable(_("Regenerate needs the id of the answer.")) from None
     if "approve" in data or "deny" in data:
         approve = "approve" in data
         call_id = data["approve" if approve else "deny"]

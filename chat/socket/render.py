@@ -10,6 +10,7 @@ from typing import Any
 from django.template.loader import render_to_string
 from django.utils.html import format_html
 from django.utils.safestring import mark_safe
+from django.utils.translation import gettext as _
 
 from activity.events import Error, TurnStarted, to_json
 from activity.live import AddLine, AppendBlocks, Op, RemoveLine, ReplaceLine, SetTail
@@ -28,6 +29,14 @@ def started(question: Message, answer: TurnView, *, as_json: bool) -> str:
     if as_json:
         return as_json_event(TurnStarted(str(question.pk), str(answer.pk)))
     return clear_notice() + turn_started(question, answer)
+
+
+def regenerated(question: Message, earlier: TurnView, answer: TurnView, *, as_json: bool) -> str:
+    """A new answer in place of `earlier`, which folds into an earlier version."""
+    if as_json:
+        return as_json_event(TurnStarted(str(question.pk), str(answer.pk), str(earlier.pk)))
+    context = {"earlier": earlier, "answer": answer}
+    return clear_notice() + render_to_string("chat/_regenerated.html", context)
 
 
 def joined(view: TurnView, *, as_json: bool) -> list[str]:
@@ -84,8 +93,25 @@ def _live_op(answer_id: int, op: Op) -> str:
 
 def assistant_message(message: TurnView) -> str:
     html = render_to_string("chat/_assistant_message.html", {"message": message, "oob": True})
+    if message.state in Message.OPEN_STATES:
+        return html
     # A refusal shown while the turn ran ("still working…") no longer holds once it ended.
-    return html if message.state in Message.OPEN_STATES else clear_notice() + html
+    return clear_notice() + announce(ENDED.get(message.state, ENDED["complete"])()) + html
+
+
+ENDED = {
+    "complete": lambda: _("The answer is ready."),
+    "failed": lambda: _("The answer failed; what arrived is kept."),
+    "interrupted": lambda: _("The answer was stopped; what arrived is kept."),
+}
+
+
+def announce(text: str) -> str:
+    return format_html(
+        '<div id="announcer" hx-swap-oob="true" class="visually-hidden" aria-live="polite">{}'
+        "</div>",
+        text,
+    )
 
 
 def notice(text: str, *, level: str = "error") -> str:

@@ -123,3 +123,20 @@ setInterval(() => {
     counter.textContent = elapsed ? counter.dataset.format.replace("%(seconds)s", elapsed) : "";
   }
 }, 500);
+
+// Copy puts the answer's Markdown, as the model wrote it, on the clipboard.
+document.addEventListener("click", async (event) => {
+  const button = event.target.closest("button.copy[data-source]");
+  if (!button) return;
+  const label = button.textContent;
+  try {
+    const response = await fetch(button.dataset.source, {credentials: "same-origin"});
+    if (!response.ok) throw new Error(String(response.status));
+    await navigator.clipboard.writeText(await response.text());
+    button.textContent = `✓ ${button.dataset.copied}`;
+  } catch {
+    button.textContent = button.dataset.failed;
+  }
+  document.getElementById("announcer").textContent = button.textContent;
+  setTimeout(() => { button.textContent = label; }, 2000);
+});

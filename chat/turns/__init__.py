@@ -26,6 +26,7 @@ from chat.turns.admission import (
     TurnLimited,
     TurnRejected,
     admit,
+    admit_again,
     question_clean,
 )
 from chat.turns.broadcast import send_turn_started, subscribe
@@ -45,6 +46,7 @@ __all__ = [
     "decide",
     "follow",
     "question_clean",
+    "regenerate",
     "replay",
     "snapshot",
     "stop",
@@ -74,6 +76,26 @@ async def begin(
             conversation.group_name, question_id=turn.question.pk, answer_id=turn.answer.pk
         )
         registry.launch(turn.answer.pk, runner.run(answer=turn.answer, **options))
+    return turn
+
+
+async def regenerate(
+    *, conversation: Conversation, answer_id: int, language: str | None = None, **options: Any
+) -> StartedTurn:
+    """A new answer in place of the conversation's last one (which stays as an earlier
+    version); raises TurnRejected with a message for people."""
+    if registry.draining():
+        raise Restarting(_("The server is restarting; ask again in a moment."))
+    turn = await database_sync_to_async(admit_again)(
+        conversation=conversation, answer_id=answer_id, language=language
+    )
+    await send_turn_started(
+        conversation.group_name,
+        question_id=turn.question.pk,
+        answer_id=turn.answer.pk,
+        replaces=turn.replaces,
+    )
+    registry.launch(turn.answer.pk, runner.run(answer=turn.answer, **options))
     return turn
 
 

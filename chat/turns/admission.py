@@ -52,6 +52,8 @@ class StartedTurn:
     answer: Message
     # True when the client_id named a turn that already existed: nothing new was started.
     joined: bool = False
+    # A regenerated answer: the answer it replaces.
+    replaces: int | None = None
 
 
 def question_clean(text: object) -> str:
@@ -109,6 +111,38 @@ def admit(
                 )
             ) from None
     return _turn_create(conversation, question, client_id, language)
+
+
+def admit_again(
+    *, conversation: Conversation, answer_id: int, language: str | None = None
+) -> StartedTurn:
+    """A new answer to the question of the conversation's last answer, replacing it."""
+    language = language or translation.get_language() or settings.LANGUAGE_CODE
+    last = conversation.messages.order_by("-id").first()
+    if last is None or last.pk != answer_id or last.role != Message.Role.ASSISTANT:
+        raise TurnRejected(_("Only the last answer can be regenerated."))
+    if last.state in Message.OPEN_STATES:
+        raise TurnRejected(_("That answer is still being written."))
+    question = conversation.messages.filter(id__lt=last.pk).order_by("-id").first()
+    assert question is not None  # an answer always follows its question
+    _check_limits(conversation.owner_id)
+    try:
+        with transaction.atomic():
+            feed = ActivityFeed.objects.create(
+                owner_id=conversation.owner_id, conversation_id=conversation.pk, language=language
+            )
+            answer = Message.objects.create(
+                conversation=conversation,
+                role=Message.Role.ASSISTANT,
+                state=Message.State.STREAMING,
+                feed=feed,
+                replaces=last,
+            )
+    except IntegrityError:
+        raise TurnRejected(
+            _("The agent is still working on the previous question. Wait for it to finish.")
+        ) from None
+    return StartedTurn(question=question, answer=answer, replaces=last.pk)
 
 
 def _check_limits(owner_id: int) -> None:

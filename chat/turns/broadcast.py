@@ -25,10 +25,13 @@ async def group_send(group: str, message: dict[str, Any]) -> None:
         logger.warning("could not broadcast %s to %s", message.get("type"), group, exc_info=True)
 
 
-async def send_turn_started(group: str, *, question_id: int, answer_id: int) -> None:
-    await group_send(
-        group, {"type": "turn.started", "question_id": question_id, "answer_id": answer_id}
-    )
+async def send_turn_started(
+    group: str, *, question_id: int, answer_id: int, replaces: int | None = None
+) -> None:
+    message = {"type": "turn.started", "question_id": question_id, "answer_id": answer_id}
+    if replaces is not None:
+        message["replaces"] = replaces
+    await group_send(group, message)
 
 
 async def send_turn_event(

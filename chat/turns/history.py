@@ -16,8 +16,9 @@ async def amodel_history(answer: Message) -> list[dict[str, Any]]:
     """The conversation up to this answer (its question included) as chat messages."""
     earlier = [
         m
+        # A regenerated answer is no longer what the model said.
         async for m in Message.objects.filter(
-            conversation_id=answer.conversation_id, id__lt=answer.pk
+            conversation_id=answer.conversation_id, id__lt=answer.pk, replaced_by__isnull=True
         ).order_by("id")
     ]
     rows = await aevents_by_feed((m.feed_id for m in earlier), kinds=["tool_call", "tool_result"])

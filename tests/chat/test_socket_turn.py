@@ -279,9 +279,11 @@ async def test_reopening_the_page_shows_exactly_what_was_streamed(
     client = AsyncClient()
     await client.aforce_login(alice)
     page = (await client.get(alice_conversation.get_absolute_url())).content.decode()
-    # The final frame clears the notice, then swaps in the answer as the page shows it.
-    notice, answer = frames[-1].split("</div>", 1)
+    # The final frame clears the notice, announces the answer, then swaps it in as the page
+    # shows it.
+    notice, announcer, answer = frames[-1].split("</div>", 2)
     assert 'id="notice"' in notice and 'role="alert"' not in notice
+    assert 'id="announcer"' in announcer
     streamed = answer.replace(' hx-swap-oob="true"', "").strip()
     assert streamed in page
 

@@ -70,8 +70,8 @@ def test_the_user_watches_the_feed_then_the_answer_then_the_fold(conversation):
     lines_live = feed_lines(page)
     steps = [line.split(" ", 1)[1].split(" · ")[0] for line in lines_live]
     assert steps[1:] == ["Found 3 documents", "Writing the answer…", "Done"]
-    # Each folded step says how long it took, and that it finished.
-    assert all(re.search(r" · \d+\.\d s ✓$", line) for line in lines_live)
+    # Each folded step says how long it took, and that it finished (✓, read out as "done").
+    assert all(re.search(r" · \d+\.\d s ✓\s*done$", line) for line in lines_live), lines_live
     answer_live = answer.inner_text()
 
     page.reload()
@@ -113,7 +113,11 @@ def test_a_direct_answer_shows_no_feed_at_all(conversation):
     ("question", "summary"),
     [
         ("What time is it, and how do I prepare for an interview?", "Used 2 tools"),
-        ("Compare salary negotiation and interview preparation", "Used 2 tools"),
+        # Seed 001: one tool twice is that tool, twice.
+        (
+            "Compare salary negotiation and interview preparation",
+            "Searched the knowledge base twice",
+        ),
         ("Simulate a failure while looking up salaries", "Knowledge base query failed"),
         ("What is 52,000 * 1.07 / 12?", "Did a calculation"),
         ("Come posso negoziare lo stipendio?", "Searched the knowledge base"),
@@ -320,3 +324,16 @@ def test_the_composers_stop_stops_the_running_turn(conversation):
     page.locator("#composer .stop-turn").click()
     expect(page.locator("article.assistant.state-interrupted")).to_be_visible()
     expect(page.locator("article.assistant.state-interrupted .feed")).to_contain_text("Stopped")
+
+
+def test_copy_puts_the_answers_markdown_on_the_clipboard(conversation):
+    page = conversation
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    ask(page, "How do I negotiate my salary?")
+    copy = page.locator(f"{DONE} button.copy")
+    copy.click()
+
+    expect(copy).to_contain_text("Copied")
+    copied = page.evaluate("navigator.clipboard.readText()")
+    assert copied.startswith("Here is what the knowledge base says:")
+    assert "**Salary negotiation: preparing your number**" in copied

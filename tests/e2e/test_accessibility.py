@@ -1,0 +1,42 @@
+"""axe-core on the pages people use: no serious or critical violation."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from axe_playwright_python.sync_playwright import Axe
+from playwright.sync_api import expect
+
+from tests.e2e.test_turn_in_browser import DONE, ask, conversation  # noqa: F401  (fixture)
+
+pytestmark = pytest.mark.e2e
+
+SERIOUS = {"serious", "critical"}
+
+
+def serious_violations(page) -> list[str]:
+    results = Axe().run(page)
+    return [
+        f"{v['id']} ({v['impact']}): {', '.join(n['target'][0] for n in v['nodes'][:3])}"
+        for v in results.response["violations"]
+        if v["impact"] in SERIOUS
+    ]
+
+
+def test_the_login_page(page, live_server_url):
+    page.goto(f"{live_server_url}/accounts/login/")
+    assert serious_violations(page) == []
+
+
+def test_the_conversation_list_a_conversation_and_the_preferences(conversation):  # noqa: F811
+    page = conversation
+    ask(page, "How do I negotiate my salary?")
+    expect(page.locator(DONE)).to_be_visible()
+    assert serious_violations(page) == []  # the feed folded
+    page.locator(f"{DONE} details.feed > summary").click()
+    assert serious_violations(page) == []  # the feed expanded
+    base = re.sub(r"/c/.*", "", page.url)
+    for path in ("/", "/preferences/"):
+        page.goto(base + path)
+        assert serious_violations(page) == [], path
