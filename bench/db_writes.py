@@ -1,5 +1,6 @@
 """Database writes per turn, counted with a query wrapper around every statement. Target:
-at most (status + tool events) + ceil(answer characters / 2,000) + 4, never one per token."""
+at most (status + tool events) + model calls (each request's usage and reasoning, one row)
++ ceil(answer characters / 2,000) + 4, never one per token."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ def main() -> None:
         from django.contrib.auth.models import User
         from django.db import connection
 
-        from activity.models import ActivityEvent
+        from activity.models import ActivityEvent, ModelCall
         from chat.models import Conversation, Message
         from chat.turns import runner
         from chat.turns.admission import admit
@@ -46,14 +47,15 @@ def main() -> None:
                 async_to_sync(runner.run)(answer=turn.answer)
             answer = Message.objects.get(pk=turn.answer.pk)
             events = ActivityEvent.objects.filter(feed_id=answer.feed_id).count()
-            budget = events + math.ceil(len(answer.content) / 2000) + 4
+            calls = ModelCall.objects.filter(feed_id=answer.feed_id).count()
+            budget = events + calls + math.ceil(len(answer.content) / 2000) + 4
             tokens = math.ceil(len(answer.content) / 4)
             verdict = "ok" if len(writes) <= budget else "OVER"
             rows.append(
                 (
                     f"“{prompt[:40]}”",
-                    f"{len(writes)} writes (budget {budget}: {events} events, "
-                    f"{len(answer.content)} chars, ~{tokens} tokens) {verdict}",
+                    f"{len(writes)} writes (budget {budget}: {events} events, {calls} model "
+                    f"calls, {len(answer.content)} chars, ~{tokens} tokens) {verdict}",
                 )
             )
         report("Database writes per turn", rows)

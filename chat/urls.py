@@ -10,6 +10,7 @@ urlpatterns = [
     path("", views.conversation_list, name="conversation_list"),
     path("c/new/", views.conversation_new, name="conversation_new"),
     path("c/<uuid:conversation_id>/", views.conversation_detail, name="conversation_detail"),
+    path("c/<uuid:conversation_id>/act/", views.conversation_act, name="conversation_act"),
     path(
         "c/<uuid:conversation_id>/rename/", views.conversation_rename, name="conversation_rename"
     ),

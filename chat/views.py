@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 
+from asgiref.sync import async_to_sync
 from django.conf import settings
 from django.contrib import messages as flash
 from django.core.paginator import Paginator
@@ -14,9 +15,10 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from activity.selectors import settings_of
-from chat import selectors, services
+from chat import selectors, services, turns
 from chat.exports import conversation_markdown
 from chat.forms import ContactForm
+from chat.models import Message
 from chat.serializers import ConversationDetailSerializer
 from chat.text_rules import unstorable
 from chat.turns.recovery import dead_turns_recover
@@ -53,6 +55,10 @@ def conversation_new(request):
 @require_GET
 def conversation_detail(request, conversation_id):
     conversation = selectors.conversation_for(request.user, conversation_id)
+    return _conversation_page(request, conversation)
+
+
+def _conversation_page(request, conversation, *, draft: str = "", status: int = 200):
     dead_turns_recover(conversation_id=conversation.pk)
     prefs = settings_of(request)[0]
     before = _message_id(request.GET.get("before"))
@@ -64,10 +70,57 @@ def conversation_detail(request, conversation_id):
         "turns": history.messages,
         "earlier": history.earlier,
         "max_chars": settings.GLASSBOX_MAX_MESSAGE_CHARS,
+        "draft": draft,
+        # Without JavaScript the page reloads itself while an answer is being written.
+        "open_turn": any(
+            getattr(turn, "state", "") in Message.OPEN_STATES for turn in history.messages
+        ),
     }
     if before is not None and request.htmx:
         return render(request, "chat/_earlier_turns.html", context)
-    return render(request, "chat/conversation_detail.html", context)
+    return render(request, "chat/conversation_detail.html", context, status=status)
+
+
+@require_POST
+def conversation_act(request, conversation_id):
+    """The page's forms without JavaScript or a socket: ask (or retry), stop, regenerate,
+    approve or deny, by POST; then the conversation page again (never a GET that carries a
+    question). A refusal comes back on the page with the question still in the box."""
+    conversation = selectors.conversation_for(request.user, conversation_id)
+    form = request.POST
+    answer_id = _message_id(form.get("stop") or form.get("regenerate"))
+    try:
+        if "stop" in form:
+            if answer_id is None or not async_to_sync(turns.stop)(
+                conversation_id=conversation.pk, answer_id=answer_id
+            ):
+                raise turns.TurnRejected(_("That answer is not running any more."))
+        elif "regenerate" in form:
+            if answer_id is None:
+                raise turns.TurnRejected(_("Regenerate needs the id of the answer."))
+            answer_id = async_to_sync(turns.regenerate)(
+                conversation=conversation, answer_id=answer_id, language=request.LANGUAGE_CODE
+            ).answer.pk
+        elif "approve" in form or "deny" in form:
+            async_to_sync(turns.decide)(
+                conversation_id=conversation.pk,
+                call_id=form.get("approve") or form.get("deny", ""),
+                user=request.user,
+                approve="approve" in form,
+                reason=form.get("reason", ""),
+            )
+        else:
+            answer_id = async_to_sync(turns.begin)(
+                conversation=conversation,
+                text=form.get("message", ""),
+                language=request.LANGUAGE_CODE,
+            ).answer.pk
+    except turns.TurnRejected as refusal:
+        flash.error(request, str(refusal))
+        draft = form.get("message", "")
+        return _conversation_page(request, conversation, draft=draft, status=refusal.status)
+    anchor = f"#m-{answer_id}" if answer_id else ""
+    return redirect(conversation.get_absolute_url() + anchor)
 
 
 def _message_id(value: str | None) -> int | None:

@@ -51,6 +51,13 @@ def main(base: str) -> None:
         page.locator("details.feed > summary").click()
         page.locator("details.reasoning > summary").first.click()
         page.screenshot(path=HERE / "thinking-and-tokens.png")
+        # The contact form the agent opens under its answer.
+        page.goto(f"{base}/")
+        page.click("main button:text('New conversation')")
+        page.fill("#question", "I would like to talk to a human advisor")
+        page.click("#composer button.send")
+        expect(page.locator(".contact-form form")).to_be_visible(timeout=30_000)
+        page.screenshot(path=HERE / "contact-form.png")
         # A tool that asks first, waiting for the user's decision.
         page.goto(f"{base}/")
         page.click("main button:text('New conversation')")

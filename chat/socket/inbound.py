@@ -12,7 +12,9 @@ from django.utils.translation import gettext as _
 
 # htmx's ws-send adds HEADERS to every form message.
 ALLOWED_KEYS = {
-    "message", "client_id", "stop", "resume", "approve", "deny", "reason", "regenerate", "HEADERS"
+    "message", "client_id", "stop", "resume", "approve", "deny", "reason", "regenerate", "HEADERS",
+    # The page's forms also work without JavaScript (a POST), so they carry a CSRF token.
+    "csrfmiddlewaretoken",
 }  # fmt: skip
 CALL_ID_LIMIT = 64
 # A page shows at most this many turns at once that may still be running.
