@@ -13,6 +13,17 @@ from playwright.sync_api import expect, sync_playwright
 HERE = Path(__file__).parent
 
 
+DONE = "article.assistant.state-complete"
+
+
+def ask_anew(page, base: str, question: str) -> None:
+    """A new conversation, and the question sent."""
+    page.goto(f"{base}/")
+    page.click("main button:text('New conversation')")
+    page.fill("#question", question)
+    page.click("#composer button.send")
+
+
 def main(base: str) -> None:
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(
@@ -24,49 +35,39 @@ def main(base: str) -> None:
         page.fill("[name=username]", "demo")
         page.fill("[name=password]", "demo")
         page.click("main form button[type=submit]")
-        page.click("main button:text('New conversation')")
-        page.fill("#question", "How do I negotiate my salary?")
-        page.click("#composer button.send")
+
+        ask_anew(page, base, "How do I negotiate my salary?")
         expect(page.locator(".answer.streaming")).to_contain_text("market range", timeout=30_000)
         page.screenshot(path=HERE / "live-feed.png")
-        expect(page.locator("article.assistant.state-complete")).to_be_visible(timeout=60_000)
+        expect(page.locator(DONE)).to_be_visible(timeout=60_000)
         page.reload()
         page.locator("details.feed summary").click()
         page.screenshot(path=HERE / "folded-history.png")
+
         # The demo MCP server's slow tool, halfway through its five surveys.
-        page.goto(f"{base}/")
-        page.click("main button:text('New conversation')")
-        page.fill("#question", "Compare five salary surveys for an engineer")
-        page.click("#composer button.send")
+        ask_anew(page, base, "Compare five salary surveys for an engineer")
         expect(page.locator("details.feed li progress[value='3']")).to_be_visible(timeout=30_000)
         page.screenshot(path=HERE / "mcp-progress.png")
-        # A demo turn that thinks: the folded feed with its tokens, then expanded with the
-        # reasoning open.
-        page.goto(f"{base}/")
-        page.click("main button:text('New conversation')")
-        page.fill("#question", "Think it through: how do I negotiate my salary?")
-        page.click("#composer button.send")
-        expect(page.locator("article.assistant.state-complete")).to_be_visible(timeout=60_000)
+
+        # A turn that thinks: the feed with its tokens, expanded, with the reasoning open.
+        ask_anew(page, base, "Think it through: how do I negotiate my salary?")
+        expect(page.locator(DONE)).to_be_visible(timeout=60_000)
         page.reload()
         page.locator("details.feed > summary").click()
         page.locator("details.reasoning > summary").first.click()
         page.screenshot(path=HERE / "thinking-and-tokens.png")
+
         # The contact form the agent opens under its answer.
-        page.goto(f"{base}/")
-        page.click("main button:text('New conversation')")
-        page.fill("#question", "I would like to talk to a human advisor")
-        page.click("#composer button.send")
+        ask_anew(page, base, "I would like to talk to a human advisor")
         expect(page.locator(".contact-form form")).to_be_visible(timeout=30_000)
         page.screenshot(path=HERE / "contact-form.png")
+
         # A tool that asks first, waiting for the user's decision.
-        page.goto(f"{base}/")
-        page.click("main button:text('New conversation')")
-        page.fill("#question", "Email advisor@example.com: can we meet on Tuesday?")
-        page.click("#composer button.send")
+        ask_anew(page, base, "Email advisor@example.com: can we meet on Tuesday?")
         expect(page.locator("li.state-waiting form.approve")).to_be_visible(timeout=30_000)
         page.screenshot(path=HERE / "approval.png")
         page.locator("li.state-waiting form.approve button").click()
-        expect(page.locator("article.assistant.state-complete")).to_be_visible(timeout=30_000)
+        expect(page.locator(DONE)).to_be_visible(timeout=30_000)
         browser.close()
 
 
