@@ -118,14 +118,9 @@ class DurationFilter(admin.SimpleListFilter):
         return queryset
 
 
-class ActivityEventInline(admin.TabularInline):
-    model = ActivityEvent
-    fields = (
-        "seq", "kind", "icon", "message", "state", "tool", "call_id", "arguments", "ok",
-        "result_summary", "error", "duration_ms", "created_at",
-    )  # fmt: skip
-    readonly_fields = fields
-    ordering = ["seq"]
+class ReadOnlyInline(admin.TabularInline):
+    """Rows of a feed, shown as they were recorded; nobody edits them."""
+
     extra = 0
     can_delete = False
 
@@ -136,7 +131,17 @@ class ActivityEventInline(admin.TabularInline):
         return False
 
 
-class ModelCallInline(admin.TabularInline):
+class ActivityEventInline(ReadOnlyInline):
+    model = ActivityEvent
+    fields = (
+        "seq", "kind", "icon", "message", "state", "tool", "call_id", "arguments", "ok",
+        "result_summary", "error", "duration_ms", "created_at",
+    )  # fmt: skip
+    readonly_fields = fields
+    ordering = ["seq"]
+
+
+class ModelCallInline(ReadOnlyInline):
     """Each request to the model: its usage, and the reasoning admins always see."""
 
     model = ModelCall
@@ -146,14 +151,6 @@ class ModelCallInline(admin.TabularInline):
     )  # fmt: skip
     readonly_fields = fields
     ordering = ["round"]
-    extra = 0
-    can_delete = False
-
-    def has_add_permission(self, request, obj=None):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
 
 
 @admin.action(description="Export selected feeds as NDJSON")

@@ -91,47 +91,40 @@ class ChatConsumer(AsyncWebsocketConsumer):
         refused = await reads.refusal(self.session_key, self.user.pk, self.conversation.pk)
         if refused is not None:
             return await self.close(code=CLOSE_CODES[refused])
-        if isinstance(request, inbound.Resume):
-            for answer_id in await reads.answers_of(self.conversation.pk, request.answer_ids):
-                await self.screen.join(answer_id, self.prefs)
-            return
-        if isinstance(request, inbound.Regenerate):
-            try:
+        try:
+            await self.act(request)
+        except turns.TurnRejected as refusal:
+            await self.send_notice(str(refusal))
+
+    async def act(self, request: inbound.Request) -> None:
+        """One request of the page, through the turn pipeline; a refusal raises."""
+        conversation = self.conversation
+        match request:
+            case inbound.Resume(answer_ids=ids):
+                for answer_id in await reads.answers_of(conversation.pk, ids):
+                    await self.screen.join(answer_id, self.prefs)
+            case inbound.Stop(answer_id=answer_id):
+                if not await turns.stop(conversation_id=conversation.pk, answer_id=answer_id):
+                    raise turns.TurnRejected(_("That answer is not running any more."))
+            case inbound.Regenerate(answer_id=answer_id):
                 await turns.regenerate(
-                    conversation=self.conversation,
-                    answer_id=request.answer_id,
-                    language=self.language,
+                    conversation=conversation, answer_id=answer_id, language=self.language
                 )
-            except turns.TurnRejected as refusal:
-                await self.send_notice(str(refusal))
-            return
-        if isinstance(request, inbound.Decide):
-            try:
+            case inbound.Decide():
                 await turns.decide(
-                    conversation_id=self.conversation.pk,
+                    conversation_id=conversation.pk,
                     call_id=request.call_id,
                     user=self.user,
                     approve=request.approve,
                     reason=request.reason,
                 )
-            except turns.TurnRejected as refusal:
-                await self.send_notice(str(refusal))
-            return
-        if isinstance(request, inbound.Stop):
-            if not await turns.stop(
-                conversation_id=self.conversation.pk, answer_id=request.answer_id
-            ):
-                await self.send_notice(_("That answer is not running any more."))
-            return
-        try:
-            await turns.begin(
-                conversation=self.conversation,
-                text=request.text,
-                client_id=request.client_id,
-                language=self.language,
-            )
-        except turns.TurnRejected as refusal:
-            await self.send_notice(str(refusal))
+            case inbound.Ask():
+                await turns.begin(
+                    conversation=conversation,
+                    text=request.text,
+                    client_id=request.client_id,
+                    language=self.language,
+                )
 
     async def send_text(self, text: str) -> None:
         await self.send(text_data=text)

@@ -62,7 +62,10 @@ class Decide:
     reason: str = ""
 
 
-def parse(text_data: str | None) -> Ask | Stop | Resume | Decide | Regenerate:
+Request = Ask | Stop | Resume | Decide | Regenerate
+
+
+def parse(text_data: str | None) -> Request:
     if text_data is None:
         raise Unreadable(_("Send your question as text."))
     try:

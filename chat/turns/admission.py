@@ -128,16 +128,7 @@ def admit_again(
     _check_limits(conversation.owner_id)
     try:
         with transaction.atomic():
-            feed = ActivityFeed.objects.create(
-                owner_id=conversation.owner_id, conversation_id=conversation.pk, language=language
-            )
-            answer = Message.objects.create(
-                conversation=conversation,
-                role=Message.Role.ASSISTANT,
-                state=Message.State.STREAMING,
-                feed=feed,
-                replaces=last,
-            )
+            answer = _answer_create(conversation, language, replaces=last)
     except IntegrityError:
         raise TurnRejected(
             _("The agent is still working on the previous question. Wait for it to finish.")
@@ -225,14 +216,19 @@ def _turn_create(
     question = Message.objects.create(
         conversation=conversation, role=Message.Role.USER, content=text
     )
+    answer = _answer_create(conversation, language, client_id=client_id)
+    return StartedTurn(question=question, answer=answer)
+
+
+def _answer_create(conversation: Conversation, language: str, **fields) -> Message:
+    """A streaming answer with its feed; the caller holds the transaction."""
     feed = ActivityFeed.objects.create(
         owner_id=conversation.owner_id, conversation_id=conversation.pk, language=language
     )
-    answer = Message.objects.create(
+    return Message.objects.create(
         conversation=conversation,
         role=Message.Role.ASSISTANT,
         state=Message.State.STREAMING,
         feed=feed,
-        client_id=client_id,
+        **fields,
     )
-    return StartedTurn(question=question, answer=answer)

@@ -5,6 +5,7 @@ what the pause stored (chat.agent.loop.Paused), since no task waits for it."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import uuid
 import weakref
 from typing import Any
@@ -22,6 +23,7 @@ from chat.models import Message, ToolApproval
 from chat.turns import registry, runner
 from chat.turns.admission import TurnRejected
 
+logger = logging.getLogger("glassbox.turns")
 REASON_LIMIT = 500
 
 
@@ -168,6 +170,4 @@ async def _watch() -> None:
         try:
             await settle_expired()
         except Exception:  # a database hiccup must not end the watch
-            import logging
-
-            logging.getLogger("glassbox.turns").warning("approval timeouts", exc_info=True)
+            logger.warning("could not settle approval timeouts", exc_info=True)
