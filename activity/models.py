@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
 
 from activity.events import (
     Decision,
@@ -90,7 +91,7 @@ class ModelCall(models.Model):
     reasoning_tokens = models.PositiveIntegerField(null=True, blank=True)
     cached_tokens = models.PositiveIntegerField(null=True, blank=True)
     cost = models.DecimalField(max_digits=14, decimal_places=6, null=True, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
+    created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         ordering = ["feed", "round"]
@@ -161,7 +162,8 @@ class ActivityEvent(models.Model):
     progress_message = models.CharField(max_length=400, blank=True)
     progress_count = models.PositiveIntegerField(default=0)
     result_structured = models.JSONField(null=True, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
+    # When it happened: rows are written in batches, a beat after some of them.
+    created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         ordering = ["feed", "seq"]

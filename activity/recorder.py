@@ -1,11 +1,19 @@
-"""Writes one turn's events as they happen: one INSERT per status or tool event, one per
-request to the model (its usage and reasoning), nothing per text token, and one UPDATE of the
-feed when the turn ends."""
+"""Writes one turn's feed: its events and its requests to the model, in batches.
+
+An event is numbered and shown at once, and written with the others that are pending in one
+transaction: at each beat of the turn (with the heartbeat), when it pauses and when it ends
+(before `done` goes out). A crash loses at most one beat of events; the text, never a token
+at a time, is saved on the same beats. Until they are written, the pending events travel
+with each line that is broadcast (`unsaved()`), so no follower ever misses one."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import asyncio
+from collections.abc import Callable, Mapping
+from typing import Any
 
+from channels.db import database_sync_to_async
+from django.db import transaction
 from django.utils import timezone
 
 from activity.events import ModelCallDone, RecordedEvent, ToolCall, ToolResult, with_seq
@@ -22,6 +30,11 @@ class FeedRecorder:
         self.events: list[RecordedEvent] = []
         self.calls: list[ModelCallDone] = []
         self.prices = prices or {}
+        # Not yet committed, in order; a write takes a prefix, and drops it once committed.
+        self.pending: list[ActivityEvent] = []
+        self.pending_calls: list[ModelCall] = []
+        self._one_writer = asyncio.Lock()
+        self._writes: set[asyncio.Task[Any]] = set()
 
     async def load(self) -> None:
         """What a paused turn recorded before, so a resumed run numbers on and sums it all."""
@@ -35,42 +48,75 @@ class FeedRecorder:
         return (self.events[-1].seq or 0) if self.events else 0
 
     def number(self, event: RecordedEvent) -> RecordedEvent:
-        """The event with its seq, counted here; call save() before numbering the next."""
+        """The event with its seq, pending until the next write."""
         numbered = with_seq(event, self.last_seq + 1)
         self.events.append(numbered)
+        self.pending.append(ActivityEvent.from_event(self.feed, numbered))
         return numbered
 
-    async def save(self, numbered: RecordedEvent) -> None:
-        await ActivityEvent.from_event(self.feed, numbered).asave()
+    def unsaved(self, before: int) -> list[RecordedEvent]:
+        """The pending events numbered before `before`."""
+        return [row.to_event() for row in self.pending if row.seq < before]
 
-    async def save_call(self, call: ModelCallDone) -> None:
+    def add_call(self, call: ModelCallDone) -> None:
         self.calls.append(call)
-        await ModelCall.objects.acreate(
-            feed=self.feed,
-            round=call.round,
-            model=call.model[:100],
-            duration_ms=call.duration_ms,
-            thinking_ms=call.thinking_ms,
-            reasoning=call.reasoning,
-            prompt_tokens=call.prompt_tokens,
-            completion_tokens=call.completion_tokens,
-            reasoning_tokens=call.reasoning_tokens,
-            cached_tokens=call.cached_tokens,
-            cost=call_cost(call, self.prices),
+        self.pending_calls.append(
+            ModelCall(
+                feed=self.feed,
+                round=call.round,
+                model=call.model[:100],
+                duration_ms=call.duration_ms,
+                thinking_ms=call.thinking_ms,
+                reasoning=call.reasoning,
+                prompt_tokens=call.prompt_tokens,
+                completion_tokens=call.completion_tokens,
+                reasoning_tokens=call.reasoning_tokens,
+                cached_tokens=call.cached_tokens,
+                cost=call_cost(call, self.prices),
+            )
         )
 
-    async def finish(self, state: str, summary: Summary | None) -> None:
+    def write[T](self, also: Callable[[], T] | None = None) -> asyncio.Future[T | None]:
+        """Writes what is pending, and whatever `also` writes, in one transaction in the
+        database thread; returns what `also` returns. One write at a time, and a write is
+        never abandoned halfway by a cancelled caller: its rows would be written twice."""
+        task = asyncio.ensure_future(self._write(also))
+        self._writes.add(task)
+        task.add_done_callback(self._writes.discard)
+        return asyncio.shield(task)
+
+    async def _write[T](self, also: Callable[[], T] | None) -> T | None:
+        async with self._one_writer:
+            events, calls = self.pending[:], self.pending_calls[:]
+            result = await database_sync_to_async(_commit)(events, calls, also)
+            del self.pending[: len(events)]
+            del self.pending_calls[: len(calls)]
+            return result
+
+    def finished(self, state: str, summary: Summary | None) -> dict[str, Any]:
+        """The feed's fields once the turn has ended."""
         calls = [e for e in self.events if isinstance(e, ToolCall)]
         failures = [e for e in self.events if isinstance(e, ToolResult) and not e.ok]
         usage = totals(self.calls, self.prices)
         usage["model"] = usage["model"][:100]
-        await ActivityFeed.objects.filter(pk=self.feed.pk).aupdate(
+        return {
             **usage,
-            state=state,
-            summary_icon=summary.icon if summary else "",
-            summary_text=summary.text if summary else "",
-            finished_at=timezone.now(),
-            event_count=len(self.events),
-            tool_call_count=len(calls),
-            failed_tool_count=len(failures),
-        )
+            "state": state,
+            "summary_icon": summary.icon if summary else "",
+            "summary_text": summary.text if summary else "",
+            "finished_at": timezone.now(),
+            "event_count": len(self.events),
+            "tool_call_count": len(calls),
+            "failed_tool_count": len(failures),
+        }
+
+
+@transaction.atomic
+def _commit[T](
+    events: list[ActivityEvent], calls: list[ModelCall], also: Callable[[], T] | None
+) -> T | None:
+    if events:
+        ActivityEvent.objects.bulk_create(events)
+    if calls:
+        ModelCall.objects.bulk_create(calls)
+    return also() if also is not None else None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -237,8 +238,11 @@ def answer_with_feed(conversation: Conversation, message_id: int, prefs: FeedPre
     return _turn_view(message, events, prefs, reasoning=thoughts[message.feed_id or 0])
 
 
-async def aturn_view(message_id: int, prefs: FeedPrefs) -> TurnView:
-    """One answer as stored, with the question it answers."""
+async def aturn_view(
+    message_id: int, prefs: FeedPrefs, pending: Sequence[ActivityEvent] = ()
+) -> TurnView:
+    """One answer as stored, with the question it answers; `pending` are its events not
+    written yet (a running turn's, chat.turns.registry)."""
     message = await _with_contact(Message.objects.all()).aget(pk=message_id)
     question = await (
         Message.objects.filter(
@@ -252,7 +256,10 @@ async def aturn_view(message_id: int, prefs: FeedPrefs) -> TurnView:
         await areasoning_by_feed([message.feed_id]) if prefs.show_reasoning == "full" else {}
     )
     feed_id = message.feed_id or 0
-    return _turn_view(message, rows.get(feed_id, []), prefs, question, thoughts.get(feed_id))
+    stored = rows.get(feed_id, [])
+    last = stored[-1].seq if stored else 0
+    every = [*stored, *(row for row in pending if row.seq > last)]
+    return _turn_view(message, every, prefs, question, thoughts.get(feed_id))
 
 
 def _reasoning(prefs: FeedPrefs, feed_ids: list[int | None]) -> defaultdict[int, dict[str, str]]:

@@ -52,14 +52,20 @@ def opening(
     conversation = Conversation.objects.filter(pk=conversation_id, owner=user).first()
     if conversation is None:
         return None
-    dead_turns_recover(conversation_id=conversation.pk)
     prefs, language = FeedPreferences.settings_for(user.pk)
-    running = (
+    running = _open_answer(conversation)
+    # Only an open turn can be a dead one: most sockets open on a conversation at rest.
+    if running is not None and dead_turns_recover(conversation_id=conversation.pk):
+        running = _open_answer(conversation)
+    return conversation, prefs, language, running
+
+
+def _open_answer(conversation: Conversation) -> int | None:
+    return (
         Message.objects.filter(conversation=conversation, state__in=Message.OPEN_STATES)
         .values_list("pk", flat=True)
         .first()
     )
-    return conversation, prefs, language, running
 
 
 @database_sync_to_async

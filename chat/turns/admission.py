@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import Sum
+from django.db.models import Count, Q, Sum
 from django.utils import timezone, translation
 from django.utils.formats import number_format
 from django.utils.translation import gettext as _
@@ -141,7 +141,13 @@ def _check_limits(owner_id: int) -> None:
     mine = Message.objects.filter(
         conversation__owner_id=owner_id, conversation__deleted_at__isnull=True
     )
-    running = mine.filter(state=Message.State.STREAMING).count()
+    minute_ago = timezone.now() - timedelta(minutes=1)
+    # Both limits in one query: it runs for every question.
+    counts = mine.aggregate(
+        running=Count("pk", filter=Q(state=Message.State.STREAMING)),
+        asked=Count("pk", filter=Q(role=Message.Role.USER, created_at__gte=minute_ago)),
+    )
+    running, asked = counts["running"], counts["asked"]
     # Turns of a process that died count only until they are found dead.
     if running >= settings.GLASSBOX_MAX_CONCURRENT_TURNS and dead_turns_recover(owner_id=owner_id):
         running = mine.filter(state=Message.State.STREAMING).count()
@@ -157,8 +163,6 @@ def _check_limits(owner_id: int) -> None:
             % {"count": running}
         )
     _check_daily_tokens(owner_id)
-    minute_ago = timezone.now() - timedelta(minutes=1)
-    asked = mine.filter(role=Message.Role.USER, created_at__gte=minute_ago).count()
     if asked >= settings.GLASSBOX_TURNS_PER_MINUTE:
         raise TurnLimited(
             ngettext(

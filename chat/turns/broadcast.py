@@ -35,12 +35,20 @@ async def send_turn_started(
 
 
 async def send_turn_event(
-    group: str, *, answer_id: int, event: dict[str, Any], offset: int | None = None
+    group: str,
+    *,
+    answer_id: int,
+    event: dict[str, Any],
+    offset: int | None = None,
+    unsaved: list[dict[str, Any]] | None = None,
 ) -> None:
-    """`offset` places a text event in the answer, so a follower can tell a gap."""
+    """`offset` places a text event in the answer, so a follower can tell a gap; `unsaved`
+    are the recorded events before this one that are not in the database yet."""
     message: dict[str, Any] = {"type": "turn.event", "answer_id": answer_id, "event": event}
     if offset is not None:
         message["offset"] = offset
+    if unsaved:
+        message["unsaved"] = unsaved
     await group_send(group, message)
 
 

@@ -2,12 +2,13 @@
 nothing out of order, and an end for every turn.
 
 The channel layer may drop messages to a slow reader (channels-redis drops silently at a full
-channel), so a gap is filled from the database: each status or tool event is written before
-the next one is broadcast, so a seq missing before the one that arrived is always there; a
-missing stretch of answer text comes from the running process's buffer or the stored text,
-or, if neither has it yet, from the finished answer just before `done` (which also brings any
-text lost at the very end). A turn that goes quiet is looked up in the database: a `done` that
-was dropped is found there, and a runner that died is recovered (chat.turns.recovery)."""
+channel), so a gap is filled: a status or tool event is broadcast with the events before it
+that are not written yet (they are written in batches, activity.recorder), and every event
+before those is in the database; a missing stretch of answer text comes from the running
+process's buffer or the stored text, or, if neither has it yet, from the finished answer just
+before `done` (which also brings any text lost at the very end). A turn that goes quiet is
+looked up in the database: a `done` that was dropped is found there, and a runner that died
+is recovered (chat.turns.recovery)."""
 
 from __future__ import annotations
 
@@ -44,9 +45,9 @@ class Position:
 
 
 async def snapshot(answer_id: int, prefs: FeedPrefs | None = None) -> tuple[TurnView, Position]:
-    """The turn as stored, with the text this process holds ahead of the database, and the
-    position to follow it from."""
-    view = await aturn_view(answer_id, prefs or FeedPrefs())
+    """The turn as stored, with the text and events this process holds ahead of the
+    database, and the position to follow it from."""
+    view = await aturn_view(answer_id, prefs or FeedPrefs(), registry.unsaved_rows(answer_id))
     view = dataclasses.replace(view, content=registry.text_so_far(answer_id, view.content))
     last = view.events[-1].seq if view.events else 0
     return view, Position(seq=last or 0, text=len(view.content))
@@ -131,7 +132,11 @@ class _Gaps:
             return []
         events = []
         if event["seq"] > self.seq + 1:
-            events = await self._recorded(after=self.seq, before=event["seq"])
+            unsaved = [e for e in message.get("unsaved", ()) if e["seq"] > self.seq]
+            first = unsaved[0]["seq"] if unsaved else event["seq"]
+            if first > self.seq + 1:
+                events = await self._recorded(after=self.seq, before=first)
+            events += unsaved
         self.seq = event["seq"]
         return [*events, event]
 

@@ -1,4 +1,5 @@
-"""The turns this process runs, and their answer text ahead of what the database holds.
+"""The turns this process runs, and their answer text and events ahead of what the database
+holds.
 
 Also the strong references the event loop needs: it keeps only weak ones to tasks."""
 
@@ -10,13 +11,20 @@ import contextvars
 from collections.abc import Coroutine, Iterator
 from typing import Any, Protocol
 
+from activity.models import ActivityEvent
+
 
 class LiveText(Protocol):
     text: str
 
 
+class LiveFeed(Protocol):
+    pending: list[ActivityEvent]
+
+
 _tasks: dict[int, asyncio.Task[Any]] = {}
 _texts: dict[int, LiveText] = {}
+_feeds: dict[int, LiveFeed] = {}
 # Set once this process is restarting: it takes no new turn (project.shutdown).
 _draining = False
 # Event streams (SSE) this process is writing: a restart waits for them to end too.
@@ -84,14 +92,17 @@ def cancel(answer_id: int) -> bool:
     return True
 
 
-def text_started(answer_id: int, text: LiveText) -> None:
+def text_started(answer_id: int, text: LiveText, feed: LiveFeed) -> None:
     _texts[answer_id] = text
+    _feeds[answer_id] = feed
 
 
 def text_finished(answer_id: int, text: LiveText | None = None) -> None:
-    """The turn's text is all stored; with `text`, only if it is still that run's."""
+    """The turn's text and events are all stored; with `text`, only if it is still that
+    run's."""
     if text is None or _texts.get(answer_id) is text:
         _texts.pop(answer_id, None)
+        _feeds.pop(answer_id, None)
 
 
 def _forget(table: dict[int, Any], key: int, value: Any) -> None:
@@ -104,6 +115,12 @@ def text_so_far(answer_id: int, stored: str) -> str:
     the database between two saves)."""
     text = _texts.get(answer_id)
     return text.text if text is not None and len(text.text) > len(stored) else stored
+
+
+def unsaved_rows(answer_id: int) -> list[ActivityEvent]:
+    """The events of the turn this process holds ahead of the database (a beat's worth)."""
+    feed = _feeds.get(answer_id)
+    return feed.pending[:] if feed is not None else []
 
 
 async def finish_all() -> None:

@@ -5,13 +5,13 @@ that began it (chat.turns.begin)."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Callable
 from datetime import timedelta
 
-from channels.db import aclose_old_connections, database_sync_to_async
+from channels.db import aclose_old_connections
 from django.conf import settings
-from django.db import transaction
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 from openai import AsyncOpenAI
@@ -27,7 +27,7 @@ from activity.events import (
     to_json,
     turn_state,
 )
-from activity.models import ActivityEvent, ActivityFeed
+from activity.models import ActivityFeed
 from activity.preferences import FeedPrefs
 from activity.presentation import summarize
 from activity.recorder import FeedRecorder
@@ -47,24 +47,24 @@ from chat.turns.history import amodel_history
 logger = logging.getLogger("glassbox.turns")
 
 
-async def heartbeat(feed_id: int, turn: asyncio.Task, text: AnswerText) -> None:
-    """Proves the turn alive, saves the answer text that arrived since the last beat (so a
-    crash loses at most one beat of it), and picks up a Stop from another process."""
+async def heartbeat(recorder: FeedRecorder, turn: asyncio.Task, text: AnswerText) -> None:
+    """Proves the turn alive and writes what it did since the last beat (its events, its
+    requests to the model, the answer text), so a crash loses at most one beat of it; picks
+    up a Stop from another process."""
     interval = settings.GLASSBOX_HEARTBEAT_SECONDS
+    feed_id, answer_id = recorder.feed.pk, text.answer.pk
     while True:
         await asyncio.sleep(interval)
         unsaved = text.text if text.stored < len(text.text) else None
         if unsaved is not None:
             text.stored = len(unsaved)
-        if await _beat(feed_id, text.answer.pk, unsaved):
+        if await recorder.write(functools.partial(_beat, feed_id, answer_id, unsaved)):
             turn.cancel()
             return
 
 
-@database_sync_to_async
 def _beat(feed_id: int, answer_id: int, unsaved: str | None) -> bool:
-    """One beat in one trip to the database thread, which every turn and socket of the
-    process shares; True when a Stop was asked for."""
+    """In the beat's transaction; True when a Stop was asked for."""
     ActivityFeed.objects.filter(pk=feed_id).update(heartbeat_at=timezone.now())
     if unsaved is not None:
         Message.objects.filter(pk=answer_id).update(content=unsaved)
@@ -154,7 +154,7 @@ async def _turn_run(
         await recorder.load()
         text.text = answer.content
         text.stored = text.sent = len(answer.content)
-    registry.text_started(answer.pk, text)
+    registry.text_started(answer.pk, text, recorder)
     paused: Paused | None = None
 
     async def emit(event: RecordedEvent) -> None:
@@ -164,10 +164,14 @@ async def _turn_run(
             await send_turn_event(group, answer_id=answer.pk, event=to_json(event))
             return
         recorded = recorder.number(event)
-        # People see the line first; it is written before the next one is numbered, so a
-        # client that misses a line always finds it in the database.
-        await send_turn_event(group, answer_id=answer.pk, event=to_json(recorded))
-        await recorder.save(recorded)
+        # People see the line at once; it is written at the next beat. Until then the lines
+        # before it travel with it, so a follower that missed one has it either way.
+        await send_turn_event(
+            group,
+            answer_id=answer.pk,
+            event=to_json(recorded),
+            unsaved=[to_json(e) for e in recorder.unsaved(before=recorded.seq or 0)],
+        )
 
     state = Message.State.COMPLETE
     # A turn lives outside the request cycle that closes expired or broken connections.
@@ -176,7 +180,7 @@ async def _turn_run(
         await emit(decided)
     this = asyncio.current_task()
     assert this is not None  # a turn runs as a task of its own (registry.launch)
-    beating = asyncio.create_task(heartbeat(recorder.feed.pk, this, text))
+    beating = asyncio.create_task(heartbeat(recorder, this, text))
     try:
         async with asyncio.timeout(settings.GLASSBOX_TURN_TIMEOUT):
             tools = tools or await turn_tools()
@@ -196,7 +200,7 @@ async def _turn_run(
                 if isinstance(event, TextDelta):
                     await text.add(event.content)
                 elif isinstance(event, ModelCallDone):
-                    await recorder.save_call(event)
+                    recorder.add_call(event)
                 elif isinstance(event, Paused):
                     paused = event
                     await _pause(answer, recorder, text, paused)
@@ -225,22 +229,13 @@ async def _turn_run(
 async def _pause(
     answer: Message, recorder: FeedRecorder, text: AnswerText, paused: Paused
 ) -> None:
-    """Stores what the loop needs to go on, with the ⏸ line, in one transaction, and only then
-    shows the line: whoever sees it can decide, in any process, even if this one dies now.
-    The task then ends: a pause may last minutes."""
+    """Writes what the loop needs to go on, with the ⏸ line and every pending event, in one
+    transaction, and only then shows the line: whoever sees it can decide, in any process,
+    even if this one dies now. The task then ends: a pause may last minutes."""
     await text.send()
     assert paused.waiting is not None
     line = recorder.number(paused.waiting)
-    await database_sync_to_async(_pause_store)(answer, recorder, text.text, paused, line)
-    await send_turn_event(text.group, answer_id=answer.pk, event=to_json(line))
-
-
-@transaction.atomic
-def _pause_store(
-    answer: Message, recorder: FeedRecorder, content: str, paused: Paused, line: RecordedEvent
-) -> None:
     call = paused.call
-    ActivityEvent.from_event(answer.answer_feed, line).save()
     arguments = next(
         (
             e.arguments
@@ -249,18 +244,25 @@ def _pause_store(
         ),
         {},
     )
-    ToolApproval.objects.create(
-        answer=answer,
-        call_id=call["call_id"],
-        tool=call["name"],
-        arguments=arguments,
-        state=paused.as_state(),
-        deadline=timezone.now() + timedelta(seconds=settings.GLASSBOX_APPROVAL_TIMEOUT),
-    )
-    Message.objects.filter(pk=answer.pk).update(content=content, state=Message.State.WAITING)
-    ActivityFeed.objects.filter(pk=answer.answer_feed.pk).update(
-        state=ActivityFeed.State.WAITING, event_count=len(recorder.events)
-    )
+    content, count = text.text, len(recorder.events)
+
+    def store() -> None:
+        ToolApproval.objects.create(
+            answer=answer,
+            call_id=call["call_id"],
+            tool=call["name"],
+            arguments=arguments,
+            state=paused.as_state(),
+            deadline=timezone.now() + timedelta(seconds=settings.GLASSBOX_APPROVAL_TIMEOUT),
+        )
+        Message.objects.filter(pk=answer.pk).update(content=content, state=Message.State.WAITING)
+        ActivityFeed.objects.filter(pk=answer.answer_feed.pk).update(
+            state=ActivityFeed.State.WAITING, event_count=count
+        )
+
+    await recorder.write(store)
+    text.stored = len(content)
+    await send_turn_event(text.group, answer_id=answer.pk, event=to_json(line))
 
 
 async def close_paused(answer: Message) -> None:
@@ -273,7 +275,6 @@ async def close_paused(answer: Message) -> None:
     with translation.override(answer.answer_feed.language):
         stopped = recorder.number(Status(icon="⏹", message=_("Stopped"), state="failed"))
         await send_turn_event(text.group, answer_id=answer.pk, event=to_json(stopped))
-        await recorder.save(stopped)
         await _finish(answer, recorder, text, None, Message.State.INTERRUPTED)
 
 
@@ -294,10 +295,17 @@ async def _finish(
     labels = (tools or default_registry()).labels()
     shown = FeedPrefs.from_mappings(settings.GLASSBOX_FEED).show_reasoning
     summary = summarize(recorder.events, labels, shown)
-    await text.store(state=state)
+    content, feed = text.text, recorder.finished(state, summary)
+
+    def end() -> None:
+        Message.objects.filter(pk=answer.pk).update(content=content, state=state)
+        ActivityFeed.objects.filter(pk=recorder.feed.pk).update(**feed)
+
+    # Every event, the text and the end in one transaction, before `done` goes out.
+    await recorder.write(end)
+    text.stored = len(content)
     # Only now: a follower that joins in between reads the whole text from here or there.
     registry.text_finished(answer.pk)
-    await recorder.finish(state, summary)
     done = Done(
         message_id=str(answer.pk),
         state=turn_state(state),

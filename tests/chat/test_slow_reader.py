@@ -3,6 +3,7 @@ once, in order, and all the text: gaps are filled from the database."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
@@ -40,12 +41,18 @@ async def test_a_slow_reader_gets_every_event_in_order_and_all_the_text(
     sent, received = [], []
     broadcast, handle = runner.send_turn_event, ChatConsumer.turn_event
 
+    burst = asyncio.Event()
+
     async def counting_broadcast(group, **message):
         sent.append(message)
         await broadcast(group, **message)
+        if len(sent) == 20:
+            burst.set()
 
     async def counting_handler(self, message):
         received.append(message)
+        if len(received) == 1:
+            await burst.wait()  # the reader stalls while the turn goes on: its channel overflows
         await handle(self, message)
 
     monkeypatch.setattr(runner, "send_turn_event", counting_broadcast)
