@@ -42,7 +42,7 @@ run: $(VENV)/.installed $(CATALOGUES)
 	@echo "  Glassbox is running at http://127.0.0.1:$(PORT)/"
 	@echo "  Log in as demo / demo"
 	@echo ""
-	$(VENV)/bin/daphne -b 127.0.0.1 -p $(PORT) $(DAPHNE_LIMITS) project.asgi:application
+	$(PY) -m project.serve -b 127.0.0.1 -p $(PORT) $(DAPHNE_LIMITS) project.asgi:application
 
 test: $(VENV)/.installed $(CATALOGUES)
 	$(PY) -m pytest $(PYTEST_ARGS)

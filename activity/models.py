@@ -309,11 +309,6 @@ class FeedPreferences(models.Model):
     def language_of(cls, user_id: int) -> str:
         return cls.objects.filter(user_id=user_id).values_list("language", flat=True).first() or ""
 
-    @classmethod
-    async def aprefs_for(cls, user_id: int) -> FeedPrefs:
-        rows = cls.objects.filter(user_id=user_id).values_list("overrides", flat=True)
-        return FeedPrefs.from_mappings(settings.GLASSBOX_FEED, await rows.afirst() or {})
-
 
 class ToolCallRecord(ActivityEvent):
     """Tool results across all feeds, as the admin's list of tool calls shows them."""

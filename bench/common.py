@@ -8,6 +8,7 @@ import json
 import os
 import platform
 import random
+import shutil
 import statistics
 import subprocess
 import sys
@@ -168,3 +169,29 @@ def django_with_fresh_database(work: Path, **settings: str) -> None:
 
     call_command("migrate", verbosity=0)
     call_command("seed_demo", verbosity=0)
+
+
+@contextmanager
+def redis_url():
+    """REDIS_URL when given; otherwise a throwaway Debian redis-server, or None."""
+    if os.environ.get("REDIS_URL"):
+        yield os.environ["REDIS_URL"]
+        return
+    if shutil.which("redis-server") is None:
+        yield None
+        return
+    port = free_port()
+    process = subprocess.Popen(
+        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+         "--appendonly", "no"],
+        stdout=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        for _ in range(50):
+            if subprocess.run(["redis-cli", "-p", str(port), "ping"], capture_output=True).stdout:
+                break
+            time.sleep(0.1)
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        process.terminate()
+        process.wait(timeout=10)

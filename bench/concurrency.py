@@ -10,7 +10,6 @@ import itertools
 import os
 import random
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -24,11 +23,11 @@ from common import (
     conversations,
     cpu_seconds,
     fake_llm,
-    free_port,
     glassbox,
     machine,
     peak_memory_mib,
     percentile,
+    redis_url,
     report,
     start_daphne,
     turn_over_socket,
@@ -152,32 +151,6 @@ def print_first_error(server) -> None:
     start = log.find("Exception inside application")
     if start >= 0:
         print("\n".join(log[start:].splitlines()[:80]))
-
-
-@contextmanager
-def redis_url():
-    """REDIS_URL when given; otherwise a throwaway Debian redis-server, or None."""
-    if os.environ.get("REDIS_URL"):
-        yield os.environ["REDIS_URL"]
-        return
-    if shutil.which("redis-server") is None:
-        yield None
-        return
-    port = free_port()
-    process = subprocess.Popen(
-        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-         "--appendonly", "no"],
-        stdout=subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
-        for _ in range(50):
-            if subprocess.run(["redis-cli", "-p", str(port), "ping"], capture_output=True).stdout:
-                break
-            time.sleep(0.1)
-        yield f"redis://127.0.0.1:{port}/0"
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
 
 
 def main() -> None:

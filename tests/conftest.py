@@ -4,6 +4,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.utils import translation
 
+from chat.knowledge import search
 from chat.knowledge.documents import DOCUMENTS
 from chat.models import Conversation, Document
 
@@ -16,6 +17,15 @@ def fast_agent(settings):
     settings.OPENAI_API_KEY = ""
     settings.GLASSBOX_MODEL = "glassbox-demo"
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture(autouse=True)
+def fresh_search_index():
+    """The search index is checked against the database at most once a second; a test's rows
+    are rolled back without the signals that tell it."""
+    search.forget()
+    yield
+    search.forget()
 
 
 @pytest.fixture(autouse=True)

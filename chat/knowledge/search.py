@@ -6,12 +6,14 @@ from __future__ import annotations
 import math
 import re
 import threading
+import time
 import unicodedata
 from collections import Counter
 from dataclasses import dataclass
 from itertools import pairwise
 
 from django.db.models import Count, Max
+from django.db.models.signals import post_delete, post_save
 
 from chat.models import Document
 
@@ -109,21 +111,41 @@ def snippet(body: str, length: int = 280) -> str:
     return text[:length].rsplit(" ", 1)[0] + "…"
 
 
+# Another process's change to the knowledge base is searched within this many seconds; one
+# made in this process, at once (the signals below).
+FRESH_SECONDS = 1.0
 _cache: dict[str, tuple[tuple, Index]] = {}
+_checked_at: dict[str, float] = {}
 _cache_lock = threading.Lock()
 
 
 def current_index() -> Index:
-    """The index is rebuilt only when the knowledge base changed since the last search."""
+    """The index is rebuilt only when the knowledge base changed since the last search; a
+    search asks the database whether it changed at most once a second."""
+    with _cache_lock:
+        cached = _cache.get("index")
+        if cached and time.monotonic() - _checked_at.get("index", -FRESH_SECONDS) < FRESH_SECONDS:
+            return cached[1]
     signature = tuple(Document.objects.aggregate(n=Count("id"), at=Max("updated_at")).values())
     with _cache_lock:
         cached = _cache.get("index")
         if cached and cached[0] == signature:
+            _checked_at["index"] = time.monotonic()
             return cached[1]
     index = Index(list(Document.objects.values_list("id", "title", "body")))
     with _cache_lock:
         _cache["index"] = (signature, index)
+        _checked_at["index"] = time.monotonic()
     return index
+
+
+def forget(**_kwargs: object) -> None:
+    with _cache_lock:
+        _checked_at.clear()
+
+
+post_save.connect(forget, sender=Document, dispatch_uid="knowledge_forget_saved")
+post_delete.connect(forget, sender=Document, dispatch_uid="knowledge_forget_deleted")
 
 
 def search_documents(query: str, limit: int = 3) -> list[Hit]:

@@ -10,7 +10,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.utils import translation
 from django.utils.translation import gettext as _
 
-from activity.models import FeedPreferences
+from activity.events import TurnStarted
 from activity.preferences import FeedPrefs
 from chat import turns
 from chat.models import Conversation
@@ -148,18 +148,26 @@ class ChatConsumer(AsyncWebsocketConsumer):
         await self.close(code=CLOSE_UNAUTHENTICATED)
 
     async def turn_started(self, message: dict[str, Any]) -> None:
-        if self.screen.shows(message["answer_id"]):
+        answer_id = message["answer_id"]
+        if self.screen.shows(answer_id):
             return  # already in this socket's snapshot
-        question, answer = await reads.new_turn(message["question_id"], message["answer_id"])
-        # Preferences are read again per turn, so a change applies from the next question.
-        self.prefs = await FeedPreferences.aprefs_for(self.user.pk)
+        if self.wants_json:  # the ids say it all: nothing to read
+            replaces = message.get("replaces")
+            started = TurnStarted(
+                str(message["question_id"]), str(answer_id), str(replaces) if replaces else ""
+            )
+            await self.send(text_data=render.as_json_event(started))
+            return self.screen.start(answer_id, self.prefs)
+        question, answer, self.prefs = await reads.new_turn(
+            message["question_id"], answer_id, self.user.pk
+        )
         if message.get("replaces"):
             earlier = await turns.snapshot(message["replaces"], self.prefs)
-            frame = render.regenerated(question, earlier[0], answer, as_json=self.wants_json)
+            frame = render.regenerated(question, earlier[0], answer)
         else:
-            frame = render.started(question, answer, as_json=self.wants_json)
+            frame = render.started(question, answer)
         await self.send(text_data=frame)
-        self.screen.start(answer.pk, self.prefs)
+        self.screen.start(answer_id, self.prefs)
 
     async def turn_event(self, message: dict[str, Any]) -> None:
         self.screen.deliver(message)

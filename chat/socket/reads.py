@@ -69,7 +69,11 @@ def _open_answer(conversation: Conversation) -> int | None:
 
 
 @database_sync_to_async
-def new_turn(question_id: int, answer_id: int) -> tuple[Message, TurnView]:
+def new_turn(
+    question_id: int, answer_id: int, user_id: int
+) -> tuple[Message, TurnView, FeedPrefs]:
+    """What a page shows of a turn that just began, and its viewer's preferences, read again
+    for each turn so a change applies from the next question."""
     messages = {
         m.pk: m
         for m in Message.objects.select_related("feed", "conversation").filter(
@@ -86,7 +90,7 @@ def new_turn(question_id: int, answer_id: int) -> tuple[Message, TurnView]:
         question=question.content,
         question_id=question.pk,
     )
-    return question, answer
+    return question, answer, FeedPreferences.settings_for(user_id)[0]
 
 
 async def answers_of(conversation_id: uuid.UUID, answer_ids: tuple[int, ...]) -> list[int]:

@@ -24,17 +24,13 @@ def json_frame(event: dict[str, Any]) -> str:
     return json.dumps(event, ensure_ascii=False)
 
 
-def started(question: Message, answer: TurnView, *, as_json: bool) -> str:
-    """A new turn: the `turn` event, or the question and the empty answer card."""
-    if as_json:
-        return as_json_event(TurnStarted(str(question.pk), str(answer.pk)))
+def started(question: Message, answer: TurnView) -> str:
+    """A new turn: the question and the empty answer card."""
     return clear_notice() + turn_started(question, answer)
 
 
-def regenerated(question: Message, earlier: TurnView, answer: TurnView, *, as_json: bool) -> str:
+def regenerated(question: Message, earlier: TurnView, answer: TurnView) -> str:
     """A new answer in place of `earlier`, which folds into an earlier version."""
-    if as_json:
-        return as_json_event(TurnStarted(str(question.pk), str(answer.pk), str(earlier.pk)))
     context = {"earlier": earlier, "answer": answer}
     return clear_notice() + render_to_string("chat/_regenerated.html", context)
 

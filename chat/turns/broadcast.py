@@ -41,14 +41,19 @@ async def send_turn_event(
     event: dict[str, Any],
     offset: int | None = None,
     unsaved: list[dict[str, Any]] | None = None,
+    written: dict[str, int] | None = None,
 ) -> None:
     """`offset` places a text event in the answer, so a follower can tell a gap; `unsaved`
-    are the recorded events before this one that are not in the database yet."""
+    are the recorded events before this one that are not in the database yet; with `done`,
+    `written` is how much of the turn is stored (its last seq, its text's length), so a
+    follower that has it all reads nothing."""
     message: dict[str, Any] = {"type": "turn.event", "answer_id": answer_id, "event": event}
     if offset is not None:
         message["offset"] = offset
     if unsaved:
         message["unsaved"] = unsaved
+    if written is not None:
+        message["written"] = written
     await group_send(group, message)
 
 

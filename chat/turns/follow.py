@@ -121,10 +121,16 @@ class _Gaps:
                 return []
             self.finished = True
             # Everything is written before `done` goes out: whatever never arrived comes now.
-            lines = await self._recorded(after=self.seq, before=None)
+            written = message.get("written", {"seq": None, "text": None})
+            lines = []
+            if written["seq"] is None or written["seq"] > self.seq:
+                lines = await self._recorded(after=self.seq, before=None)
             if lines:
                 self.seq = lines[-1]["seq"]
-            return [*lines, *await self._missing_text_at_end(), event]
+            rest = []
+            if written["text"] is None or written["text"] > self.text or self.text_gap:
+                rest = await self._missing_text_at_end()
+            return [*lines, *rest, event]
         if "seq" not in event:
             # A tool's progress: live only, and the next one supersedes it.
             return [] if self.finished else [event]

@@ -127,3 +127,6 @@ async def finish_all() -> None:
     """Waits for every turn this process runs (tests, and a clean shutdown)."""
     while _tasks:
         await asyncio.gather(*_tasks.values(), return_exceptions=True)
+        # Gathering tasks that are already done never yields, and their done callbacks (which
+        # forget them) only run once the loop gets a turn.
+        await asyncio.sleep(0)

@@ -316,4 +316,5 @@ async def _finish(
         Conversation.group_name_for(answer.conversation_id),
         answer_id=answer.pk,
         event=to_json(done),
+        written={"seq": recorder.last_seq, "text": len(content)},
     )

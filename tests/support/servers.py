@@ -90,7 +90,7 @@ def start_daphne(env: dict[str, str], asgi: str = "project.asgi:application") ->
     # A file, not a pipe: a pipe nobody reads fills up and blocks the server.
     log = tempfile.TemporaryFile()  # noqa: SIM115 - closed by Server.stop
     daphne = subprocess.Popen(
-        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), *DAPHNE_LIMITS,
+        [sys.executable, "-m", "project.serve", "-b", "127.0.0.1", "-p", str(port), *DAPHNE_LIMITS,
          asgi],
         env=env,
         cwd=ROOT,

@@ -1,0 +1,109 @@
+"""Browsers beside programs: the same turns with clients that take the HTML fragments (what a
+page receives) and with JSON clients, each phase on a fresh Daphne process. Figures: server
+CPU per turn, the ratio HTML / JSON, and the time from the question to the first status line
+(the model's 0.3 s to its first byte included), measured the same way for both."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import tempfile
+import time
+from pathlib import Path
+
+from common import (
+    conversations,
+    cpu_seconds,
+    fake_llm,
+    glassbox,
+    machine,
+    peak_memory_mib,
+    percentile,
+    report,
+    turn_over_socket,
+)
+
+SESSIONS = int(os.environ.get("BENCH_SESSIONS", "100"))
+ARRIVAL = 2.0
+QUESTION = "How do I negotiate my salary?"
+
+
+async def html_turn(server, conversation: str, cookies: str) -> tuple[int, int, int]:
+    """(question sent, first status line read, frames) of one turn over an HTML socket."""
+    import websockets
+
+    url = server.url.replace("http", "ws") + f"/ws/c/{conversation}/"
+    async with websockets.connect(
+        url, additional_headers={"Cookie": cookies, "Origin": server.url}, max_size=None
+    ) as socket:
+        asked = time.monotonic_ns()
+        await socket.send(json.dumps({"message": QUESTION}))
+        first, frames = 0, 0
+        while True:
+            frame = await socket.recv()
+            frames += 1
+            if not first and "Searching the knowledge base" in frame:
+                first = time.monotonic_ns()
+            if 'class="message assistant state-' in frame and "state-streaming" not in frame:
+                if "state-complete" not in frame:
+                    raise RuntimeError("the turn did not complete")
+                return asked, first, frames
+
+
+async def json_turn(server, conversation: str, cookies: str) -> tuple[int, int, int]:
+    asked = time.monotonic_ns()
+    events = await turn_over_socket(server, conversation, cookies, QUESTION)
+    first = next(t for t, e in events if e["type"] == "status")
+    if events[-1][1].get("state") != "complete":
+        raise RuntimeError("the turn did not complete")
+    return asked, first, len(events)
+
+
+def phase(title: str, work: Path, llm: str, turn) -> float:
+    work.mkdir()
+    with glassbox(work, llm) as server:
+        ids, cookies = conversations(server, SESSIONS + 1)
+        asyncio.run(turn(server, ids[0], cookies))  # warm up
+
+        async def everyone():
+            async def one(conversation: str):
+                await asyncio.sleep(random.random() * ARRIVAL)
+                return await turn(server, conversation, cookies)
+
+            return await asyncio.gather(*(one(c) for c in ids[1:]), return_exceptions=True)
+
+        pid = server.process.pid
+        before = cpu_seconds(pid)
+        results = asyncio.run(everyone())
+        cpu = cpu_seconds(pid) - before
+    done = [r for r in results if not isinstance(r, BaseException)]
+    # From the question to the first line: the model's 0.3 s, then the server's part.
+    waits = [(first - asked) / 1e6 for asked, first, _ in done]
+    per_turn = cpu / SESSIONS * 1000
+    report(title, [
+        ("turns complete", f"{len(done)} / {SESSIONS}"),
+        ("frames received", f"{sum(f for *_, f in done):,}"),
+        ("question to first status p50 / p99 (ms)",
+         f"{percentile(waits, 50):.0f} / {percentile(waits, 99):.0f}"),
+        ("server CPU per turn (ms)", f"{per_turn:.1f}"),
+        ("peak memory (MiB)", f"{peak_memory_mib(pid):.0f}"),
+    ])  # fmt: skip
+    return per_turn
+
+
+def main() -> None:
+    print(f"machine: {machine()}; {SESSIONS} sessions arriving within {ARRIVAL:.0f} s")
+    pace = ("--ttft", "0.3", "--tokens", "60", "--rate", "20", "--chunk", "4")
+    with tempfile.TemporaryDirectory() as work, fake_llm(*pace) as llm:
+        as_json = phase("JSON clients", Path(work) / "json", llm, json_turn)
+        as_html = phase("HTML clients (what a browser receives)", Path(work) / "html", llm,
+                        html_turn)  # fmt: skip
+    report(
+        "Browsers beside programs", [("CPU per turn, HTML / JSON", f"{as_html / as_json:.2f}x")]
+    )
+
+
+if __name__ == "__main__":
+    main()
