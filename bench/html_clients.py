@@ -55,7 +55,7 @@ async def html_turn(server, conversation: str, cookies: str) -> tuple[int, int, 
 async def json_turn(server, conversation: str, cookies: str) -> tuple[int, int, int]:
     asked = time.monotonic_ns()
     events = await turn_over_socket(server, conversation, cookies, QUESTION)
-    first = next(t for t, e in events if e["type"] == "status")
+    first, status = next((t, e) for t, e in events if e["type"] == "status")
     if events[-1][1].get("state") != "complete":
         raise RuntimeError("the turn did not complete")
     return asked, first, len(events)
@@ -78,6 +78,7 @@ def phase(title: str, work: Path, llm: str, turn) -> float:
         before = cpu_seconds(pid)
         results = asyncio.run(everyone())
         cpu = cpu_seconds(pid) - before
+        peak = peak_memory_mib(pid)
     done = [r for r in results if not isinstance(r, BaseException)]
     # From the question to the first line: the model's 0.3 s, then the server's part.
     waits = [(first - asked) / 1e6 for asked, first, _ in done]
@@ -88,7 +89,7 @@ def phase(title: str, work: Path, llm: str, turn) -> float:
         ("question to first status p50 / p99 (ms)",
          f"{percentile(waits, 50):.0f} / {percentile(waits, 99):.0f}"),
         ("server CPU per turn (ms)", f"{per_turn:.1f}"),
-        ("peak memory (MiB)", f"{peak_memory_mib(pid):.0f}"),
+        ("peak memory (MiB)", f"{peak:.0f}"),
     ])  # fmt: skip
     return per_turn
 

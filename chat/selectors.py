@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -239,10 +239,14 @@ def answer_with_feed(conversation: Conversation, message_id: int, prefs: FeedPre
 
 
 async def aturn_view(
-    message_id: int, prefs: FeedPrefs, pending: Sequence[ActivityEvent] = ()
+    message_id: int,
+    prefs: FeedPrefs,
+    pending: Callable[[], Sequence[ActivityEvent]] = lambda: (),
 ) -> TurnView:
-    """One answer as stored, with the question it answers; `pending` are its events not
-    written yet (a running turn's, chat.turns.registry)."""
+    """One answer as stored, with the question it answers. `pending` gives its events not
+    written yet (a running turn's, chat.turns.registry): asked after the stored ones are
+    read and with no wait before the caller goes on, so the view holds every event up to
+    that moment, and none that came after text the caller reads next."""
     message = await _with_contact(Message.objects.all()).aget(pk=message_id)
     question = await (
         Message.objects.filter(
@@ -251,14 +255,18 @@ async def aturn_view(
         .order_by("-id")
         .afirst()
     )
-    rows = await aevents_by_feed([message.feed_id])
     thoughts = (
         await areasoning_by_feed([message.feed_id]) if prefs.show_reasoning == "full" else {}
     )
     feed_id = message.feed_id or 0
-    stored = rows.get(feed_id, [])
-    last = stored[-1].seq if stored else 0
-    every = [*stored, *(row for row in pending if row.seq > last)]
+    for _attempt in range(5):
+        stored = (await aevents_by_feed([message.feed_id])).get(feed_id, [])
+        unsaved = pending()
+        last = stored[-1].seq if stored else 0
+        # Rows written between the read and now are in neither: read again.
+        if not unsaved or unsaved[0].seq <= last + 1:
+            break
+    every = [*stored, *(row for row in unsaved if row.seq > last)]
     return _turn_view(message, every, prefs, question, thoughts.get(feed_id))
 
 

@@ -3,9 +3,12 @@ pipeline, and shows its client every turn of the conversation. It never calls th
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import Any
 
 from channels.consumer import get_handler_name
+from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.utils import translation
 from django.utils.translation import gettext as _
@@ -97,17 +100,23 @@ class ChatConsumer(AsyncWebsocketConsumer):
             request = inbound.parse(text_data)
         except inbound.Unreadable as problem:
             return await self.send_notice(str(problem))
-        # Who may ask is checked on every message, not only at connect.
-        refused = await reads.refusal(self.session_key, self.user.pk, self.conversation.pk)
-        if refused is not None:
-            return await self.close(code=CLOSE_CODES[refused])
+        # Who may ask is checked on every message, not only at connect: for a question, in
+        # the same trip to the database as its admission.
+        allowed = functools.partial(
+            reads.check_allowed, self.session_key, self.user.pk, self.conversation.pk
+        )
         try:
-            await self.act(request)
+            if not isinstance(request, inbound.Ask):
+                await database_sync_to_async(allowed)()
+            await self.act(request, allowed)
+        except reads.NotAllowed as refused:
+            await self.close(code=CLOSE_CODES[refused.reason])
         except turns.TurnRejected as refusal:
             await self.send_notice(str(refusal))
 
-    async def act(self, request: inbound.Request) -> None:
-        """One request of the page, through the turn pipeline; a refusal raises."""
+    async def act(self, request: inbound.Request, allowed: Callable[[], None]) -> None:
+        """One request of the page, through the turn pipeline; a refusal raises. A question
+        is admitted only if `allowed` (run in the admission's database trip) does not raise."""
         conversation = self.conversation
         match request:
             case inbound.Resume(answer_ids=ids):
@@ -134,6 +143,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
                     text=request.text,
                     client_id=request.client_id,
                     language=self.language,
+                    guard=allowed,
                 )
 
     async def send_text(self, text: str) -> None:

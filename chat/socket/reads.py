@@ -25,7 +25,19 @@ class Refused(enum.Enum):
     CONVERSATION = "conversation"
 
 
-@database_sync_to_async
+class NotAllowed(Exception):
+    def __init__(self, reason: Refused) -> None:
+        super().__init__(reason.value)
+        self.reason = reason
+
+
+def check_allowed(session_key: str | None, user_id: int, conversation_id: uuid.UUID) -> None:
+    """Raises NotAllowed when this socket may serve no more; in the database thread."""
+    refused = refusal(session_key, user_id, conversation_id)
+    if refused is not None:
+        raise NotAllowed(refused)
+
+
 def refusal(session_key: str | None, user_id: int, conversation_id: uuid.UUID) -> Refused | None:
     """Why this socket may serve no more, read again for every message: its login session
     was ended (logged out, every session deleted), its user deactivated or their password

@@ -11,6 +11,7 @@ The model sees the conversation through `history`."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from channels.db import database_sync_to_async
@@ -60,15 +61,21 @@ async def begin(
     text: object,
     client_id: uuid.UUID | None = None,
     language: str | None = None,
+    guard: Callable[[], None] | None = None,
     **options: Any,
 ) -> StartedTurn:
     """Starts a turn (or joins the one its `client_id` names); raises TurnRejected with a
-    message for people. `options` go to the runner (tests give it tools and providers)."""
+    message for people. `guard` runs first in the same trip to the database, and whatever it
+    raises stops the turn. `options` go to the runner (tests give it tools and providers)."""
     if registry.draining():
         raise Restarting(_("The server is restarting; ask again in a moment."))
     approvals.watch()
     turn = await database_sync_to_async(admit)(
-        conversation=conversation, text=text, client_id=client_id, language=language
+        conversation=conversation,
+        text=text,
+        client_id=client_id,
+        language=language,
+        guard=guard,
     )
     if not turn.joined:
         # The question appears on every open tab before the agent starts.

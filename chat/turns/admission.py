@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -84,10 +85,14 @@ def admit(
     text: object,
     client_id: uuid.UUID | None = None,
     language: str | None = None,
+    guard: Callable[[], None] | None = None,
 ) -> StartedTurn:
     """Saves the question and a streaming answer with its feed, or refuses if a turn of this
     conversation is already running. A known client_id joins its turn instead. The turn
-    speaks `language` (by default the active one) in its feed and to the model."""
+    speaks `language` (by default the active one) in its feed and to the model. `guard`
+    runs first: what it raises stops the turn."""
+    if guard is not None:
+        guard()
     language = language or translation.get_language() or settings.LANGUAGE_CODE
     if client_id is not None:
         joined = _turn_of_client(conversation, client_id)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -47,7 +48,9 @@ class Position:
 async def snapshot(answer_id: int, prefs: FeedPrefs | None = None) -> tuple[TurnView, Position]:
     """The turn as stored, with the text and events this process holds ahead of the
     database, and the position to follow it from."""
-    view = await aturn_view(answer_id, prefs or FeedPrefs(), registry.unsaved_rows(answer_id))
+    pending = functools.partial(registry.unsaved_rows, answer_id)
+    view = await aturn_view(answer_id, prefs or FeedPrefs(), pending)
+    # No wait since the pending events were taken: the text is from the same moment.
     view = dataclasses.replace(view, content=registry.text_so_far(answer_id, view.content))
     last = view.events[-1].seq if view.events else 0
     return view, Position(seq=last or 0, text=len(view.content))

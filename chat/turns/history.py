@@ -5,23 +5,25 @@ from __future__ import annotations
 
 from typing import Any
 
+from channels.db import database_sync_to_async
 from django.conf import settings
 
-from activity.selectors import aevents_by_feed
+from activity.selectors import events_by_feed
 from chat.agent.memory import trim, turn_messages
 from chat.models import Message
 
 
-async def amodel_history(answer: Message) -> list[dict[str, Any]]:
-    """The conversation up to this answer (its question included) as chat messages."""
-    earlier = [
-        m
+@database_sync_to_async
+def amodel_history(answer: Message) -> list[dict[str, Any]]:
+    """The conversation up to this answer (its question included) as chat messages, in one
+    trip to the database thread (which every turn and socket of the process shares)."""
+    earlier = list(
         # A regenerated answer is no longer what the model said.
-        async for m in Message.objects.filter(
+        Message.objects.filter(
             conversation_id=answer.conversation_id, id__lt=answer.pk, replaced_by__isnull=True
         ).order_by("id")
-    ]
-    rows = await aevents_by_feed((m.feed_id for m in earlier), kinds=["tool_call", "tool_result"])
+    )
+    rows = events_by_feed((m.feed_id for m in earlier), kinds=["tool_call", "tool_result"])
     messages: list[dict[str, Any]] = []
     for message in earlier:
         events = [row.to_event() for row in rows.get(message.feed_id or 0, [])]

@@ -10,7 +10,6 @@ import logging
 from collections.abc import Callable
 from datetime import timedelta
 
-from channels.db import aclose_old_connections
 from django.conf import settings
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
@@ -174,8 +173,6 @@ async def _turn_run(
         )
 
     state = Message.State.COMPLETE
-    # A turn lives outside the request cycle that closes expired or broken connections.
-    await aclose_old_connections()
     if decided is not None:
         await emit(decided)
     this = asyncio.current_task()
@@ -184,6 +181,8 @@ async def _turn_run(
     try:
         async with asyncio.timeout(settings.GLASSBOX_TURN_TIMEOUT):
             tools = tools or await turn_tools()
+            # A turn lives outside the request cycle that closes expired or broken database
+            # connections: its trips to the database thread (database_sync_to_async) do.
             history = [] if resume is not None else await amodel_history(answer)
             # The client is shared by the turns of this process (see make_client).
             async for event in run_agent(
