@@ -46,11 +46,12 @@ def main(argv: list[str]) -> int:
 
 
 def serve(daphne_args: list[str]) -> int:
-    """One Daphne process, on uvloop."""
-    import uvloop
+    """One Daphne process, on uvloop unless GLASSBOX_UVLOOP=0."""
+    if os.environ.get("GLASSBOX_UVLOOP", "1") != "0":
+        import uvloop
 
-    # Daphne creates its event loop when daphne.server is imported, from this policy.
-    asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
+        # Daphne creates its event loop when daphne.server is imported, from this policy.
+        asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
     from daphne.cli import CommandLineInterface
 
     CommandLineInterface().run([*daphne_args])
