@@ -55,7 +55,7 @@ async def html_turn(server, conversation: str, cookies: str) -> tuple[int, int, 
 async def json_turn(server, conversation: str, cookies: str) -> tuple[int, int, int]:
     asked = time.monotonic_ns()
     events = await turn_over_socket(server, conversation, cookies, QUESTION)
-    first, status = next((t, e) for t, e in events if e["type"] == "status")
+    first = next(t for t, e in events if e["type"] == "status")
     if events[-1][1].get("state") != "complete":
         raise RuntimeError("the turn did not complete")
     return asked, first, len(events)
