@@ -114,34 +114,40 @@ def snippet(body: str, length: int = 280) -> str:
 # Another process's change to the knowledge base is searched within this many seconds; one
 # made in this process, at once (the signals below).
 FRESH_SECONDS = 1.0
-_cache: dict[str, tuple[tuple, Index]] = {}
-_checked_at: dict[str, float] = {}
+
+
+@dataclass
+class _Cached:
+    signature: tuple
+    index: Index
+    checked_at: float
+
+
+_cached: _Cached | None = None
 _cache_lock = threading.Lock()
 
 
 def current_index() -> Index:
     """The index is rebuilt only when the knowledge base changed since the last search; a
     search asks the database whether it changed at most once a second."""
-    with _cache_lock:
-        cached = _cache.get("index")
-        if cached and time.monotonic() - _checked_at.get("index", -FRESH_SECONDS) < FRESH_SECONDS:
-            return cached[1]
+    global _cached
+    cached = _cached
+    if cached and time.monotonic() - cached.checked_at < FRESH_SECONDS:
+        return cached.index
     signature = tuple(Document.objects.aggregate(n=Count("id"), at=Max("updated_at")).values())
     with _cache_lock:
-        cached = _cache.get("index")
-        if cached and cached[0] == signature:
-            _checked_at["index"] = time.monotonic()
-            return cached[1]
-    index = Index(list(Document.objects.values_list("id", "title", "body")))
-    with _cache_lock:
-        _cache["index"] = (signature, index)
-        _checked_at["index"] = time.monotonic()
-    return index
+        if _cached is None or _cached.signature != signature:
+            index = Index(list(Document.objects.values_list("id", "title", "body")))
+            _cached = _Cached(signature, index, 0.0)
+        _cached.checked_at = time.monotonic()
+        return _cached.index
 
 
 def forget(**_kwargs: object) -> None:
+    """The next search asks the database again."""
     with _cache_lock:
-        _checked_at.clear()
+        if _cached is not None:
+            _cached.checked_at = -FRESH_SECONDS
 
 
 post_save.connect(forget, sender=Document, dispatch_uid="knowledge_forget_saved")
