@@ -1,17 +1,25 @@
-"""Channels' in-memory layer, with its expiry sweep kept off the per-message path.
+"""The channel layers: Channels' in-memory one for a single process, channels-redis's
+pub/sub one between processes, each with what it lacked here.
 
-The stock layer walks every channel and every group to expire old messages on each send,
+The stock in-memory layer walks every channel and every group to expire old messages on each send,
 group send and receive: O(open sockets) per message, which made the sweep one of the largest
 costs of a process serving hundreds of streams. Messages expire after a minute and group
 memberships after a day, so sweeping once a second loses nothing."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import logging
 import time
+from typing import Any
 
 from channels.exceptions import ChannelFull
 from channels.layers import InMemoryChannelLayer
+from channels_redis import pubsub
+from channels_redis.utils import _wrap_close
+
+logger = logging.getLogger("glassbox.layers")
 
 
 class SweptInMemoryChannelLayer(InMemoryChannelLayer):
@@ -32,3 +40,120 @@ class SweptInMemoryChannelLayer(InMemoryChannelLayer):
         for channel in list(self.groups.get(group, ())):
             with contextlib.suppress(ChannelFull):
                 await self.send(channel, message)
+
+
+class RedisPubSubChannelLayer(pubsub.RedisPubSubChannelLayer):
+    """channels-redis's pub/sub layer (a group message is one PUBLISH, which each process
+    routes to its own sockets), with three changes its tests found wanting here:
+
+    - joining a group returns once Redis has confirmed the subscription, so a message
+      published from anywhere after `group_add` returns reaches the new member;
+    - its reader waits for the first subscription instead of polling every 0.1 s, which
+      delayed a fresh process's first frames past the end of a fast turn;
+    - each channel holds at most `capacity` messages and drops the rest, as the other layers
+      do (followers fill drops from the database): a consumer that stops reading cannot make
+      the process buffer without limit, and an overflow no longer stalls the reader for a
+      second."""
+
+    def __init__(self, *args: Any, capacity: int = 100, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.capacity = capacity
+
+    def _get_layer(self) -> _LoopLayer:
+        loop = asyncio.get_running_loop()
+        layer = self._layers.get(loop)
+        if layer is None:
+            layer = _LoopLayer(*self._args, **self._kwargs, channel_layer=self)
+            self._layers[loop] = layer
+            _wrap_close(self, loop)
+        return layer
+
+    async def forget_channel(self, channel: str) -> None:
+        """Leave a channel no one will read again (a follower that is not a consumer): the
+        stock layer only does so when a pending receive is cancelled."""
+        await self._get_layer().forget_channel(channel)
+
+
+class _LoopLayer(pubsub.RedisPubSubLoopLayer):
+    def __init__(self, *args: Any, channel_layer: RedisPubSubChannelLayer, **kwargs: Any) -> None:
+        super().__init__(*args, channel_layer=channel_layer, **kwargs)
+        self.capacity = channel_layer.capacity
+        self._shards = [_Shard(shard.host, self) for shard in self._shards]
+
+    async def _subscribe_to_channel(self, channel: str) -> None:
+        self.channels[channel] = asyncio.Queue(maxsize=self.capacity)
+        await self._get_shard(channel).subscribe(channel)
+
+    async def forget_channel(self, channel: str) -> None:
+        if self.channels.pop(channel, None) is not None:
+            await self._get_shard(channel).unsubscribe(channel)
+
+
+class _Shard(pubsub.RedisSingleShardConnection):
+    # How long joining waits for Redis to confirm; past it the member joins unconfirmed, as
+    # the stock layer always does.
+    confirm_within = 5.0
+
+    def __init__(self, host: dict[str, Any], channel_layer: _LoopLayer) -> None:
+        super().__init__(host, channel_layer)
+        self._confirmations: dict[str, asyncio.Future[None]] = {}
+        self._listening = asyncio.Event()
+
+    async def subscribe(self, channel: str) -> None:
+        async with self._lock:
+            if channel not in self._subscribed_to:
+                self._ensure_redis()
+                self._ensure_receiver()
+                loop = asyncio.get_running_loop()
+                self._confirmations.setdefault(channel, loop.create_future())
+                await self._pubsub.subscribe(channel)
+                self._subscribed_to.add(channel)
+                self._listening.set()
+            confirmed = self._confirmations.get(channel)
+        if confirmed is not None:
+            # Shielded: one member giving up must not cancel the others' wait.
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.confirm_within):
+                    await asyncio.shield(confirmed)
+
+    async def flush(self) -> None:
+        await super().flush()
+        self._confirmations.clear()
+        self._listening.clear()
+
+    async def _do_receiving(self) -> None:
+        while True:
+            try:
+                if not (self._pubsub and self._pubsub.subscribed):
+                    self._listening.clear()
+                    await self._listening.wait()
+                    continue
+                message = await self._pubsub.get_message(timeout=1.0)
+                if message is None:
+                    continue
+                if message["type"] == "subscribe":
+                    self._confirmed(message["channel"])
+                elif message["type"] == "message":
+                    self._receive_message(message)
+            except (asyncio.CancelledError, GeneratorExit):
+                raise
+            except Exception:
+                logger.exception("Unexpected exception in receive task")
+                await asyncio.sleep(1)
+
+    def _confirmed(self, channel: bytes | str) -> None:
+        name = channel.decode() if isinstance(channel, bytes) else channel
+        confirmed = self._confirmations.pop(name, None)
+        if confirmed is not None and not confirmed.done():
+            confirmed.set_result(None)
+
+    def _receive_message(self, message: dict[str, Any]) -> None:
+        name = message["channel"]
+        name = name.decode() if isinstance(name, bytes) else name
+        layer = self.channel_layer
+        members = layer.groups.get(name, (name,))
+        for member in members:
+            queue = layer.channels.get(member)
+            if queue is not None:
+                with contextlib.suppress(asyncio.QueueFull):
+                    queue.put_nowait(message["data"])

@@ -103,21 +103,21 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env_str("REDIS_URL", "")
-# Messages a channel holds before the layer drops more (clients recover from drops; see
-# chat/follow.py).
+# Messages a socket's channel holds before the layer drops more (clients recover from drops;
+# see chat/turns/follow.py).
 CHANNEL_CAPACITY = env_int("GLASSBOX_CHANNEL_CAPACITY", 100)
-REDIS_PROCESS_CAPACITY = env_int("GLASSBOX_REDIS_PROCESS_CAPACITY", 100_000)
 REDIS_MAX_CONNECTIONS = env_int("GLASSBOX_REDIS_MAX_CONNECTIONS", 1000)
 if REDIS_URL:
+    # Pub/sub: a group message is one PUBLISH, and each process routes it to its sockets. The
+    # core layer (a Redis list per process, a Lua script per send) cost twice the CPU per turn
+    # and seconds of delay at 100 turns (docs/deploy.md, "The channel layer").
     CHANNEL_LAYERS = {
         "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
-            # redis-py 8 stops reading after 5 s by default, while the layer blocks up to 5 s
-            # waiting for a message: an idle socket would be dropped with 1011. A longer read
-            # timeout still catches a connection that died silently.
+            "BACKEND": "project.layers.RedisPubSubChannelLayer",
             "CONFIG": {
-                # redis-py 8 also caps a pool at 100 connections and fails past it; hundreds
-                # of sockets and turns of one process need more at once.
+                # redis-py 8 stops reading after 5 s by default; a longer read timeout still
+                # catches a connection that died silently. Its pool's default cap of 100
+                # connections fails hundreds of sockets and turns of one process.
                 "hosts": [
                     {
                         "address": REDIS_URL,
@@ -126,10 +126,6 @@ if REDIS_URL:
                     }
                 ],
                 "capacity": CHANNEL_CAPACITY,
-                # In Redis every socket of a process shares one list, bounded by the capacity
-                # of its channels' names: it must hold all of their messages in flight, or a
-                # busy process drops frames for sockets that are keeping up.
-                "channel_capacity": {"specific.*": REDIS_PROCESS_CAPACITY},
             },
         }
     }

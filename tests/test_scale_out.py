@@ -9,12 +9,11 @@ import asyncio
 import json
 import threading
 import urllib.request
-import uuid
 
 import pytest
 import websockets
 
-from tests.support.servers import login, manage, services, start_daphne, two_servers
+from tests.support.servers import login, manage, start_daphne, two_servers
 
 pytestmark = pytest.mark.server
 
@@ -133,28 +132,3 @@ def test_an_idle_socket_stays_open_and_answers_later(shared_servers):
 
     events = asyncio.run(scenario())
     assert events[-1]["state"] == "complete"
-
-
-def test_the_sockets_of_one_process_share_redis_without_drops():
-    """channels-redis keeps one Redis list for all the sockets of a process, bounded by the
-    capacity of their channels' names: 150 frames in flight to two sockets must all arrive
-    (with the default bound of 100, the rest were dropped)."""
-    services()
-    from channels.layers import channel_layers
-
-    async def scenario():
-        layer = channel_layers.make_backend("default")
-        sockets = [await layer.new_channel() for _ in range(2)]
-        group = f"capacity-{uuid.uuid4().hex}"
-        for channel in sockets:
-            await layer.group_add(group, channel)
-        for n in range(150):
-            await layer.group_send(group, {"type": "turn.event", "n": n})
-
-        async def drain(channel):
-            return [(await layer.receive(channel))["n"] for _ in range(150)]
-
-        # Nothing is flushed: the other tests' servers share this Redis; these keys expire.
-        return await asyncio.wait_for(asyncio.gather(*map(drain, sockets)), 20)
-
-    assert asyncio.run(scenario()) == [list(range(150))] * 2

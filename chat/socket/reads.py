@@ -13,7 +13,7 @@ from django.conf import settings
 from django.contrib.auth import HASH_SESSION_KEY, SESSION_KEY, get_user_model
 from django.utils.crypto import constant_time_compare
 
-from activity.models import FeedPreferences
+from activity.models import ActivityFeed, FeedPreferences
 from activity.preferences import FeedPrefs
 from chat.models import Conversation, Message
 from chat.selectors import TurnView
@@ -95,7 +95,7 @@ def new_turn(
     question = messages[question_id]
     question.conversation.display_title  # noqa: B018 - read here, where the database may be used
     answer = TurnView(
-        message=messages[answer_id],
+        message=_as_begun(messages[answer_id]),
         content="",
         events=[],
         lines=[],
@@ -103,6 +103,22 @@ def new_turn(
         question_id=question.pk,
     )
     return question, answer, FeedPreferences.settings_for(user_id)[0]
+
+
+def _as_begun(answer: Message) -> Message:
+    """The answer as its turn began. A socket may hear of a turn after it ended (a busy
+    process, a fast one); its events follow this card, or the database fills them, and bring
+    it to where it ended: showing the end first would flash the summary, then the lines."""
+    if answer.state in Message.OPEN_STATES:
+        return answer
+    feed = answer.feed
+    answer.state, answer.content = Message.State.STREAMING, ""
+    if feed is not None:
+        answer.feed = ActivityFeed(
+            pk=feed.pk, owner_id=feed.owner_id, conversation_id=feed.conversation_id,
+            language=feed.language, started_at=feed.started_at, model=feed.model,
+        )  # fmt: skip
+    return answer
 
 
 async def answers_of(conversation_id: uuid.UUID, answer_ids: tuple[int, ...]) -> list[int]:

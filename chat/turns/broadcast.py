@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
@@ -64,9 +65,32 @@ class Subscription:
     def __init__(self, layer: Any, channel: str) -> None:
         self.layer = layer
         self.channel = channel
+        self._next: asyncio.Future[dict[str, Any]] | None = None
 
     async def get(self) -> dict[str, Any]:
-        return await self.layer.receive(self.channel)
+        # One receive kept across its caller's timeouts: cancelling a layer's receive may
+        # lose what arrives meanwhile (channels-redis's pub/sub layer leaves the channel).
+        if self._next is None:
+            self._next = asyncio.ensure_future(self.layer.receive(self.channel))
+        try:
+            message = await asyncio.shield(self._next)
+        except asyncio.CancelledError:
+            raise  # the receive goes on, or holds what came, for the next get
+        except Exception:
+            self._next = None
+            raise
+        self._next = None
+        return message
+
+    async def close(self) -> None:
+        if self._next is not None:
+            self._next.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._next
+        # A layer that keeps a channel until told (pub/sub) is told; the others expire it.
+        forget = getattr(self.layer, "forget_channel", None)
+        if forget is not None:
+            await forget(self.channel)
 
 
 @contextlib.asynccontextmanager
@@ -75,7 +99,9 @@ async def subscribe(group: str) -> AsyncIterator[Subscription]:
     assert layer is not None, "the turn API needs a channel layer"
     channel = await layer.new_channel()
     await layer.group_add(group, channel)
+    subscription = Subscription(layer, channel)
     try:
-        yield Subscription(layer, channel)
+        yield subscription
     finally:
         await layer.group_discard(group, channel)
+        await subscription.close()

@@ -11,10 +11,19 @@ from channels.layers import InMemoryChannelLayer, channel_layers
 
 from activity.models import ActivityEvent
 from chat.models import Message
+from chat.socket import reads
 from chat.socket.consumer import ChatConsumer
 from chat.turns import runner
 from tests.support import QUESTION
-from tests.support.sockets import finish_turns, json_until_done, open_socket
+from tests.support.sockets import (
+    ask,
+    final_render,
+    finish_turns,
+    frames_until_done,
+    json_until_done,
+    live_render,
+    open_socket,
+)
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 
@@ -109,3 +118,27 @@ async def test_lost_events_and_text_come_back_from_the_database_in_order(
     ]  # fmt: skip
     assert [e["seq"] for e in events if "seq" in e] == list(range(1, 8))
     assert "".join(e["content"] for e in events if e["type"] == "text") == answer.content
+
+
+async def test_a_page_that_hears_of_its_turn_after_it_ended_plays_it_from_the_start(
+    alice, alice_conversation, knowledge_base, monkeypatch
+):
+    """A busy process may hand a socket the news of a turn after the turn ended. The card
+    starts as the turn did, then its lines and text follow: it does not show the end first,
+    with no text, and stop there."""
+    read = reads.new_turn
+
+    async def after_the_turn(*args):
+        await finish_turns()  # the socket is busy while the whole turn runs
+        return await read(*args)
+
+    monkeypatch.setattr(reads, "new_turn", after_the_turn)
+    socket = await open_socket(alice_conversation, alice)
+    await ask(socket, QUESTION)
+    frames = await frames_until_done(socket)
+    await socket.disconnect()
+
+    assert "state-streaming" in frames[0] and "Searched the knowledge base" not in frames[0]
+    assert any("Searching the knowledge base" in frame for frame in frames[1:-1])
+    assert "Searched the knowledge base" in frames[-1] and "state-complete" in frames[-1]
+    assert live_render(frames) == final_render(frames) != ""
