@@ -34,8 +34,7 @@ from chat.agent.builtin_tools import default_registry
 from chat.agent.client import make_client
 from chat.agent.errors import describe_failure
 from chat.agent.loop import Paused, Verdict, run_agent
-from chat.agent.mcp.connections import pool
-from chat.agent.mcp.tools import tools_of
+from chat.agent.mcp import connected_tools
 from chat.agent.tools import ToolRegistry
 from chat.mcp_servers import configured_servers
 from chat.models import Conversation, Message, ToolApproval
@@ -279,8 +278,7 @@ async def close_paused(answer: Message) -> None:
 
 async def turn_tools() -> ToolRegistry:
     """The built-in tools and those of the MCP servers that are connected now."""
-    connections = await pool().connect(await configured_servers())
-    return default_registry().with_tools(tools_of(connections))
+    return default_registry().with_tools(await connected_tools(await configured_servers()))
 
 
 async def _finish(
