@@ -16,6 +16,9 @@ from activity.events import (
 )
 from activity.preferences import FeedPrefs
 
+# Seqs a running turn may number ahead of what is on disk (see ActivityFeed.seq_reserved).
+SEQ_AHEAD = 32
+
 
 class ActivityFeed(models.Model):
     """Everything the agent did during one turn; one per assistant message."""
@@ -46,6 +49,9 @@ class ActivityFeed(models.Model):
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     # Set by a Stop from another process; the runner sees it at its next heartbeat.
     stop_requested = models.BooleanField(default=False)
+    # A running turn shows its lines before it writes them (activity.recorder), never past
+    # this seq: who closes it after a crash numbers the last line above any it may have shown.
+    seq_reserved = models.PositiveIntegerField(default=SEQ_AHEAD)
     # The language the owner used when asking: the built-in lines and summary are written in
     # it, and the model was told it.
     language = models.CharField(max_length=16, default="en")

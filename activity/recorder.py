@@ -4,7 +4,12 @@ An event is numbered and shown at once, and written with the others that are pen
 transaction: at each beat of the turn (with the heartbeat), when it pauses and when it ends
 (before `done` goes out). A crash loses at most one beat of events; the text, never a token
 at a time, is saved on the same beats. Until they are written, the pending events travel
-with each line that is broadcast (`unsaved()`), so no follower ever misses one."""
+with each line that is broadcast (`unsaved()`), so no follower ever misses one.
+
+A turn numbers at most `SEQ_AHEAD` events past the reservation on disk
+(`ActivityFeed.seq_reserved`); a write extends it as the turn nears it. Whoever closes the
+turn after a crash numbers its last line above the reservation, so that line never takes the
+seq of one that was shown and lost with the process."""
 
 from __future__ import annotations
 
@@ -17,7 +22,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from activity.events import ModelCallDone, RecordedEvent, ToolCall, ToolResult, with_seq
-from activity.models import ActivityEvent, ActivityFeed, ModelCall
+from activity.models import SEQ_AHEAD, ActivityEvent, ActivityFeed, ModelCall
 from activity.presentation import Summary
 from activity.usage import ModelPrice, call_cost, totals
 
@@ -33,6 +38,7 @@ class FeedRecorder:
         # Not yet committed, in order; a write takes a prefix, and drops it once committed.
         self.pending: list[ActivityEvent] = []
         self.pending_calls: list[ModelCall] = []
+        self.reserved = feed.seq_reserved
         self._one_writer = asyncio.Lock()
         self._writes: set[asyncio.Task[Any]] = set()
 
@@ -47,8 +53,11 @@ class FeedRecorder:
     def last_seq(self) -> int:
         return (self.events[-1].seq or 0) if self.events else 0
 
-    def number(self, event: RecordedEvent) -> RecordedEvent:
-        """The event with its seq, pending until the next write."""
+    async def number(self, event: RecordedEvent) -> RecordedEvent:
+        """The event with its seq, pending until the next write (at once if its seq is past
+        the reservation: the write extends it)."""
+        if self.last_seq + 1 > self.reserved:
+            await self.write()
         numbered = with_seq(event, self.last_seq + 1)
         self.events.append(numbered)
         self.pending.append(ActivityEvent.from_event(self.feed, numbered))
@@ -88,9 +97,17 @@ class FeedRecorder:
     async def _write[T](self, also: Callable[[], T] | None) -> T | None:
         async with self._one_writer:
             events, calls = self.pending[:], self.pending_calls[:]
-            result = await database_sync_to_async(_commit)(events, calls, also)
+            # Extended once half of it is used: a short turn never writes it at all.
+            reserve: int | None = self.last_seq + SEQ_AHEAD
+            if self.last_seq + SEQ_AHEAD // 2 < self.reserved:
+                reserve = None
+            result = await database_sync_to_async(_commit)(
+                events, calls, also, self.feed.pk, reserve
+            )
             del self.pending[: len(events)]
             del self.pending_calls[: len(calls)]
+            if reserve is not None:
+                self.reserved = reserve
             return result
 
     def finished(self, state: str, summary: Summary | None) -> dict[str, Any]:
@@ -113,10 +130,16 @@ class FeedRecorder:
 
 @transaction.atomic
 def _commit[T](
-    events: list[ActivityEvent], calls: list[ModelCall], also: Callable[[], T] | None
+    events: list[ActivityEvent],
+    calls: list[ModelCall],
+    also: Callable[[], T] | None,
+    feed_id: int,
+    reserve: int | None,
 ) -> T | None:
     if events:
         ActivityEvent.objects.bulk_create(events)
     if calls:
         ModelCall.objects.bulk_create(calls)
+    if reserve is not None:
+        ActivityFeed.objects.filter(pk=feed_id).update(seq_reserved=reserve)
     return also() if also is not None else None

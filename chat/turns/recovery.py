@@ -21,7 +21,7 @@ from datetime import timedelta
 from asgiref.sync import async_to_sync
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Max
+from django.db.models import Count, Max
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 
@@ -68,9 +68,10 @@ def dead_turns_recover(
             continue
         # Its last line and summary speak the language of the turn, not of whoever noticed.
         with translation.override(feed.language):
-            if _interrupt(answer, feed):
+            seq = _interrupt(answer, feed)
+            if seq is not None:
                 recovered += 1
-                _tell_clients(answer, last_seq=feed.event_count)
+                _tell_clients(answer, last_seq=seq)
     return recovered
 
 
@@ -90,22 +91,26 @@ def _tell_clients(answer: Message, last_seq: int) -> None:
 
 
 @transaction.atomic
-def _interrupt(answer: Message, feed: ActivityFeed) -> bool:
+def _interrupt(answer: Message, feed: ActivityFeed) -> int | None:
+    """Closes the turn with the ⚠️ line; its seq, or None if another process closed it."""
     # Only one process may close a turn: the state check makes the update the lock.
     closed = Message.objects.filter(pk=answer.pk, state=Message.State.STREAMING).update(
         state=Message.State.INTERRUPTED
     )
     if not closed:
-        return False
-    last = feed.events.aggregate(seq=Max("seq"))["seq"] or 0
+        return None
+    written = feed.events.aggregate(seq=Max("seq"), count=Count("pk"))
+    # Above any seq the dead process may have shown without writing it: a follower that saw
+    # that line would take this one for it.
+    reserved = ActivityFeed.objects.values_list("seq_reserved", flat=True).get(pk=feed.pk)
+    seq = max(written["seq"] or 0, reserved) + 1
     line = lost()
-    ActivityEvent.from_event(feed, with_seq(line, last + 1)).save()
+    ActivityEvent.from_event(feed, with_seq(line, seq)).save()
     ActivityFeed.objects.filter(pk=feed.pk).update(
         state=ActivityFeed.State.INTERRUPTED,
         finished_at=timezone.now(),
         summary_icon=line.icon,
         summary_text=line.message,
-        event_count=last + 1,
+        event_count=written["count"] + 1,
     )
-    feed.event_count = last + 1
-    return True
+    return seq

@@ -161,7 +161,7 @@ async def _turn_run(
             # A tool's progress: shown live, its last report kept on the call's result.
             await send_turn_event(group, answer_id=answer.pk, event=to_json(event))
             return
-        recorded = recorder.number(event)
+        recorded = await recorder.number(event)
         # People see the line at once; it is written at the next beat. Until then the lines
         # before it travel with it, so a follower that missed one has it either way.
         await send_turn_event(
@@ -232,7 +232,7 @@ async def _pause(
     even if this one dies now. The task then ends: a pause may last minutes."""
     await text.send()
     assert paused.waiting is not None
-    line = recorder.number(paused.waiting)
+    line = await recorder.number(paused.waiting)
     call = paused.call
     arguments = next(
         (
@@ -271,7 +271,7 @@ async def close_paused(answer: Message) -> None:
     text.text = answer.content
     text.stored = text.sent = len(answer.content)
     with translation.override(answer.answer_feed.language):
-        stopped = recorder.number(Status(icon="⏹", message=_("Stopped"), state="failed"))
+        stopped = await recorder.number(Status(icon="⏹", message=_("Stopped"), state="failed"))
         await send_turn_event(text.group, answer_id=answer.pk, event=to_json(stopped))
         await _finish(answer, recorder, text, None, Message.State.INTERRUPTED)
 

@@ -12,9 +12,11 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.utils import timezone
 
+from activity.events import Status, to_json, with_seq
 from activity.models import ActivityFeed
 from chat.models import Message
 from chat.turns.admission import admit
+from chat.turns.broadcast import send_turn_event
 from chat.turns.recovery import GRACE_BEATS
 from chat.turns.registry import finish_all
 from tests.support import QUESTION
@@ -123,6 +125,25 @@ async def test_an_sse_client_following_a_turn_whose_process_dies_is_told_it_ende
         "state": "interrupted",
         "summary": {"icon": "⚠️", "text": "Interrupted: the server stopped while working"},
     }
+
+
+async def test_a_socket_that_saw_lines_the_dead_process_never_wrote_still_sees_it_end(
+    settings, alice, alice_conversation, knowledge_base
+):
+    """Lines are shown before they are written. When the process dies in between, the ⚠️
+    line that closes the turn must not take the seq of one the client already has."""
+    settings.GLASSBOX_HEARTBEAT_SECONDS = 0.1
+    answer = await dead_turn(alice_conversation, uuid.uuid4(), silent_for=0)
+    socket = await open_socket(alice_conversation, alice, as_json=True)
+    assert json.loads(await socket.receive_from(timeout=5))["type"] == "turn"
+    shown = with_seq(Status(icon="🔍", message="Looking up salary", state="in_progress"), 1)
+    await send_turn_event(alice_conversation.group_name, answer_id=answer.pk, event=to_json(shown))
+    events = await json_until_done(socket)
+    await socket.disconnect()
+
+    lines = [(e["seq"], e["icon"]) for e in events if e["type"] == "status"]
+    assert lines[0] == (1, "🔍") and lines[-1][1] == "⚠️" and lines[-1][0] > 1
+    assert events[-1]["state"] == "interrupted"
 
 
 async def test_a_program_that_connects_mid_turn_gets_the_whole_turn_once(
