@@ -44,7 +44,7 @@ class SweptInMemoryChannelLayer(InMemoryChannelLayer):
 
 class RedisPubSubChannelLayer(pubsub.RedisPubSubChannelLayer):
     """channels-redis's pub/sub layer (a group message is one PUBLISH, which each process
-    routes to its own sockets), with four changes its tests and benches found wanting here:
+    routes to its own sockets), with three changes its tests found wanting here:
 
     - joining a group returns once Redis has confirmed the subscription, so a message
       published from anywhere after `group_add` returns reaches the new member;
@@ -53,8 +53,7 @@ class RedisPubSubChannelLayer(pubsub.RedisPubSubChannelLayer):
     - each channel holds at most `capacity` messages and drops the rest, as the other layers
       do (followers fill drops from the database): a consumer that stops reading cannot make
       the process buffer without limit, and an overflow no longer stalls the reader for a
-      second;
-    - publishing does not wait for the other publishers' replies (see `_Shard.publish`)."""
+      second."""
 
     def __init__(self, *args: Any, capacity: int = 100, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -99,14 +98,6 @@ class _Shard(pubsub.RedisSingleShardConnection):
         super().__init__(host, channel_layer)
         self._confirmations: dict[str, asyncio.Future[None]] = {}
         self._listening = asyncio.Event()
-
-    async def publish(self, channel: str, message: bytes) -> None:
-        # The stock shard publishes one message at a time under its lock, each waiting for
-        # Redis's reply: at a few thousand messages a second the queue for that lock delayed
-        # status lines by a hundred milliseconds. Each caller awaits its own publish, so one
-        # turn's messages still reach Redis in order; different turns need no order.
-        self._ensure_redis()
-        await self._redis.publish(channel, message)
 
     async def subscribe(self, channel: str) -> None:
         async with self._lock:
