@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
+import threading
 import time
 import uuid
 from datetime import timedelta
@@ -128,17 +130,28 @@ async def test_an_sse_client_following_a_turn_whose_process_dies_is_told_it_ende
 
 
 async def test_a_socket_that_saw_lines_the_dead_process_never_wrote_still_sees_it_end(
-    settings, alice, alice_conversation, knowledge_base
+    settings, alice, alice_conversation, knowledge_base, monkeypatch
 ):
     """Lines are shown before they are written. When the process dies in between, the ⚠️
     line that closes the turn must not take the seq of one the client already has."""
     settings.GLASSBOX_HEARTBEAT_SECONDS = 0.1
+    seen = threading.Event()
+    follow = importlib.import_module("chat.turns.follow")  # the package exports its function
+    recover = follow.dead_turns_recover
+
+    def once_the_line_was_seen(**scope):
+        seen.wait(10)  # the turn dies only after the client has its unwritten line
+        return recover(**scope)
+
+    monkeypatch.setattr(follow, "dead_turns_recover", once_the_line_was_seen)
     answer = await dead_turn(alice_conversation, uuid.uuid4(), silent_for=0)
     socket = await open_socket(alice_conversation, alice, as_json=True)
     assert json.loads(await socket.receive_from(timeout=5))["type"] == "turn"
     shown = with_seq(Status(icon="🔍", message="Looking up salary", state="in_progress"), 1)
     await send_turn_event(alice_conversation.group_name, answer_id=answer.pk, event=to_json(shown))
-    events = await json_until_done(socket)
+    first = json.loads(await socket.receive_from(timeout=5))
+    seen.set()
+    events = [first, *await json_until_done(socket)]
     await socket.disconnect()
 
     lines = [(e["seq"], e["icon"]) for e in events if e["type"] == "status"]
