@@ -57,8 +57,10 @@ async def test_a_new_tab_mid_turn_gets_every_line_and_all_the_text_exactly_once(
     await ask(first, QUESTION)
     await held.reached.wait()  # some text has streamed
     late = await open_socket(alice_conversation, alice)
+    # The snapshot is read after the socket opens: while the turn is still held.
+    frames = [await late.receive_from(timeout=5)]
     held.open()
-    frames = await frames_until_done(late)
+    frames += await frames_until_done(late)
     await frames_until_done(first)
     await finish_turns()
     await first.disconnect()

@@ -136,8 +136,9 @@ async def test_joining_mid_turn_shows_the_feed_so_far_then_the_rest(
         pass
     await held.reached.wait()
     late = await open_socket(alice_conversation, alice)
+    frames = [await late.receive_from(timeout=5)]  # the snapshot, read while the turn is held
     held.open()
-    frames = await frames_until_done(late)
+    frames += await frames_until_done(late)
     await frames_until_done(first)
     await finish_turns()
     await first.disconnect()
