@@ -38,7 +38,6 @@ class FeedRecorder:
         # Not yet committed, in order; a write takes a prefix, and drops it once committed.
         self.pending: list[ActivityEvent] = []
         self.pending_calls: list[ModelCall] = []
-        self.reserved = feed.seq_reserved
         self._one_writer = asyncio.Lock()
         self._writes: set[asyncio.Task[Any]] = set()
 
@@ -56,7 +55,7 @@ class FeedRecorder:
     async def number(self, event: RecordedEvent) -> RecordedEvent:
         """The event with its seq, pending until the next write (at once if its seq is past
         the reservation: the write extends it)."""
-        if self.last_seq + 1 > self.reserved:
+        if self.last_seq + 1 > self.feed.seq_reserved:
             await self.write()
         numbered = with_seq(event, self.last_seq + 1)
         self.events.append(numbered)
@@ -99,7 +98,7 @@ class FeedRecorder:
             events, calls = self.pending[:], self.pending_calls[:]
             # Extended once half of it is used: a short turn never writes it at all.
             reserve: int | None = self.last_seq + SEQ_AHEAD
-            if self.last_seq + SEQ_AHEAD // 2 < self.reserved:
+            if self.last_seq + SEQ_AHEAD // 2 < self.feed.seq_reserved:
                 reserve = None
             result = await database_sync_to_async(_commit)(
                 events, calls, also, self.feed.pk, reserve
@@ -107,7 +106,7 @@ class FeedRecorder:
             del self.pending[: len(events)]
             del self.pending_calls[: len(calls)]
             if reserve is not None:
-                self.reserved = reserve
+                self.feed.seq_reserved = reserve
             return result
 
     def finished(self, state: str, summary: Summary | None) -> dict[str, Any]:

@@ -100,10 +100,9 @@ def _interrupt(answer: Message, feed: ActivityFeed) -> int | None:
     if not closed:
         return None
     written = feed.events.aggregate(seq=Max("seq"), count=Count("pk"))
-    # Above any seq the dead process may have shown without writing it: a follower that saw
-    # that line would take this one for it.
-    reserved = ActivityFeed.objects.values_list("seq_reserved", flat=True).get(pk=feed.pk)
-    seq = max(written["seq"] or 0, reserved) + 1
+    # Above any seq the dead process may have shown without writing it (its reservation, read
+    # with the turn in this pass): a follower that saw that line would take this one for it.
+    seq = max(written["seq"] or 0, feed.seq_reserved) + 1
     line = lost()
     ActivityEvent.from_event(feed, with_seq(line, seq)).save()
     ActivityFeed.objects.filter(pk=feed.pk).update(

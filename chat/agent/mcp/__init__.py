@@ -14,6 +14,9 @@ if TYPE_CHECKING:
     from chat.agent.mcp.config import ServerSpec
     from chat.agent.mcp.tools import McpTool
 
+# Imported with the first connection: until then this process holds none to close.
+_CONNECTIONS = "chat.agent.mcp.connections"
+
 
 async def connected_tools(specs: Iterable[ServerSpec]) -> list[McpTool]:
     """The tools of these servers that are connected now; connections to servers no longer
@@ -25,6 +28,3 @@ async def connected_tools(specs: Iterable[ServerSpec]) -> list[McpTool]:
     from chat.agent.mcp.tools import tools_of
 
     return tools_of(await pool().connect(specs))
-
-
-_CONNECTIONS = "chat.agent.mcp.connections"
