@@ -22,6 +22,8 @@ import subprocess
 import sys
 import time
 
+from project.unused import TLS, leave_out, speaks_tls
+
 APPLICATION = "project.asgi:application"
 
 
@@ -52,6 +54,8 @@ def serve(daphne_args: list[str]) -> int:
 
         # Daphne creates its event loop when daphne.server is imported, from this policy.
         asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
+    if not speaks_tls(daphne_args):
+        leave_out(TLS)
     from daphne.cli import CommandLineInterface
 
     CommandLineInterface().run([*daphne_args])

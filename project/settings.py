@@ -13,6 +13,7 @@ from django.utils.csp import CSP
 from activity.usage import prices_from_setting
 from chat.agent.mcp.config import ServerConfigError, specs_from_setting
 from project.env import approval_setting, env_bool, env_float, env_int, env_list, env_str
+from project.unused import POSTGRES_FIELDS, leave_out
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -100,6 +101,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "timeout": 20,
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     }
+    leave_out(POSTGRES_FIELDS)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env_str("REDIS_URL", "")

@@ -34,9 +34,9 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def serve(work: Path, **settings: str) -> Iterator[Server]:
-    """Migrates a fresh database in `work`, seeds the demo, and starts Daphne; stopped on the
-    way out, whether the test passed or not."""
+def serve(work: Path, daphne_args: tuple[str, ...] = (), **settings: str) -> Iterator[Server]:
+    """Migrates a fresh database in `work`, seeds the demo, and starts Daphne (with
+    `daphne_args` besides its port); stopped on the way out, whether the test passed or not."""
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "project.settings",
@@ -50,7 +50,7 @@ def serve(work: Path, **settings: str) -> Iterator[Server]:
     }
     for command in (["migrate", "--noinput"], ["collectstatic", "--noinput"], ["seed_demo"]):
         manage(env, *command, "-v", "0")
-    server = start_daphne(env)
+    server = start_daphne(env, args=daphne_args)
     try:
         yield server
     finally:
@@ -84,14 +84,16 @@ def manage(env: dict[str, str], *command: str) -> str:
     return done.stdout
 
 
-def start_daphne(env: dict[str, str], asgi: str = "project.asgi:application") -> Server:
+def start_daphne(
+    env: dict[str, str], asgi: str = "project.asgi:application", args: tuple[str, ...] = ()
+) -> Server:
     """A Daphne process on a free port, once it accepts connections."""
     port = free_port()
     # A file, not a pipe: a pipe nobody reads fills up and blocks the server.
     log = tempfile.TemporaryFile()  # noqa: SIM115 - closed by Server.stop
     daphne = subprocess.Popen(
         [sys.executable, "-m", "project.serve", "-b", "127.0.0.1", "-p", str(port), *DAPHNE_LIMITS,
-         asgi],
+         *args, asgi],
         env=env,
         cwd=ROOT,
         stdout=log,

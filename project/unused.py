@@ -1,0 +1,25 @@
+"""Optional imports a process of this configuration never uses, kept out of it.
+
+Some libraries import an extra whenever it is installed. DRF maps `django.contrib.postgres`'s
+model fields, which loads psycopg and libpq (about 9 MiB a process), even on SQLite. Twisted
+loads pyOpenSSL and cryptography (about 8 MiB) for TLS, which a Daphne serving plain TCP
+behind a proxy never speaks. A None in `sys.modules` makes such an import fail as if the
+package were not installed, and both libraries have a fallback for that."""
+
+from __future__ import annotations
+
+import sys
+
+POSTGRES_FIELDS = "django.contrib.postgres.fields"
+TLS = "OpenSSL"
+
+
+def leave_out(*modules: str) -> None:
+    """Call before the libraries that would import them; one already imported stays."""
+    for module in modules:
+        sys.modules.setdefault(module, None)  # type: ignore[arg-type]
+
+
+def speaks_tls(daphne_args: list[str]) -> bool:
+    """Whether Daphne is asked for a TLS endpoint (`-e ssl:443:privateKey=…`)."""
+    return any(arg.startswith(("ssl:", "tls:")) or "=ssl:" in arg for arg in daphne_args)

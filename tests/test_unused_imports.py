@@ -1,0 +1,75 @@
+"""A server leaves out what its configuration never uses (project.unused): psycopg on SQLite,
+the TLS stack when it serves plain TCP. TLS still works when an endpoint asks for it."""
+
+from __future__ import annotations
+
+import datetime
+import re
+import ssl
+import urllib.request
+
+import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+from tests.support.servers import free_port, login, serve
+
+pytestmark = pytest.mark.server
+
+
+def imported(log: bytes) -> set[str]:
+    """The modules a process imported, from its `-X importtime` lines. A module left out
+    shows up too, as a failed attempt with no submodules."""
+    return set(re.findall(r"\|\s+([\w.]+)$", log.decode(errors="replace"), re.MULTILINE))
+
+
+def test_a_plain_server_on_sqlite_loads_neither_psycopg_nor_the_tls_stack(tmp_path):
+    with serve(tmp_path, PYTHONPROFILEIMPORTTIME="1") as server:
+        login(server.url)  # a page, a login and the chat page: what a visit imports
+        server.log.seek(0)
+        packages = imported(server.log.read())
+    assert {"daphne.server", "project.shutdown", "twisted.internet.tcp"} <= packages
+    assert "psycopg.pq" not in packages
+    assert "OpenSSL.crypto" not in packages
+
+
+def self_signed(directory) -> tuple[str, str]:
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.UTC)
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=1))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .sign(key, hashes.SHA256())
+    )
+    key_file, certificate_file = directory / "key.pem", directory / "cert.pem"
+    key_file.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    certificate_file.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+    return str(key_file), str(certificate_file)
+
+
+def test_a_server_asked_for_a_tls_endpoint_serves_https(tmp_path):
+    key, certificate = self_signed(tmp_path)
+    port = free_port()
+    endpoint = f"ssl:{port}:interface=127.0.0.1:privateKey={key}:certKey={certificate}"
+    with serve(tmp_path, daphne_args=("-e", endpoint)):
+        context = ssl.create_default_context(cafile=certificate)
+        context.check_hostname = False
+        page = urllib.request.urlopen(
+            f"https://127.0.0.1:{port}/accounts/login/", context=context, timeout=10
+        )
+        assert page.status == 200
+        assert b"csrfmiddlewaretoken" in page.read()
