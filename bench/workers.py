@@ -6,7 +6,8 @@ Turns arrive at a steady rate (fresh conversation and socket each; the model: 0.
 first byte, a tool call, 60 tokens at 20/s), 10 s per step, the rate rising step by step. A
 step passes when every turn is complete and the first status p99 (from the model sending
 the tool's name to the client reading the line) is within the target. The figure is the
-highest passing rate. REDIS_URL and DATABASE_URL are used when set; otherwise a throwaway
+highest passing rate. Each step also shows the CPU of the clients (this process) and of the
+whole machine, which the fake model, Redis and the clients share with the servers. REDIS_URL and DATABASE_URL are used when set; otherwise a throwaway
 redis-server and SQLite."""
 
 from __future__ import annotations
@@ -99,6 +100,13 @@ def _wait_port(port: int) -> None:
     raise RuntimeError("the server did not listen")
 
 
+def machine_busy_seconds() -> float:
+    """CPU time every core of the machine spent on anything but idling, in seconds."""
+    fields = [int(n) for n in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = fields[3] + fields[4]  # idle, iowait
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
 def first_status_ms(events: list) -> float:
     for arrived, event in events:
         if event["type"] == "status" and event.get("call_id", "").startswith("call_"):
@@ -135,16 +143,19 @@ def sweep(title: str, work: Path, llm: str, redis: str, workers: int) -> float:
         best, rows = 0.0, []
         for rate in RATES:
             before = sum(cpu_seconds(pid) for pid in server.pids())
-            started = time.monotonic()
+            busy, client, started = machine_busy_seconds(), time.process_time(), time.monotonic()
             figures = asyncio.run(step(server, ids, cookies, rate))
             cpu = sum(cpu_seconds(pid) for pid in server.pids()) - before
             wall = time.monotonic() - started
+            busy = (machine_busy_seconds() - busy) / wall
+            client = (time.process_time() - client) / wall
             ok = figures["complete"] == figures["turns"] and figures["p99"] <= TARGET_MS
             rows.append((
                 f"{rate} turns/s offered",
                 f"{figures['complete']}/{figures['turns']} complete, first status p99 "
                 f"{figures['p99']:.0f} ms, server CPU {cpu / wall:.2f} cores, "
-                f"{cpu / max(figures['turns'], 1) * 1000:.0f} ms/turn {'ok' if ok else 'over'}",
+                f"{cpu / max(figures['turns'], 1) * 1000:.0f} ms/turn; clients {client:.2f}, "
+                f"whole machine {busy:.2f} of {os.cpu_count()} cores {'ok' if ok else 'over'}",
             ))  # fmt: skip
             if not ok:
                 break

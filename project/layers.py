@@ -53,7 +53,11 @@ class RedisPubSubChannelLayer(pubsub.RedisPubSubChannelLayer):
     - each channel holds at most `capacity` messages and drops the rest, as the other layers
       do (followers fill drops from the database): a consumer that stops reading cannot make
       the process buffer without limit, and an overflow no longer stalls the reader for a
-      second."""
+      second;
+    - the publishes asked for while one is on its way leave together, in one pipeline.
+      The stock shard sent them one at a time under its lock, a round trip each, so in a busy
+      process a status line waited behind every other turn's frames: 45 ms (p50) between
+      a line being numbered and published at 18 turns a second."""
 
     def __init__(self, *args: Any, capacity: int = 100, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -98,6 +102,35 @@ class _Shard(pubsub.RedisSingleShardConnection):
         super().__init__(host, channel_layer)
         self._confirmations: dict[str, asyncio.Future[None]] = {}
         self._listening = asyncio.Event()
+        self._outbox: list[tuple[str, bytes, asyncio.Future[None]]] = []
+        self._sender: asyncio.Task[None] | None = None
+
+    async def publish(self, channel: str, message: bytes) -> None:
+        """Returns once Redis has taken the message; in the order publishes were asked for."""
+        published = asyncio.get_running_loop().create_future()
+        self._outbox.append((channel, message, published))
+        if self._sender is None or self._sender.done():
+            self._sender = asyncio.create_task(self._send_outbox())
+        await published
+
+    async def _send_outbox(self) -> None:
+        while self._outbox:
+            batch, self._outbox = self._outbox, []
+            try:
+                async with self._lock:
+                    self._ensure_redis()
+                    pipeline = self._redis.pipeline(transaction=False)
+                    for channel, message, _ in batch:
+                        pipeline.publish(channel, message)
+                    await pipeline.execute()
+            except Exception as problem:
+                for _, _, published in batch:
+                    if not published.done():
+                        published.set_exception(problem)
+            else:
+                for _, _, published in batch:
+                    if not published.done():
+                        published.set_result(None)
 
     async def subscribe(self, channel: str) -> None:
         async with self._lock:
