@@ -7,8 +7,9 @@ first byte, a tool call, 60 tokens at 20/s), 10 s per step, the rate rising step
 step passes when every turn is complete and the first status p99 (from the model sending
 the tool's name to the client reading the line) is within the target. The figure is the
 highest passing rate. Each step also shows the CPU of the clients (this process) and of the
-whole machine, which the fake model, Redis and the clients share with the servers. REDIS_URL and DATABASE_URL are used when set; otherwise a throwaway
-redis-server and SQLite."""
+whole machine, which the fake model, Redis and the clients share with the servers.
+REDIS_URL and DATABASE_URL are used when set; otherwise a throwaway redis-server and
+SQLite."""
 
 from __future__ import annotations
 
