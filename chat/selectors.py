@@ -261,6 +261,11 @@ async def aturn_view(
     feed_id = message.feed_id or 0
     for _attempt in range(5):
         stored = (await aevents_by_feed([message.feed_id])).get(feed_id, [])
+        if message.state in Message.OPEN_STATES and not await _still_open(message.pk):
+            # It ended while its events were read: its row is read again, then its events,
+            # all written with its end. Else a new tab showed every line and old text.
+            message = await _with_contact(Message.objects.all()).aget(pk=message_id)
+            continue
         unsaved = pending()
         last = stored[-1].seq if stored else 0
         # Rows written between the read and now are in neither: read again.
@@ -268,6 +273,11 @@ async def aturn_view(
             break
     every = [*stored, *(row for row in unsaved if row.seq > last)]
     return _turn_view(message, every, prefs, question, thoughts.get(feed_id))
+
+
+async def _still_open(message_id: int) -> bool:
+    state = await Message.objects.values_list("state", flat=True).aget(pk=message_id)
+    return state in Message.OPEN_STATES
 
 
 def _reasoning(prefs: FeedPrefs, feed_ids: list[int | None]) -> defaultdict[int, dict[str, str]]:

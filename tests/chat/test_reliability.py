@@ -74,6 +74,40 @@ async def test_a_new_tab_mid_turn_gets_every_line_and_all_the_text_exactly_once(
     assert len(line_ids) == len(set(line_ids))
 
 
+async def test_a_new_tab_whose_snapshot_is_read_as_the_turn_ends_shows_it_ended_with_its_text(
+    settings, monkeypatch, gate, alice, alice_conversation, knowledge_base
+):
+    from chat import selectors
+
+    settings.GLASSBOX_TEXT_FLUSH_CHARS = 100_000  # the text reaches the database at the end
+    held = gate(after=20, request=2)
+    first = await open_socket(alice_conversation, alice)
+    await ask(first, QUESTION)
+    await held.reached.wait()
+    read_events = selectors.aevents_by_feed
+    ended_meanwhile = asyncio.Event()
+
+    async def events_after_the_end(feed_ids):
+        # The new tab has read the answer's row (still streaming); the turn ends before its
+        # events are read.
+        if not ended_meanwhile.is_set():
+            ended_meanwhile.set()
+            held.open()
+            await frames_until_done(first)
+            await finish_turns()
+        return await read_events(feed_ids)
+
+    monkeypatch.setattr(selectors, "aevents_by_feed", events_after_the_end)
+    late = await open_socket(alice_conversation, alice)
+    snapshot = await late.receive_from(timeout=5)
+    assert ended_meanwhile.is_set()
+    await first.disconnect()
+    await late.disconnect()
+    # Not the lines with no text and still streaming: the whole answer, as it ended.
+    assert "state-complete" in snapshot and "state-streaming" not in snapshot
+    assert "Salary negotiation" in snapshot
+
+
 async def test_stop_keeps_the_partial_answer_and_records_a_stopped_line(
     gate, alice, alice_conversation, knowledge_base
 ):
