@@ -1,5 +1,6 @@
 """A server leaves out what its configuration never uses (project.unused): psycopg on SQLite,
-the TLS stack when it serves plain TCP. TLS still works when an endpoint asks for it."""
+the TLS stack when it serves plain TCP. TLS still works when an endpoint asks for it, and the
+server runs on asyncio's own loop when uvloop is turned off."""
 
 from __future__ import annotations
 
@@ -33,6 +34,15 @@ def test_a_plain_server_on_sqlite_loads_neither_psycopg_nor_the_tls_stack(tmp_pa
     assert {"daphne.server", "project.shutdown", "twisted.internet.tcp"} <= packages
     assert "psycopg.pq" not in packages
     assert "OpenSSL.crypto" not in packages
+
+
+def test_with_uvloop_turned_off_the_server_runs_on_asyncios_own_loop(tmp_path):
+    with serve(tmp_path, PYTHONPROFILEIMPORTTIME="1", GLASSBOX_UVLOOP="0") as server:
+        login(server.url)
+        server.log.seek(0)
+        packages = imported(server.log.read())
+    assert "daphne.server" in packages
+    assert "uvloop" not in packages
 
 
 def self_signed(directory) -> tuple[str, str]:

@@ -54,9 +54,16 @@ async def heartbeat(recorder: FeedRecorder, turn: asyncio.Task, text: AnswerText
     while True:
         await asyncio.sleep(interval)
         unsaved = text.text if text.stored < len(text.text) else None
+        try:
+            stop = await recorder.write(functools.partial(_beat, feed_id, answer_id, unsaved))
+        except Exception:
+            # A beat that stopped here would let the turn be taken for dead while it runs;
+            # what it would have written stays pending for the next one.
+            logger.warning("turn %s could not write its beat", answer_id, exc_info=True)
+            continue
         if unsaved is not None:
-            text.stored = len(unsaved)
-        if await recorder.write(functools.partial(_beat, feed_id, answer_id, unsaved)):
+            text.stored = max(text.stored, len(unsaved))
+        if stop:
             turn.cancel()
             return
 
