@@ -32,6 +32,7 @@ from chat.turns.admission import (
 )
 from chat.turns.broadcast import send_turn_started, subscribe
 from chat.turns.follow import Inbox, Position, follow, replay, snapshot
+from chat.turns.history import model_history
 
 decide = approvals.decide
 
@@ -70,7 +71,8 @@ async def begin(
     if registry.draining():
         raise Restarting(_("The server is restarting; ask again in a moment."))
     approvals.watch()
-    turn = await database_sync_to_async(admit)(
+    turn, history = await database_sync_to_async(_admitted)(
+        admit,
         conversation=conversation,
         text=text,
         client_id=client_id,
@@ -82,8 +84,18 @@ async def begin(
         await send_turn_started(
             conversation.group_name, question_id=turn.question.pk, answer_id=turn.answer.pk
         )
-        registry.launch(turn.answer.pk, runner.run(answer=turn.answer, **options))
+        registry.launch(turn.answer.pk, runner.run(answer=turn.answer, history=history, **options))
     return turn
+
+
+def _admitted(
+    admission: Callable[..., StartedTurn], **arguments: Any
+) -> tuple[StartedTurn, list[dict[str, Any]] | None]:
+    """A turn's rows and what the model is told, in one trip to the database thread: under
+    a burst of questions each trip waits behind all the others, and the model is asked only
+    after both."""
+    turn = admission(**arguments)
+    return turn, None if turn.joined else model_history(turn.answer)
 
 
 async def regenerate(
@@ -93,8 +105,8 @@ async def regenerate(
     version); raises TurnRejected with a message for people."""
     if registry.draining():
         raise Restarting(_("The server is restarting; ask again in a moment."))
-    turn = await database_sync_to_async(admit_again)(
-        conversation=conversation, answer_id=answer_id, language=language
+    turn, history = await database_sync_to_async(_admitted)(
+        admit_again, conversation=conversation, answer_id=answer_id, language=language
     )
     await send_turn_started(
         conversation.group_name,
@@ -102,7 +114,7 @@ async def regenerate(
         answer_id=turn.answer.pk,
         replaces=turn.replaces,
     )
-    registry.launch(turn.answer.pk, runner.run(answer=turn.answer, **options))
+    registry.launch(turn.answer.pk, runner.run(answer=turn.answer, history=history, **options))
     return turn
 
 

@@ -13,10 +13,9 @@ from chat.agent.memory import trim, turn_messages
 from chat.models import Message
 
 
-@database_sync_to_async
-def amodel_history(answer: Message) -> list[dict[str, Any]]:
-    """The conversation up to this answer (its question included) as chat messages, in one
-    trip to the database thread (which every turn and socket of the process shares)."""
+def model_history(answer: Message) -> list[dict[str, Any]]:
+    """The conversation up to this answer (its question included) as chat messages; in the
+    database thread (which every turn and socket of the process shares)."""
     earlier = list(
         # A regenerated answer is no longer what the model said.
         Message.objects.filter(
@@ -29,3 +28,6 @@ def amodel_history(answer: Message) -> list[dict[str, Any]]:
         events = [row.to_event() for row in rows.get(message.feed_id or 0, [])]
         messages += turn_messages(message.role, message.content, events)
     return trim(messages, settings.GLASSBOX_HISTORY_CHARS)
+
+
+amodel_history = database_sync_to_async(model_history)

@@ -9,6 +9,7 @@ import functools
 import logging
 from collections.abc import Callable
 from datetime import timedelta
+from typing import Any
 
 from django.conf import settings
 from django.utils import timezone, translation
@@ -129,6 +130,7 @@ class AnswerText:
 async def run(
     *,
     answer: Message,
+    history: list[dict[str, Any]] | None = None,
     tools: ToolRegistry | None = None,
     client_factory: Callable[[], AsyncOpenAI] = make_client,
     resume: Paused | None = None,
@@ -137,15 +139,17 @@ async def run(
 ) -> Message.State:
     """Runs a turn to its end, or to a tool call that must be approved first (the turn is
     then `waiting` and no task holds it). `resume` goes on from such a pause, with the
-    decision in `verdict`, in whichever process received it."""
+    decision in `verdict`, in whichever process received it. `history` is what the model is
+    told, if it was read with the turn's admission (else it is read here)."""
     # Every line and the summary are written in the asker's language; the override holds
     # for this task only, whatever the sockets watching it speak.
     with translation.override(answer.answer_feed.language):
-        return await _turn_run(answer, tools, client_factory, resume, verdict, decided)
+        return await _turn_run(answer, history, tools, client_factory, resume, verdict, decided)
 
 
 async def _turn_run(
     answer: Message,
+    history: list[dict[str, Any]] | None,
     tools: ToolRegistry | None,
     client_factory: Callable[[], AsyncOpenAI],
     resume: Paused | None,
@@ -189,7 +193,10 @@ async def _turn_run(
             tools = tools or await turn_tools()
             # A turn lives outside the request cycle that closes expired or broken database
             # connections: its trips to the database thread (database_sync_to_async) do.
-            history = [] if resume is not None else await amodel_history(answer)
+            if resume is not None:
+                history = []
+            elif history is None:
+                history = await amodel_history(answer)
             # The client is shared by the turns of this process (see make_client).
             async for event in run_agent(
                 client=client_factory(),

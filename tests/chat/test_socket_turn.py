@@ -4,7 +4,7 @@ import json
 import re
 
 import pytest
-from asgiref.sync import sync_to_async
+from asgiref.sync import SyncToAsync, sync_to_async
 from django.db.backends.utils import CursorWrapper
 
 from activity.models import ActivityEvent, ActivityFeed
@@ -271,6 +271,34 @@ async def test_answer_text_is_written_in_batches_not_per_token(
     feed_updates = [w for w in writes if w.startswith('UPDATE "activity_activityfeed"')]
     assert len(feed_updates) == 1
     assert await ActivityFeed.objects.acount() == 1
+
+
+async def test_a_question_reaches_the_model_after_one_trip_to_the_database_thread(
+    settings, alice, alice_conversation, knowledge_base, monkeypatch
+):
+    """Every socket and turn of a process shares one database thread: under a burst of
+    questions each trip waits behind all the others, so a turn makes as few as it can."""
+    from chat.mcp_servers import configured_servers
+
+    settings.GLASSBOX_HEARTBEAT_SECONDS = 60  # no beat during the turn
+    await configured_servers()  # read once a few seconds per process, not per turn
+    trips: list[str] = []
+    original = SyncToAsync.thread_handler
+
+    def counted(self, *args, **kwargs):
+        trips.append(self.func.__qualname__)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(SyncToAsync, "thread_handler", counted)
+    await turn_frames(alice_conversation, alice, QUESTION, as_json=True)
+
+    # From the question to the end (the socket's closing follows).
+    turn = trips[trips.index("opening") + 1 : trips.index("_commit") + 1]
+    # The rows of the turn, the checks and what the model is told: one trip, then the
+    # model's tool call searches.
+    assert turn[: turn.index("search_documents")] == ["_admitted"]
+    # Its events, model calls, text and end: one trip, before `done`.
+    assert [trip for trip in turn if trip != "search_documents"] == ["_admitted", "_commit"]
 
 
 async def test_reopening_the_page_shows_exactly_what_was_streamed(
