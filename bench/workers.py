@@ -157,7 +157,7 @@ async def idle_turn_seconds(server, ids, cookies) -> float:
 
 def sweep(title: str, work: Path, llm: str, redis: str, workers: int) -> float:
     work.mkdir()
-    total = sum(int(rate * STEP_SECONDS) for rate in RATES) + 1
+    total = sum(int(rate * STEP_SECONDS) for rate in RATES) + 2  # and the warm-up, the idle turn
     with served(work, llm, redis, workers) as server:
         ids, cookies = conversations(server, total)
         ids = iter(ids)
