@@ -2,9 +2,10 @@
 
 Some libraries import an extra whenever it is installed. DRF maps `django.contrib.postgres`'s
 model fields, which loads psycopg and libpq (about 9 MiB a process), even on SQLite. Twisted
-loads pyOpenSSL and cryptography (about 8 MiB) for TLS, which a Daphne serving plain TCP
-behind a proxy never speaks. A None in `sys.modules` makes such an import fail as if the
-package were not installed, and both libraries have a fallback for that."""
+loads pyOpenSSL and with it cryptography's OpenSSL bindings (about 6 MiB) for TLS, which a
+Daphne serving plain TCP behind a proxy never speaks. A None in `sys.modules` makes such an
+import fail as if the package were not installed; both libraries have a fallback for that,
+and nothing else in such a process imports them."""
 
 from __future__ import annotations
 

@@ -278,15 +278,20 @@ async def test_a_question_reaches_the_model_after_one_trip_to_the_database_threa
 ):
     """Every socket and turn of a process shares one database thread: under a burst of
     questions each trip waits behind all the others, so a turn makes as few as it can."""
-    from chat.mcp_servers import configured_servers
+    from chat import mcp_servers
 
     settings.GLASSBOX_HEARTBEAT_SECONDS = 60  # no beat during the turn
-    await configured_servers()  # read once a few seconds per process, not per turn
+    # The MCP servers' rows are read once every few seconds per process, not per turn.
+    monkeypatch.setattr(mcp_servers, "FRESH_SECONDS", 3600)
+    monkeypatch.setattr(mcp_servers, "_rows", None)  # read now, whatever an earlier test did
+    await mcp_servers.configured_servers()
     trips: list[str] = []
     original = SyncToAsync.thread_handler
 
     def counted(self, *args, **kwargs):
-        trips.append(self.func.__qualname__)
+        # A query read row by row names its model: what else ran is then plain to see.
+        model = getattr(getattr(self.func, "__self__", None), "model", None)
+        trips.append(self.func.__qualname__ + (f" of {model.__name__}" if model else ""))
         return original(self, *args, **kwargs)
 
     monkeypatch.setattr(SyncToAsync, "thread_handler", counted)
