@@ -20,27 +20,26 @@ from tests.support.servers import free_port, login, serve
 pytestmark = pytest.mark.server
 
 
-def imported(log: bytes) -> set[str]:
-    """The modules a process imported, from its `-X importtime` lines. A module left out
-    shows up too, as a failed attempt with no submodules."""
-    return set(re.findall(r"\|\s+([\w.]+)$", log.decode(errors="replace"), re.MULTILINE))
+def imported_by_a_visit(work, **settings: str) -> set[str]:
+    """The modules a server imported while it served a visit (a page, a login and the chat
+    page), from its `-X importtime` lines. A module left out shows up too, as a failed
+    attempt with no submodules."""
+    with serve(work, PYTHONPROFILEIMPORTTIME="1", **settings) as server:
+        login(server.url)
+        server.log.seek(0)
+        log = server.log.read().decode(errors="replace")
+    return set(re.findall(r"\|\s+([\w.]+)$", log, re.MULTILINE))
 
 
 def test_a_plain_server_on_sqlite_loads_neither_psycopg_nor_the_tls_stack(tmp_path):
-    with serve(tmp_path, PYTHONPROFILEIMPORTTIME="1") as server:
-        login(server.url)  # a page, a login and the chat page: what a visit imports
-        server.log.seek(0)
-        packages = imported(server.log.read())
+    packages = imported_by_a_visit(tmp_path)
     assert {"daphne.server", "project.shutdown", "twisted.internet.tcp"} <= packages
     assert "psycopg.pq" not in packages
     assert "OpenSSL.crypto" not in packages
 
 
 def test_with_uvloop_turned_off_the_server_runs_on_asyncios_own_loop(tmp_path):
-    with serve(tmp_path, PYTHONPROFILEIMPORTTIME="1", GLASSBOX_UVLOOP="0") as server:
-        login(server.url)
-        server.log.seek(0)
-        packages = imported(server.log.read())
+    packages = imported_by_a_visit(tmp_path, GLASSBOX_UVLOOP="0")
     assert "daphne.server" in packages
     assert "uvloop" not in packages
 
