@@ -384,14 +384,15 @@ def _page(user, conversation) -> str:
     return client.get(f"/c/{conversation.pk}/").content.decode()
 
 
-async def test_sse_clients_get_the_same_live_progress(bench, alice, alice_conversation):
+async def test_sse_clients_get_the_same_live_progress(bench, alice, alice_conversation, gate):
     from tests.support.api import ask as api_ask
     from tests.support.api import client_for, sse_events
 
+    held = gate(after=0)
     response = await api_ask(
         await client_for(alice), alice_conversation, content='bench__count {"steps": 2}'
     )
-    events = await sse_events(response)
+    events = await sse_events(response, held=held)
     await finish_turns()
 
     progress = [e for e in statuses(events) if "progress" in e]

@@ -40,10 +40,12 @@ def merged(events: list[dict]) -> list[dict]:
 
 
 async def test_one_turn_gives_the_same_events_over_the_socket_and_over_sse(
-    alice, alice_conversation, knowledge_base
+    alice, alice_conversation, knowledge_base, gate
 ):
     socket = await open_socket(alice_conversation, alice, as_json=True)
-    over_sse = await sse_events(await ask(await client_for(alice), alice_conversation))
+    held = gate(after=0)
+    response = await ask(await client_for(alice), alice_conversation)
+    over_sse = await sse_events(response, held=held)
     over_socket = await json_until_done(socket)
     await finish_all()
     await socket.disconnect()

@@ -16,10 +16,11 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 
 
 async def test_a_program_follows_its_turn_as_server_sent_events(
-    alice, alice_conversation, knowledge_base
+    alice, alice_conversation, knowledge_base, gate
 ):
+    held = gate(after=0)
     response = await ask(await client_for(alice), alice_conversation)
-    events = await sse_events(response)
+    events = await sse_events(response, held=held)
     await finish_all()
     kinds = [e["type"] for e in events]
     assert kinds[0] == "turn" and kinds[-1] == "done"

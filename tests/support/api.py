@@ -47,9 +47,17 @@ def parse_sse(text: str) -> list[dict]:
     return events
 
 
-async def sse_events(response) -> list[dict]:
+async def sse_events(response, *, held=None) -> list[dict]:
+    """The stream's events. With `held` (a demo-model gate holding the turn), the gate opens
+    once the first event is in: the stream follows the turn live from its start instead of
+    replaying one that ran ahead of it."""
     assert response["Content-Type"] == "text/event-stream"
-    return parse_sse(b"".join([chunk async for chunk in response.streaming_content]).decode())
+    chunks = aiter(response.streaming_content)
+    body = [await anext(chunks)]
+    if held is not None:
+        held.open()
+    body += [chunk async for chunk in chunks]
+    return parse_sse(b"".join(body).decode())
 
 
 async def streamed_json(response):
