@@ -71,6 +71,12 @@ class ActivityFeed(models.Model):
 
     class Meta:
         ordering = ["-started_at"]
+        # Every question reads a user's running turns and recent ones (the limits): a few
+        # index entries, however long their history.
+        indexes = [
+            models.Index(fields=["owner", "state"], name="feed_owner_state"),
+            models.Index(fields=["owner", "started_at"], name="feed_owner_started"),
+        ]
 
     def __str__(self) -> str:
         return f"Feed {self.pk} ({self.state})"

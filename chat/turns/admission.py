@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import Count, Q, Sum
+from django.db.models import Sum
 from django.utils import timezone, translation
 from django.utils.formats import number_format
 from django.utils.translation import gettext as _
@@ -142,20 +142,17 @@ def admit_again(
 
 
 def _check_limits(owner_id: int) -> None:
-    # A deleted conversation's turns count no more: its owner cannot see or stop them.
-    mine = Message.objects.filter(
-        conversation__owner_id=owner_id, conversation__deleted_at__isnull=True
-    )
+    # Read from the feeds, one per turn and indexed by owner: counting the user's messages
+    # read their whole history on every question. A deleted conversation's turns count no
+    # more: its owner cannot see or stop them. A regenerated answer is a turn too.
+    feeds = ActivityFeed.objects.filter(owner_id=owner_id, hidden_from_owner=False)
+    running_feeds = feeds.filter(state=ActivityFeed.State.RUNNING)
+    running = running_feeds.count()
     minute_ago = timezone.now() - timedelta(minutes=1)
-    # Both limits in one query: it runs for every question.
-    counts = mine.aggregate(
-        running=Count("pk", filter=Q(state=Message.State.STREAMING)),
-        asked=Count("pk", filter=Q(role=Message.Role.USER, created_at__gte=minute_ago)),
-    )
-    running, asked = counts["running"], counts["asked"]
+    asked = feeds.filter(started_at__gte=minute_ago).count()
     # Turns of a process that died count only until they are found dead.
     if running >= settings.GLASSBOX_MAX_CONCURRENT_TURNS and dead_turns_recover(owner_id=owner_id):
-        running = mine.filter(state=Message.State.STREAMING).count()
+        running = running_feeds.count()
     if running >= settings.GLASSBOX_MAX_CONCURRENT_TURNS:
         raise TurnLimited(
             ngettext(

@@ -101,3 +101,21 @@ def _page(user, conversation) -> str:
     client = Client()
     client.force_login(user)
     return client.get(f"/c/{conversation.pk}/").content.decode()
+
+
+async def test_a_regenerated_answer_counts_against_the_per_minute_limit(
+    settings, alice, alice_conversation, knowledge_base
+):
+    settings.GLASSBOX_TURNS_PER_MINUTE = 2
+    socket = await open_socket(alice_conversation, alice, as_json=True)
+    await socket.send_to(text_data=json.dumps({"message": "Tell me a joke"}))
+    first = await json_until_done(socket)
+    await regenerate(socket, first[0]["message_id"])
+    second = await json_until_done(socket)
+    await regenerate(socket, second[0]["message_id"])
+    refusal = json.loads(await socket.receive_from(timeout=5))
+    await finish_turns()
+    await socket.disconnect()
+    assert refusal["type"] == "error"
+    assert "asked 2 questions in the last minute" in refusal["message"]
+    assert await ActivityFeed.objects.acount() == 2
