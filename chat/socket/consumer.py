@@ -3,13 +3,16 @@ pipeline, and shows its client every turn of the conversation. It never calls th
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import Callable
 from typing import Any
 
 from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
+from channels.exceptions import StopConsumer
 from channels.generic.websocket import AsyncWebsocketConsumer
+from channels.layers import get_channel_layer
 from django.utils import translation
 from django.utils.translation import gettext as _
 
@@ -18,6 +21,7 @@ from activity.preferences import FeedPrefs
 from chat import turns
 from chat.models import Conversation
 from chat.socket import inbound, reads, render
+from chat.socket.dispatch import dispatch_all
 from chat.socket.session import session_group
 from chat.socket.viewer import Screen
 from project.languages import language_from_browser
@@ -37,6 +41,29 @@ class ChatConsumer(AsyncWebsocketConsumer):
     conversation: Conversation
     prefs: FeedPrefs
     language: str
+
+    async def __call__(self, scope, receive, send) -> None:
+        """As Channels' own, through `dispatch_all`: a turn's lines reach the page in fewer
+        turns of the event loop, without a task and a wait for each."""
+        self.scope = scope
+        channel_layer = get_channel_layer(self.channel_layer_alias)
+        layer = None
+        if channel_layer is not None:
+            self.channel_layer = channel_layer
+            self.channel_name = await channel_layer.new_channel()
+            layer = functools.partial(channel_layer.receive, self.channel_name)
+        self.base_send = send
+        with contextlib.suppress(StopConsumer):
+            await dispatch_all(
+                client=receive, layer=layer, dispatch=self.dispatch, direct=self._to_viewer
+            )
+
+    def _to_viewer(self, message: dict[str, Any]) -> bool:
+        """A turn's event, handed to its viewer at once if this socket shows that turn."""
+        screen = getattr(self, "screen", None)
+        return (
+            screen is not None and message.get("type") == "turn.event" and screen.deliver(message)
+        )
 
     async def connect(self) -> None:
         user = self.scope.get("user")

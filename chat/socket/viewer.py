@@ -120,10 +120,12 @@ class Screen:
         if view.state in Message.OPEN_STATES:  # else it ended before the snapshot
             self._view(answer_id, prefs, presenter_after(view, prefs), position)
 
-    def deliver(self, message: dict[str, Any]) -> None:
+    def deliver(self, message: dict[str, Any]) -> bool:
+        """A turn's group message to its viewer; False if this socket does not show it."""
         viewer = self.viewers.get(message["answer_id"])
         if viewer is not None:
             viewer.deliver(message)
+        return viewer is not None
 
     def close(self) -> None:
         for viewer in self.viewers.values():
