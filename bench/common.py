@@ -9,6 +9,7 @@ import os
 import platform
 import random
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -195,3 +196,25 @@ def redis_url():
     finally:
         process.terminate()
         process.wait(timeout=10)
+
+
+@contextmanager
+def profiled(pids: list[int], tag: str = ""):
+    """With BENCH_PROFILE=<prefix>, py-spy samples each server into <prefix>-<tag or pid>.txt
+    (collapsed stacks: for flamegraph.pl, speedscope or bench/profile_split.py). Yields the
+    files written."""
+    prefix = os.environ.get("BENCH_PROFILE")
+    spy = Path(sys.executable).with_name("py-spy")
+    spies, outputs = [], []
+    for pid in pids if prefix else []:
+        outputs.append(Path(f"{prefix}-{tag or pid}.txt"))
+        command = [spy, "record", "--pid", str(pid), "--rate", "250", "--format", "raw",
+                   "--nonblocking", "-o", str(outputs[-1])]  # fmt: skip
+        spies.append(subprocess.Popen(command, stdout=subprocess.DEVNULL))
+    time.sleep(1 if spies else 0)
+    try:
+        yield outputs
+    finally:
+        for process in spies:
+            process.send_signal(signal.SIGINT)
+            process.wait(timeout=30)

@@ -10,12 +10,8 @@ import itertools
 import os
 import random
 import re
-import signal
-import subprocess
-import sys
 import tempfile
 import time
-from contextlib import contextmanager
 from pathlib import Path
 
 from common import (
@@ -27,6 +23,7 @@ from common import (
     machine,
     peak_memory_mib,
     percentile,
+    profiled,
     redis_url,
     report,
     start_daphne,
@@ -83,37 +80,6 @@ async def all_turns(servers, ids: list[str], cookies: str) -> list:
         return await turn_over_socket(server, conversation, cookies, "How do I negotiate?")
 
     return await asyncio.gather(*(client(n, c) for n, c in enumerate(ids)))
-
-
-@contextmanager
-def profiled(pids: list[int]):
-    """With BENCH_PROFILE=<prefix>, py-spy samples each server into <prefix>-<pid>.txt
-    (collapsed stacks, for flamegraph.pl or speedscope)."""
-    prefix = os.environ.get("BENCH_PROFILE")
-    spy = Path(sys.executable).with_name("py-spy")
-    spies = []
-    for pid in pids if prefix else []:
-        output = f"{prefix}-{pid}.txt"
-        command = [
-            spy,
-            "record",
-            "--pid",
-            str(pid),
-            "--rate",
-            "250",
-            "--format",
-            "raw",
-            "-o",
-            output,
-        ]
-        spies.append(subprocess.Popen(command, stdout=subprocess.DEVNULL))
-    time.sleep(1 if spies else 0)
-    try:
-        yield
-    finally:
-        for process in spies:
-            process.send_signal(signal.SIGINT)
-            process.wait(timeout=30)
 
 
 def measure(title: str, servers, ids, cookies) -> None:

@@ -21,6 +21,7 @@ from common import (
     machine,
     peak_memory_mib,
     percentile,
+    profiled,
     report,
     turn_over_socket,
 )
@@ -61,7 +62,7 @@ async def json_turn(server, conversation: str, cookies: str) -> tuple[int, int, 
     return asked, first, len(events)
 
 
-def phase(title: str, work: Path, llm: str, turn) -> float:
+def phase(title: str, work: Path, llm: str, turn, tag: str) -> tuple[float, list[Path]]:
     work.mkdir()
     with glassbox(work, llm) as server:
         ids, cookies = conversations(server, SESSIONS + 1)
@@ -76,7 +77,8 @@ def phase(title: str, work: Path, llm: str, turn) -> float:
 
         pid = server.process.pid
         before = cpu_seconds(pid)
-        results = asyncio.run(everyone())
+        with profiled([pid], tag) as profiles:
+            results = asyncio.run(everyone())
         cpu = cpu_seconds(pid) - before
         peak = peak_memory_mib(pid)
     done = [r for r in results if not isinstance(r, BaseException)]
@@ -91,19 +93,26 @@ def phase(title: str, work: Path, llm: str, turn) -> float:
         ("server CPU per turn (ms)", f"{per_turn:.1f}"),
         ("peak memory (MiB)", f"{peak:.0f}"),
     ])  # fmt: skip
-    return per_turn
+    return per_turn, profiles
 
 
 def main() -> None:
     print(f"machine: {machine()}; {SESSIONS} sessions arriving within {ARRIVAL:.0f} s")
     pace = ("--ttft", "0.3", "--tokens", "60", "--rate", "20", "--chunk", "4")
     with tempfile.TemporaryDirectory() as work, fake_llm(*pace) as llm:
-        as_json = phase("JSON clients", Path(work) / "json", llm, json_turn)
-        as_html = phase("HTML clients (what a browser receives)", Path(work) / "html", llm,
-                        html_turn)  # fmt: skip
+        as_json, json_profiles = phase("JSON clients", Path(work) / "json", llm, json_turn, "json")
+        as_html, html_profiles = phase("HTML clients (what a browser receives)",
+                                       Path(work) / "html", llm, html_turn, "html")  # fmt: skip
     report(
         "Browsers beside programs", [("CPU per turn, HTML / JSON", f"{as_html / as_json:.2f}x")]
     )
+    if json_profiles and html_profiles:
+        from profile_split import per_turn, print_table
+
+        print_table("Where the CPU goes (the profile's share of each phase's CPU)", {
+            "JSON": per_turn(json_profiles[0], as_json),
+            "HTML": per_turn(html_profiles[0], as_html),
+        })  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -3,6 +3,9 @@
     PROFILE=1 ../shared/peer-bench/run_pair.sh        # writes <out>/profiles/
     .venv/bin/python bench/profile_split.py <out>/profiles
 
+`bench/html_clients.py` prints the same split for HTML and JSON clients when run with
+BENCH_PROFILE=<prefix>.
+
 Each sample is put in one bucket, by the innermost frame that names one, except that any
 sample in the database (Django's ORM, a driver, or the thread that runs them) is the
 database's. A bucket's share of the samples times the CPU per turn the same run measured
@@ -59,11 +62,26 @@ def split(profile: Path) -> Counter[str]:
     return samples
 
 
-def per_turn(profile: Path, result: Path, phase: str) -> dict[str, float]:
-    cpu = json.loads(result.read_text())[phase]["server_cpu_per_turn_ms"]
+def per_turn(profile: Path, cpu_per_turn_ms: float) -> dict[str, float]:
     samples = split(profile)
-    total = sum(samples.values())
-    return {name: cpu * count / total for name, count in samples.items()}
+    total = sum(samples.values()) or 1
+    return {name: cpu_per_turn_ms * count / total for name, count in samples.items()}
+
+
+def print_table(title: str, columns: dict[str, dict[str, float]]) -> None:
+    """Buckets down, one column per profile, and the difference of the last two."""
+    names = sorted({n for column in columns.values() for n in column}, key=_order)
+    first, second = list(columns)[-2:]
+    print(f"\n## {title} (ms per turn)\n")
+    print(f"| | {' | '.join(columns)} | {second} − {first} |")
+    print("| --- |" + " --- |" * (len(columns) + 1))
+    for name in [*names, "total"]:
+        values = [
+            sum(column.values()) if name == "total" else column.get(name, 0.0)
+            for column in columns.values()
+        ]
+        shown = " | ".join(f"{value:.1f}" for value in values)
+        print(f"| {name} | {shown} | {values[-1] - values[-2]:+.1f} |")
 
 
 def main() -> None:
@@ -72,26 +90,18 @@ def main() -> None:
     parser.add_argument("--conc", default="100", help="the concurrency phase profiled")
     options = parser.parse_args()
     phase = f"conc {options.conc}"
-    systems = {}
-    for system in ("glassbox", "chainlit"):
-        profile = options.profiles / f"p-{system}-conc{options.conc}.txt"
-        systems[system] = per_turn(profile, options.profiles / f"{system}.json", phase)
-    names = sorted({n for split in systems.values() for n in split}, key=_order)
-    print(f"## CPU per turn by where it goes, {options.conc} sessions (ms)\n")
-    print("| | Glassbox | Chainlit | difference |")
-    print("| --- | --- | --- | --- |")
-    for name in [*names, "total"]:
-        gb, cl = (_total(s) if name == "total" else s.get(name, 0.0) for s in systems.values())
-        print(f"| {name} | {gb:.1f} | {cl:.1f} | {gb - cl:+.1f} |")
+    columns = {}
+    for system in ("Chainlit", "Glassbox"):
+        name = system.lower()
+        result = json.loads((options.profiles / f"{name}.json").read_text())[phase]
+        profile = options.profiles / f"p-{name}-conc{options.conc}.txt"
+        columns[system] = per_turn(profile, result["server_cpu_per_turn_ms"])
+    print_table(f"CPU per turn by where it goes, {options.conc} sessions", columns)
 
 
 def _order(name: str) -> int:
     order = ["database (queries and the thread that runs them)", *(n for n, _ in BUCKETS)]
     return order.index(name) if name in order else len(order)
-
-
-def _total(split: dict[str, float]) -> float:
-    return sum(split.values())
 
 
 if __name__ == "__main__":
