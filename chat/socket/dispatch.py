@@ -14,12 +14,11 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from django.conf import settings
+
 logger = logging.getLogger("glassbox.socket")
 
 Message = dict[str, Any]
-# Group messages a socket holds unhandled; past it they are dropped, as the channel layers
-# drop them (a turn's followers fill what they missed from the database).
-CAPACITY = 100
 
 
 class _Failed:
@@ -40,6 +39,9 @@ async def dispatch_all(
     ends a socket). `direct` may take a layer message itself when nothing waits before it;
     it returns whether it did."""
     inbox: asyncio.Queue[Message | _Failed] = asyncio.Queue()
+    # Group messages held while the socket is busy; past it they are dropped as the channel
+    # layers drop them (a turn's followers fill what they missed from the database).
+    capacity = settings.CHANNEL_CAPACITY
 
     async def pump(source: Callable[[], Awaitable[Message]], from_layer: bool) -> None:
         try:
@@ -48,7 +50,7 @@ async def dispatch_all(
                 if from_layer:
                     if inbox.empty() and direct(message):
                         continue
-                    if inbox.qsize() >= CAPACITY:
+                    if inbox.qsize() >= capacity:
                         logger.warning("socket inbox full: a %s was dropped", message.get("type"))
                         continue
                 inbox.put_nowait(message)

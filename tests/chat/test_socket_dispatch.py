@@ -9,7 +9,7 @@ import logging
 import pytest
 from channels.layers import get_channel_layer
 
-from chat.socket import dispatch, reads
+from chat.socket import reads
 from tests.support import QUESTION
 from tests.support.sockets import (
     ask,
@@ -75,10 +75,10 @@ async def test_a_turn_that_runs_while_its_card_is_read_is_shown_whole_and_in_ord
 
 
 async def test_what_a_full_inbox_drops_the_page_still_gets(
-    settings, alice, alice_conversation, knowledge_base, card_read_held, monkeypatch, caplog
+    settings, alice, alice_conversation, knowledge_base, card_read_held, caplog
 ):
     settings.GLASSBOX_HEARTBEAT_SECONDS = 0.2  # a follower missing `done` looks it up sooner
-    monkeypatch.setattr(dispatch, "CAPACITY", 2)
+    settings.CHANNEL_CAPACITY = 2
     socket = await open_socket(alice_conversation, alice)
     await ask(socket, QUESTION)
     await card_read_held.reached.wait()
