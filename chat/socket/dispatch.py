@@ -21,13 +21,6 @@ logger = logging.getLogger("glassbox.socket")
 Message = dict[str, Any]
 
 
-class _Failed:
-    """A source that raised: the consumer raises it in turn."""
-
-    def __init__(self, error: BaseException) -> None:
-        self.error = error
-
-
 async def dispatch_all(
     *,
     client: Callable[[], Awaitable[Message]],
@@ -38,7 +31,7 @@ async def dispatch_all(
     """Handles the client's and the layer's messages until a handler raises (StopConsumer
     ends a socket). `direct` may take a layer message itself when nothing waits before it;
     it returns whether it did."""
-    inbox: asyncio.Queue[Message | _Failed] = asyncio.Queue()
+    inbox: asyncio.Queue[Message | Exception] = asyncio.Queue()
     # Group messages held while the socket is busy; past it they are dropped as the channel
     # layers drop them (a turn's followers fill what they missed from the database).
     capacity = settings.CHANNEL_CAPACITY
@@ -55,7 +48,7 @@ async def dispatch_all(
                         continue
                 inbox.put_nowait(message)
         except Exception as error:
-            inbox.put_nowait(_Failed(error))
+            inbox.put_nowait(error)  # raised by the consumer in its turn
 
     pumps = [asyncio.create_task(pump(client, from_layer=False))]
     if layer is not None:
@@ -63,8 +56,8 @@ async def dispatch_all(
     try:
         while True:
             message = await inbox.get()
-            if isinstance(message, _Failed):
-                raise message.error
+            if isinstance(message, Exception):
+                raise message
             await dispatch(message)
     finally:
         for task in pumps:

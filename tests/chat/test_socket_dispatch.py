@@ -17,7 +17,7 @@ from tests.support.sockets import (
     final_render,
     finish_turns,
     frames_until_done,
-    is_text,
+    line_icons,
     live_render,
     open_socket,
 )
@@ -45,14 +45,6 @@ def card_read_held(monkeypatch):
 
     monkeypatch.setattr(reads, "new_turn", read)
     return held
-
-
-def line_icons(frames: list[str]) -> list[str]:
-    return [
-        "text" if is_text(frame) else frame.split('aria-hidden="true">')[1].split("<")[0]
-        for frame in frames[1:-1]
-        if is_text(frame) or 'class="line' in frame
-    ]
 
 
 async def test_a_turn_that_runs_while_its_card_is_read_is_shown_whole_and_in_order(

@@ -17,8 +17,8 @@ from tests.support.sockets import (
     finish_turns,
     frames_until_done,
     is_final,
-    is_text,
     json_until_done,
+    line_icons,
     live_render,
     open_socket,
     turn_frames,
@@ -34,12 +34,7 @@ async def test_status_lines_arrive_before_the_answer_and_the_feed_folds(
     frames = await turn_frames(alice_conversation, alice, QUESTION)
 
     assert QUESTION in frames[0] and "beforeend:#messages" in frames[0]
-    kinds = []
-    for frame in frames[1:-1]:
-        if is_text(frame):
-            kinds.append("text")
-        elif 'class="line' in frame:
-            kinds.append(re.search(r'aria-hidden="true">(.+?)</span>', frame).group(1))
+    kinds = line_icons(frames)
     first_text = kinds.index("text")
     assert kinds[:first_text] == ["🔍", "🔍", "📄", "✍️"]
     assert [kind for kind in kinds if kind != "text"][-1] == "✅"

@@ -54,6 +54,16 @@ async def ask(socket, text: str, **fields) -> None:
     )
 
 
+def line_icons(frames: list[str]) -> list[str]:
+    """Between the question and the folded answer: each line's icon, and "text" for each
+    frame of answer text, in the order they came."""
+    return [
+        "text" if is_text(frame) else re.search(r'aria-hidden="true">(.+?)</span>', frame).group(1)
+        for frame in frames[1:-1]
+        if is_text(frame) or 'class="line' in frame
+    ]
+
+
 def is_final(frame: str) -> bool:
     return 'class="message assistant state-' in frame and "state-streaming" not in frame
 
