@@ -5,6 +5,7 @@ here, so a live fragment speaks the language of the page it lands in."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from urllib.parse import parse_qs
 
 from django.conf import settings
 from django.http import HttpRequest
@@ -31,6 +32,13 @@ def language_from_browser(
         if name.lower() == b"accept-language":
             request.META["HTTP_ACCEPT_LANGUAGE"] = value.decode("latin-1")
     return translation.get_language_from_request(request)
+
+
+def page_language(query_string: bytes) -> str:
+    """The language a page asks its socket to speak (`?lang=` on the socket's URL), if
+    Glassbox speaks it; else ''."""
+    values = parse_qs(query_string.decode("latin-1")).get("lang", [])
+    return supported(values[0]) if values else ""
 
 
 def language_name(code: str) -> str:

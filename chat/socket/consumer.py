@@ -24,7 +24,7 @@ from chat.socket import inbound, reads, render
 from chat.socket.dispatch import dispatch_all
 from chat.socket.session import session_group
 from chat.socket.viewer import Screen
-from project.languages import language_from_browser
+from project.languages import language_from_browser, page_language
 
 # Close codes in the 4000s: htmx's ws extension reconnects only after 1006/1011/1012/1013.
 CLOSE_UNAUTHENTICATED = 4401
@@ -75,9 +75,13 @@ class ChatConsumer(AsyncWebsocketConsumer):
             return await self.refuse(CLOSE_NOT_FOUND)
         self.conversation, self.prefs, language, running = opening
         # Activated for this connection's task only: every fragment it renders, and every
-        # turn it starts, speaks the language of the page it serves.
-        self.language = language or language_from_browser(
-            self.scope.get("cookies", {}), self.scope.get("headers", [])
+        # turn it starts, speaks the language of the page it serves. The page names the
+        # language it was rendered in: a browser's handshake headers need not match the ones
+        # its page request sent.
+        self.language = (
+            page_language(self.scope.get("query_string", b""))
+            or language
+            or language_from_browser(self.scope.get("cookies", {}), self.scope.get("headers", []))
         )
         translation.activate(self.language)
         self.flood = inbound.FloodGuard()

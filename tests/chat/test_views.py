@@ -43,7 +43,7 @@ def test_new_conversation_redirects_to_its_page(alice_client, alice):
     assert response.url == f"/c/{conversation.pk}/"
     page = alice_client.get(response.url)
     assert page.status_code == 200
-    assert f'ws-connect="/ws/c/{conversation.pk}/"'.encode() in page.content
+    assert f'ws-connect="/ws/c/{conversation.pk}/?lang=en"'.encode() in page.content
     assert b'hx-ext="ws"' in page.content
     assert b"ws-send" in page.content
 

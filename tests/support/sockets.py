@@ -21,11 +21,11 @@ def session_cookie_for(user) -> bytes:
 
 
 async def connect(
-    conversation_id, user=None, *, as_json: bool = False, headers=()
+    conversation_id, user=None, *, as_json: bool = False, headers=(), query: str = ""
 ) -> WebsocketCommunicator:
     """A socket to the full ASGI app (origin check, auth, routing), logged in as user; as_json
     asks for JSON events with the glassbox.json subprotocol; headers are a browser's extra
-    ones (Accept-Language)."""
+    ones (Accept-Language); query is the URL's, as the page writes it (`lang=it`)."""
     from project.asgi import application
 
     headers = [(b"origin", b"http://127.0.0.1"), (b"host", b"127.0.0.1"), *headers]
@@ -33,14 +33,14 @@ async def connect(
         headers.append((b"cookie", await sync_to_async(session_cookie_for)(user)))
     return WebsocketCommunicator(
         application,
-        f"/ws/c/{conversation_id}/",
+        f"/ws/c/{conversation_id}/" + (f"?{query}" if query else ""),
         headers=headers,
         subprotocols=["glassbox.json"] if as_json else None,
     )
 
 
-async def open_socket(conversation, user, as_json: bool = False, headers=()):
-    socket = await connect(conversation.pk, user, as_json=as_json, headers=headers)
+async def open_socket(conversation, user, as_json: bool = False, headers=(), query: str = ""):
+    socket = await connect(conversation.pk, user, as_json=as_json, headers=headers, query=query)
     connected, subprotocol = await socket.connect()
     assert connected
     assert subprotocol == ("glassbox.json" if as_json else None)
