@@ -70,21 +70,24 @@ class LivePresenter:
 
     def on_event(self, event: dict[str, Any], *, now: float | None = None) -> list[Op]:
         kind = event["type"]
-        if self.prefs.mode == "off":
-            return []
-        if kind == "text":
-            return self._text(event["content"])
-        if kind == "tool_call":
-            return self._tool_call(event)
         if kind == "decision":
             decision = from_json(event)
             assert isinstance(decision, Decision)
             line = decision_line(decision, self.prefs.line_width)
             return [ReplaceLine(line)] if line.key in self.shown else []
+        if self.prefs.mode == "off":
+            # Only the final answer, but a call that waits for the user's decision is no
+            # progress to hide: it shows at once, in every mode.
+            if kind == "status" and event["state"] == "waiting":
+                return self._add(self._line(self._status(event)))
+            return []
+        if kind == "text":
+            return self._text(event["content"])
+        if kind == "tool_call":
+            return self._tool_call(event)
         if kind != "status":
             return []
-        status = from_json(event)
-        assert isinstance(status, Status)
+        status = self._status(event)
         if status.tool == REASONING and self.prefs.show_reasoning == "off":
             return []
         key = line_key(status)
@@ -99,10 +102,12 @@ class LivePresenter:
         line = self._line(status)
         if self.is_draft and not self.draft_shown:
             self.pending = [p for p in self.pending if p.key != key] + [line]
-            return self._maybe_show_draft(now)
-        if replacing:
-            # A line that scrolled out of the draft stays out.
-            return [ReplaceLine(line)] if key in self.shown else []
+            return self._maybe_show_draft(now, at_once=status.state == "waiting")
+        if key in self.shown:
+            return [ReplaceLine(line)]
+        if replacing and status.state != "waiting":
+            # A line that scrolled out of the draft, or was never shown, stays out.
+            return []
         return self._add(line)
 
     def tick(self, now: float | None = None) -> list[Op]:
@@ -149,17 +154,23 @@ class LivePresenter:
         self.pending = [line if p.key == key else p for p in self.pending]
         return []
 
+    @staticmethod
+    def _status(event: dict[str, Any]) -> Status:
+        status = from_json(event)
+        assert isinstance(status, Status)
+        return status
+
     def _line(self, status: Status) -> Line:
         detail = ""
         if self.prefs.detail == "raw" and status.state in ("in_progress", "waiting"):
             detail = raw_detail(self.arguments.get(status.call_id, {}))
         return line_for(status, width=self.prefs.line_width, detail=detail)
 
-    def _maybe_show_draft(self, now: float | None) -> list[Op]:
+    def _maybe_show_draft(self, now: float | None, *, at_once: bool = False) -> list[Op]:
         if not self.is_draft or self.draft_shown or self.work_events == 0:
             return []
         elapsed = (now if now is not None else time.monotonic()) - self.started
-        if self.work_events < 2 and elapsed < self.prefs.show_after:
+        if not at_once and self.work_events < 2 and elapsed < self.prefs.show_after:
             return []
         self.draft_shown = True
         ops: list[Op] = []

@@ -13,11 +13,12 @@ from typing import Any
 from channels.db import database_sync_to_async
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Max
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from activity.events import Decision, decision_kind
-from activity.models import ActivityFeed
+from activity.models import ActivityEvent, ActivityFeed
 from chat.agent.loop import Paused, Verdict
 from chat.models import Message, ToolApproval
 from chat.turns import registry, runner
@@ -111,20 +112,28 @@ def _claim(
         approval.decision, approval.decided_at, approval.reason = kind, now, reason
         approval.decided_by = user if user is not None and user.is_authenticated else None
         approval.save(update_fields=["decision", "decided_at", "reason", "decided_by"])
+        feed = approval.answer.answer_feed
+        # The decision is recorded with its claim, numbered after the pause's last line (a
+        # paused turn has nothing unwritten): whoever asked gets its seq, and a process that
+        # dies before the turn goes on still leaves it in the audit.
+        last = ActivityEvent.objects.filter(feed=feed).aggregate(last=Max("seq"))["last"] or 0
+        decision = Decision(
+            call_id=approval.call_id,
+            tool=approval.tool,
+            decision=decision_kind(kind),
+            by=approval.decided_by.get_username() if approval.decided_by else "",
+            reason=reason,
+            waited_ms=int((now - approval.asked_at).total_seconds() * 1000),
+            seq=last + 1,
+        )
+        ActivityEvent.from_event(feed, decision).save()
         # Running again: the conversation's one open turn stays this one.
         Message.objects.filter(pk=approval.answer_id).update(state=Message.State.STREAMING)
-        ActivityFeed.objects.filter(pk=approval.answer.answer_feed.pk).update(
-            state=ActivityFeed.State.RUNNING, heartbeat_at=now
+        feed.seq_reserved = max(feed.seq_reserved, last + 1)
+        ActivityFeed.objects.filter(pk=feed.pk).update(
+            state=ActivityFeed.State.RUNNING, heartbeat_at=now, seq_reserved=feed.seq_reserved
         )
     approval.answer.state = Message.State.STREAMING
-    decision = Decision(
-        call_id=approval.call_id,
-        tool=approval.tool,
-        decision=decision_kind(kind),
-        by=approval.decided_by.get_username() if approval.decided_by else "",
-        reason=reason,
-        waited_ms=int((now - approval.asked_at).total_seconds() * 1000),
-    )
     return approval, decision
 
 

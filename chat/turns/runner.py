@@ -184,7 +184,8 @@ async def _turn_run(
 
     state = Message.State.COMPLETE
     if decided is not None:
-        await emit(decided)
+        # Recorded and numbered with its claim (chat.turns.approvals): only shown here.
+        await send_turn_event(group, answer_id=answer.pk, event=to_json(decided))
     this = asyncio.current_task()
     assert this is not None  # a turn runs as a task of its own (registry.launch)
     beating = asyncio.create_task(heartbeat(recorder, this, text))

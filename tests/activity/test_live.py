@@ -96,6 +96,37 @@ def test_off_mode_shows_nothing_live():
     assert presenter.tick(now=100) == []
 
 
+ASKS_FIRST = [
+    status(1, "📧", "Sending an email to advisor@example.com", tool="send_email", call_id="c3"),
+    {"type": "tool_call", "seq": 2, "tool": "send_email", "call_id": "c3",
+     "arguments": {"to": "advisor@example.com"}},
+    status(3, "⏸", "Sending an email to advisor@example.com — waiting for your approval",
+           state="waiting", tool="send_email", call_id="c3"),
+]  # fmt: skip
+APPROVED = {"type": "decision", "seq": 4, "call_id": "c3", "tool": "send_email",
+            "decision": "approve", "by": "alice"}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "prefs",
+    [
+        FeedPrefs(mode="off"),
+        FeedPrefs(mode="progress", label="Busy", show_after=60),
+        FeedPrefs(mode="progress", label="", tool_progress=False, show_after=60),
+        FeedPrefs(mode="partial", tool_progress=False),
+    ],
+    ids=["off", "progress", "progress-without-tool-lines", "partial-without-tool-lines"],
+)
+def test_a_call_waiting_for_the_user_shows_at_once_in_every_mode(prefs):
+    presenter = LivePresenter(prefs, turn_id=1, started=0.0)
+    ops = play(presenter, ASKS_FIRST, now=0.1)
+    waiting = [op for op in ops if op.line.state == "waiting"]
+    assert [op.line.message for op in waiting] == [ASKS_FIRST[-1]["message"]]
+    assert waiting[0].line.key in presenter.shown
+    decided = presenter.on_event(APPROVED, now=0.2)
+    assert [(type(op).__name__, op.line.icon) for op in decided] == [("ReplaceLine", "✅")]
+
+
 def test_progress_mode_shows_the_draft_at_the_second_work_event_and_no_text():
     presenter = LivePresenter(FeedPrefs(mode="progress", labels=("Sifting...",)), 1, started=0)
     first = play(presenter, SEARCH[:2])

@@ -101,10 +101,11 @@ async def test_denied_the_model_is_told_why_and_answers_without_it(alice, alice_
 
     assert rest[0]["decision"] == "deny" and rest[0]["reason"] == "not before Monday"
     assert "I did not send the email (The user denied this call: not before Monday)" in text(rest)
-    assert [e["message"] for e in rest if e["type"] == "status"] == [
-        "Answering without it",
-        "Writing the answer…",
-        "Done",
+    assert [(e["message"], e["state"]) for e in rest if e["type"] == "status"] == [
+        ("Answering without it", "in_progress"),
+        ("Answering without it", "done"),
+        ("Writing the answer…", "in_progress"),
+        ("Done", "done"),
     ]
     assert rest[-1]["state"] == "complete"
     assert not await OutboxEmail.objects.aexists()
@@ -211,10 +212,12 @@ async def test_programs_decide_over_rest_and_only_the_owner_may(
         url, {"decision": "deny", "reason": "wrong person"}, content_type="application/json"
     )
     assert denied.status_code == 200
-    assert denied.json() | {"seq": None, "waited_ms": 0} == {
-        "type": "decision", "seq": None, "call_id": call_id, "tool": "send_email",
+    stored = await ActivityEvent.objects.aget(kind="decision")
+    assert denied.json() | {"waited_ms": 0} == {
+        "type": "decision", "seq": stored.seq, "call_id": call_id, "tool": "send_email",
         "decision": "deny", "by": "alice", "reason": "wrong person", "waited_ms": 0,
     }  # fmt: skip
+    assert stored.seq == events[-1]["seq"] + 1  # right after the ⏸ line
     again = await owner.post(url, {"decision": "approve"}, content_type="application/json")
     assert again.status_code == 409
     rest = await json_until_done(socket)

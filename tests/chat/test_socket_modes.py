@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import re
+
 import pytest
 
 from activity.models import ActivityEvent, FeedPreferences
@@ -113,3 +116,29 @@ async def test_a_changed_preference_applies_from_the_next_question_on_an_open_so
     await finish_turns()
     await socket.disconnect()
     assert len(frames) == 2
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [{"MODE": "off"}, {"MODE": "progress", "LABEL": "Busy", "SHOW_AFTER": 60}],
+    ids=["off", "progress"],
+)
+async def test_a_request_for_approval_shows_at_once_whatever_the_mode(
+    alice, alice_conversation, overrides
+):
+    await prefer(alice, **overrides)
+    socket = await open_socket(alice_conversation, alice)
+    await ask(socket, "Email advisor@example.com: can we meet on Tuesday?")
+    frames = [await socket.receive_from(timeout=5)]  # the question
+    while 'name="approve"' not in frames[-1]:
+        frames.append(await socket.receive_from(timeout=5))
+    assert "waiting for your approval" in frames[-1]
+    call_id = re.search(r'name="approve" value="([^"]+)"', frames[-1]).group(1)
+
+    await socket.send_to(text_data=json.dumps({"approve": call_id}))
+    frames = await frames_until_done(socket)
+    await finish_turns()
+    await socket.disconnect()
+    decided = next(f for f in frames if "Approved by alice" in f)
+    assert 'id="line-' in decided and "hx-swap-oob" in decided
+    assert "state-complete" in frames[-1]

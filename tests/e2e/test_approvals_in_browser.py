@@ -77,3 +77,26 @@ def test_approving_sends_the_email_to_the_outbox(browser, live_server_url, glass
     )
     assert manage(glassbox_server[1], "shell", "-c", count).strip().splitlines()[-1] == "1"
     context.close()
+
+
+def test_a_reloaded_page_waiting_for_approval_does_not_say_it_waits_for_the_agent(
+    browser, live_server_url
+):
+    context = browser.new_context(viewport={"width": 1100, "height": 900})
+    context.set_default_timeout(20_000)
+    page = logged_in_page(context, live_server_url)
+    page.click("main button:text('New conversation')")
+    page.fill("#question", "Email advisor@example.com: shall we move the call?")
+    page.click("#composer button.send")
+    expect(page.locator(WAITING)).to_be_visible()
+
+    page.reload()
+    turn = page.locator("article.assistant.state-waiting")
+    expect(turn.locator(WAITING)).to_be_visible()
+    # The card the approved answer streams into: the rule that hides the line holds for it.
+    expect(turn.locator("p.waiting")).to_be_attached()
+    expect(turn.locator("p.waiting")).to_be_hidden()
+
+    page.locator(f"{WAITING} form.approve button").click()
+    expect(page.locator(DONE)).to_be_visible()
+    context.close()
