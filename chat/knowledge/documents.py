@@ -75,6 +75,13 @@ DOCUMENTS: list[tuple[str, str, str]] = [
         "lateral move or a small pay cut at first, and plan your savings accordingly.",
     ),
     (
+        "Switching careers into front-end development",
+        "en",
+        "To move into front-end work from another field, learn HTML, CSS and JavaScript well "
+        "before you pick up a framework such as React or Vue. Build two or three complete "
+        "portfolio projects, publish their code, and contribute to open source.",
+    ),
+    (
         "Handling a job offer",
         "en",
         "When you receive a job offer, thank them, ask for it in writing and for a few days to "
@@ -116,6 +123,13 @@ DOCUMENTS: list[tuple[str, str, str]] = [
         "raggiunti, adatta le parole chiave all'annuncio e controlla l'ortografia.",
     ),
     (
+        "Cambiare carriera verso lo sviluppo front-end",
+        "it",
+        "Per passare al front-end da un altro settore, impara bene HTML, CSS e JavaScript "
+        "prima di un framework come React o Vue. Realizza due o tre progetti completi per il "
+        "portfolio, pubblicane il codice e contribuisci a progetti open source.",
+    ),
+    (
         "Lavoro da remoto: consigli pratici",
         "it",
         "Nel lavoro da remoto definisci orari chiari, uno spazio dedicato e momenti di "
@@ -126,6 +140,18 @@ DOCUMENTS: list[tuple[str, str, str]] = [
         "zh-Hant",
         "談判薪資前，先調查該職位在市場上的薪資範圍，設定目標數字與底線。談判時以你能帶來的價值為"
         "依據，並把獎金、股票、假期與遠端工作一併納入考量。",
+    ),
+    (
+        "談薪水的時機與說法",
+        "zh-Hant",
+        "談薪水最好在拿到錄取通知之後、簽約之前。盡量讓對方先開價，再根據市場行情提出一個具體數字"
+        "並說明理由；如果薪水無法再調，可以改談簽約獎金、年假或教育訓練預算。",
+    ),
+    (
+        "轉職前端工程師",
+        "zh-Hant",
+        "想從其他領域轉職前端，先打好 HTML、CSS 與 JavaScript 的基礎，再學一個主流框架（例如 React"
+        " 或 Vue）。做兩三個完整的作品集專案並公開原始碼，參與開源或接案來累積實戰經驗。",
     ),
     (
         "面試準備",
