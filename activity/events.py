@@ -11,6 +11,10 @@ from typing import Any, Literal
 
 # The `tool` of the 💭 lines: a model thinking is no tool, but its line is updated in place.
 REASONING = "reasoning"
+# The `tool` of the 🔄 lines (answering without a tool that failed or was refused): in progress
+# until the answer begins, then done on the same line.
+FALLBACK = "fallback"
+IN_PLACE = (REASONING, FALLBACK)
 StatusState = Literal["in_progress", "waiting", "done", "failed"]
 TurnState = Literal["complete", "failed", "interrupted"]
 STATUS_STATES: tuple[StatusState, ...] = ("in_progress", "waiting", "done", "failed")

@@ -17,6 +17,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
 from activity.events import (
+    IN_PLACE,
     REASONING,
     Decision,
     RecordedEvent,
@@ -81,8 +82,8 @@ class Summary:
 
 def line_key(status: Status) -> str:
     # A call's running line is replaced in place by its later running lines; a 💭 line also
-    # by the time the thinking took.
-    if status.call_id and (status.state in ("in_progress", "waiting") or status.tool == REASONING):
+    # by the time the thinking took, a 🔄 line by its end.
+    if status.call_id and (status.state in ("in_progress", "waiting") or status.tool in IN_PLACE):
         return f"call-{status.call_id}"
     return f"seq-{status.seq}"
 

@@ -9,7 +9,7 @@ import logging
 import time
 import traceback
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
 
@@ -22,6 +22,7 @@ from django.utils.translation import gettext as _
 from openai import AsyncOpenAI
 
 from activity.events import (
+    FALLBACK,
     REASONING,
     ModelCallDone,
     RecordedEvent,
@@ -74,8 +75,22 @@ def finished() -> Status:
     return Status(icon="✅", message=_("Done"), state="done")
 
 
-def fallback() -> Status:
-    return Status(icon="🔄", message=_("Answering from general knowledge"), state="done")
+def fallback(call_id: str, message: str) -> Status:
+    """Seed 002: 🔄 runs until the answer (or the model's next step) begins."""
+    return Status(
+        icon="🔄",
+        message=message,
+        state="in_progress",
+        tool=FALLBACK,
+        call_id=f"{call_id}-fallback",
+    )
+
+
+def settle(running: list[Status]) -> list[Status]:
+    """The 🔄 lines still running, done: what they announced has begun."""
+    done = [replace(line, state="done") for line in running]
+    running.clear()
+    return done
 
 
 # Where OpenAI-compatible servers put a reasoning model's thinking in a streamed delta:
@@ -379,7 +394,8 @@ async def run_tool(
         tool=call.name,
         call_id=call.call_id,
     )
-    return tool_call, result, [failed, fallback()], content
+    general = fallback(call.call_id, _("Answering from general knowledge"))
+    return tool_call, result, [failed, general], content
 
 
 def _raw_arguments(raw: str) -> dict[str, Any]:
@@ -448,8 +464,7 @@ def refused(call: PendingCall, verdict: Verdict) -> tuple[ToolResult, list[Statu
         call_id=call.call_id, ok=False, summary=verdict.reason, duration_ms=0, tool=call.name,
         content=content,
     )  # fmt: skip
-    without = Status(icon="🔄", message=_("Answering without it"), state="done")
-    return result, [without], content
+    return result, [fallback(call.call_id, _("Answering without it"))], content
 
 
 async def run_agent(
@@ -473,6 +488,7 @@ async def run_agent(
         first_round, used_tools = 0, False
     else:
         conversation, first_round, used_tools = list(resume.conversation), resume.round, True
+    falling_back: list[Status] = []
     for round_number in range(first_round, max_tool_rounds + 1):
         if resume is not None:
             pending = [
@@ -485,10 +501,12 @@ async def run_agent(
             calls = ToolCallAssembler(registry, round_number)
             async for item in _model_round(
                 client, model, conversation, registry, round_number, max_tool_rounds, calls,
-                used_tools,
+                used_tools, falling_back,
             ):  # fmt: skip
                 yield item
             if not calls:
+                for status in settle(falling_back):
+                    yield status
                 if used_tools:
                     yield finished()
                 return
@@ -527,8 +545,11 @@ async def run_agent(
                 yield result
             for status in statuses:
                 yield status
+            falling_back += [status for status in statuses if status.tool == FALLBACK]
             conversation.append({"role": "tool", "tool_call_id": call.call_id, "content": content})
     # Only reached when the model asked for tools even though none were offered.
+    for status in settle(falling_back):
+        yield status
     yield finished()
 
 
@@ -541,9 +562,11 @@ async def _model_round(
     max_tool_rounds: int,
     calls: ToolCallAssembler,
     used_tools: bool,
+    falling_back: list[Status],
 ) -> AsyncIterator[RecordedEvent | TextDelta | ModelCallDone]:
     """One request to the model, streamed: its thinking, text and tool calls as they come;
-    the calls it asked for are left in `calls` and in the conversation."""
+    the calls it asked for are left in `calls` and in the conversation. The 🔄 lines in
+    `falling_back` are done once the answer or another call begins."""
     offer_tools = bool(registry) and round_number < max_tool_rounds
     options: dict[str, Any] = {"tools": registry.schemas()} if offer_tools else {}
     if settings.GLASSBOX_STREAM_USAGE:
@@ -574,11 +597,15 @@ async def _model_round(
             yield status
         if delta.content:
             if used_tools and not text:
+                for status in settle(falling_back):
+                    yield status
                 yield writing()
             text.append(delta.content)
             yield TextDelta(delta.content)
         for tool_delta in delta.tool_calls or []:
             for status in calls.feed(tool_delta):
+                for done in settle(falling_back):
+                    yield done
                 yield status
     if status := thinking.finish():
         yield status

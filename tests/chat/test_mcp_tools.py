@@ -160,7 +160,7 @@ async def test_an_error_result_is_explained_and_the_turn_completes(
     assert failed[0]["message"] == (
         "“Refuse” failed (Error executing tool refuse: the ledger is locked for maintenance)"
     )
-    assert [e["icon"] for e in statuses(events)][-4:] == ["❌", "🔄", "✍️", "✅"]
+    assert [e["icon"] for e in statuses(events)][-5:] == ["❌", "🔄", "🔄", "✍️", "✅"]
     assert events[-1]["state"] == "complete"
 
 

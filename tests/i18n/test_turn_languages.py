@@ -100,9 +100,43 @@ async def test_a_turn_speaks_the_saved_language_live_and_in_history(
     assert (feed.language, feed.summary_text) == (language.code, language.summary)
 
 
-async def browser_socket(conversation, user, accept_language: str):
+async def browser_socket(conversation, user, accept_language: str, query: str = ""):
     headers = [(b"accept-language", accept_language.encode())]
-    return await open_socket(conversation, user, headers=headers)
+    return await open_socket(conversation, user, headers=headers, query=query)
+
+
+async def test_the_socket_speaks_the_language_of_the_page_whatever_its_handshake_says(
+    alice, knowledge_base
+):
+    """A zh-TW page whose browser sent English (or nothing) on the socket's handshake: the
+    lines and the folded summary are Chinese, as the page is."""
+    conversation = await Conversation.objects.acreate(owner=alice)
+    client = Client(headers={"accept-language": "zh-TW,zh;q=0.9"})
+    await sync_to_async(client.force_login)(alice)
+    page = (await sync_to_async(client.get)(conversation.get_absolute_url())).content.decode()
+    query = re.search(r'ws-connect="/ws/c/[0-9a-f-]+/\?([^"]+)"', page).group(1)
+    assert query == "lang=zh-hant"
+
+    socket = await browser_socket(conversation, alice, "en-US,en;q=0.9", query=query)
+    await ask(socket, "salary negotiation")
+    frames = await frames_until_done(socket)
+    await finish_turns()
+    await socket.disconnect()
+    shown = text_of("".join(frames))
+    assert CHINESE.working in shown and CHINESE.summary in shown
+    for english in ENGLISH_LINES:
+        assert english not in shown
+
+
+async def test_a_language_the_page_names_but_glassbox_does_not_speak_is_ignored(
+    alice, knowledge_base
+):
+    conversation = await Conversation.objects.acreate(owner=alice)
+    socket = await browser_socket(conversation, alice, "it", query="lang=xx-nowhere")
+    await ask(socket, "")
+    notice = await socket.receive_from(timeout=5)
+    await socket.disconnect()
+    assert "Scrivi prima una domanda." in notice
 
 
 async def test_without_a_saved_language_the_browsers_is_used_and_the_model_is_told_it(
@@ -137,3 +171,20 @@ async def test_numbers_in_the_feed_follow_the_language(alice, knowledge_base):
     shown = text_of("".join(frames))
     assert "Calcolato 52000 * 1.07 = 55.640" in shown
     assert "Ha fatto un calcolo" in shown
+
+
+async def test_the_seeds_own_conversation_searches_the_knowledge_base_twice(alice, knowledge_base):
+    """Seed 002's dialogue, as its user typed it: both questions search and find documents,
+    and each answer keeps its folded feed."""
+    await FeedPreferences.objects.acreate(user=alice, language="zh-hant")
+    conversation = await Conversation.objects.acreate(owner=alice)
+    dialogue = [("怎麼談薪水？", "談薪水的時機與說法"), ("那前端轉職呢？", "轉職前端工程師")]
+    for question, title in dialogue:
+        events = await turn_frames(conversation, alice, question, as_json=True)
+        lines = [e for e in events if e["type"] == "status"]
+        assert lines[0]["icon"] == "🔍" and lines[0]["message"] == CHINESE.working
+        assert any(e["icon"] == "📄" and re.search(CHINESE.found, e["message"]) for e in lines)
+        answer = "".join(e["content"] for e in events if e["type"] == "text")
+        assert CHINESE.answer in answer and title in answer
+        assert events[-1]["summary"] == {"icon": "📄", "text": CHINESE.summary}
+    assert await ActivityFeed.objects.filter(owner=alice, tool_call_count=1).acount() == 2
