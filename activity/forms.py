@@ -54,6 +54,9 @@ class FeedPreferencesForm(forms.Form):
     line_width = forms.IntegerField(
         label=_("Cut lines at (characters)"), min_value=20, max_value=400
     )
+    show_usage = forms.BooleanField(
+        label=_("Show tokens and cost on folded feeds"), required=False
+    )
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -74,6 +77,7 @@ class FeedPreferencesForm(forms.Form):
             "detail": prefs.detail,
             "tool_progress": prefs.tool_progress,
             "line_width": prefs.line_width,
+            "show_usage": prefs.show_usage,
         }
         return cls(initial=initial, **kwargs)
 
@@ -105,6 +109,7 @@ class FeedPreferencesForm(forms.Form):
             "DETAIL": data["detail"],
             "TOOL_PROGRESS": data["tool_progress"],
             "LINE_WIDTH": data["line_width"],
+            "SHOW_USAGE": data["show_usage"],
         }
 
     def changed_overrides(self) -> dict:

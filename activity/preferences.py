@@ -43,6 +43,8 @@ class FeedPrefs:
     detail: str = "explain"
     tool_progress: bool = True
     line_width: int = 80
+    # Tokens and cost on the folded feed, beside the steps and the time.
+    show_usage: bool = False
     # Set for the site (GLASSBOX_SHOW_REASONING), not per user.
     show_reasoning: str = "full"
 
@@ -105,7 +107,7 @@ def _coerce(name: str, value: Any) -> Any:
         if isinstance(value, str):
             value = value.split(",")
         return tuple(str(v).strip() for v in value if str(v).strip())
-    if name == "tool_progress" and isinstance(value, str):
+    if name in {"tool_progress", "show_usage"} and isinstance(value, str):
         return value.lower() not in {"0", "false", "no", "off"}
     if name in {"max_lines", "line_width"}:
         return int(value)

@@ -134,6 +134,8 @@ class TurnView:
     contact_sent: bool = False
     # Regenerated: an earlier version of the answer that follows it.
     superseded: bool = False
+    # The viewer's choice: tokens and cost on the folded feed.
+    show_usage: bool = False
 
     role = Message.Role.ASSISTANT
 
@@ -312,6 +314,7 @@ def _turn_view(
         question_id=question.pk if question else None,
         contact_sent=bool(getattr(message, "contact_sent", False)),
         superseded=bool(getattr(message, "superseded", False)),
+        show_usage=prefs.show_usage,
     )
 
 

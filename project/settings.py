@@ -283,6 +283,9 @@ GLASSBOX_FEED = {
     "DETAIL": env_str("GLASSBOX_FEED_DETAIL", "explain"),
     "TOOL_PROGRESS": env_bool("GLASSBOX_FEED_TOOL_PROGRESS", True),
     "LINE_WIDTH": env_int("GLASSBOX_FEED_LINE_WIDTH", 80),
+    # Tokens and cost on a folded feed: for auditors (admin, export, API), and for users who
+    # turn them on; by default a user sees the steps and the time (seed 002).
+    "SHOW_USAGE": env_bool("GLASSBOX_FEED_SHOW_USAGE", False),
     # What users see of a reasoning model's thinking: "full" (the 💭 lines, and the reasoning
     # in the expanded feed), "duration" (the lines only) or "off"; admins always see it.
     "SHOW_REASONING": env_str("GLASSBOX_SHOW_REASONING", "full"),

@@ -18,6 +18,7 @@ VALID = {
     "detail": "raw",
     "tool_progress": "on",
     "line_width": "60",
+    "show_usage": "on",
 }
 
 
@@ -39,10 +40,13 @@ def test_saving_stores_only_what_differs_from_the_defaults(alice_client, alice):
         "MAX_LINES": 4,
         "DETAIL": "raw",
         "LINE_WIDTH": 60,
+        "SHOW_USAGE": True,
     }
     prefs = FeedPreferences.settings_for(alice.pk)[0]
     assert (prefs.mode, prefs.label, prefs.max_lines) == ("progress", "Investigating", 4)
+    assert prefs.show_usage
     page = alice_client.get("/preferences/").content.decode()
+    assert re.search(r'<input type="checkbox" name="show_usage"[^>]*checked', page)
     assert "Your next question uses these preferences." in page
     assert 'value="Investigating"' in page
 

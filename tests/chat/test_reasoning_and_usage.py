@@ -14,7 +14,7 @@ from asgiref.sync import async_to_sync
 from django.test import Client
 
 from activity.events import ModelCallDone, Status
-from activity.models import ActivityFeed, ModelCall
+from activity.models import ActivityFeed, FeedPreferences, ModelCall
 from activity.usage import prices_from_setting
 from chat.agent.builtin_tools import default_registry
 from chat.agent.loop import run_agent
@@ -170,8 +170,9 @@ def test_a_provider_without_usage_is_unknown_never_zero(alice_conversation):
 
     feed = ActivityFeed.objects.get(pk=answer.feed_id)
     assert (feed.prompt_tokens, feed.total_tokens, feed.cost) == (None, None, None)
-    page = _page(alice_conversation)
-    assert 'class="usage"' not in page
+    FeedPreferences.objects.create(user=alice_conversation.owner, overrides={"SHOW_USAGE": True})
+    usage = re.search(r'<span class="usage">(.*?)</span>', _page(alice_conversation)).group(1)
+    assert re.fullmatch(r"· 1 step · \d+\.\d s", usage), usage  # no "0 tokens"
 
 
 def _page(conversation, user=None) -> str:
@@ -180,10 +181,20 @@ def _page(conversation, user=None) -> str:
     return client.get(f"/c/{conversation.pk}/").content.decode()
 
 
-def test_the_folded_feed_says_tokens_time_and_cost(deepseek_turn, alice_conversation):
+def test_users_see_steps_and_time_on_the_folded_feed_and_tokens_only_if_they_ask(
+    deepseek_turn, alice_conversation
+):
+    """Seed 002: users do not need token counts; auditors (and users who turn them on) do."""
     page = _page(alice_conversation)
+    usage = re.search(r'<span class="usage">(.*?)</span>', page).group(1)
+    steps = page.count('<li id="line-')
+    assert re.fullmatch(rf"· {steps} steps? · \d+\.\d s", usage), usage
 
-    assert re.search(r'<span class="usage">· 508 tokens · \d+\.\d s · 0\.000279 USD</span>', page)
+    FeedPreferences.objects.create(user=alice_conversation.owner, overrides={"SHOW_USAGE": True})
+    page = _page(alice_conversation)
+    assert re.search(
+        r'<span class="usage">· \d+ steps? · \d+\.\d s · 508 tokens · 0\.000279 USD</span>', page
+    )
 
 
 @pytest.mark.parametrize(
