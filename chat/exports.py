@@ -19,6 +19,13 @@ def conversation_markdown(conversation: Conversation, messages: list[Message | T
             parts += ["## " + inert(" ".join(message.content.split())), ""]
             continue
         feed = message.feed
+        if message.superseded:
+            parts += [emphasis(_("Earlier version of this answer, replaced by the next one.")), ""]
+        elif message.message.replaces_id:
+            parts += [
+                emphasis(_("Regenerated: this answer replaces the earlier version above.")),
+                "",
+            ]
         if message.lines:
             summary = f"{feed.summary_icon} {feed.summary_text}".strip() or _("Activity")
             parts += ["<details>", f"<summary>{_plain(summary)}</summary>", ""]
@@ -26,12 +33,16 @@ def conversation_markdown(conversation: Conversation, messages: list[Message | T
                 took = f" · {seconds(line.duration_ms)}" if line.duration_ms is not None else ""
                 parts.append(f"- {line.icon} {_plain(line.full or line.message)}{took}")
             parts += ["", "</details>", ""]
-        parts += [inert(message.content.strip()) or f"*{_('(no answer)')}*", ""]
+        parts += [inert(message.content.strip()) or emphasis(_("(no answer)")), ""]
         if message.state == Message.State.FAILED:
-            parts += [f"*{_('This answer failed before it was finished.')}*", ""]
+            parts += [emphasis(_("This answer failed before it was finished.")), ""]
         elif message.state != Message.State.COMPLETE:
-            parts += [f"*{_('This answer was interrupted.')}*", ""]
+            parts += [emphasis(_("This answer was interrupted.")), ""]
     return "\n".join(parts).rstrip() + "\n"
+
+
+def emphasis(text: str) -> str:
+    return f"*{text}*"
 
 
 FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")

@@ -328,6 +328,9 @@ class MessageRecord:
     state: str
     created_at: datetime
     feed: FeedData | None
+    # A regenerated answer and the one it replaced name each other.
+    replaces: int | None = None
+    replaced_by: int | None = None
 
 
 def message_records(
@@ -340,6 +343,7 @@ def message_records(
     window = list(messages)
     rows = events_by_feed(m.feed_id for m in window)
     username = conversation.owner.get_username()
+    replaced_by = {m.replaces_id: m.pk for m in window if m.replaces_id}
     return [
         MessageRecord(
             id=m.pk,
@@ -350,6 +354,8 @@ def message_records(
             feed=feed_data(m.feed, rows[m.feed.pk], message_id=m.pk, username=username)
             if m.feed
             else None,
+            replaces=m.replaces_id,
+            replaced_by=replaced_by.get(m.pk),
         )
         for m in window
     ]

@@ -60,6 +60,12 @@ class MessageSerializer(serializers.Serializer):
     state = serializers.CharField()
     created_at = serializers.DateTimeField()
     feed = serializers.JSONField(allow_null=True)
+    replaces = serializers.IntegerField(
+        allow_null=True, help_text="A regenerated answer: the id of the answer it replaces."
+    )
+    replaced_by = serializers.IntegerField(
+        allow_null=True, help_text="An earlier version: the id of the answer that replaced it."
+    )
 
 
 class ConversationDetailSerializer(ConversationSerializer):

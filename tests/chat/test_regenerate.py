@@ -119,3 +119,40 @@ async def test_a_regenerated_answer_counts_against_the_per_minute_limit(
     assert refusal["type"] == "error"
     assert "asked 2 questions in the last minute" in refusal["message"]
     assert await ActivityFeed.objects.acount() == 2
+
+
+async def test_the_api_and_both_exports_say_which_answer_replaced_which(
+    alice, alice_conversation, knowledge_base
+):
+    from asgiref.sync import sync_to_async
+    from django.test import Client
+
+    first = await sync_to_async(run_turn)(alice_conversation, "Tell me a joke")
+    socket = await open_socket(alice_conversation, alice, as_json=True)
+    await regenerate(socket, first.pk)
+    await json_until_done(socket)
+    await finish_turns()
+    await socket.disconnect()
+    second = await Message.objects.aget(replaces=first)
+
+    def downloads():
+        client = Client()
+        client.force_login(alice)
+        base = f"/c/{alice_conversation.pk}/export"
+        api = client.get(f"/api/conversations/{alice_conversation.pk}/").json()
+        exported = json.loads(client.get(f"{base}.json").content)
+        return api, exported, client.get(f"{base}.md").content.decode()
+
+    api, exported, markdown = await sync_to_async(downloads)()
+    for data in (api, exported):
+        answers = {m["id"]: m for m in data["messages"] if m["role"] == "assistant"}
+        assert (answers[first.pk]["replaced_by"], answers[first.pk]["replaces"]) == (
+            second.pk, None
+        )  # fmt: skip
+        assert (answers[second.pk]["replaces"], answers[second.pk]["replaced_by"]) == (
+            first.pk, None
+        )  # fmt: skip
+    earlier = markdown.index("*Earlier version of this answer, replaced by the next one.*")
+    regenerated = markdown.index("*Regenerated: this answer replaces the earlier version above.*")
+    assert earlier < markdown.index(first.content.split("\n")[0]) < regenerated
+    assert regenerated < markdown.rindex(second.content.split("\n")[0])
