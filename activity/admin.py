@@ -173,7 +173,7 @@ class ActivityFeedAdmin(ReadOnlyAdmin):
     list_display = [
         "id", "owner", "conversation_link", "state", "summary", "tool_call_count",
         "failed_tool_count", "model", "total_tokens", "reasoning_tokens", "cost", "took",
-        "started_at",
+        "opened_count", "started_at",
     ]  # fmt: skip
     list_filter = [
         "state", ToolFilter, DecisionFilter, ("owner", admin.RelatedOnlyFieldListFilter), "model",
@@ -278,6 +278,35 @@ def tool_stats(days: int = 30) -> dict:
         "servers": groups,
         "days": days,
         **token_stats(since),
+        **opened_stats(since),
+    }
+
+
+def opened_stats(since) -> dict:
+    """Seed 002's next step: how often a folded feed is expanded, per day and per tool. Only
+    finished feeds that had lines to show count."""
+    feeds = ActivityFeed.objects.filter(
+        started_at__gte=since, finished_at__isnull=False, event_count__gt=0
+    )
+    opened = Q(opened_count__gt=0)
+    per_day = list(
+        feeds.annotate(day=TruncDate("started_at"))
+        .values("day")
+        .annotate(feeds=Count("id"), opened=Count("id", filter=opened))
+        .order_by("day")
+    )
+    per_tool = list(
+        ActivityEvent.objects.filter(kind=ActivityEvent.Kind.TOOL_CALL, feed__in=feeds)
+        .values("tool")
+        .annotate(
+            feeds=Count("feed", distinct=True),
+            opened=Count("feed", distinct=True, filter=Q(feed__opened_count__gt=0)),
+        )
+        .order_by("tool")
+    )
+    return {
+        "opened_per_day": [{**row, "share": row["opened"] / row["feeds"]} for row in per_day],
+        "opened_per_tool": [{**row, "share": row["opened"] / row["feeds"]} for row in per_tool],
     }
 
 

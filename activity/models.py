@@ -1,7 +1,11 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.db import models
+from django.db.models import F
+from django.db.models.functions import Coalesce, Now
 from django.utils import timezone
 
 from activity.events import (
@@ -68,6 +72,10 @@ class ActivityFeed(models.Model):
     total_tokens = models.PositiveIntegerField(null=True, blank=True, db_index=True)
     # In GLASSBOX_PRICES' currency; null without a price for the model or without usage.
     cost = models.DecimalField(max_digits=14, decimal_places=6, null=True, blank=True)
+    # How often its owner expanded the folded feed, and when first (seed 002's next step:
+    # are feeds read?). Nothing else about the viewing is kept.
+    opened_count = models.PositiveIntegerField(default=0)
+    first_opened_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-started_at"]
@@ -86,6 +94,19 @@ class ActivityFeed(models.Model):
         if self.finished_at is None:
             return None
         return int((self.finished_at - self.started_at).total_seconds() * 1000)
+
+    @classmethod
+    def record_opened(cls, *, feed_id: int, owner: Any) -> bool:
+        """Its owner expanded this finished feed: one UPDATE, False if it is not theirs to
+        open (another user's, hidden, or still running)."""
+        return bool(
+            cls.objects.filter(
+                pk=feed_id, owner=owner, hidden_from_owner=False, finished_at__isnull=False
+            ).update(
+                opened_count=F("opened_count") + 1,
+                first_opened_at=Coalesce(F("first_opened_at"), Now()),
+            )
+        )
 
 
 class ModelCall(models.Model):

@@ -9,4 +9,5 @@ app_name = "activity"
 urlpatterns = [
     path("preferences/", views.preferences, name="preferences"),
     path("language/", views.language, name="language"),
+    path("feeds/<int:feed_id>/opened/", views.feed_opened, name="feed_opened"),
 ]

@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_not_required
-from django.http import HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import translation
 from django.utils.http import url_has_allowed_host_and_scheme
@@ -11,9 +11,17 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from activity.forms import FeedPreferencesForm
-from activity.models import FeedPreferences
+from activity.models import ActivityFeed, FeedPreferences
 from activity.selectors import settings_of
 from project.languages import supported
+
+
+@require_POST
+def feed_opened(request, feed_id: int):
+    """The page's beacon when its user expands a folded feed: counted, nothing else kept."""
+    if not ActivityFeed.record_opened(feed_id=feed_id, owner=request.user):
+        raise Http404(_("You have no finished feed with that id."))
+    return HttpResponse(status=204)
 
 
 def preferences(request):

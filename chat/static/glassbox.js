@@ -44,7 +44,10 @@ document.addEventListener("DOMContentLoaded", () => {
     return;
   }
   const feed = document.getElementById(`feed-${match[1]}`);
-  if (feed) feed.open = true;
+  if (feed) {
+    delete feed.dataset.opened;  // opened by the link, not by its reader
+    feed.open = true;
+  }
   turn.classList.add("linked");
   turn.scrollIntoView({block: "start"});
 });
@@ -140,3 +143,19 @@ document.addEventListener("click", async (event) => {
   document.getElementById("announcer").textContent = button.textContent;
   setTimeout(() => { button.textContent = label; }, 2000);
 });
+
+// Seed 002 asks how often folded feeds are read: expanding one tells the server, once per page
+// (it keeps a count and the first time, nothing else).
+document.addEventListener("toggle", (event) => {
+  const feed = event.target;
+  if (!(feed instanceof HTMLDetailsElement) || !feed.open || !feed.dataset.opened) return;
+  const url = feed.dataset.opened;
+  delete feed.dataset.opened;
+  const token = document.querySelector("input[name=csrfmiddlewaretoken]");
+  fetch(url, {
+    method: "POST",
+    credentials: "same-origin",
+    keepalive: true,
+    headers: token ? {"X-CSRFToken": token.value} : {},
+  }).catch(() => {});
+}, true);  // toggle does not bubble

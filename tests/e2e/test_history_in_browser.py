@@ -79,3 +79,31 @@ def test_search_rename_and_delete_from_the_page(logged_in, glassbox_server):
     expect(page.locator(".notice.success")).to_contain_text("was deleted")
     page.goto(f"{url}/?q=question+17")
     assert page.locator(".conversation-row", has_text="Salary talk").count() == 0
+
+
+OPENED = (
+    "from activity.models import ActivityFeed; "
+    "print(ActivityFeed.objects.get(message__pk={answer}).opened_count)"
+)
+
+
+def test_expanding_a_folded_feed_is_counted_once_per_page(logged_in, glassbox_server):
+    _, env = glassbox_server
+    page = logged_in
+    page.click("main button:text('New conversation')")
+    page.fill("#question", "How do I prepare for an interview?")
+    page.click("#composer button.send")
+    done = page.locator("article.assistant.state-complete")
+    expect(done).to_be_visible()
+    answer = done.get_attribute("id").removeprefix("m-")
+
+    # The folded feed the turn just became is the one the reader expands.
+    with page.expect_response(lambda r: r.url.endswith("/opened/")) as reported:
+        done.locator("details.feed > summary").click()
+    assert reported.value.status == 204
+    done.locator("details.feed > summary").click()  # closed
+    done.locator("details.feed > summary").click()  # opened again: the same page view
+    page.reload()
+    with page.expect_response(lambda r: r.url.endswith("/opened/")):
+        page.locator(f"#feed-{answer} > summary").click()
+    assert manage(env, "shell", "-c", OPENED.format(answer=answer)).split()[-1] == "2"
