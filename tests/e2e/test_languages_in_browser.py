@@ -89,3 +89,27 @@ def chinese_turn(page) -> None:
     expect(done.locator("details.feed li", has_text="找到")).to_be_visible()
     expect(done.locator(".answer")).to_contain_text("以下是知識庫中的相關內容")
     expect(page.locator("#question")).to_have_attribute("placeholder", re.compile("提出問題"))
+
+
+def test_the_live_feed_speaks_the_pages_language_whatever_the_socket_handshake_sends(
+    browser, glassbox_server
+):
+    """The page is rendered in Chinese, but the browser's socket handshake asks for English:
+    every line and the folded summary follow the page."""
+    with new_user_in_browser(browser, glassbox_server, "wenhua", "en-US") as page:
+        page.click("main button:text('New conversation')")
+        expect(page).to_have_url(re.compile(r"/c/[0-9a-f-]+/$"))
+
+        def in_chinese(route):
+            headers = {**route.request.headers, "accept-language": "zh-TW,zh;q=0.9"}
+            route.continue_(headers=headers)
+
+        # Only the page's own request: the socket's handshake keeps the browser's English.
+        page.route(page.url, in_chinese)
+        page.goto(page.url)
+        expect(page.locator("html")).to_have_attribute("lang", "zh-hant")
+        page.fill("#question", "salary negotiation")
+        page.click("#composer button.send")
+        done = page.locator("article.assistant.state-complete")
+        expect(done.locator("details.feed summary")).to_have_text(re.compile("搜尋了知識庫"))
+        expect(done.locator(".answer")).to_contain_text("以下是知識庫中的相關內容")
