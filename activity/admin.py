@@ -9,15 +9,24 @@ from datetime import UTC, timedelta
 from django.conf import settings
 from django.contrib import admin
 from django.core.exceptions import PermissionDenied
-from django.db.models import Count, F, OuterRef, Q, Subquery, Sum
+from django.db.models import Count, F, Max, Min, OuterRef, Q, Subquery, Sum
 from django.db.models.functions import TruncDate
+from django.http import StreamingHttpResponse
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.html import format_html
 
 from activity.api.views import export_response
-from activity.models import ActivityEvent, ActivityFeed, FeedPreferences, ModelCall, ToolCallRecord
+from activity.audit import evidence_stream, feed_integrity
+from activity.models import (
+    ActivityEvent,
+    ActivityFeed,
+    ChainReseal,
+    FeedPreferences,
+    ModelCall,
+    ToolCallRecord,
+)
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -163,6 +172,18 @@ def export_csv(modeladmin, request, queryset):
     return _export(queryset, "csv")
 
 
+@admin.action(description="Export evidence for the selected feeds (NDJSON, with hashes)")
+def export_evidence(modeladmin, request, queryset):
+    """The selection (a period, with the date filter) as manage.py export_evidence gives it."""
+    span = queryset.aggregate(since=Min("started_at"), until=Max("started_at"))
+    response = StreamingHttpResponse(
+        evidence_stream(queryset.select_related("owner"), **span),
+        content_type="application/x-ndjson",
+    )
+    response["Content-Disposition"] = 'attachment; filename="glassbox-evidence.ndjson"'
+    return response
+
+
 def _export(queryset, fmt: str):
     feeds = queryset.annotate(username=F("owner__username"), message_id=F("message__id"))
     return export_response(feeds, fmt)
@@ -184,8 +205,8 @@ class ActivityFeedAdmin(ReadOnlyAdmin):
     date_hierarchy = "started_at"
     show_full_result_count = False
     inlines = [ActivityEventInline, ModelCallInline]
-    actions = [export_ndjson, export_csv]
-    readonly_fields = ["conversation_link", "message_link", "took"]
+    actions = [export_ndjson, export_csv, export_evidence]
+    readonly_fields = ["conversation_link", "message_link", "took", "integrity"]
 
     def get_queryset(self, request):
         return super().get_queryset(request).annotate(message_id=F("message__id"))
@@ -202,6 +223,18 @@ class ActivityFeedAdmin(ReadOnlyAdmin):
     @admin.display(description="took")
     def took(self, feed):
         return "running" if feed.duration_ms is None else f"{feed.duration_ms / 1000:.1f} s"
+
+    @admin.display(description="integrity")
+    def integrity(self, feed):
+        """Its hash chain, checked as the page is read (manage.py verify_audit checks all)."""
+        checked = feed_integrity(feed)
+        if checked.intact:
+            text = f"✔ intact: {checked.check.events} events, head {checked.check.head[:16]}…"
+        else:
+            text = f"✘ BROKEN: {checked.problem()}"
+        for reseal in feed.reseals.all():
+            text += f" (resealed {reseal.at:%Y-%m-%d %H:%M} UTC: {reseal.reason})"
+        return text
 
     @admin.display(description="conversation")
     def conversation_link(self, feed):
@@ -414,3 +447,12 @@ class ToolCallAdmin(ReadOnlyAdmin):
 class FeedPreferencesAdmin(admin.ModelAdmin):
     list_display = ["user", "updated_at"]
     list_select_related = ["user"]
+
+
+@admin.register(ChainReseal)
+class ChainResealAdmin(ReadOnlyAdmin):
+    """Every feed whose chain was sealed again after the erasure rewrote its events."""
+
+    list_display = ["at", "feed", "reason", "previous_head", "head"]
+    list_select_related = ["feed"]
+    search_fields = ["reason"]

@@ -8,6 +8,7 @@ from django.db.models import F
 from django.db.models.functions import Coalesce, Now
 from django.utils import timezone
 
+from activity.chain import GENESIS, SEALED_FIELDS, link
 from activity.events import (
     Decision,
     ModelCallDone,
@@ -76,6 +77,9 @@ class ActivityFeed(models.Model):
     # are feeds read?). Nothing else about the viewing is kept.
     opened_count = models.PositiveIntegerField(default=0)
     first_opened_at = models.DateTimeField(null=True, blank=True)
+    # The hash of its last event when it was last written at a boundary (a pause, a decision,
+    # its end): events removed from the end of a chain leave a chain that does not reach it.
+    chain_head = models.CharField(max_length=64, blank=True, default="")
 
     class Meta:
         ordering = ["-started_at"]
@@ -197,6 +201,8 @@ class ActivityEvent(models.Model):
     result_structured = models.JSONField(null=True, blank=True)
     # When it happened: rows are written in batches, a beat after some of them.
     created_at = models.DateTimeField(default=timezone.now)
+    # SHA-256 over this row and the previous row's `chain` in its feed (activity.chain).
+    chain = models.CharField(max_length=64, blank=True, default="")
 
     class Meta:
         ordering = ["feed", "seq"]
@@ -211,6 +217,29 @@ class ActivityEvent(models.Model):
         if not self._state.adding:
             raise ValueError("Activity events are append-only and cannot be changed.")
         super().save(*args, **kwargs)
+
+    def sealed_values(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in SEALED_FIELDS}
+
+    def seal(self, previous: str) -> ActivityEvent:
+        """Links this row after the row whose hash is `previous` (chain.GENESIS for the first
+        of its feed); done before it is written, so the hash goes in the same statement."""
+        self.chain = link(previous, self.sealed_values())
+        return self
+
+    @classmethod
+    def head_of(cls, feed_id: int) -> tuple[int, str]:
+        """The seq and hash of a feed's last stored event: (0, GENESIS) for none."""
+        last = cls.objects.filter(feed_id=feed_id).order_by("-seq").values_list("seq", "chain")
+        return last.first() or (0, GENESIS)
+
+    @classmethod
+    def append(cls, feed: ActivityFeed, event: RecordedEvent, after: str) -> ActivityEvent:
+        """Writes one event sealed after the row whose hash is `after` (`head_of`): for
+        writers outside a running turn, inside their transaction."""
+        row = cls.from_event(feed, event).seal(after)
+        row.save()
+        return row
 
     @classmethod
     def from_event(cls, feed: ActivityFeed, event: RecordedEvent) -> ActivityEvent:
@@ -349,3 +378,20 @@ class ToolCallRecord(ActivityEvent):
     class Meta:
         proxy = True
         verbose_name = "tool call"
+
+
+class ChainReseal(models.Model):
+    """A feed whose events were rewritten by the one path that may (an account's erasure)
+    and sealed again: when, why, and the head its chain had before."""
+
+    feed = models.ForeignKey(ActivityFeed, on_delete=models.CASCADE, related_name="reseals")
+    at = models.DateTimeField(default=timezone.now)
+    reason = models.CharField(max_length=200)
+    previous_head = models.CharField(max_length=64, blank=True)
+    head = models.CharField(max_length=64, blank=True)
+
+    class Meta:
+        ordering = ["feed", "at"]
+
+    def __str__(self) -> str:
+        return f"Feed {self.feed_id} resealed {self.at:%Y-%m-%d}: {self.reason}"

@@ -21,6 +21,7 @@ from channels.db import database_sync_to_async
 from django.db import transaction
 from django.utils import timezone
 
+from activity.chain import GENESIS
 from activity.events import ModelCallDone, RecordedEvent, ToolCall, ToolResult, with_seq
 from activity.models import SEQ_AHEAD, ActivityEvent, ActivityFeed, ModelCall
 from activity.presentation import Summary
@@ -35,6 +36,8 @@ class FeedRecorder:
         self.events: list[RecordedEvent] = []
         self.calls: list[ModelCallDone] = []
         self.prices = prices or {}
+        # The hash of the last numbered event: each new one is sealed after it.
+        self.head = GENESIS
         # Not yet committed, in order; a write takes a prefix, and drops it once committed.
         self.pending: list[ActivityEvent] = []
         self.pending_calls: list[ModelCall] = []
@@ -43,8 +46,9 @@ class FeedRecorder:
 
     async def load(self) -> None:
         """What a paused turn recorded before, so a resumed run numbers on and sums it all."""
-        rows = ActivityEvent.objects.filter(feed=self.feed).order_by("seq")
-        self.events = [row.to_event() async for row in rows]
+        rows = [row async for row in ActivityEvent.objects.filter(feed=self.feed).order_by("seq")]
+        self.events = [row.to_event() for row in rows]
+        self.head = rows[-1].chain if rows else GENESIS
         calls = ModelCall.objects.filter(feed=self.feed).order_by("round")
         self.calls = [call.done() async for call in calls]
 
@@ -59,7 +63,9 @@ class FeedRecorder:
             await self.write()
         numbered = with_seq(event, self.last_seq + 1)
         self.events.append(numbered)
-        self.pending.append(ActivityEvent.from_event(self.feed, numbered))
+        row = ActivityEvent.from_event(self.feed, numbered).seal(self.head)
+        self.head = row.chain
+        self.pending.append(row)
         return numbered
 
     def unsaved(self, before: int) -> list[RecordedEvent]:
@@ -122,6 +128,7 @@ class FeedRecorder:
             "summary_text": summary.text if summary else "",
             "finished_at": timezone.now(),
             "event_count": len(self.events),
+            "chain_head": self.head,
             "tool_call_count": len(calls),
             "failed_tool_count": len(failures),
         }

@@ -10,6 +10,7 @@ from django.db import transaction
 from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
+from activity.audit import reseal
 from activity.models import ActivityEvent, ActivityFeed, FeedPreferences
 from chat.models import ContactRequest, Conversation, Message
 
@@ -28,7 +29,8 @@ def terms() -> list[str]:
         "conversations are deleted as their owner would delete them.",
         "Kept for the audit: each turn's feed as a skeleton (which tools ran, when, for how "
         "long, whether they failed), with every text, argument, result and error removed and "
-        "the user shown as erased-<id>.",
+        "the user shown as erased-<id>; their hash chains are sealed again, and the audit "
+        "records that they were.",
         f"Removed for good: those skeletons and conversations, {days} days later "
         "(manage.py purge_deleted), as for any deleted conversation.",
     ]
@@ -46,6 +48,11 @@ def account_erase(*, user: Any) -> str:
     # Events are append-only for everyone else; erasure is the one rewrite the audit allows.
     ActivityEvent.objects.filter(feed__owner=user).update(
         message="", arguments=None, result_summary="", result_content="", error=""
+    )
+    # Their chains no longer match what they hold: sealed again, and the reseal recorded.
+    reseal(
+        ActivityFeed.objects.filter(owner=user).values_list("pk", flat=True),
+        reason=f"account erasure of user {user.pk}",
     )
     ActivityFeed.objects.filter(owner=user).update(hidden_from_owner=True, summary_text="")
     ContactRequest.objects.filter(owner=user).delete()

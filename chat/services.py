@@ -100,12 +100,12 @@ def contact_request_create(
         body=body,
     )
     feed = ActivityFeed.objects.select_for_update().get(pk=message.feed_id)
-    last = feed.events.order_by("-seq").values_list("seq", flat=True).first() or 0
+    last, head = ActivityEvent.head_of(feed.pk)
     # In the turn's language, like every other line of its feed.
     with translation.override(feed.language):
         sent = Status(
             icon="📨", message=_("Contact request sent"), state="done", tool=CONTACT_TOOL
         )
-    ActivityEvent.from_event(feed, with_seq(sent, last + 1)).save()
-    ActivityFeed.objects.filter(pk=feed.pk).update(event_count=last + 1)
+    sealed = ActivityEvent.append(feed, with_seq(sent, last + 1), after=head)
+    ActivityFeed.objects.filter(pk=feed.pk).update(event_count=last + 1, chain_head=sealed.chain)
     return request

@@ -13,7 +13,6 @@ from typing import Any
 from channels.db import database_sync_to_async
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Max
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
@@ -116,7 +115,7 @@ def _claim(
         # The decision is recorded with its claim, numbered after the pause's last line (a
         # paused turn has nothing unwritten): whoever asked gets its seq, and a process that
         # dies before the turn goes on still leaves it in the audit.
-        last = ActivityEvent.objects.filter(feed=feed).aggregate(last=Max("seq"))["last"] or 0
+        last, head = ActivityEvent.head_of(feed.pk)
         decision = Decision(
             call_id=approval.call_id,
             tool=approval.tool,
@@ -126,12 +125,15 @@ def _claim(
             waited_ms=int((now - approval.asked_at).total_seconds() * 1000),
             seq=last + 1,
         )
-        ActivityEvent.from_event(feed, decision).save()
+        sealed = ActivityEvent.append(feed, decision, after=head)
         # Running again: the conversation's one open turn stays this one.
         Message.objects.filter(pk=approval.answer_id).update(state=Message.State.STREAMING)
         feed.seq_reserved = max(feed.seq_reserved, last + 1)
         ActivityFeed.objects.filter(pk=feed.pk).update(
-            state=ActivityFeed.State.RUNNING, heartbeat_at=now, seq_reserved=feed.seq_reserved
+            state=ActivityFeed.State.RUNNING,
+            heartbeat_at=now,
+            seq_reserved=feed.seq_reserved,
+            chain_head=sealed.chain,
         )
     approval.answer.state = Message.State.STREAMING
     return approval, decision

@@ -104,12 +104,15 @@ def _interrupt(answer: Message, feed: ActivityFeed) -> int | None:
     # with the turn in this pass): a follower that saw that line would take this one for it.
     seq = max(written["seq"] or 0, feed.seq_reserved) + 1
     line = lost()
-    ActivityEvent.from_event(feed, with_seq(line, seq)).save()
+    sealed = ActivityEvent.append(
+        feed, with_seq(line, seq), after=ActivityEvent.head_of(feed.pk)[1]
+    )
     ActivityFeed.objects.filter(pk=feed.pk).update(
         state=ActivityFeed.State.INTERRUPTED,
         finished_at=timezone.now(),
         summary_icon=line.icon,
         summary_text=line.message,
         event_count=written["count"] + 1,
+        chain_head=sealed.chain,
     )
     return seq

@@ -257,7 +257,7 @@ async def _pause(
         ),
         {},
     )
-    content, count = text.text, len(recorder.events)
+    content, count, head = text.text, len(recorder.events), recorder.head
 
     def store() -> None:
         ToolApproval.objects.create(
@@ -270,7 +270,7 @@ async def _pause(
         )
         Message.objects.filter(pk=answer.pk).update(content=content, state=Message.State.WAITING)
         ActivityFeed.objects.filter(pk=answer.answer_feed.pk).update(
-            state=ActivityFeed.State.WAITING, event_count=count
+            state=ActivityFeed.State.WAITING, event_count=count, chain_head=head
         )
 
     await recorder.write(store)

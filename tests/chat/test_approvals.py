@@ -4,11 +4,13 @@ timeouts, Stop, and the audit of every decision."""
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 
 import pytest
 from asgiref.sync import sync_to_async
 from django.contrib.auth import get_user_model
+from django.core.management import call_command
 
 from activity.models import ActivityEvent, ActivityFeed
 from chat.models import Message, OutboxEmail, ToolApproval
@@ -88,6 +90,8 @@ async def test_approved_the_tool_runs_and_the_turn_goes_on(alice, alice_conversa
     assert kinds == [
         "status", "status", "tool_call", "status", "decision", "tool_result", "status"
     ]  # fmt: skip
+    # The decision, sealed with its claim, sits in the feed's chain like any other event.
+    await sync_to_async(call_command)("verify_audit", stdout=io.StringIO())
 
 
 async def test_denied_the_model_is_told_why_and_answers_without_it(alice, alice_conversation):

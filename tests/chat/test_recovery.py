@@ -5,6 +5,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from activity.chain import link
 from activity.models import ActivityEvent, ActivityFeed
 from chat.models import Conversation, Message
 from chat.turns.admission import TurnRejected, admit
@@ -38,6 +39,9 @@ def test_a_turn_that_stopped_beating_is_interrupted_with_its_work_kept(alice_con
     assert (feed.state, feed.summary_icon) == ("interrupted", "⚠️")
     lines = list(feed.events.order_by("seq").values_list("icon", "message"))
     assert lines == [("🔍", "Looking up"), ("⚠️", "Interrupted: the server stopped while working")]
+    # The closing line is sealed after the last line the dead process wrote.
+    first, last = feed.events.order_by("seq")
+    assert last.chain == link(first.chain, last.sealed_values()) == feed.chain_head
     assert dead_turns_recover(conversation_id=alice_conversation.pk) == 0  # closed once
 
 
