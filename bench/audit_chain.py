@@ -1,0 +1,59 @@
+"""What the tamper-evident chain costs: CPU to seal one event (done in the turn's process,
+before the batch is written) and per demo turn, and how fast verify_audit checks a stored
+history. Writes per turn are unchanged: the hash goes in the same INSERT (bench/db_writes.py
+counts them)."""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from pathlib import Path
+
+from common import django_with_fresh_database, machine, report
+
+PROMPTS = ["How do I negotiate my salary?", "Compare salary negotiation and interview preparation"]
+TURNS = 40
+
+
+def main() -> None:
+    print(f"machine: {machine()}")
+    with tempfile.TemporaryDirectory() as work:
+        django_with_fresh_database(Path(work))
+        from django.contrib.auth.models import User
+
+        from activity.audit import period, verify
+        from activity.chain import GENESIS
+        from activity.models import ActivityEvent
+        from chat.models import Conversation
+        from tests.support.turns import run_turn
+
+        user = User.objects.create_user("bench")
+        for n in range(TURNS):
+            run_turn(Conversation.objects.create(owner=user), PROMPTS[n % len(PROMPTS)])
+        rows = list(ActivityEvent.objects.order_by("feed_id", "seq"))
+        per_turn = len(rows) / TURNS
+
+        rounds = 20
+        started = time.process_time()
+        for _ in range(rounds):
+            head = GENESIS
+            for row in rows:
+                head = row.seal(head).chain
+        seal_us = (time.process_time() - started) / (rounds * len(rows)) * 1e6
+
+        started = time.perf_counter()
+        checked = sum(integrity.check.events for integrity in verify(period(None, None)))
+        verify_s = time.perf_counter() - started
+        report(
+            "The audit chain",
+            [
+                ("events per demo turn", f"{per_turn:.1f}"),
+                ("CPU to seal one event", f"{seal_us:.1f} µs"),
+                ("CPU to seal a turn's events", f"{seal_us * per_turn / 1000:.3f} ms"),
+                ("verify_audit, events checked per second", f"{checked / verify_s:,.0f}"),
+            ],
+        )
+
+
+if __name__ == "__main__":
+    main()
