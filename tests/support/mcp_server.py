@@ -1,6 +1,10 @@
 """An MCP server for the tests, built with the `mcp` SDK like any team's server: tools that
 report progress, flood, fail, hang, die mid-call, change the tool list and write hostile text.
-Run over stdio: `python -m tests.support.mcp_server`; over HTTP: `... --http PORT`."""
+Run over stdio: `python -m tests.support.mcp_server`; over HTTP: `... --http PORT`.
+
+Two ways of behaving like servers nobody here wrote, by environment: TESTBENCH_NO_LISTEN=1
+serves no `subscriptions/listen` (as mcp-server-time, -git and -fetch: they answer -32601);
+TESTBENCH_FRAGILE=1 dies right after it has listed its tools."""
 
 from __future__ import annotations
 
@@ -14,7 +18,17 @@ from mcp.server.mcpserver import Context, Image, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 
-server = MCPServer("testbench")
+
+class Fragile(MCPServer):
+    async def list_tools(self):
+        tools = await super().list_tools()
+        asyncio.get_running_loop().call_later(0.05, os._exit, 4)
+        return tools
+
+
+server = (Fragile if os.environ.get("TESTBENCH_FRAGILE") else MCPServer)(
+    "testbench", subscriptions=False if os.environ.get("TESTBENCH_NO_LISTEN") else None
+)
 HOSTILE = '<img src=x onerror="window.pwned=1">'
 
 

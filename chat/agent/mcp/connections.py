@@ -29,6 +29,11 @@ logger = logging.getLogger("glassbox.mcp")
 
 FIRST_RETRY = 0.5
 LAST_RETRY = 30.0
+# A session that held this long earned a quick retry when it breaks; one that broke sooner
+# (a server that starts, then fails at once) keeps backing off.
+STABLE = 10.0
+# What a server answers to a method it does not serve.
+NOT_SERVED = (types.METHOD_NOT_FOUND, types.INVALID_REQUEST)
 
 
 class Unreachable(Exception):
@@ -48,6 +53,11 @@ class Connection:
         self.broken = asyncio.Event()
         self.up = asyncio.Event()
         self.stale = asyncio.Event()
+        # Sessions opened so far, and the wait before each new attempt: for the health view
+        # and to show the backoff holds.
+        self.sessions = 0
+        self.waits: list[float] = []
+        self.listening: asyncio.Task[None] | None = None
         self.task = asyncio.create_task(self._keep_open(), name=f"mcp:{spec.name}")
 
     async def call(
@@ -85,13 +95,17 @@ class Connection:
         self.broken.set()
 
     async def _keep_open(self) -> None:
+        loop = asyncio.get_running_loop()
         delay = FIRST_RETRY
         while True:
             self.broken.clear()
+            connected_at: float | None = None
             try:
                 async with self._client() as client:
                     await self._list(client)
-                    self.client, self.reason, delay = client, "", FIRST_RETRY
+                    self.client, self.reason = client, ""
+                    connected_at = loop.time()
+                    self.sessions += 1
                     self.up.set()
                     self.tried.set()
                     logger.info("MCP server %s: connected", self.spec.name)
@@ -104,7 +118,11 @@ class Connection:
             finally:
                 self.client = None
                 self.up.clear()
+            if connected_at is not None and loop.time() - connected_at >= STABLE:
+                delay = FIRST_RETRY
             self.tried.set()
+            self.waits.append(delay)
+            del self.waits[:-20]
             await asyncio.sleep(delay)
             delay = min(delay * 2, LAST_RETRY)
 
@@ -144,7 +162,7 @@ class Connection:
 
     async def _watch(self, client: Client) -> None:
         """Until the session breaks: lists the tools again whenever they change."""
-        listening = asyncio.create_task(self._listen(client))
+        self.listening = listening = asyncio.create_task(self._listen(client))
         try:
             while True:
                 stale = asyncio.create_task(self.stale.wait())
@@ -161,13 +179,22 @@ class Connection:
             listening.cancel()
 
     async def _listen(self, client: Client) -> None:
-        """Servers of the 2026 protocol announce changes on a subscription stream."""
+        """Servers of the 2026 protocol announce changes on a subscription stream, if they
+        say they do: a server without that optional capability is a working server whose tool
+        list is the one it gave at connect."""
+        tools = client.server_capabilities.tools
+        if tools is None or not tools.list_changed:
+            return
         try:
             async with client.listen(tools_list_changed=True) as subscription:
                 async for _event in subscription:
                     self.stale.set()
         except ListenNotSupportedError:
             return  # an older server sends notifications/tools/list_changed instead
+        except MCPError as exc:
+            if exc.code not in NOT_SERVED:
+                self._lost(exc)
+            # Else it offered the capability but does not serve the stream: the same.
         except Exception as exc:
             # The stream drops when the server goes away: open a new session.
             self._lost(exc)
