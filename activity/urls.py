@@ -9,5 +9,5 @@ app_name = "activity"
 urlpatterns = [
     path("preferences/", views.preferences, name="preferences"),
     path("language/", views.language, name="language"),
-    path("feeds/<int:feed_id>/opened/", views.feed_opened, name="feed_opened"),
+    path("feeds/<int:feed_id>/expanded/", views.feed_expanded, name="feed_expanded"),
 ]

@@ -17,7 +17,7 @@ from project.languages import supported
 
 
 @require_POST
-def feed_opened(request, feed_id: int):
+def feed_expanded(request, feed_id: int):
     """The page's beacon when its user expands a folded feed: counted, nothing else kept."""
     if not ActivityFeed.record_opened(feed_id=feed_id, owner=request.user):
         raise Http404(_("You have no finished feed with that id."))

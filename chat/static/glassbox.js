@@ -45,7 +45,7 @@ document.addEventListener("DOMContentLoaded", () => {
   }
   const feed = document.getElementById(`feed-${match[1]}`);
   if (feed) {
-    delete feed.dataset.opened;  // opened by the link, not by its reader
+    delete feed.dataset.count;  // opened by the link, not by its reader
     feed.open = true;
   }
   turn.classList.add("linked");
@@ -148,9 +148,9 @@ document.addEventListener("click", async (event) => {
 // (it keeps a count and the first time, nothing else).
 document.addEventListener("toggle", (event) => {
   const feed = event.target;
-  if (!(feed instanceof HTMLDetailsElement) || !feed.open || !feed.dataset.opened) return;
-  const url = feed.dataset.opened;
-  delete feed.dataset.opened;
+  if (!(feed instanceof HTMLDetailsElement) || !feed.open || !feed.dataset.count) return;
+  const url = feed.dataset.count;
+  delete feed.dataset.count;
   const token = document.querySelector("input[name=csrfmiddlewaretoken]");
   fetch(url, {
     method: "POST",

@@ -33,13 +33,13 @@ def test_the_page_offers_each_folded_feed_with_steps_a_place_to_say_it_was_opene
 ):
     run_turn(alice_conversation, "Tell me a joke")  # no steps: nothing to open
     page = alice_client.get(alice_conversation.get_absolute_url()).content.decode()
-    assert re.findall(r'data-opened="([^"]+)"', page) == [f"/feeds/{searched.feed_id}/opened/"]
+    assert re.findall(r'data-count="([^"]+)"', page) == [f"/feeds/{searched.feed_id}/expanded/"]
 
 
 def test_expanding_a_feed_is_counted_with_one_write_and_keeps_its_first_time(
     alice_client, searched
 ):
-    url = f"/feeds/{searched.feed_id}/opened/"
+    url = f"/feeds/{searched.feed_id}/expanded/"
     with CaptureQueriesContext(connection) as queries:
         assert alice_client.post(url).status_code == 204
     writes = [q["sql"] for q in queries if not q["sql"].lstrip().upper().startswith("SELECT")]
@@ -56,13 +56,13 @@ def test_expanding_a_feed_is_counted_with_one_write_and_keeps_its_first_time(
 def test_only_the_owner_counts_and_only_a_finished_feed(
     client, alice_client, bob, alice_conversation, searched
 ):
-    url = f"/feeds/{searched.feed_id}/opened/"
+    url = f"/feeds/{searched.feed_id}/expanded/"
     client.force_login(bob)
     assert client.post(url).status_code == 404
     assert alice_client.get(url).status_code == 405
-    assert alice_client.post("/feeds/999999/opened/").status_code == 404
+    assert alice_client.post("/feeds/999999/expanded/").status_code == 404
     running = ActivityFeed.objects.create(owner=searched.feed.owner, state="running")
-    assert alice_client.post(f"/feeds/{running.pk}/opened/").status_code == 404
+    assert alice_client.post(f"/feeds/{running.pk}/expanded/").status_code == 404
     assert Client().post(url).status_code == 302  # to the login page
     assert opened(searched.feed_id).opened_count == 0
     assert opened(running.pk).opened_count == 0
@@ -76,9 +76,9 @@ def test_the_dashboard_shows_the_share_of_feeds_opened_per_day_and_per_tool(
         for _ in range(2):
             conversation = Conversation.objects.create(owner=alice)
             feeds.append(run_turn(conversation, question).feed_id)
-    alice_client.post(f"/feeds/{feeds[0]}/opened/")  # one of the two searches
-    alice_client.post(f"/feeds/{feeds[2]}/opened/")  # and both calculations
-    alice_client.post(f"/feeds/{feeds[3]}/opened/")
+    alice_client.post(f"/feeds/{feeds[0]}/expanded/")  # one of the two searches
+    alice_client.post(f"/feeds/{feeds[2]}/expanded/")  # and both calculations
+    alice_client.post(f"/feeds/{feeds[3]}/expanded/")
 
     page = admin_client.get("/admin/activity/activityfeed/dashboard/").content.decode()
     per_tool = page.split('class="opened-per-tool"')[1].split("</table>")[0]

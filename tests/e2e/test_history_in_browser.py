@@ -98,12 +98,12 @@ def test_expanding_a_folded_feed_is_counted_once_per_page(logged_in, glassbox_se
     answer = done.get_attribute("id").removeprefix("m-")
 
     # The folded feed the turn just became is the one the reader expands.
-    with page.expect_response(lambda r: r.url.endswith("/opened/")) as reported:
+    with page.expect_response(lambda r: r.url.endswith("/expanded/")) as reported:
         done.locator("details.feed > summary").click()
     assert reported.value.status == 204
     done.locator("details.feed > summary").click()  # closed
     done.locator("details.feed > summary").click()  # opened again: the same page view
     page.reload()
-    with page.expect_response(lambda r: r.url.endswith("/opened/")):
+    with page.expect_response(lambda r: r.url.endswith("/expanded/")):
         page.locator(f"#feed-{answer} > summary").click()
     assert manage(env, "shell", "-c", OPENED.format(answer=answer)).split()[-1] == "2"
