@@ -58,6 +58,8 @@ def test_the_setting_may_name_a_file(tmp_path):
         ('[{"name": "x", "command": "y", "headers": {}}]', "'headers' are for HTTP servers"),
         ('[{"name": "x", "command": "y", "tools": "all"}]', "'tools' must be a list of strings"),
         ('[{"name": "x", "command": "y", "colour": 1}]', "unknown field 'colour'"),
+        ('[{"name": "x", "command": "y", "transport": "sse"}]', "'transport' is for HTTP"),
+        ('[{"name": "x", "url": "http://x", "transport": "ws"}]', "'streamable-http' or 'sse'"),
         ('[{"name": "x", "command": "y"}, {"name": "x", "command": "z"}]', "declared twice"),
         ("/no/such/file.json", "cannot read the file"),
     ],
@@ -65,6 +67,20 @@ def test_the_setting_may_name_a_file(tmp_path):
 def test_a_bad_declaration_says_what_is_wrong(value, problem):
     with pytest.raises(ServerConfigError, match=re.escape(problem)):
         specs_from_setting(value)
+
+
+def test_a_url_ending_in_sse_is_the_legacy_transport_unless_transport_says_otherwise():
+    legacy, modern, told = specs_from_setting(
+        json.dumps(
+            [
+                {"name": "a", "url": "http://tools.example/sse"},
+                {"name": "b", "url": "http://tools.example/sse", "transport": "streamable-http"},
+                {"name": "c", "url": "http://tools.example/events", "transport": "sse"},
+            ]
+        )
+    )
+    assert [legacy.transport, modern.transport, told.transport] == ["sse", "http", "sse"]
+    assert legacy.fingerprint != modern.fingerprint
 
 
 def test_a_bad_setting_stops_start_up_naming_the_setting():

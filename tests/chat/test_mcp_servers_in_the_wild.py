@@ -10,8 +10,9 @@ import pytest
 import pytest_asyncio
 
 from chat.agent.mcp import connections
+from chat.agent.mcp.config import spec_from_mapping
 from chat.agent.mcp.connections import pool
-from tests.support.mcp import stdio
+from tests.support.mcp import http_server, stdio
 from tests.support.sockets import ask, finish_turns, json_until_done, open_socket
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
@@ -56,3 +57,21 @@ async def test_a_server_that_fails_right_after_connecting_is_retried_ever_more_s
             await asyncio.sleep(0.02)
     # Each session broke at once: the wait doubles instead of starting over at each connect.
     assert connection.waits[:3] == [0.05, 0.1, 0.2]
+
+
+async def test_a_legacy_sse_server_is_spoken_to_over_sse(
+    settings, sessions, alice, alice_conversation
+):
+    with http_server(sse=True) as url:
+        legacy = spec_from_mapping({"name": "legacy", "url": url})
+        assert legacy.transport == "sse"
+        settings.GLASSBOX_MCP_SERVERS = [legacy]
+        socket = await open_socket(alice_conversation, alice, as_json=True)
+        await ask(socket, 'legacy__count {"steps": 3}')
+        events = await json_until_done(socket, 20)
+        await socket.disconnect()
+        await finish_turns()
+    assert any(e["type"] == "status" and "progress" in e for e in events)  # live progress
+    (result,) = [e for e in events if e["type"] == "tool_result"]
+    assert (result["ok"], result["progress"], result["progress_count"]) == (True, 3, 3)
+    assert "counted to 3" in "".join(e["content"] for e in events if e["type"] == "text")

@@ -11,8 +11,6 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx2
-
 from chat.agent.mcp.config import ServerSpec, spec_from_mapping
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,24 +31,25 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def http_server(module: str = BENCH, **env: str) -> Iterator[str]:
-    """The server on a free port; its URL once it answers."""
+def http_server(module: str = BENCH, *, sse: bool = False, **env: str) -> Iterator[str]:
+    """The server on a free port (streamable HTTP, or the legacy SSE transport); its URL
+    once it accepts connections."""
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", module, "--http", str(port)],
+        [sys.executable, "-m", module, "--sse" if sse else "--http", str(port)],
         cwd=ROOT,
         env={"PATH": "/usr/bin:/bin", **env},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    url = f"http://127.0.0.1:{port}/mcp"
+    url = f"http://127.0.0.1:{port}/{'sse' if sse else 'mcp'}"
     try:
         deadline = time.monotonic() + 20
         while True:
             try:
-                httpx2.get(url, timeout=1)
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
                 break
-            except httpx2.TransportError:
+            except OSError:
                 if process.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError(f"the MCP server {module} did not start") from None
                 time.sleep(0.05)

@@ -123,8 +123,11 @@ async def grow(ctx: Context) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--http", type=int, metavar="PORT")
+    parser.add_argument("--sse", type=int, metavar="PORT", help="the legacy SSE transport")
     options = parser.parse_args()
-    if options.http:
+    if options.sse:
+        server.run("sse", host="127.0.0.1", port=options.sse)
+    elif options.http:
         server.run("streamable-http", host="127.0.0.1", port=options.http)
     else:
         server.run()

@@ -9,11 +9,18 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,23}$")
 # Tool names reach the model as `<server>__<tool>`, within the 64 characters it accepts.
 SEPARATOR = "__"
-KEYS = {"name", "url", "headers", "command", "args", "env", "tools", "approval", "enabled"}
+KEYS = {
+    "name", "url", "transport", "headers", "command", "args", "env", "tools", "approval",
+    "enabled",
+}  # fmt: skip
+# How an HTTP server is spoken to: streamable HTTP, or the legacy SSE transport (the 2024
+# protocol's `/sse` endpoint), which a URL ending in /sse picks unless `transport` says.
+HTTP_TRANSPORTS = ("streamable-http", "sse")
 
 
 class ServerConfigError(ValueError):
@@ -34,15 +41,17 @@ class ServerSpec:
     # None: the tools annotated destructive (and not read-only) ask for approval.
     approval: frozenset[str] | None = None
     enabled: bool = True
+    # An HTTP server on the legacy SSE transport.
+    sse: bool = False
 
     @property
     def transport(self) -> str:
-        return "http" if self.url else "stdio"
+        return "sse" if self.sse else "http" if self.url else "stdio"
 
     @property
     def fingerprint(self) -> str:
         """Changes when anything that needs a new session changes (secrets included, hashed)."""
-        data = [self.url, self.headers, self.command, list(self.args), self.env]
+        data = [self.url, self.sse, self.headers, self.command, list(self.args), self.env]
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
 
     def allows(self, tool: str) -> bool:
@@ -72,6 +81,13 @@ def spec_from_mapping(data: Any, where: str = "server") -> ServerSpec:
         raise ServerConfigError(f"{where}: 'args' and 'env' are for stdio servers")
     if command and "headers" in data:
         raise ServerConfigError(f"{where}: 'headers' are for HTTP servers")
+    transport = data.get("transport")
+    if transport is not None and (not url or transport not in HTTP_TRANSPORTS):
+        raise ServerConfigError(
+            f"{where}: 'transport' is for HTTP servers: 'streamable-http' or 'sse'"
+        )
+    if transport is None:
+        transport = "sse" if urlsplit(url).path.rstrip("/").endswith("/sse") else ""
     tools = data.get("tools")
     approval = data.get("approval")
     enabled = data.get("enabled", True)
@@ -87,6 +103,7 @@ def spec_from_mapping(data: Any, where: str = "server") -> ServerSpec:
         tools=None if tools is None else frozenset(_names(data, "tools", where)),
         approval=None if approval is None else frozenset(_names(data, "approval", where)),
         enabled=enabled,
+        sse=transport == "sse",
     )
 
 

@@ -18,6 +18,7 @@ from django.conf import settings
 from django.utils.functional import Promise
 from django.utils.translation import gettext_lazy as _
 from mcp import Client, MCPError, StdioServerParameters
+from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.client.subscriptions import ListenNotSupportedError
 from mcp.shared._httpx_utils import create_mcp_http_client
@@ -32,6 +33,7 @@ LAST_RETRY = 30.0
 # A session that held this long earned a quick retry when it breaks; one that broke sooner
 # (a server that starts, then fails at once) keeps backing off.
 STABLE = 10.0
+CLOSE_WAIT = 5.0
 # What a server answers to a method it does not serve.
 NOT_SERVED = (types.METHOD_NOT_FOUND, types.INVALID_REQUEST)
 
@@ -84,8 +86,9 @@ class Connection:
 
     async def close(self) -> None:
         self.task.cancel()
-        with suppress(BaseException):
-            await self.task
+        # Bounded: a transport may shield its own clean-up (the SSE client waits on its read
+        # timeout for a stream whose server is gone).
+        await asyncio.wait({self.task}, timeout=CLOSE_WAIT)
 
     def _lost(self, exc: BaseException) -> None:
         logger.warning("MCP server %s: connection lost (%s)", self.spec.name, type(exc).__name__)
@@ -128,6 +131,14 @@ class Connection:
 
     def _client(self) -> Client:
         timeout = settings.GLASSBOX_MCP_CONNECT_TIMEOUT
+        if self.spec.sse:
+            legacy = sse_client(
+                self.spec.url,
+                headers=self.spec.headers,
+                timeout=timeout,
+                sse_read_timeout=settings.GLASSBOX_TOOL_TIMEOUT + 60,
+            )
+            return Client(legacy, message_handler=self._on_message, cache=None)
         if self.spec.url:
             http = create_mcp_http_client(
                 headers=self.spec.headers,
@@ -183,7 +194,9 @@ class Connection:
         say they do: a server without that optional capability is a working server whose tool
         list is the one it gave at connect."""
         tools = client.server_capabilities.tools
-        if tools is None or not tools.list_changed:
+        if tools is None or not tools.list_changed or self.spec.sse:
+            # The legacy SSE transport cannot carry the stream (its reader breaks): such a
+            # server announces changes as notifications, if at all.
             return
         try:
             async with client.listen(tools_list_changed=True) as subscription:
