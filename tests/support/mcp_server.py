@@ -19,16 +19,15 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 
 
-class Fragile(MCPServer):
+class Bench(MCPServer):
     async def list_tools(self):
         tools = await super().list_tools()
-        asyncio.get_running_loop().call_later(0.05, os._exit, 4)
+        if os.environ.get("TESTBENCH_FRAGILE"):
+            asyncio.get_running_loop().call_later(0.05, os._exit, 4)
         return tools
 
 
-server = (Fragile if os.environ.get("TESTBENCH_FRAGILE") else MCPServer)(
-    "testbench", subscriptions=False if os.environ.get("TESTBENCH_NO_LISTEN") else None
-)
+server = Bench("testbench", subscriptions=False if os.environ.get("TESTBENCH_NO_LISTEN") else None)
 HOSTILE = '<img src=x onerror="window.pwned=1">'
 
 

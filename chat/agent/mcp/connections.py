@@ -168,7 +168,10 @@ class Connection:
 
     @property
     def tools(self) -> list[types.Tool]:
-        """The listed tools the agent may use, as the server last described them."""
+        """The listed tools the agent may use, as the server last described them; none while
+        the server is down, so the model is never offered a tool that cannot run."""
+        if self.client is None:
+            return []
         return [tool for tool in self.listed if self.spec.allows(tool.name)]
 
     async def _watch(self, client: Client) -> None:
