@@ -4,11 +4,17 @@ a page, a message or an error."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
+
 from django import forms
 from django.conf import settings
 from django.contrib import admin
+from django.core.exceptions import PermissionDenied
+from django.template.response import TemplateResponse
+from django.urls import path
 
-from chat.agent.mcp.config import ServerConfigError, spec_from_mapping
+from chat.agent.mcp.config import ServerConfigError, ServerSpec, spec_from_mapping
+from chat.agent.mcp.connections import Health, health
 from chat.models import McpServer
 
 MASK = "••••••"
@@ -148,6 +154,21 @@ class McpServerAdmin(admin.ModelAdmin):
         ("Tools", {"fields": ["tools_text", "approval_text"]}),
     ]
 
+    def get_urls(self):
+        view = self.admin_site.admin_view(self.health_view)
+        return [path("health/", view, name="chat_mcpserver_health"), *super().get_urls()]
+
+    def health_view(self, request):
+        """Every server, from the setting and from here, as this process sees it now."""
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        return TemplateResponse(
+            request,
+            "admin/chat/mcpserver/health.html",
+            {**self.admin_site.each_context(request), "title": "MCP server health",
+             "servers": server_health()},
+        )  # fmt: skip
+
     @admin.display(description="address")
     def where(self, row):
         return row.url if row.transport == McpServer.Transport.HTTP else row.command
@@ -155,3 +176,37 @@ class McpServerAdmin(admin.ModelAdmin):
     @admin.display(description="allowed tools")
     def allowed(self, row):
         return ", ".join(row.tools) if row.tools is not None else "all"
+
+
+@dataclass(frozen=True, slots=True)
+class ServerRow:
+    name: str
+    source: str
+    transport: str
+    address: str
+    enabled: bool
+    problem: str
+    health: Health | None
+
+
+def server_health() -> list[ServerRow]:
+    """The servers of GLASSBOX_MCP_SERVERS, then the admin's (one of the same name is hidden
+    by the setting), with what this process knows of their sessions."""
+    rows: list[ServerRow] = []
+    for spec in settings.GLASSBOX_MCP_SERVERS:
+        rows.append(_row(spec, "GLASSBOX_MCP_SERVERS"))
+    declared = {row.name for row in rows}
+    for server in McpServer.objects.order_by("name"):
+        if server.name in declared:
+            continue
+        try:
+            rows.append(_row(spec_from_mapping(server.as_mapping()), "admin"))
+        except ServerConfigError as exc:
+            rows.append(ServerRow(server.name, "admin", "", "", server.enabled, str(exc), None))
+    known = health(row.name for row in rows if row.enabled and not row.problem)
+    return [replace(row, health=known.get(row.name)) for row in rows]
+
+
+def _row(spec: ServerSpec, source: str) -> ServerRow:
+    address = spec.url or " ".join([spec.command, *spec.args])
+    return ServerRow(spec.name, source, spec.transport, address, spec.enabled, "", None)

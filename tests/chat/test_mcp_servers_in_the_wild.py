@@ -5,24 +5,18 @@ backoff that grows (real processes, built with the `mcp` SDK)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import http.server
+import threading
 
 import pytest
-import pytest_asyncio
 
 from chat.agent.mcp import connections
 from chat.agent.mcp.config import spec_from_mapping
-from chat.agent.mcp.connections import pool
-from tests.support.mcp import http_server, stdio
+from tests.support.mcp import free_port, http_server, stdio
 from tests.support.sockets import ask, finish_turns, json_until_done, open_socket
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
-
-
-@pytest_asyncio.fixture
-async def sessions():
-    yield pool()
-    await finish_turns()
-    await pool().close()
 
 
 async def test_a_server_without_the_change_stream_connects_once_and_works(
@@ -75,3 +69,77 @@ async def test_a_legacy_sse_server_is_spoken_to_over_sse(
     (result,) = [e for e in events if e["type"] == "tool_result"]
     assert (result["ok"], result["progress"], result["progress_count"]) == (True, 3, 3)
     assert "counted to 3" in "".join(e["content"] for e in events if e["type"] == "text")
+
+
+@contextlib.contextmanager
+def refusing_server(status: int):
+    """An HTTP endpoint that answers every request with `status`, as a server behind a
+    gateway does when the credentials are wrong."""
+
+    class Refuse(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):
+            self.send_response(status)
+            self.send_header("Content-Type", "text/plain")
+            self.end_headers()
+            self.wfile.write(b"no")
+
+        do_GET = do_DELETE = do_POST
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Refuse)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}/mcp"
+    finally:
+        server.shutdown()
+
+
+@pytest.mark.parametrize(
+    ("status", "reason"),
+    [
+        (401, "it refused the credentials (HTTP 401: unauthorized)"),
+        (403, "it refused the credentials (HTTP 403: unauthorized)"),
+        (500, "it answered HTTP 500"),
+    ],
+)
+async def test_a_refused_session_says_why_in_words(sessions, status, reason):
+    with refusing_server(status) as url:
+        spec = spec_from_mapping({"name": "guarded", "url": url})
+        (connection,) = await sessions.connect([spec])
+        async with asyncio.timeout(20):
+            await connection.tried.wait()
+    assert connection.client is None and str(connection.reason) == reason
+
+
+async def test_the_admin_shows_every_servers_health(settings, sessions, admin_user):
+    from django.test import AsyncClient
+
+    from chat.models import McpServer
+
+    down = spec_from_mapping({"name": "down", "url": f"http://127.0.0.1:{free_port()}/mcp"})
+    settings.GLASSBOX_MCP_SERVERS = [stdio("bench"), down, stdio("idle")]
+    await McpServer.objects.acreate(
+        name="paused", transport=McpServer.Transport.STDIO, command="python", enabled=False
+    )
+    bench, down_connection = await sessions.connect([stdio("bench"), down])
+    async with asyncio.timeout(20):
+        await bench.up.wait()
+        await down_connection.tried.wait()
+    client = AsyncClient()
+    await client.aforce_login(admin_user)
+    page = (await client.get("/admin/chat/mcpserver/health/")).content.decode()
+
+    def row(name: str) -> str:
+        return page.split(f'<tr class="server-{name}">')[1].split("</tr>")[0]
+
+    assert '<td class="state">connected</td>' in row("bench")
+    assert "count" in row("bench") and "GLASSBOX_MCP_SERVERS" in row("bench")
+    assert '<td class="state">retrying</td>' in row("down")
+    assert "it cannot be reached" in row("down") and " UTC" in row("down")
+    assert "not opened in this process yet" in row("idle")
+    assert '<td class="state">disabled</td>' in row("paused") and "<td>admin</td>" in row("paused")
+    listing = (await client.get("/admin/chat/mcpserver/")).content.decode()
+    assert "/admin/chat/mcpserver/health/" in listing

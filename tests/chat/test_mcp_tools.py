@@ -9,7 +9,6 @@ import re
 from pathlib import Path
 
 import pytest
-import pytest_asyncio
 from asgiref.sync import sync_to_async
 
 from activity.models import ActivityEvent
@@ -26,14 +25,6 @@ from tests.support.sockets import (
 )
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
-
-
-@pytest_asyncio.fixture
-async def sessions():
-    """This test's MCP sessions, closed (their processes ended) at its end."""
-    yield pool()
-    await finish_turns()
-    await pool().close()
 
 
 @pytest.fixture

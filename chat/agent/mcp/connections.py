@@ -9,12 +9,15 @@ import logging
 import weakref
 from collections.abc import Iterable
 from contextlib import suppress
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import anyio
 import httpx2
 import mcp_types as types
 from django.conf import settings
+from django.utils import timezone
 from django.utils.functional import Promise
 from django.utils.translation import gettext_lazy as _
 from mcp import Client, MCPError, StdioServerParameters
@@ -60,6 +63,11 @@ class Connection:
         self.sessions = 0
         self.waits: list[float] = []
         self.listening: asyncio.Task[None] | None = None
+        # Since when it has been up, or down (for operators: chat.mcp_admin's health page).
+        self.since: datetime | None = None
+        # The last HTTP status the server answered: the SDK reports a refused session as a
+        # JSON-RPC error, which does not say that the credentials were the reason.
+        self.status: int | None = None
         self.task = asyncio.create_task(self._keep_open(), name=f"mcp:{spec.name}")
 
     async def call(
@@ -95,6 +103,7 @@ class Connection:
         self.client = None
         self.up.clear()
         self.reason = _("the connection was lost")
+        self.since = timezone.now()
         self.broken.set()
 
     async def _keep_open(self) -> None:
@@ -102,12 +111,14 @@ class Connection:
         delay = FIRST_RETRY
         while True:
             self.broken.clear()
+            self.status = None
             connected_at: float | None = None
             try:
                 async with self._client() as client:
                     await self._list(client)
                     self.client, self.reason = client, ""
                     connected_at = loop.time()
+                    self.since = timezone.now()
                     self.sessions += 1
                     self.up.set()
                     self.tried.set()
@@ -116,7 +127,9 @@ class Connection:
             except asyncio.CancelledError:
                 raise
             except BaseException as exc:  # anyio wraps failures in exception groups
-                self.reason = _describe(exc)
+                if self.client is not None or self.since is None:
+                    self.since = timezone.now()  # down from now (a failed retry keeps it)
+                self.reason = _describe(exc, self.status)
                 logger.warning("MCP server %s: %s", self.spec.name, self.reason)
             finally:
                 self.client = None
@@ -144,6 +157,7 @@ class Connection:
                 headers=self.spec.headers,
                 timeout=httpx2.Timeout(timeout, read=settings.GLASSBOX_TOOL_TIMEOUT + 60),
             )
+            http.event_hooks["response"].append(self._answered)
             transport = streamable_http_client(self.spec.url, http_client=http)
             return Client(transport, message_handler=self._on_message, cache=None)
         params = StdioServerParameters(
@@ -153,6 +167,9 @@ class Connection:
             cwd=settings.BASE_DIR,
         )
         return Client(params, message_handler=self._on_message, cache=None)
+
+    async def _answered(self, response: httpx2.Response) -> None:
+        self.status = response.status_code
 
     async def _list(self, client: Client) -> None:
         listed: list[types.Tool] = []
@@ -228,16 +245,21 @@ def _closed(exc: BaseException) -> bool:
     )
 
 
-def _describe(exc: BaseException) -> str | Promise:
-    """A reason for people and logs: the kind of failure, never a URL, header or command."""
+def _describe(exc: BaseException, status: int | None = None) -> str | Promise:
+    """A reason for people and logs: the kind of failure, never a URL, header or command.
+    `status` is the last HTTP status the server answered, if any."""
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
+    if isinstance(exc, httpx2.HTTPStatusError):
+        status = exc.response.status_code
+    if status in (401, 403):
+        return _("it refused the credentials (HTTP %(status)d: unauthorized)") % {"status": status}
     if isinstance(exc, TimeoutError | httpx2.TimeoutException):
         return _("it did not answer in time")
     if isinstance(exc, httpx2.ConnectError | ConnectionError):
         return _("it cannot be reached")
-    if isinstance(exc, httpx2.HTTPStatusError):
-        return _("it answered HTTP %(status)d") % {"status": exc.response.status_code}
+    if isinstance(exc, MCPError | httpx2.HTTPStatusError) and status and status >= 400:
+        return _("it answered HTTP %(status)d") % {"status": status}
     if isinstance(exc, FileNotFoundError | PermissionError):
         return _("its command cannot be started")
     return _("it failed to start a session (%(error)s)") % {"error": type(exc).__name__}
@@ -277,6 +299,42 @@ class Pool:
 
 
 _pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Pool] = weakref.WeakKeyDictionary()
+
+
+@dataclass(frozen=True, slots=True)
+class Health:
+    """One server as this process sees it, for operators."""
+
+    name: str
+    state: str  # "connected", "retrying" or "not opened"
+    since: datetime | None
+    reason: str
+    sessions: int
+    tools: tuple[str, ...]
+
+
+def health(names: Iterable[str]) -> dict[str, Health]:
+    """What this process knows of these servers' sessions; read from any thread (a snapshot,
+    without waiting for anything)."""
+    known: dict[str, Connection] = {}
+    for each in list(_pools.values()):
+        known |= each.connections
+    report = {}
+    for name in names:
+        connection = known.get(name)
+        if connection is None:
+            report[name] = Health(name, "not opened", None, "", 0, ())
+            continue
+        up = connection.client is not None
+        report[name] = Health(
+            name=name,
+            state="connected" if up else "retrying",
+            since=connection.since,
+            reason="" if up else str(connection.reason),
+            sessions=connection.sessions,
+            tools=tuple(tool.name for tool in connection.listed),
+        )
+    return report
 
 
 def pool() -> Pool:
