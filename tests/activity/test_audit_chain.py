@@ -173,6 +173,9 @@ def test_the_evidence_for_a_period_holds_feeds_events_approvals_and_a_manifest(
         call_command("export_evidence", "--since", since, "--until", until, "-o", str(path))
     with pytest.raises(CommandError, match="must come after"):
         call_command("export_evidence", "--since", until, "--until", since)
+    nowhere = tmp_path / "no-such-folder" / "evidence.ndjson"
+    with pytest.raises(CommandError, match=r"Cannot write .*No such file or directory"):
+        call_command("export_evidence", "--since", since, "--until", until, "-o", str(nowhere))
 
 
 def test_the_evidence_names_a_broken_chain(two_turns):
