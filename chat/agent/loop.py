@@ -13,9 +13,7 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
 
-import httpx2
 import jiter
-import openai
 from django.conf import settings
 from django.utils.translation import get_language
 from django.utils.translation import gettext as _
@@ -34,6 +32,7 @@ from activity.events import (
 )
 from activity.presentation import seconds
 from chat.agent.errors import ProviderError
+from chat.agent.replies import readable
 from chat.agent.tools import (
     FEEDBACK_ARG,
     AgentTool,
@@ -583,7 +582,7 @@ async def _model_round(
     finish_reason = None
     usage = None
     answered_by = model
-    async for chunk in _readable(stream):
+    async for chunk in readable(stream):
         usage = getattr(chunk, "usage", None) or usage
         answered_by = getattr(chunk, "model", None) or answered_by
         if not chunk.choices:
@@ -641,27 +640,6 @@ async def _model_round(
                 ],
             }
         )
-
-
-async def _readable(stream) -> AsyncIterator[Any]:
-    """The stream's chunks; a chunk that is not valid JSON, or a connection cut once the
-    provider had begun to answer, ends the turn with a clear reason instead of a parser's or
-    a socket's traceback (a stall stays a timeout)."""
-    chunks = aiter(stream)
-    while True:
-        try:
-            chunk = await anext(chunks)
-        except StopAsyncIteration:
-            return
-        except ValueError as exc:
-            raise ProviderError(_("the model provider sent an unreadable reply")) from exc
-        except (httpx2.TimeoutException, openai.APITimeoutError):
-            raise
-        except (httpx2.TransportError, openai.APIConnectionError) as exc:
-            raise ProviderError(
-                _("the model provider's reply broke off before it was finished")
-            ) from exc
-        yield chunk
 
 
 def _is_json(raw: str) -> bool:

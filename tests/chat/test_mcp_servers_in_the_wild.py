@@ -143,3 +143,74 @@ async def test_the_admin_shows_every_servers_health(settings, sessions, admin_us
     assert '<td class="state">disabled</td>' in row("paused") and "<td>admin</td>" in row("paused")
     listing = (await client.get("/admin/chat/mcpserver/")).content.decode()
     assert "/admin/chat/mcpserver/health/" in listing
+
+
+@pytest.mark.parametrize(
+    "env",
+    [{"TESTBENCH_LEGACY": "1", "TESTBENCH_NO_GET": "1"}, {"TESTBENCH_LEGACY": "1"}],
+    ids=["found-by-the-call", "found-by-the-get-stream-or-the-call"],
+)
+async def test_a_restarted_http_server_gets_a_new_session_and_the_call_runs_once(
+    settings, sessions, alice, alice_conversation, tmp_path, env
+):
+    """A session-based server that restarts while Glassbox is idle has forgotten the
+    session: the next call opens a new one and runs there, once. Without a GET stream
+    (405) nothing notices the restart before the call does."""
+    port = free_port()
+    with http_server(port=port, **env) as url:
+        spec = spec_from_mapping({"name": "restarting", "url": url, "approval": []})
+        settings.GLASSBOX_MCP_SERVERS = [spec]
+        (connection,) = await sessions.connect([spec])
+        async with asyncio.timeout(20):
+            await connection.up.wait()
+    ledger = tmp_path / "ledger"
+    with http_server(port=port, TESTBENCH_LEDGER=str(ledger), **env):
+        socket = await open_socket(alice_conversation, alice, as_json=True)
+        await ask(socket, 'restarting__delete_record {"record": "r-17"}')
+        events = await json_until_done(socket, 30)
+        await socket.disconnect()
+        await finish_turns()
+    (result,) = [e for e in events if e["type"] == "tool_result"]
+    assert result["ok"], result
+    assert "deleted r-17" in "".join(e["content"] for e in events if e["type"] == "text")
+    assert ledger.read_text().splitlines() == ["deleted r-17"]  # ran once, not twice
+    assert connection.sessions == 2
+
+
+async def test_a_server_that_forgets_every_session_is_not_called_twice(
+    settings, sessions, alice, alice_conversation, tmp_path
+):
+    ledger = tmp_path / "ledger"
+    env = {"TESTBENCH_LEGACY": "1", "TESTBENCH_FORGETFUL": "1", "TESTBENCH_LEDGER": str(ledger)}
+    with http_server(**env) as url:
+        spec = spec_from_mapping({"name": "amnesiac", "url": url, "approval": []})
+        settings.GLASSBOX_MCP_SERVERS = [spec]
+        socket = await open_socket(alice_conversation, alice, as_json=True)
+        await ask(socket, 'amnesiac__delete_record {"record": "r-18"}')
+        events = await json_until_done(socket, 30)
+        await socket.disconnect()
+        await finish_turns()
+        (connection,) = await sessions.connect([spec])
+    (result,) = [e for e in events if e["type"] == "tool_result"]
+    assert not result["ok"]
+    assert "the amnesiac server is unreachable: it forgot the new session at once" in str(result)
+    assert not ledger.exists()  # one new session, one more try, then it stops
+    assert connection.sessions == 2
+
+
+async def test_a_stdio_server_that_exits_between_calls_is_noticed_at_once(
+    settings, sessions, monkeypatch
+):
+    """No call and no change stream to find it out: the end of its output says it."""
+    monkeypatch.setattr(connections, "FIRST_RETRY", 0.05)
+    gone = stdio("gone", TESTBENCH_FRAGILE="1", TESTBENCH_NO_LISTEN="1")
+    (connection,) = await sessions.connect([gone])
+    async with asyncio.timeout(20):
+        await connection.up.wait()
+        while connection.up.is_set():  # noqa: ASYNC110
+            await asyncio.sleep(0.01)
+    assert str(connection.reason) == "its process exited"
+    assert connection.tools == []  # not offered while it is gone
+    async with asyncio.timeout(20):
+        while connection.sessions < 2:  # noqa: ASYNC110
+            await asyncio.sleep(0.01)  # and started again, without anyone calling it

@@ -3,6 +3,8 @@ transport: the turn ends visibly, keeps what arrived, and the conversation stays
 
 from __future__ import annotations
 
+import json
+
 import httpx2
 import pytest
 from django.template.loader import render_to_string
@@ -32,9 +34,14 @@ def refused(request):
     raise httpx2.ConnectError("[Errno 111] Connection refused")
 
 
-def status(code):
+def status(code, message=None, *, json=True):
+    """An error answer: a JSON body with the provider's message, or a plain one."""
+    message = message or f"status {code}"
+
     def respond(request):
-        return httpx2.Response(code, json={"error": {"message": f"status {code}"}})
+        if json:
+            return httpx2.Response(code, json={"error": {"message": message}})
+        return httpx2.Response(code, text=message)
 
     return respond
 
@@ -91,11 +98,35 @@ def closed():
 
 FAULTS = {
     "connection refused": (refused, "Could not reach the model provider", ""),
-    "401": (status(401), "The model provider refused our credentials", ""),
-    "429": (status(429), "The model provider is rate limiting us; try again shortly", ""),
-    "500": (status(500), "The model provider answered with an error (500)", ""),
+    # Not its words: they may quote part of the key.
+    "401": (
+        status(401, "Bad API key: sk-te**st"), "The model provider refused our credentials", ""
+    ),
+    "429": (
+        status(429), "The model provider is rate limiting us; try again shortly: “status 429”", ""
+    ),
+    "500": (status(500), "The model provider answered with an error (500): “status 500”", ""),
+    # Its words, on one line and cut, are what tells a context too long from a bad request.
+    "400 with a long message": (
+        status(400, "This model's maximum context length is 128000 tokens.\n" + "x" * 400),
+        "The model provider answered with an error (400): “This model's maximum context "
+        "length is 128000 tokens. " + "x" * 145 + "…”",
+        "",
+    ),
+    "502 from a proxy's error page": (
+        status(502, "<html><body>Bad gateway</body></html>", json=False),
+        "The model provider answered with an error (502)",
+        "",
+    ),
+    "408 in plain text": (
+        status(408, "request timed out upstream", json=False),
+        "The model provider answered with an error (408): “request timed out upstream”",
+        "",
+    ),
     "error event mid-stream": (
-        streaming(error_event), "The model provider stopped with an error", "Partial answ"
+        streaming(error_event),
+        "The model provider stopped with an error: “The server had an error”",
+        "Partial answ",
     ),
     "stalled stream": (
         streaming(stall), "The model provider did not answer in time", "Partial answ"
@@ -186,3 +217,64 @@ def test_retries_happen_before_the_first_byte_only(settings, provider, alice_con
     assert len(calls) == 2  # one retry for the 503; none once the stream had started
     assert answer.state == Message.State.FAILED
     assert answer.content == "Partial answ"
+
+
+class Whole(httpx2.AsyncBaseTransport):
+    """A provider (or a proxy before it) that answers a streamed request with the whole chat
+    completion as one JSON document: a tool call first, then the answer."""
+
+    def __init__(self, *bodies):
+        self.bodies = list(bodies)
+        self.requests = []
+
+    async def handle_async_request(self, request):
+        self.requests.append(json.loads(request.content))
+        return httpx2.Response(200, json=self.bodies.pop(0))
+
+
+def completion(message, finish_reason):
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 1,
+        "model": "whole-model",
+        "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
+        "usage": {"prompt_tokens": 12, "completion_tokens": 5, "total_tokens": 17},
+    }
+
+
+def test_a_reply_that_is_not_streamed_is_taken_whole(provider, alice_conversation):
+    call = {
+        "id": "call_1",
+        "type": "function",
+        "function": {
+            "name": "calculator",
+            "arguments": '{"expression": "6*7", "feedback_to_user": "Working it out"}',
+        },
+    }
+    transport = Whole(
+        completion({"role": "assistant", "content": None, "tool_calls": [call]}, "tool_calls"),
+        completion({"role": "assistant", "content": "It is **42**."}, "stop"),
+    )
+    answer = ask(alice_conversation, transport, "What is 6*7?")
+
+    assert answer.state == Message.State.COMPLETE
+    assert answer.content == "It is **42**."
+    messages = [e.message for e in answer.feed.events.order_by("seq")]
+    assert "Working it out" in messages
+    # The tool ran, and the model read its result in the second request.
+    read = transport.requests[1]["messages"][-1]
+    assert (read["role"], read["tool_call_id"]) == ("tool", "call_1") and "42" in read["content"]
+    assert (
+        answer.feed.summary_text != "The model provider's reply broke off before it was finished"
+    )
+
+
+@pytest.mark.parametrize(
+    "body", [{"choices": "not a list"}, {"id": "x"}], ids=["wrong shape", "no choices"]
+)
+def test_a_whole_reply_that_cannot_be_read_says_so(provider, alice_conversation, body):
+    answer = ask(alice_conversation, Whole(body))
+
+    assert answer.state == Message.State.FAILED
+    assert answer.feed.summary_text == "The model provider sent an unreadable reply"

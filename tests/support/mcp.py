@@ -31,10 +31,12 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def http_server(module: str = BENCH, *, sse: bool = False, **env: str) -> Iterator[str]:
-    """The server on a free port (streamable HTTP, or the legacy SSE transport); its URL
-    once it accepts connections."""
-    port = free_port()
+def http_server(
+    module: str = BENCH, *, sse: bool = False, port: int | None = None, **env: str
+) -> Iterator[str]:
+    """The server on a free port, or this one (streamable HTTP, or the legacy SSE
+    transport); its URL once it accepts connections."""
+    port = port or free_port()
     process = subprocess.Popen(
         [sys.executable, "-m", module, "--sse" if sse else "--http", str(port)],
         cwd=ROOT,

@@ -4,7 +4,11 @@ Run over stdio: `python -m tests.support.mcp_server`; over HTTP: `... --http POR
 
 Two ways of behaving like servers nobody here wrote, by environment: TESTBENCH_NO_LISTEN=1
 serves no `subscriptions/listen` (as mcp-server-time, -git and -fetch: they answer -32601);
-TESTBENCH_FRAGILE=1 dies right after it has listed its tools."""
+TESTBENCH_FRAGILE=1 dies right after it has listed its tools; over HTTP, TESTBENCH_LEGACY=1
+speaks only the 2025 protocol, with sessions; with it, TESTBENCH_NO_GET=1 answers 405 to the
+optional GET stream and TESTBENCH_FORGETFUL=1 forgets the session at every call (see
+`serve_as_configured`); TESTBENCH_LEDGER names a file that
+`delete_record` appends each deletion to (to count the calls that ran)."""
 
 from __future__ import annotations
 
@@ -54,6 +58,8 @@ async def flood(count: int, ctx: Context) -> str:
 )
 async def delete_record(record: str) -> str:
     """Deletes a record (it says it destroys, so it asks first by default)."""
+    if ledger := os.environ.get("TESTBENCH_LEDGER"):
+        await asyncio.to_thread(_append, Path(ledger), f"deleted {record}\n")
     return f"deleted {record}"
 
 
@@ -88,6 +94,11 @@ async def hang(marker: str, ctx: Context) -> str:
     return "never"
 
 
+def _append(path: Path, line: str) -> None:
+    with path.open("a") as file:
+        file.write(line)
+
+
 def _leave(marker: str) -> None:
     Path(marker).write_text("cancelled")
 
@@ -119,6 +130,65 @@ async def grow(ctx: Context) -> str:
     return "grew"
 
 
+def serve_as_configured(port: int) -> None:
+    """Streamable HTTP as older servers serve it, by environment: only the 2025 protocol,
+    whose sessions a restart forgets (TESTBENCH_LEGACY), and without the optional GET
+    stream, which the spec lets a server refuse with 405 (TESTBENCH_NO_GET); a server that
+    forgets the session at every call (TESTBENCH_FORGETFUL)."""
+    import uvicorn
+    from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+    from starlette.responses import JSONResponse, PlainTextResponse
+
+    app = server.streamable_http_app(host="127.0.0.1")
+    legacy = bool(os.environ.get("TESTBENCH_LEGACY"))
+    no_get = bool(os.environ.get("TESTBENCH_NO_GET"))
+    forgetful = bool(os.environ.get("TESTBENCH_FORGETFUL"))
+    unknown = {"jsonrpc": "2.0", "id": None, "error": {"code": -32601, "message": "Not found"}}
+    forgot = {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {"code": -32600, "message": "Session not found"},
+    }
+
+    async def as_configured(scope, receive, send):
+        if scope["type"] == "http":
+            version = dict(scope["headers"]).get(b"mcp-protocol-version", b"").decode()
+            if no_get and scope["method"] == "GET":
+                await PlainTextResponse("no stream here", status_code=405)(scope, receive, send)
+                return
+            if legacy and version and version not in HANDSHAKE_PROTOCOL_VERSIONS:
+                await JSONResponse(unknown, status_code=400)(scope, receive, send)
+                return
+            if forgetful and scope["method"] == "POST":
+                body = b""
+                while True:
+                    message = await receive()
+                    body += message.get("body", b"")
+                    if not message.get("more_body"):
+                        break
+                if b'"tools/call"' in body:
+                    await JSONResponse(forgot, status_code=404)(scope, receive, send)
+                    return
+
+                receive = replay(body, receive)
+        await app(scope, receive, send)
+
+    def replay(body, receive):
+        """The request's body once more, for the app; then the connection's own messages."""
+        sent = False
+
+        async def again():
+            nonlocal sent
+            if sent:
+                return await receive()
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        return again
+
+    uvicorn.run(as_configured, host="127.0.0.1", port=port, log_level="warning")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--http", type=int, metavar="PORT")
@@ -126,6 +196,8 @@ def main() -> None:
     options = parser.parse_args()
     if options.sse:
         server.run("sse", host="127.0.0.1", port=options.sse)
+    elif options.http and os.environ.get("TESTBENCH_LEGACY"):
+        serve_as_configured(options.http)
     elif options.http:
         server.run("streamable-http", host="127.0.0.1", port=options.http)
     else:

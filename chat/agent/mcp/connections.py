@@ -22,12 +22,13 @@ from django.utils.functional import Promise
 from django.utils.translation import gettext_lazy as _
 from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.sse import sse_client
-from mcp.client.streamable_http import streamable_http_client
+from mcp.client.streamable_http import MCP_SESSION_ID, streamable_http_client
 from mcp.client.subscriptions import ListenNotSupportedError
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.dispatcher import ProgressFnT
 
 from chat.agent.mcp.config import ServerSpec
+from chat.agent.mcp.stdio import watched_stdio
 
 logger = logging.getLogger("glassbox.mcp")
 
@@ -39,10 +40,17 @@ STABLE = 10.0
 CLOSE_WAIT = 5.0
 # What a server answers to a method it does not serve.
 NOT_SERVED = (types.METHOD_NOT_FOUND, types.INVALID_REQUEST)
+LOST = _("the connection was lost")
+FORGOT = _("it forgot the session (it may have restarted)")
 
 
 class Unreachable(Exception):
     """The server has no session now; the message is for people (no URL, no secrets)."""
+
+
+class Forgotten(Exception):
+    """The server answered that it does not know the session: it restarted, or let the
+    session lapse. The request never ran."""
 
 
 class Connection:
@@ -68,12 +76,46 @@ class Connection:
         # The last HTTP status the server answered: the SDK reports a refused session as a
         # JSON-RPC error, which does not say that the credentials were the reason.
         self.status: int | None = None
+        # The server answered a request of this session "not found" (HTTP 404, or 400 with
+        # a word on the session from servers that predate the rule).
+        self.forgotten = False
+        self.closing = False
         self.task = asyncio.create_task(self._keep_open(), name=f"mcp:{spec.name}")
 
     async def call(
         self, tool: str, arguments: dict[str, Any], progress: ProgressFnT
     ) -> types.CallToolResult:
         client = self.client
+        try:
+            return await self._call(client, tool, arguments, progress)
+        except Forgotten:
+            pass
+        # The call never ran, so it runs once more, in a new session.
+        client = await self._renew(client)
+        try:
+            return await self._call(client, tool, arguments, progress)
+        except Forgotten:
+            self._renew_later(client)
+            raise Unreachable(_("it forgot the new session at once")) from None
+
+    async def _renew(self, forgotten: Client | None) -> Client | None:
+        """A new session in place of the one the server forgot (unless another call or the
+        change stream already replaced it)."""
+        self._renew_later(forgotten)
+        try:
+            async with asyncio.timeout(FIRST_RETRY + settings.GLASSBOX_MCP_CONNECT_TIMEOUT):
+                await self.up.wait()
+        except TimeoutError:
+            raise Unreachable(self.reason or _("it is not connected")) from None
+        return self.client
+
+    def _renew_later(self, forgotten: Client | None) -> None:
+        if forgotten is not None and self.client is forgotten:
+            self._lost(None, FORGOT)
+
+    async def _call(
+        self, client: Client | None, tool: str, arguments: dict[str, Any], progress: ProgressFnT
+    ) -> types.CallToolResult:
         if client is None:
             raise Unreachable(self.reason or _("it is not connected"))
         try:
@@ -85,6 +127,8 @@ class Connection:
             if exc.code == types.CONNECTION_CLOSED:
                 self._lost(exc)
                 raise Unreachable(_("the connection was lost during the call")) from None
+            if self.forgotten or (self.status == 400 and "session" in exc.error.message.lower()):
+                raise Forgotten from None
             raise
         except Exception as exc:
             if _closed(exc):
@@ -93,16 +137,19 @@ class Connection:
             raise
 
     async def close(self) -> None:
+        self.closing = True
         self.task.cancel()
         # Bounded: a transport may shield its own clean-up (the SSE client waits on its read
         # timeout for a stream whose server is gone).
         await asyncio.wait({self.task}, timeout=CLOSE_WAIT)
 
-    def _lost(self, exc: BaseException) -> None:
-        logger.warning("MCP server %s: connection lost (%s)", self.spec.name, type(exc).__name__)
+    def _lost(self, exc: BaseException | None, reason: str | Promise = LOST) -> None:
+        logger.warning(
+            "MCP server %s: %s (%s)", self.spec.name, reason, type(exc).__name__ if exc else "-"
+        )
         self.client = None
         self.up.clear()
-        self.reason = _("the connection was lost")
+        self.reason = reason
         self.since = timezone.now()
         self.broken.set()
 
@@ -112,6 +159,7 @@ class Connection:
         while True:
             self.broken.clear()
             self.status = None
+            self.forgotten = False
             connected_at: float | None = None
             try:
                 async with self._client() as client:
@@ -166,10 +214,24 @@ class Connection:
             env=self.spec.env,
             cwd=settings.BASE_DIR,
         )
-        return Client(params, message_handler=self._on_message, cache=None)
+        return Client(
+            watched_stdio(params, self._exited), message_handler=self._on_message, cache=None
+        )
+
+    def _exited(self) -> None:
+        """The stdio server's output ended: it exited (or crashed) between calls, or this
+        session is closing."""
+        if self.client is not None and not self.closing:
+            self._lost(None, _("its process exited"))
 
     async def _answered(self, response: httpx2.Response) -> None:
         self.status = response.status_code
+        if response.status_code == 404 and response.request.headers.get(MCP_SESSION_ID):
+            self.forgotten = True
+            if response.request.method == "GET":
+                # The idle change stream came back to a server that restarted: a new
+                # session now, not a failed call later.
+                self._renew_later(self.client)
 
     async def _list(self, client: Client) -> None:
         listed: list[types.Tool] = []

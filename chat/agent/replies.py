@@ -1,0 +1,88 @@
+"""The model provider's reply, read chunk by chunk: a stream as the API sends it, or a whole
+reply from a provider (or a proxy) that answered a streamed request in one piece. What
+cannot be read ends the turn with a reason for people, never a parser's traceback."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx2
+import openai
+from django.utils.translation import gettext as _
+from openai.types.chat import ChatCompletionChunk
+from pydantic import ValidationError
+
+from chat.agent.errors import ProviderError
+
+
+async def readable(stream: Any) -> AsyncIterator[Any]:
+    """The reply's chunks; a chunk that is not valid JSON, or a connection cut once the
+    provider had begun to answer, ends the turn with a clear reason (a stall stays a
+    timeout)."""
+    response = getattr(stream, "response", None)
+    if isinstance(response, httpx2.Response) and _whole(response):
+        yield await _as_one_chunk(response)
+        return
+    chunks = aiter(stream)
+    while True:
+        try:
+            chunk = await anext(chunks)
+        except StopAsyncIteration:
+            return
+        except ValueError as exc:
+            raise ProviderError(_("the model provider sent an unreadable reply")) from exc
+        except (httpx2.TimeoutException, openai.APITimeoutError):
+            raise
+        except (httpx2.TransportError, openai.APIConnectionError) as exc:
+            raise _broke_off() from exc
+        yield chunk
+
+
+def _whole(response: httpx2.Response) -> bool:
+    return response.headers.get("content-type", "").lower().startswith("application/json")
+
+
+def _broke_off() -> ProviderError:
+    return ProviderError(_("the model provider's reply broke off before it was finished"))
+
+
+async def _as_one_chunk(response: httpx2.Response) -> ChatCompletionChunk:
+    """A whole chat completion as the one chunk that says all of it: each choice's message
+    becomes its delta (its tool calls numbered as a stream numbers them)."""
+    try:
+        body = await response.aread()
+    except (httpx2.TimeoutException, openai.APITimeoutError):
+        raise
+    except httpx2.TransportError as exc:
+        raise _broke_off() from exc
+    finally:
+        await response.aclose()
+    try:
+        whole = json.loads(body)
+        choices = []
+        for choice in whole["choices"]:
+            delta = dict(choice.get("message") or {})
+            delta["tool_calls"] = [
+                {**call, "index": index}
+                for index, call in enumerate(delta.get("tool_calls") or [])
+            ] or None
+            choices.append(
+                {
+                    "index": choice.get("index", 0),
+                    "delta": delta,
+                    "finish_reason": choice.get("finish_reason"),
+                }
+            )
+        return ChatCompletionChunk.model_validate(
+            {
+                **whole,
+                "object": "chat.completion.chunk",
+                "choices": choices,
+                "created": whole.get("created", 0),
+                "id": whole.get("id", ""),
+            }
+        )
+    except (ValueError, KeyError, TypeError, AttributeError, ValidationError) as exc:
+        raise ProviderError(_("the model provider sent an unreadable reply")) from exc
