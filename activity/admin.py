@@ -398,7 +398,8 @@ class ToolCallAdmin(ReadOnlyAdmin):
     show_full_result_count = False
     readonly_fields = ("feed_link", "server_name", "tool", "call_id", "ok", "duration_ms",
                        "result_summary", "error", "arguments_sent", "progress_count",
-                       "last_progress", "result_structured", "created_at")  # fmt: skip
+                       "last_progress", "result_structured", "result_links",
+                       "created_at")  # fmt: skip
     fields = readonly_fields
 
     @admin.display(description="MCP server", ordering="server")

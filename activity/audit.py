@@ -17,11 +17,11 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from activity.chain import GENESIS, SEALED_FIELDS, Check, check, link
+from activity.chain import ALL_SEALED, GENESIS, Check, check, link
 from activity.models import ActivityEvent, ActivityFeed, ChainReseal, ModelCall
 
 CHUNK = 500
-EVENT_COLUMNS = ("id", "chain", *SEALED_FIELDS)
+EVENT_COLUMNS = ("id", "chain", *ALL_SEALED)
 
 
 def reseal(feed_ids: Iterable[int], *, reason: str) -> int:

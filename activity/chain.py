@@ -16,13 +16,16 @@ from typing import Any
 
 # The first event of a feed links to this.
 GENESIS = ""
-# Every column of an event but its id and its hash, in a fixed order: a column added later
-# is added here (and sealed from then on) on purpose, never by accident.
+# Every column of an event but its id and its hash, in a fixed order.
 SEALED_FIELDS = (
     "feed_id", "seq", "kind", "icon", "message", "state", "tool", "call_id", "arguments",
     "ok", "result_summary", "error", "result_content", "duration_ms", "server", "progress",
     "progress_total", "progress_message", "progress_count", "result_structured", "created_at",
 )  # fmt: skip
+# Columns added since, on purpose, never by accident: sealed whenever they hold a value, so
+# the events written before a column existed keep the hashes they were sealed with.
+SEALED_WHEN_SET = ("result_links",)
+ALL_SEALED = (*SEALED_FIELDS, *SEALED_WHEN_SET)
 
 
 def _plain(value: Any) -> Any:
@@ -43,8 +46,14 @@ def _plain(value: Any) -> Any:
 
 def link(previous: str, values: Mapping[str, Any]) -> str:
     """The hash of an event whose sealed values are `values`, after the event `previous`."""
+    sealed: list[Any] = [previous, [_plain(values[name]) for name in SEALED_FIELDS]]
+    later = {
+        name: _plain(values[name]) for name in SEALED_WHEN_SET if values.get(name) is not None
+    }
+    if later:
+        sealed.append(later)
     content = json.dumps(
-        [previous, [_plain(values[name]) for name in SEALED_FIELDS]],
+        sealed,
         ensure_ascii=False,
         sort_keys=True,
         separators=(",", ":"),

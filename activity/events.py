@@ -61,6 +61,37 @@ class Status:
 
 
 @dataclass(frozen=True, slots=True)
+class Link:
+    """A resource a tool's result pointed to (an MCP resource link, or an embedded resource's
+    address): kept for the audit, shown on the tool's line. Untrusted text, as the tool
+    wrote it."""
+
+    uri: str
+    title: str = ""
+    mime_type: str = ""
+
+    def to_json(self) -> dict[str, str]:
+        return {"uri": self.uri, "title": self.title, "mime_type": self.mime_type}
+
+    @classmethod
+    def from_json(cls, data: Any) -> Link | None:
+        if not isinstance(data, dict) or not isinstance(data.get("uri"), str):
+            return None
+        return cls(
+            uri=data["uri"],
+            title=str(data.get("title") or ""),
+            mime_type=str(data.get("mime_type") or ""),
+        )
+
+
+def links_from_json(data: Any) -> tuple[Link, ...]:
+    """Stored or received links, each checked; what is not a link is left out."""
+    if not isinstance(data, list):
+        return ()
+    return tuple(link for item in data if (link := Link.from_json(item)) is not None)
+
+
+@dataclass(frozen=True, slots=True)
 class ToolCall:
     tool: str
     call_id: str
@@ -89,6 +120,8 @@ class ToolResult:
     progress_count: int = 0
     # The tool's structured result, for the audit only.
     structured: Any = field(default=None, repr=False)
+    # The resources its result pointed to.
+    links: tuple[Link, ...] = ()
     seq: int | None = None
     type: Literal["tool_result"] = "tool_result"
 
@@ -226,14 +259,18 @@ def to_json(event: WireEvent) -> dict[str, Any]:
                 "arguments": event.arguments,
             }
         case ToolResult():
-            return {
-                "type": "tool_result",
-                "seq": event.seq,
-                "call_id": event.call_id,
-                "ok": event.ok,
-                "summary": event.summary,
-                "duration_ms": event.duration_ms,
-            } | _progress_of(event)
+            return (
+                {
+                    "type": "tool_result",
+                    "seq": event.seq,
+                    "call_id": event.call_id,
+                    "ok": event.ok,
+                    "summary": event.summary,
+                    "duration_ms": event.duration_ms,
+                }
+                | _progress_of(event)
+                | _links_of(event)
+            )
         case Decision():
             return {
                 "type": "decision",
@@ -266,6 +303,10 @@ def _progress_of(result: ToolResult) -> dict[str, Any]:
         "progress_message": result.progress_message,
         "progress_count": result.progress_count,
     }
+
+
+def _links_of(result: ToolResult) -> dict[str, Any]:
+    return {"links": [link.to_json() for link in result.links]} if result.links else {}
 
 
 def _number(value: Any) -> float | None:
@@ -304,6 +345,7 @@ def from_json(data: dict[str, Any]) -> WireEvent:
             total=_number(data.get("total")),
             progress_message=data.get("progress_message", ""),
             progress_count=data.get("progress_count", 0),
+            links=links_from_json(data.get("links")),
         )
     if kind == "decision":
         return Decision(

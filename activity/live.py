@@ -7,13 +7,20 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from activity.events import REASONING, Decision, Status, from_json
+from activity.events import REASONING, Decision, Link, Status, from_json, links_from_json
 from activity.live_markdown import settled_length
 from activity.preferences import FeedPrefs
-from activity.presentation import Line, decision_line, line_for, line_key, raw_detail
+from activity.presentation import (
+    Line,
+    decision_line,
+    line_for,
+    line_key,
+    raw_detail,
+    shown_links,
+)
 
 LABEL_KEY = "label"
 
@@ -61,6 +68,8 @@ class LivePresenter:
     shown: deque[str] = field(default_factory=deque)
     lines: dict[str, Status] = field(default_factory=dict)
     arguments: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # What each finished call's result pointed to (its tool_result comes before its ✅ line).
+    links: dict[str, tuple[Link, ...]] = field(default_factory=dict)
     # The answer text after its settled blocks (activity.live_markdown).
     tail: str = ""
 
@@ -85,6 +94,10 @@ class LivePresenter:
             return self._text(event["content"])
         if kind == "tool_call":
             return self._tool_call(event)
+        if kind == "tool_result":
+            if links := links_from_json(event.get("links")):
+                self.links[event["call_id"]] = links
+            return []
         if kind != "status":
             return []
         status = self._status(event)
@@ -164,7 +177,10 @@ class LivePresenter:
         detail = ""
         if self.prefs.detail == "raw" and status.state in ("in_progress", "waiting"):
             detail = raw_detail(self.arguments.get(status.call_id, {}))
-        return line_for(status, width=self.prefs.line_width, detail=detail)
+        line = line_for(status, width=self.prefs.line_width, detail=detail)
+        if status.state == "done" and status.call_id in self.links:
+            line = replace(line, links=shown_links(self.links[status.call_id]))
+        return line
 
     def _maybe_show_draft(self, now: float | None, *, at_once: bool = False) -> list[Op]:
         if not self.is_draft or self.draft_shown or self.work_events == 0:

@@ -8,7 +8,7 @@ from django.db.models import F
 from django.db.models.functions import Coalesce, Now
 from django.utils import timezone
 
-from activity.chain import GENESIS, SEALED_FIELDS, link
+from activity.chain import ALL_SEALED, GENESIS, link
 from activity.events import (
     Decision,
     ModelCallDone,
@@ -17,6 +17,7 @@ from activity.events import (
     ToolCall,
     ToolResult,
     decision_kind,
+    links_from_json,
     status_state,
 )
 from activity.preferences import FeedPrefs
@@ -199,6 +200,8 @@ class ActivityEvent(models.Model):
     progress_message = models.CharField(max_length=400, blank=True)
     progress_count = models.PositiveIntegerField(default=0)
     result_structured = models.JSONField(null=True, blank=True)
+    # The resources the result pointed to (activity.events.Link); null when none.
+    result_links = models.JSONField(null=True, blank=True)
     # When it happened: rows are written in batches, a beat after some of them.
     created_at = models.DateTimeField(default=timezone.now)
     # SHA-256 over this row and the previous row's `chain` in its feed (activity.chain).
@@ -219,7 +222,7 @@ class ActivityEvent(models.Model):
         super().save(*args, **kwargs)
 
     def sealed_values(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in SEALED_FIELDS}
+        return {name: getattr(self, name) for name in ALL_SEALED}
 
     def seal(self, previous: str) -> ActivityEvent:
         """Links this row after the row whose hash is `previous` (chain.GENESIS for the first
@@ -285,6 +288,7 @@ class ActivityEvent(models.Model):
                     progress_message=event.progress_message[:400],
                     progress_count=event.progress_count,
                     result_structured=event.structured,
+                    result_links=[link.to_json() for link in event.links] or None,
                 )
             case Decision():
                 return cls(
@@ -339,6 +343,7 @@ class ActivityEvent(models.Model):
             progress_message=self.progress_message,
             progress_count=self.progress_count,
             structured=self.result_structured,
+            links=links_from_json(self.result_links),
             seq=self.seq,
         )
 

@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.utils.formats import number_format
 from django.utils.functional import Promise
@@ -20,6 +21,7 @@ from activity.events import (
     IN_PLACE,
     REASONING,
     Decision,
+    Link,
     RecordedEvent,
     Status,
     StatusState,
@@ -28,6 +30,29 @@ from activity.events import (
 )
 
 FEEDBACK_ARG = "feedback_to_user"
+# Only these open from a feed; any other address (file:, a server's own scheme, javascript:)
+# is shown as text.
+WEB_SCHEMES = ("http", "https")
+
+
+@dataclass(frozen=True, slots=True)
+class ShownLink:
+    """A tool result's link on its line: `href` only for a web address."""
+
+    label: str
+    uri: str
+    href: str
+
+
+def shown_links(links: Iterable[Link]) -> tuple[ShownLink, ...]:
+    shown = []
+    for link in links:
+        try:
+            web = urlsplit(link.uri).scheme.lower() in WEB_SCHEMES
+        except ValueError:
+            web = False
+        shown.append(ShownLink(link.title or link.uri, link.uri, link.uri if web else ""))
+    return tuple(shown)
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +72,8 @@ class Line:
     # A 💭 line's reasoning, when the site shows it (GLASSBOX_SHOW_REASONING=full).
     reasoning: str = ""
     call_id: str = ""
+    # What the finished tool's result pointed to.
+    links: tuple[ShownLink, ...] = ()
 
     @property
     def is_reasoning(self) -> bool:
@@ -179,6 +206,7 @@ def visible_lines(
         for e in events
         if isinstance(e, ToolResult) and e.progress_count and e.progress is not None
     }
+    pointed = {e.call_id: e.links for e in events if isinstance(e, ToolResult) and e.links}
     lines: dict[str, Line] = {}
     made_by: dict[str, Status] = {}
     started: dict[str, datetime] = {}
@@ -202,6 +230,8 @@ def visible_lines(
         if event.state != "in_progress" and event.call_id in reported:
             progress, total = reported[event.call_id]
             line = replace(line, progress=progress, total=total)
+        if event.state == "done" and event.call_id in pointed:
+            line = replace(line, links=shown_links(pointed[event.call_id]))
         if event.tool == REASONING and show_reasoning == "full" and reasoning:
             line = replace(line, reasoning=reasoning.get(event.call_id, ""))
         lines[line.key] = line

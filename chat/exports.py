@@ -31,7 +31,9 @@ def conversation_markdown(conversation: Conversation, messages: list[Message | T
             parts += ["<details>", f"<summary>{_plain(summary)}</summary>", ""]
             for line in message.lines:
                 took = f" · {seconds(line.duration_ms)}" if line.duration_ms is not None else ""
-                parts.append(f"- {line.icon} {_plain(line.full or line.message)}{took}")
+                pointed = "; ".join(f"{link.label}: {link.uri}" for link in line.links)
+                pointed = f" — {_plain(pointed)}" if pointed else ""
+                parts.append(f"- {line.icon} {_plain(line.full or line.message)}{took}{pointed}")
             parts += ["", "</details>", ""]
         parts += [inert(message.content.strip()) or emphasis(_("(no answer)")), ""]
         if message.state == Message.State.FAILED:

@@ -373,7 +373,11 @@ async def run_tool(
             else json.dumps(outcome.content, ensure_ascii=False, default=str)
         )
         result = reported(
-            ok=True, summary=outcome.summary, content=content, structured=outcome.structured
+            ok=True,
+            summary=outcome.summary,
+            content=content,
+            structured=outcome.structured,
+            links=outcome.links,
         )
         done = Status(
             icon=tool.labels.icon,

@@ -15,6 +15,7 @@ from django.utils.module_loading import import_string
 from django.utils.translation import gettext as _
 from pydantic import BaseModel, ValidationError
 
+from activity.events import Link
 from activity.presentation import ToolLabels
 
 FEEDBACK_ARG = "feedback_to_user"
@@ -48,6 +49,8 @@ class ToolOutcome:
     done_message: str
     # Kept for the audit only (an MCP tool's structured content).
     structured: Any = None
+    # The resources the result pointed to: stored, and shown on the tool's line.
+    links: tuple[Link, ...] = ()
     # What the call was about (a search's query): named when calls of one tool run together.
     subject: str = ""
 

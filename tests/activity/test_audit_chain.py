@@ -74,6 +74,26 @@ def test_an_event_edited_with_sql_breaks_its_chain_and_verify_says_where(two_tur
     assert "1 intact, 1 broken" in out and "1 feed(s) fail verification" in out
 
 
+def test_links_are_sealed_once_a_result_has_them_and_older_events_keep_their_hashes(two_turns):
+    searched, _ = two_turns
+    result = ActivityEvent.objects.filter(feed=searched.feed_id, kind="tool_result").first()
+    values = result.sealed_values()
+    # Written before the column existed (no key) or without links (null): the same hash.
+    before = {k: v for k, v in values.items() if k != "result_links"}
+    assert link("x", before) == link("x", values | {"result_links": None})
+    assert link("x", values | {"result_links": [{"uri": "https://example.org"}]}) != link(
+        "x", values
+    )
+    sql(
+        "UPDATE activity_activityevent SET result_links = %s WHERE id = %s",
+        json.dumps([{"uri": "https://evil.example", "title": "Proof", "mime_type": ""}]),
+        result.pk,
+    )
+    status, out = verify()
+    assert status == 1
+    assert f"feed {searched.feed_id}: BROKEN, event seq {result.seq} does not match" in out
+
+
 @pytest.mark.parametrize("which", ["last", "middle"])
 def test_an_event_deleted_with_sql_is_found(two_turns, which):
     searched, _ = two_turns

@@ -370,12 +370,12 @@ async def test_the_page_shows_a_progress_bar_live_and_in_history(bench, alice, a
     )
 
 
-def _page(user, conversation) -> str:
+def _page(user, conversation, path: str = "") -> str:
     from django.test import Client
 
     client = Client()
     client.force_login(user)
-    return client.get(f"/c/{conversation.pk}/").content.decode()
+    return client.get(f"/c/{conversation.pk}/{path}").content.decode()
 
 
 async def test_sse_clients_get_the_same_live_progress(bench, alice, alice_conversation, gate):
@@ -394,3 +394,53 @@ async def test_sse_clients_get_the_same_live_progress(bench, alice, alice_conver
     (result,) = [e for e in events if e["type"] == "tool_result"]
     assert result["progress_count"] == 2
     assert events[-1]["state"] == "complete"
+
+
+async def test_links_in_a_result_are_kept_for_the_audit_and_shown_on_the_tools_line(
+    bench, alice, alice_conversation
+):
+    from activity.audit import feed_integrity
+    from activity.models import ActivityFeed
+    from tests.support.mcp_server import HOSTILE
+
+    socket = await open_socket(alice_conversation, alice)
+    await ask(socket, "bench__point")
+    frames = "".join(await frames_until_done(socket, 20))
+    await finish_turns()
+    await socket.disconnect()
+    events = await json_turn(alice_conversation, alice, "bench__point")
+
+    (result,) = [e for e in events if e["type"] == "tool_result"]
+    assert result["links"] == [
+        {
+            "uri": "https://example.org/q3.pdf",
+            "title": "Q3 report",
+            "mime_type": "application/pdf",
+        },
+        {"uri": "javascript:window.pwned=4", "title": f"Click {HOSTILE}", "mime_type": ""},
+        {"uri": "file:///srv/exports/chart.png", "title": "chart.png", "mime_type": "image/png"},
+    ]
+    row = await ActivityEvent.objects.filter(kind="tool_result").alatest("pk")
+    assert row.result_links == result["links"]
+    # The model reads where they are, so its answer can point there.
+    assert "[a link to “Q3 report”: https://example.org/q3.pdf]" in row.result_content
+    assert "[a resource was left out: file:///srv/exports/chart.png]" in row.result_content
+    feed = await ActivityFeed.objects.aget(pk=row.feed_id)
+    assert (await sync_to_async(feed_integrity)(feed)).intact
+
+    page = await sync_to_async(_page)(alice, alice_conversation)
+    for shown in (frames, page):  # live, and when the conversation is opened again
+        assert (
+            '<a href="https://example.org/q3.pdf" rel="nofollow noopener noreferrer" '
+            'target="_blank" title="https://example.org/q3.pdf">Q3 report</a>'
+        ) in shown
+        # Not a web address: text, never a link; the markup it wrote is escaped.
+        assert 'href="javascript:' not in shown and "<img src=x" not in shown
+        assert "Click &lt;img src=x onerror=&quot;window.pwned=1&quot;&gt;</code>" in shown
+        assert '<code title="file:///srv/exports/chart.png">chart.png</code>' in shown
+    markdown = await sync_to_async(_page)(alice, alice_conversation, "export.md")
+    assert (
+        "— Q3 report: https://example.org/q3.pdf; Click &lt;img src=x "
+        'onerror="window.pwned=1"&gt;: javascript:window.pwned=4; '
+        "chart.png: file:///srv/exports/chart.png"
+    ) in markdown

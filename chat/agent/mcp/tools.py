@@ -17,6 +17,7 @@ from django.conf import settings
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
+from activity.events import Link
 from activity.presentation import ToolLabels
 from chat.agent.mcp.config import SEPARATOR
 from chat.agent.mcp.connections import Connection, Unreachable
@@ -33,6 +34,10 @@ NOT_A_NAME = re.compile(r"[^A-Za-z0-9_-]")
 DESCRIPTION_LIMIT = 1024
 TITLE_LIMIT = 60
 REASON_LIMIT = 200
+# What a result's links may take: beyond these, the audit keeps their count in the text.
+LINK_LIMIT = 20
+URI_LIMIT = 2048
+LINK_TITLE_LIMIT = 80
 
 
 def tool_name(server: str, tool: str) -> str:
@@ -174,11 +179,13 @@ class McpTool:
             summary=one_line(text, 120),
             done_message=_("“%(tool)s” finished") % {"tool": self.title},
             structured=result.structured_content,
+            links=links_of(result.content),
         )
 
 
 def model_text(content: list[types.ContentBlock]) -> str:
-    """What the model reads of a result: its text; other content is named, never inlined."""
+    """What the model reads of a result: its text; other content is named, never inlined,
+    with its address when it has one (so the answer can point to it)."""
     parts = []
     for block in content:
         if isinstance(block, types.TextContent):
@@ -187,13 +194,48 @@ def model_text(content: list[types.ContentBlock]) -> str:
             parts.append(_("[an image (%(type)s) was left out]") % {"type": block.mime_type})
         elif isinstance(block, types.AudioContent):
             parts.append(_("[audio (%(type)s) was left out]") % {"type": block.mime_type})
+        elif isinstance(block, types.ResourceLink):
+            parts.append(
+                _("[a link to “%(title)s”: %(uri)s]")
+                % {"title": _link_title(block), "uri": one_line(block.uri, URI_LIMIT)}
+            )
         elif isinstance(block, types.EmbeddedResource):
             resource = block.resource
             text = getattr(resource, "text", None)
-            parts.append(text if isinstance(text, str) else _("[a resource was left out]"))
+            if isinstance(text, str):
+                parts.append(text)
+            else:
+                parts.append(
+                    _("[a resource was left out: %(uri)s]")
+                    % {"uri": one_line(resource.uri, URI_LIMIT)}
+                )
         else:
             parts.append(_("[a resource was left out]"))
     return "\n".join(parts)
+
+
+def _link_title(block: types.ResourceLink) -> str:
+    return one_line(block.title or block.name or block.uri, LINK_TITLE_LIMIT)
+
+
+def links_of(content: list[types.ContentBlock]) -> tuple[Link, ...]:
+    """The addresses a result pointed to, for the audit and the tool's line: its resource
+    links and the embedded resources that are not text (an image, a file)."""
+    links = []
+    for block in content:
+        if isinstance(block, types.ResourceLink):
+            links.append(Link(block.uri, _link_title(block), block.mime_type or ""))
+        elif isinstance(block, types.EmbeddedResource) and not hasattr(block.resource, "text"):
+            resource = block.resource
+            name = resource.uri.rstrip("/").rsplit("/", 1)[-1] or resource.uri
+            links.append(
+                Link(resource.uri, one_line(name, LINK_TITLE_LIMIT), resource.mime_type or "")
+            )
+    return tuple(
+        Link(link.uri, link.title, link.mime_type[:100])
+        for link in links[:LINK_LIMIT]
+        if len(link.uri) <= URI_LIMIT
+    )
 
 
 def tools_of(connections: list[Connection]) -> list[McpTool]:
