@@ -147,8 +147,12 @@ async def test_the_admin_shows_every_servers_health(settings, sessions, admin_us
 
 @pytest.mark.parametrize(
     "env",
-    [{"TESTBENCH_LEGACY": "1", "TESTBENCH_NO_GET": "1"}, {"TESTBENCH_LEGACY": "1"}],
-    ids=["found-by-the-call", "found-by-the-get-stream-or-the-call"],
+    [
+        {"TESTBENCH_LEGACY": "1", "TESTBENCH_NO_GET": "1"},
+        {"TESTBENCH_LEGACY": "1", "TESTBENCH_NO_GET": "1", "TESTBENCH_SESSION_400": "1"},
+        {"TESTBENCH_LEGACY": "1"},
+    ],
+    ids=["404-found-by-the-call", "400-found-by-the-call", "found-by-the-get-stream-or-the-call"],
 )
 async def test_a_restarted_http_server_gets_a_new_session_and_the_call_runs_once(
     settings, sessions, alice, alice_conversation, tmp_path, env

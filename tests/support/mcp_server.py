@@ -163,7 +163,9 @@ def serve_as_configured(port: int) -> None:
     """Streamable HTTP as older servers serve it, by environment: only the 2025 protocol,
     whose sessions a restart forgets (TESTBENCH_LEGACY), and without the optional GET
     stream, which the spec lets a server refuse with 405 (TESTBENCH_NO_GET); a server that
-    forgets the session at every call (TESTBENCH_FORGETFUL)."""
+    forgets the session at every call (TESTBENCH_FORGETFUL); one that answers a session it
+    does not know with 400 and a JSON-RPC error without an id, as the TypeScript SDK's
+    servers do (TESTBENCH_SESSION_400)."""
     import uvicorn
     from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
     from starlette.responses import JSONResponse, PlainTextResponse
@@ -172,6 +174,12 @@ def serve_as_configured(port: int) -> None:
     legacy = bool(os.environ.get("TESTBENCH_LEGACY"))
     no_get = bool(os.environ.get("TESTBENCH_NO_GET"))
     forgetful = bool(os.environ.get("TESTBENCH_FORGETFUL"))
+    session_400 = bool(os.environ.get("TESTBENCH_SESSION_400"))
+    known: set[bytes] = set()
+    no_session = {
+        "jsonrpc": "2.0",
+        "error": {"code": -32000, "message": "Bad Request: No valid session ID provided"},
+    }
     unknown = {"jsonrpc": "2.0", "id": None, "error": {"code": -32601, "message": "Not found"}}
     forgot = {
         "jsonrpc": "2.0",
@@ -188,6 +196,11 @@ def serve_as_configured(port: int) -> None:
             if legacy and version and version not in HANDSHAKE_PROTOCOL_VERSIONS:
                 await JSONResponse(unknown, status_code=400)(scope, receive, send)
                 return
+            session = dict(scope["headers"]).get(b"mcp-session-id")
+            if session_400 and session is not None and session not in known:
+                await JSONResponse(no_session, status_code=400)(scope, receive, send)
+                return
+            send = remembering(send, known)
             if forgetful and scope["method"] == "POST":
                 body = b""
                 while True:
@@ -201,6 +214,18 @@ def serve_as_configured(port: int) -> None:
 
                 receive = replay(body, receive)
         await app(scope, receive, send)
+
+    def remembering(send, known):
+        """Notes the session each response opens."""
+
+        async def noting(message):
+            if message["type"] == "http.response.start":
+                for name, value in message.get("headers", []):
+                    if name.lower() == b"mcp-session-id":
+                        known.add(value)
+            await send(message)
+
+        return noting
 
     def replay(body, receive):
         """The request's body once more, for the app; then the connection's own messages."""

@@ -127,7 +127,7 @@ class Connection:
             if exc.code == types.CONNECTION_CLOSED:
                 self._lost(exc)
                 raise Unreachable(_("the connection was lost during the call")) from None
-            if self.forgotten or (self.status == 400 and "session" in exc.error.message.lower()):
+            if self.forgotten:
                 raise Forgotten from None
             raise
         except Exception as exc:
@@ -226,7 +226,7 @@ class Connection:
 
     async def _answered(self, response: httpx2.Response) -> None:
         self.status = response.status_code
-        if response.status_code == 404 and response.request.headers.get(MCP_SESSION_ID):
+        if response.request.headers.get(MCP_SESSION_ID) and await _forgot(response):
             self.forgotten = True
             if response.request.method == "GET":
                 # The idle change stream came back to a server that restarted: a new
@@ -299,6 +299,18 @@ class Connection:
             self.stale.set()
         elif isinstance(message, Exception) and _closed(message):
             self._lost(message)
+
+
+async def _forgot(response: httpx2.Response) -> bool:
+    """Whether the server answered a request of a session that it does not know it: 404, as
+    the spec says, or a 400 whose JSON error names the session (servers built with the
+    TypeScript SDK; their error has no id, so the SDK reports only "an error response")."""
+    if response.status_code == 404:
+        return True
+    if response.status_code != 400 or "json" not in response.headers.get("content-type", ""):
+        return False
+    body = await response.aread()  # a short error; the SDK reads it again from the cache
+    return len(body) < 4096 and b"session" in body.lower()
 
 
 def _closed(exc: BaseException) -> bool:
