@@ -20,3 +20,9 @@ class ActivityConfig(AppConfig):
             key = str(exc).split()[0]
             name = "GLASSBOX_SHOW_REASONING" if key == "SHOW_REASONING" else f"GLASSBOX_FEED_{key}"
             raise ImproperlyConfigured(f"{name}: {exc}") from None
+        from activity.usage import configured_prices
+
+        try:
+            configured_prices()
+        except ValueError as exc:
+            raise ImproperlyConfigured(f"GLASSBOX_PRICES: {exc}") from None

@@ -8,7 +8,10 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
+from functools import cache
 from typing import Any
+
+from django.conf import settings
 
 from activity.events import ModelCallDone
 
@@ -23,6 +26,18 @@ class ModelPrice:
     prompt: Decimal
     completion: Decimal
     cached: Decimal | None = None
+
+
+def configured_prices() -> Mapping[str, ModelPrice]:
+    """GLASSBOX_PRICES: its JSON text read once, or prices set directly (as tests do).
+    Raises ValueError."""
+    value: str | Mapping[str, ModelPrice] = settings.GLASSBOX_PRICES
+    return _read(value) if isinstance(value, str) else value
+
+
+@cache
+def _read(text: str) -> Mapping[str, ModelPrice]:
+    return prices_from_setting(text)
 
 
 def prices_from_setting(text: str) -> dict[str, ModelPrice]:

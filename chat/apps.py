@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from django.apps import AppConfig
+from django.core.exceptions import ImproperlyConfigured
 
 
 class ChatConfig(AppConfig):
@@ -8,4 +9,12 @@ class ChatConfig(AppConfig):
     verbose_name = "Chat"
 
     def ready(self) -> None:
+        """Connects the socket's receivers; a server declaration that cannot be used stops
+        start-up, naming the setting."""
+        from chat.agent.mcp.config import ServerConfigError, declared_servers
         from chat.socket import session  # noqa: F401 - connects the receivers
+
+        try:
+            declared_servers()
+        except ServerConfigError as exc:
+            raise ImproperlyConfigured(f"GLASSBOX_MCP_SERVERS: {exc}") from None

@@ -7,13 +7,17 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from django import forms
-from django.conf import settings
 from django.contrib import admin
 from django.core.exceptions import PermissionDenied
 from django.template.response import TemplateResponse
 from django.urls import path
 
-from chat.agent.mcp.config import ServerConfigError, ServerSpec, spec_from_mapping
+from chat.agent.mcp.config import (
+    ServerConfigError,
+    ServerSpec,
+    declared_servers,
+    spec_from_mapping,
+)
 from chat.agent.mcp.connections import Health, health
 from chat.models import McpServer
 
@@ -122,7 +126,7 @@ class McpServerForm(forms.ModelForm):
             spec_from_mapping(mapping)
         except ServerConfigError as exc:
             raise forms.ValidationError(str(exc)) from None
-        if data.get("name") in {spec.name for spec in settings.GLASSBOX_MCP_SERVERS}:
+        if data.get("name") in {spec.name for spec in declared_servers()}:
             raise forms.ValidationError(
                 {"name": "GLASSBOX_MCP_SERVERS already declares a server of this name."}
             )
@@ -193,7 +197,7 @@ def server_health() -> list[ServerRow]:
     """The servers of GLASSBOX_MCP_SERVERS, then the admin's (one of the same name is hidden
     by the setting), with what this process knows of their sessions."""
     rows: list[ServerRow] = []
-    for spec in settings.GLASSBOX_MCP_SERVERS:
+    for spec in declared_servers():
         rows.append(_row(spec, "GLASSBOX_MCP_SERVERS"))
     declared = {row.name for row in rows}
     for server in McpServer.objects.order_by("name"):

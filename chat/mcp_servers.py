@@ -9,10 +9,14 @@ from __future__ import annotations
 import logging
 import time
 
-from django.conf import settings
 from django.db.models.signals import post_delete, post_save
 
-from chat.agent.mcp.config import ServerConfigError, ServerSpec, spec_from_mapping
+from chat.agent.mcp.config import (
+    ServerConfigError,
+    ServerSpec,
+    declared_servers,
+    spec_from_mapping,
+)
 from chat.models import McpServer
 
 logger = logging.getLogger("glassbox.mcp")
@@ -24,7 +28,7 @@ _rows: tuple[float, list[ServerSpec]] | None = None
 
 async def configured_servers() -> list[ServerSpec]:
     global _rows
-    declared: list[ServerSpec] = list(settings.GLASSBOX_MCP_SERVERS)
+    declared = declared_servers()
     if _rows is None or _rows[0] < time.monotonic():
         _rows = (time.monotonic() + FRESH_SECONDS, await _admin_rows())
     taken = {spec.name for spec in declared}

@@ -248,7 +248,7 @@ class ToolApproval(models.Model):
     call_id = models.CharField(max_length=64)
     tool = models.CharField(max_length=64)
     arguments = models.JSONField(default=dict)
-    # chat.agent.loop.Paused, as JSON.
+    # chat.agent.approval.Paused, as JSON.
     state = models.JSONField()
     asked_at = models.DateTimeField(auto_now_add=True)
     deadline = models.DateTimeField(db_index=True)

@@ -15,8 +15,8 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from chat.socket.routing import websocket_urlpatterns  # noqa: E402
+from chat.turns.shutdown import drain_on_sigterm  # noqa: E402
 from project.heap import settle  # noqa: E402
-from project.shutdown import drain_on_sigterm  # noqa: E402
 
 drain_on_sigterm()
 

@@ -10,8 +10,6 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
 
-from activity.usage import prices_from_setting
-from chat.agent.mcp.config import ServerConfigError, specs_from_setting
 from project.env import approval_setting, env_bool, env_float, env_int, env_list, env_str
 from project.unused import POSTGRES_FIELDS, leave_out
 
@@ -51,7 +49,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "project.middleware.UserLanguageMiddleware",
+    "activity.middleware.UserLanguageMiddleware",
     "project.middleware.LoginRequiredForPagesMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
@@ -242,10 +240,8 @@ GLASSBOX_TOOLS = env_list(
 )
 # MCP servers whose tools the agent may use, besides those added in the admin: a JSON list,
 # or the path of a JSON file holding one (see the README).
-try:
-    GLASSBOX_MCP_SERVERS = specs_from_setting(env_str("GLASSBOX_MCP_SERVERS", ""))
-except ServerConfigError as exc:
-    raise ImproperlyConfigured(f"GLASSBOX_MCP_SERVERS: {exc}") from None
+# Read, and checked at start-up, by chat.agent.mcp.config.declared_servers().
+GLASSBOX_MCP_SERVERS = env_str("GLASSBOX_MCP_SERVERS", "")
 # Seconds to open a session with an MCP server (and list its tools); a turn waits for a
 # server's first attempt at most this long, never for its retries.
 GLASSBOX_MCP_CONNECT_TIMEOUT = env_float("GLASSBOX_MCP_CONNECT_TIMEOUT", 10.0)
@@ -263,10 +259,8 @@ GLASSBOX_APPROVAL_TIMEOUT = env_float("GLASSBOX_APPROVAL_TIMEOUT", 600.0)
 GLASSBOX_STREAM_USAGE = env_bool("GLASSBOX_STREAM_USAGE", True)
 # Prices per million tokens by model, as JSON: {"gpt-4o-mini": {"prompt": 0.15,
 # "completion": 0.6, "cached": 0.075}}; turns of a priced model show their cost.
-try:
-    GLASSBOX_PRICES = prices_from_setting(env_str("GLASSBOX_PRICES", ""))
-except ValueError as exc:
-    raise ImproperlyConfigured(f"GLASSBOX_PRICES: {exc}") from None
+# Read, and checked at start-up, by activity.usage.configured_prices().
+GLASSBOX_PRICES = env_str("GLASSBOX_PRICES", "")
 # The currency GLASSBOX_PRICES are in, as costs are shown.
 GLASSBOX_CURRENCY = env_str("GLASSBOX_CURRENCY", "USD")
 # Tokens one user may use a day (UTC); 0 for no limit.

@@ -33,7 +33,7 @@ def imported_by_a_visit(work, **settings: str) -> set[str]:
 
 def test_a_plain_server_on_sqlite_loads_neither_psycopg_nor_the_tls_stack(tmp_path):
     packages = imported_by_a_visit(tmp_path)
-    assert {"daphne.server", "project.shutdown", "twisted.internet.tcp"} <= packages
+    assert {"daphne.server", "chat.turns.shutdown", "twisted.internet.tcp"} <= packages
     assert "psycopg.pq" not in packages
     assert "OpenSSL.crypto" not in packages
 

@@ -1,6 +1,6 @@
 """Tool calls that ask first. A decision (approve, deny, a timeout, a Stop) is taken once,
 whichever process, tab or route it comes by; then any process goes on with the turn from
-what the pause stored (chat.agent.loop.Paused), since no task waits for it."""
+what the pause stored (chat.agent.approval.Paused), since no task waits for it."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from django.utils.translation import gettext as _
 
 from activity.events import Decision, decision_kind
 from activity.models import ActivityEvent, ActivityFeed
-from chat.agent.loop import Paused, Verdict
+from chat.agent.approval import Paused, Verdict
 from chat.models import Message, ToolApproval
 from chat.turns import registry, runner
 from chat.turns.admission import TurnRejected

@@ -25,7 +25,7 @@ class LiveFeed(Protocol):
 _tasks: dict[int, asyncio.Task[Any]] = {}
 _texts: dict[int, LiveText] = {}
 _feeds: dict[int, LiveFeed] = {}
-# Set once this process is restarting: it takes no new turn (project.shutdown).
+# Set once this process is restarting: it takes no new turn (chat.turns.shutdown).
 _draining = False
 # Event streams (SSE) this process is writing: a restart waits for them to end too.
 _streams = 0

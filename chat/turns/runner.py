@@ -31,10 +31,12 @@ from activity.models import ActivityFeed
 from activity.preferences import FeedPrefs
 from activity.presentation import summarize
 from activity.recorder import FeedRecorder
+from activity.usage import configured_prices
+from chat.agent.approval import Paused, Verdict
 from chat.agent.builtin_tools import default_registry
 from chat.agent.client import make_client
 from chat.agent.errors import describe_failure
-from chat.agent.loop import Paused, Verdict, run_agent
+from chat.agent.loop import run_agent
 from chat.agent.mcp import connected_tools
 from chat.agent.tools import ToolRegistry
 from chat.mcp_servers import configured_servers
@@ -157,7 +159,7 @@ async def _turn_run(
     decided: Decision | None,
 ) -> Message.State:
     group = Conversation.group_name_for(answer.conversation_id)
-    recorder = FeedRecorder(answer.answer_feed, settings.GLASSBOX_PRICES)
+    recorder = FeedRecorder(answer.answer_feed, configured_prices())
     text = AnswerText(answer, group)
     if resume is not None:
         await recorder.load()
@@ -280,7 +282,7 @@ async def _pause(
 
 async def close_paused(answer: Message) -> None:
     """A waiting turn that was stopped: it ends as stopped, with what it had."""
-    recorder = FeedRecorder(answer.answer_feed, settings.GLASSBOX_PRICES)
+    recorder = FeedRecorder(answer.answer_feed, configured_prices())
     await recorder.load()
     text = AnswerText(answer, Conversation.group_name_for(answer.conversation_id))
     text.text = answer.content

@@ -274,7 +274,7 @@ async def test_the_conversation_list_shows_a_turn_waiting(alice, alice_conversat
 
 
 async def test_an_mcp_tool_that_destroys_asks_first_unless_settings_say_otherwise(settings):
-    from chat.agent.loop import asks_first
+    from chat.agent.approval import asks_first
     from chat.agent.mcp.connections import pool
     from chat.agent.mcp.tools import tools_of
     from tests.support.mcp import stdio

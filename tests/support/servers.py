@@ -65,7 +65,7 @@ class Server:
     log: IO[bytes]
 
     def stop(self) -> None:
-        """SIGTERM, which lets running turns finish (project.shutdown); SIGKILL after 10 s."""
+        """SIGTERM, which lets running turns finish (chat.turns.shutdown); SIGKILL after 10 s."""
         if self.process.poll() is None:
             self.process.terminate()
             try:

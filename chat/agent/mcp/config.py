@@ -6,10 +6,14 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
+
+from django.conf import settings
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,23}$")
 # Tool names reach the model as `<server>__<tool>`, within the 64 characters it accepts.
@@ -105,6 +109,20 @@ def spec_from_mapping(data: Any, where: str = "server") -> ServerSpec:
         enabled=enabled,
         sse=transport == "sse",
     )
+
+
+def declared_servers() -> list[ServerSpec]:
+    """The servers GLASSBOX_MCP_SERVERS declares: its text (JSON, or a file's path) read
+    once, or server declarations set directly (as tests do). Raises ServerConfigError."""
+    value: str | Sequence[ServerSpec] = settings.GLASSBOX_MCP_SERVERS
+    if isinstance(value, str):
+        return list(_read(value))
+    return list(value)
+
+
+@cache
+def _read(value: str) -> tuple[ServerSpec, ...]:
+    return tuple(specs_from_setting(value))
 
 
 def specs_from_setting(value: str) -> list[ServerSpec]:

@@ -13,6 +13,8 @@ import sys
 
 from django.conf import settings
 
+from chat.turns import registry
+
 logger = logging.getLogger("glassbox.shutdown")
 
 
@@ -31,8 +33,6 @@ def _install(reactor) -> None:
 
 
 async def _drain_then_stop(reactor) -> None:
-    from chat.turns import registry
-
     if registry.draining():
         reactor.stop()  # a second SIGTERM: stop now
         return

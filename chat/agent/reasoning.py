@@ -1,0 +1,67 @@
+"""A reasoning model's thinking as the stream brings it: where each provider puts it, and
+the 💭 line that counts the time until the model answers or calls a tool."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from django.utils.translation import gettext as _
+
+from activity.events import REASONING, Status, thinking_id
+from activity.presentation import seconds
+
+# Where OpenAI-compatible servers put a reasoning model's thinking in a streamed delta:
+# DeepSeek and vLLM `reasoning_content`, Ollama and OpenRouter `reasoning` (OpenRouter also
+# `reasoning_details`, the same text again, read only when the others are absent).
+REASONING_FIELDS = ("reasoning_content", "reasoning")
+
+
+def reasoning_of(delta: Any) -> str:
+    for name in REASONING_FIELDS:
+        value = getattr(delta, name, None)
+        if isinstance(value, str) and value:
+            return value
+    details = getattr(delta, "reasoning_details", None)
+    if isinstance(details, list):
+        return "".join(
+            d["text"] for d in details if isinstance(d, dict) and isinstance(d.get("text"), str)
+        )
+    return ""
+
+
+class Thinking:
+    """One model round's reasoning: a 💭 line from its first delta until the model answers or
+    calls a tool, then the time it took on that same line."""
+
+    def __init__(self, round_number: int) -> None:
+        self.call_id = thinking_id(round_number)
+        self.parts: list[str] = []
+        self.started: float | None = None
+        self.ms: int | None = None
+
+    @property
+    def text(self) -> str:
+        return "".join(self.parts)
+
+    def add(self, text: str) -> Status | None:
+        self.parts.append(text)
+        if self.started is not None:
+            return None
+        self.started = time.monotonic()
+        return Status(
+            icon="💭", message=_("Thinking…"), state="in_progress", tool=REASONING,
+            call_id=self.call_id,
+        )  # fmt: skip
+
+    def finish(self) -> Status | None:
+        if self.started is None or self.ms is not None:
+            return None
+        self.ms = int((time.monotonic() - self.started) * 1000)
+        return Status(
+            icon="💭",
+            message=_("Thought for %(duration)s") % {"duration": seconds(self.ms)},
+            state="done",
+            tool=REASONING,
+            call_id=self.call_id,
+        )

@@ -1,0 +1,180 @@
+"""Running one tool call: as a task of its own, within its time limit, its progress shown
+live (coalesced), and whatever happens turned into events and a result for the model."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+import traceback
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from django.utils.translation import gettext as _
+
+from activity.events import Status, ToolCall, ToolResult
+from chat.agent.calls import PendingCall, parse_arguments, raw_arguments
+from chat.agent.lines import fallback
+from chat.agent.tools import ToolError, ToolOutcome, ToolRegistry, report_progress_to
+
+logger = logging.getLogger("glassbox.agent")
+
+
+# A page shows at most this many progress updates a second of one call; the rest coalesce.
+PROGRESS_PER_SECOND = 5
+PROGRESS_MESSAGE_LIMIT = 200
+
+
+@dataclass
+class Progress:
+    """What a running call last reported, and how often it reported."""
+
+    value: float | None = None
+    total: float | None = None
+    message: str = ""
+    count: int = 0
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def report(self, value: float, total: float | None, message: str | None) -> None:
+        if not isinstance(value, int | float) or value != value:  # NaN is no progress
+            return
+        self.value = float(value)
+        self.total = float(total) if isinstance(total, int | float) and total > 0 else None
+        if message:
+            self.message = " ".join(str(message).split())[:PROGRESS_MESSAGE_LIMIT]
+        self.count += 1
+        self.changed.set()
+
+
+async def run_call(
+    registry: ToolRegistry, call: PendingCall, time_limit: float, shown: str, together: int = 1
+) -> AsyncIterator[Status | tuple[ToolCall, ToolResult, list[Status], str]]:
+    """Runs one call as a task of its own and yields its progress as live statuses (at most
+    PROGRESS_PER_SECOND a second, the latest always shown), then its outcome."""
+    progress = Progress()
+    task = asyncio.create_task(
+        run_tool(registry, call, time_limit, progress, together),
+        context=report_progress_to(progress.report),
+    )
+    tool = registry.get(call.name)
+    interval = 1 / PROGRESS_PER_SECOND
+    loop = asyncio.get_running_loop()
+    last_shown = -interval
+    try:
+        while True:
+            changed = asyncio.ensure_future(progress.changed.wait())
+            await asyncio.wait({task, changed}, return_when=asyncio.FIRST_COMPLETED)
+            changed.cancel()
+            wait = last_shown + interval - loop.time()
+            if not task.done() and wait > 0:
+                await asyncio.wait({task}, timeout=wait)
+            if task.done():
+                break
+            progress.changed.clear()
+            last_shown = loop.time()
+            yield Status(
+                icon=tool.icon if tool else "🛠️",
+                message=progress.message or shown,
+                state="in_progress",
+                tool=call.name,
+                call_id=call.call_id,
+                progress=progress.value,
+                total=progress.total,
+            )
+        yield task.result()
+    finally:
+        if not task.done():
+            # Stop or the turn's end: cancelling the call tells an MCP server to stop too.
+            task.cancel()
+            await asyncio.wait({task}, timeout=2)
+
+
+def done_message(outcome: ToolOutcome, together: int) -> str:
+    """Seed 001: calls of one tool made together each say what they were about."""
+    if together > 1 and outcome.subject:
+        return _("%(done)s for “%(subject)s”") % {
+            "done": outcome.done_message,
+            "subject": outcome.subject,
+        }
+    return str(outcome.done_message)
+
+
+async def run_tool(
+    registry: ToolRegistry,
+    call: PendingCall,
+    time_limit: float,
+    progress: Progress | None = None,
+    together: int = 1,
+) -> tuple[ToolCall, ToolResult, list[Status], str]:
+    """Runs one call. Never raises: a failure becomes events and a short error for the model."""
+    progress = progress or Progress()
+    tool = registry.get(call.name)
+    started = time.monotonic()
+    arguments: dict[str, Any] = {}
+    outcome = None
+    error = reason = ""
+    try:
+        if tool is None:
+            raise ToolError(_("unknown tool"))
+        arguments, parsed = parse_arguments(tool, call.arguments)
+        outcome = await asyncio.wait_for(tool.run(parsed), time_limit)
+    except ToolError as exc:
+        reason = error = str(exc)
+    except TimeoutError:
+        reason = _("timed out after %(seconds)s s") % {"seconds": f"{time_limit:g}"}
+        error = f"TimeoutError: {reason}"
+    except Exception:
+        logger.exception("tool %s failed", call.name)
+        reason = _("unexpected error")
+        error = traceback.format_exc()
+    duration_ms = int((time.monotonic() - started) * 1000)
+    recorded_arguments = arguments or raw_arguments(call.arguments)
+    tool_call = ToolCall(tool=call.name, call_id=call.call_id, arguments=recorded_arguments)
+    reported = partial(
+        ToolResult,
+        call_id=call.call_id,
+        duration_ms=duration_ms,
+        tool=call.name,
+        server=getattr(tool, "server", ""),
+        progress=progress.value,
+        total=progress.total,
+        progress_message=progress.message,
+        progress_count=progress.count,
+    )
+    if outcome is not None:
+        assert tool is not None  # an outcome comes from a tool
+        content = (
+            outcome.content
+            if isinstance(outcome.content, str)
+            else json.dumps(outcome.content, ensure_ascii=False, default=str)
+        )
+        result = reported(
+            ok=True,
+            summary=outcome.summary,
+            content=content,
+            structured=outcome.structured,
+            links=outcome.links,
+        )
+        done = Status(
+            icon=tool.labels.icon,
+            message=done_message(outcome, together),
+            state="done",
+            tool=call.name,
+            call_id=call.call_id,
+        )
+        return tool_call, result, [done], content
+    content = json.dumps({"error": reason})
+    result = reported(ok=False, summary=reason, error=error, content=content)
+    what = str(tool.labels.failed) if tool else _("Unknown tool %(tool)s") % {"tool": call.name}
+    failed = Status(
+        icon="❌",
+        message=_("%(what)s (%(reason)s)") % {"what": what, "reason": reason},
+        state="failed",
+        tool=call.name,
+        call_id=call.call_id,
+    )
+    general = fallback(call.call_id, _("Answering from general knowledge"))
+    return tool_call, result, [failed, general], content
