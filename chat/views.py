@@ -21,6 +21,7 @@ from chat.forms import ContactForm
 from chat.models import Message
 from chat.serializers import ConversationDetailSerializer
 from chat.text_rules import unstorable
+from chat.turns import actions
 from chat.turns.recovery import dead_turns_recover
 
 LIST_PAGE = 30
@@ -83,42 +84,23 @@ def _conversation_page(request, conversation, *, draft: str = "", status: int = 
 
 @require_POST
 def conversation_act(request, conversation_id):
-    """The page's forms without JavaScript or a socket: ask (or retry), stop, regenerate,
-    approve or deny, by POST; then the conversation page again (never a GET that carries a
-    question). A refusal comes back on the page with the question still in the box."""
+    """The page's forms without JavaScript or a socket, by POST: the same fields as the
+    socket's messages, read and carried out by the same code (chat.turns.actions); then the
+    conversation page again (never a GET that carries a question). A refusal comes back on
+    the page with the question still in the box."""
     conversation = selectors.conversation_for(request.user, conversation_id)
     form = request.POST
-    answer_id = _message_id(form.get("stop") or form.get("regenerate"))
     try:
-        if "stop" in form:
-            if answer_id is None or not async_to_sync(turns.stop)(
-                conversation_id=conversation.pk, answer_id=answer_id
-            ):
-                raise turns.TurnRejected(_("That answer is not running any more."))
-        elif "regenerate" in form:
-            if answer_id is None:
-                raise turns.TurnRejected(_("Regenerate needs the id of the answer."))
-            answer_id = async_to_sync(turns.regenerate)(
-                conversation=conversation, answer_id=answer_id, language=request.LANGUAGE_CODE
-            ).answer.pk
-        elif "approve" in form or "deny" in form:
-            async_to_sync(turns.decide)(
-                conversation_id=conversation.pk,
-                call_id=form.get("approve") or form.get("deny", ""),
-                user=request.user,
-                approve="approve" in form,
-                reason=form.get("reason", ""),
-            )
-        else:
-            answer_id = async_to_sync(turns.begin)(
-                conversation=conversation,
-                text=form.get("message", ""),
-                language=request.LANGUAGE_CODE,
-            ).answer.pk
+        action = actions.read({key: form.get(key) for key in form})
+        if isinstance(action, actions.Resume):
+            raise actions.Unreadable(_("Resume is for the socket."))
+        answer_id = async_to_sync(actions.perform)(
+            action, conversation=conversation, user=request.user, language=request.LANGUAGE_CODE
+        )
+    except actions.Unreadable as problem:
+        return _refused(request, conversation, str(problem), 400)
     except turns.TurnRejected as refusal:
-        flash.error(request, str(refusal))
-        draft = form.get("message", "")
-        return _conversation_page(request, conversation, draft=draft, status=refusal.status)
+        return _refused(request, conversation, str(refusal), refusal.status)
     anchor = f"#m-{answer_id}" if answer_id else ""
     return redirect(conversation.get_absolute_url() + anchor)
 
@@ -128,6 +110,12 @@ def _message_id(value: str | None) -> int | None:
     return (
         int(value) if value and value.isascii() and value.isdigit() and len(value) <= 18 else None
     )
+
+
+def _refused(request, conversation, text: str, status: int):
+    flash.error(request, text)
+    draft = request.POST.get("message", "")
+    return _conversation_page(request, conversation, draft=draft, status=status)
 
 
 @require_POST

@@ -3,27 +3,22 @@ pipeline, and shows its client every turn of the conversation. It never calls th
 
 from __future__ import annotations
 
-import contextlib
 import functools
 from collections.abc import Callable
 from typing import Any
 
-from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
-from channels.exceptions import StopConsumer
-from channels.generic.websocket import AsyncWebsocketConsumer
-from channels.layers import get_channel_layer
 from django.utils import translation
 from django.utils.translation import gettext as _
 
-from activity.events import TurnStarted
 from activity.preferences import FeedPrefs
 from chat import turns
 from chat.models import Conversation
 from chat.socket import inbound, reads, render
-from chat.socket.dispatch import dispatch_all
+from chat.socket.dispatch import DirectConsumer
 from chat.socket.session import session_group
 from chat.socket.viewer import Screen
+from chat.turns import actions
 from project.languages import language_from_browser, page_language
 
 # Close codes in the 4000s: htmx's ws extension reconnects only after 1006/1011/1012/1013.
@@ -37,28 +32,12 @@ CLOSE_CODES = {
 }
 
 
-class ChatConsumer(AsyncWebsocketConsumer):
+class ChatConsumer(DirectConsumer):
     conversation: Conversation
     prefs: FeedPrefs
     language: str
 
-    async def __call__(self, scope, receive, send) -> None:
-        """As Channels' own, through `dispatch_all`: a turn's lines reach the page in fewer
-        turns of the event loop, without a task and a wait for each."""
-        self.scope = scope
-        channel_layer = get_channel_layer(self.channel_layer_alias)
-        layer = None
-        if channel_layer is not None:
-            self.channel_layer = channel_layer
-            self.channel_name = await channel_layer.new_channel()
-            layer = functools.partial(channel_layer.receive, self.channel_name)
-        self.base_send = send
-        with contextlib.suppress(StopConsumer):
-            await dispatch_all(
-                client=receive, layer=layer, dispatch=self.dispatch, direct=self._to_viewer
-            )
-
-    def _to_viewer(self, message: dict[str, Any]) -> bool:
+    def direct(self, message: dict[str, Any]) -> bool:
         """A turn's event, handed to its viewer at once if this socket shows that turn."""
         screen = getattr(self, "screen", None)
         return (
@@ -108,16 +87,6 @@ class ChatConsumer(AsyncWebsocketConsumer):
         await self.accept(subprotocol=JSON_PROTOCOL if self.wants_json else None)
         await self.close(code=code)
 
-    async def dispatch(self, message: dict[str, Any]) -> None:
-        """As Channels' own, without its trip to the database thread before every message
-        to close stale connections: a turn sends each socket dozens of group messages, and
-        this consumer reaches the database only through `database_sync_to_async` (which
-        closes them itself) or the async ORM."""
-        handler = getattr(self, get_handler_name(message), None)
-        if handler is None:
-            raise ValueError(f"No handler for message type {message['type']}")
-        await handler(message)
-
     async def disconnect(self, code: int) -> None:
         # Channels leaves self.groups itself.
         if hasattr(self, "screen"):
@@ -129,7 +98,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
             return await self.close(code=CLOSE_TOO_MANY)
         try:
             request = inbound.parse(text_data)
-        except inbound.Unreadable as problem:
+        except actions.Unreadable as problem:
             return await self.send_notice(str(problem))
         # Who may ask is checked on every message, not only at connect: for a question, in
         # the same trip to the database as its admission.
@@ -137,7 +106,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
             reads.check_allowed, self.session_key, self.user.pk, self.conversation.pk
         )
         try:
-            if not isinstance(request, inbound.Ask):
+            if not isinstance(request, actions.Ask):
                 await database_sync_to_async(allowed)()
             await self.act(request, allowed)
         except reads.NotAllowed as refused:
@@ -145,37 +114,20 @@ class ChatConsumer(AsyncWebsocketConsumer):
         except turns.TurnRejected as refusal:
             await self.send_notice(str(refusal))
 
-    async def act(self, request: inbound.Request, allowed: Callable[[], None]) -> None:
-        """One request of the page, through the turn pipeline; a refusal raises. A question
-        is admitted only if `allowed` (run in the admission's database trip) does not raise."""
-        conversation = self.conversation
-        match request:
-            case inbound.Resume(answer_ids=ids):
-                for answer_id in await reads.answers_of(conversation.pk, ids):
-                    await self.screen.join(answer_id, self.prefs)
-            case inbound.Stop(answer_id=answer_id):
-                if not await turns.stop(conversation_id=conversation.pk, answer_id=answer_id):
-                    raise turns.TurnRejected(_("That answer is not running any more."))
-            case inbound.Regenerate(answer_id=answer_id):
-                await turns.regenerate(
-                    conversation=conversation, answer_id=answer_id, language=self.language
-                )
-            case inbound.Decide():
-                await turns.decide(
-                    conversation_id=conversation.pk,
-                    call_id=request.call_id,
-                    user=self.user,
-                    approve=request.approve,
-                    reason=request.reason,
-                )
-            case inbound.Ask():
-                await turns.begin(
-                    conversation=conversation,
-                    text=request.text,
-                    client_id=request.client_id,
-                    language=self.language,
-                    guard=allowed,
-                )
+    async def act(self, request: actions.Request, allowed: Callable[[], None]) -> None:
+        """One request of the page; a refusal raises. A question is admitted only if
+        `allowed` (run in the admission's database trip) does not raise."""
+        if isinstance(request, actions.Resume):
+            for answer_id in await reads.answers_of(self.conversation.pk, request.answer_ids):
+                await self.screen.join(answer_id, self.prefs)
+            return
+        await actions.perform(
+            request,
+            conversation=self.conversation,
+            user=self.user,
+            language=self.language,
+            guard=allowed,
+        )
 
     async def send_text(self, text: str) -> None:
         await self.send(text_data=text)
@@ -189,26 +141,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
         await self.close(code=CLOSE_UNAUTHENTICATED)
 
     async def turn_started(self, message: dict[str, Any]) -> None:
-        answer_id = message["answer_id"]
-        if self.screen.shows(answer_id):
-            return  # already in this socket's snapshot
-        if self.wants_json:  # the ids say it all: nothing to read
-            replaces = message.get("replaces")
-            started = TurnStarted(
-                str(message["question_id"]), str(answer_id), str(replaces) if replaces else ""
-            )
-            await self.send(text_data=render.as_json_event(started))
-            return self.screen.start(answer_id, self.prefs)
-        question, answer, self.prefs = await reads.new_turn(
-            message["question_id"], answer_id, self.user.pk
-        )
-        if message.get("replaces"):
-            earlier = await turns.snapshot(message["replaces"], self.prefs)
-            frame = render.regenerated(question, earlier[0], answer)
-        else:
-            frame = render.started(question, answer)
-        await self.send(text_data=frame)
-        self.screen.start(answer_id, self.prefs)
+        self.prefs = await self.screen.started(message, self.user.pk, self.prefs)
 
     async def turn_event(self, message: dict[str, Any]) -> None:
         self.screen.deliver(message)

@@ -10,10 +10,16 @@ nothing is queued ahead of it (else it waits its turn in the inbox, so nothing o
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from channels.consumer import get_handler_name
+from channels.exceptions import StopConsumer
+from channels.generic.websocket import AsyncWebsocketConsumer
+from channels.layers import get_channel_layer
 from django.conf import settings
 
 logger = logging.getLogger("glassbox.socket")
@@ -64,3 +70,36 @@ async def dispatch_all(
             task.cancel()
         # Cancelling a pending receive is what tells the Redis layer to forget the channel.
         await asyncio.gather(*pumps, return_exceptions=True)
+
+
+class DirectConsumer(AsyncWebsocketConsumer):
+    """Channels' WebSocket consumer, its messages dispatched by `dispatch_all`; a subclass
+    says in `direct` which layer messages it takes at once."""
+
+    async def __call__(self, scope, receive, send) -> None:
+        self.scope = scope
+        channel_layer = get_channel_layer(self.channel_layer_alias)
+        layer = None
+        if channel_layer is not None:
+            self.channel_layer = channel_layer
+            self.channel_name = await channel_layer.new_channel()
+            layer = functools.partial(channel_layer.receive, self.channel_name)
+        self.base_send = send
+        with contextlib.suppress(StopConsumer):
+            await dispatch_all(
+                client=receive, layer=layer, dispatch=self.dispatch, direct=self.direct
+            )
+
+    def direct(self, message: Message) -> bool:
+        """Handles `message` now, if it can, and says whether it did."""
+        return False
+
+    async def dispatch(self, message: Message) -> None:
+        """As Channels' own, without its trip to the database thread before every message
+        to close stale connections: a turn sends each socket dozens of group messages, and
+        a consumer that reaches the database only through `database_sync_to_async` (which
+        closes them itself) or the async ORM needs none."""
+        handler = getattr(self, get_handler_name(message), None)
+        if handler is None:
+            raise ValueError(f"No handler for message type {message['type']}")
+        await handler(message)

@@ -8,14 +8,14 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from activity.events import to_json
+from activity.events import TurnStarted, to_json
 from activity.live import LivePresenter
 from activity.live_markdown import split_settled
 from activity.preferences import FeedPrefs
 from chat import turns
 from chat.models import Message
 from chat.selectors import TurnView, aturn_view
-from chat.socket import render
+from chat.socket import reads, render
 
 
 def presenter_after(view: TurnView, prefs: FeedPrefs) -> LivePresenter:
@@ -109,6 +109,31 @@ class Screen:
     def start(self, answer_id: int, prefs: FeedPrefs) -> None:
         """A turn that began while the socket was open: followed from its start."""
         self._view(answer_id, prefs, LivePresenter(prefs, answer_id), turns.Position())
+
+    async def started(self, message: dict[str, Any], user_id: int, prefs: FeedPrefs) -> FeedPrefs:
+        """A turn of this conversation began: the page gets its question and its (empty)
+        answer, or a program their ids, and the turn is followed from its start. Returns
+        the viewer's preferences, read again with the turn."""
+        answer_id = message["answer_id"]
+        if self.shows(answer_id):
+            return prefs  # already in this socket's snapshot
+        if self.wants_json:  # the ids say it all: nothing to read
+            replaces = message.get("replaces")
+            started = TurnStarted(
+                str(message["question_id"]), str(answer_id), str(replaces) if replaces else ""
+            )
+            await self.send(render.as_json_event(started))
+        else:
+            question, answer, prefs = await reads.new_turn(
+                message["question_id"], answer_id, user_id
+            )
+            if message.get("replaces"):
+                earlier = await turns.snapshot(message["replaces"], prefs)
+                await self.send(render.regenerated(question, earlier[0], answer))
+            else:
+                await self.send(render.started(question, answer))
+        self.start(answer_id, prefs)
+        return prefs
 
     async def join(self, answer_id: int, prefs: FeedPrefs) -> None:
         """A turn the page may not have seen to its end: shown as it stands, then live."""

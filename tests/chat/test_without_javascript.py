@@ -3,6 +3,8 @@ refusal keeps the question in the box."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from django.test import AsyncClient
 
@@ -83,3 +85,30 @@ async def test_stop_approve_and_regenerate_by_post(alice, alice_conversation, bo
     assert refused.status_code == 409 and "That answer is not running any more." in (
         refused.content.decode()
     )
+
+
+@pytest.mark.parametrize(
+    ("fields", "refusal"),
+    [
+        ({"stop": "²"}, "Stop needs the id of the answer to stop."),
+        ({"regenerate": "1_000"}, "Regenerate needs the id of the answer."),
+        ({"approve": "c1", "deny": "c1"}, "Approve or deny, not both."),
+        ({"message": "Hi", "client_id": "not-a-uuid"}, "client_id must be a UUID."),
+        ({"message": "Hi", "admin": "1"}, "Unknown field: admin."),
+    ],
+)
+async def test_a_form_and_a_socket_message_with_the_same_fields_get_the_same_refusal(
+    alice, alice_conversation, fields, refusal
+):
+    from tests.support.sockets import open_socket
+
+    client = await logged_in(alice)
+    response = await client.post(f"/c/{alice_conversation.pk}/act/", fields)
+    assert response.status_code == 400 and refusal in response.content.decode()
+
+    socket = await open_socket(alice_conversation, alice, as_json=True)
+    await socket.send_to(text_data=json.dumps(fields))
+    said = json.loads(await socket.receive_from(5))
+    await socket.disconnect()
+    assert said == {"type": "error", "message": refusal}
+    assert not await Message.objects.aexists()  # nothing started either way
