@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from markdown_it import MarkdownIt
 
-# The parser the final render uses (chat.markdown), so blocks are cut where it sees them.
+# The parser the final render uses (chat.conversations.markdown), so blocks are cut where
+# it sees them.
 _parser = MarkdownIt("js-default")
 
 

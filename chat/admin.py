@@ -9,8 +9,9 @@ from django.contrib.auth.admin import UserAdmin
 from django.contrib.auth.models import User
 from django.template.response import TemplateResponse
 
-from chat import mcp_admin  # noqa: F401  (the MCP servers' page registers itself)
-from chat.erasure import ErasureRefused, account_erase, terms
+from chat.agent.mcp import admin as mcp_admin  # noqa: F401  (the MCP servers' page registers itself)
+from chat.conversations.erasure import ErasureRefused, account_erase, terms
+from chat.conversations.services import conversation_delete
 from chat.models import (
     ContactRequest,
     Conversation,
@@ -19,7 +20,6 @@ from chat.models import (
     OutboxEmail,
     ToolApproval,
 )
-from chat.services import conversation_delete
 
 
 class MessageInline(admin.TabularInline):

@@ -8,7 +8,7 @@ from django.urls import reverse
 from django.utils.translation import gettext as _
 
 from activity.models import ActivityFeed
-from chat.text_rules import without_bidi_controls
+from chat.conversations.text_rules import without_bidi_controls
 
 TITLE_LENGTH = 80
 

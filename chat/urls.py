@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from chat import views
+from chat.pages import views
 
 app_name = "chat"
 

@@ -8,7 +8,7 @@ from django.views.decorators.csp import csp_override
 from django.views.defaults import page_not_found
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from chat import account_views
+from chat.pages import account as account_views
 
 # Swagger UI styles itself inline; its script is served as a file (the split view).
 api_docs = csp_override(

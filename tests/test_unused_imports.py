@@ -36,6 +36,7 @@ def test_a_plain_server_on_sqlite_loads_neither_psycopg_nor_the_tls_stack(tmp_pa
     assert {"daphne.server", "chat.turns.shutdown", "twisted.internet.tcp"} <= packages
     assert "psycopg.pq" not in packages
     assert "OpenSSL.crypto" not in packages
+    assert "mcp.client.session" not in packages  # the MCP SDK waits for a server to be used
 
 
 def test_with_uvloop_turned_off_the_server_runs_on_asyncios_own_loop(tmp_path):

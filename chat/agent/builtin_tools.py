@@ -17,8 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from activity.presentation import ToolLabels
 from chat.agent.arithmetic import ArithmeticError_, evaluate
 from chat.agent.tools import Tool, ToolError, ToolOutcome, ToolRegistry
+from chat.conversations.outbox import outbox_add
 from chat.knowledge.search import search_documents
-from chat.outbox import outbox_add
 
 
 class Arguments(BaseModel):

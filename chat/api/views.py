@@ -22,10 +22,7 @@ from activity.api.pagination import CheckedCursorPagination
 from activity.events import Error, to_json
 from activity.models import FeedPreferences
 from chat import turns
-from chat.api.sse import sse, turn_events
-from chat.models import Conversation, Message
-from chat.selectors import message_records
-from chat.serializers import (
+from chat.api.serializers import (
     ApprovalRequestSerializer,
     ConversationDetailSerializer,
     ConversationSerializer,
@@ -33,6 +30,9 @@ from chat.serializers import (
     MessageSerializer,
     TurnRequestSerializer,
 )
+from chat.api.sse import sse, turn_events
+from chat.conversations.selectors import message_records
+from chat.models import Conversation, Message
 from chat.turns.recovery import dead_turns_recover
 
 

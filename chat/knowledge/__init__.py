@@ -1,0 +1,1 @@
+"""The knowledge base the agent searches: its documents and the search."""

@@ -15,8 +15,8 @@ from django.utils.crypto import constant_time_compare
 
 from activity.models import ActivityFeed, FeedPreferences
 from activity.preferences import FeedPrefs
+from chat.conversations.selectors import TurnView
 from chat.models import Conversation, Message
-from chat.selectors import TurnView
 from chat.turns.recovery import dead_turns_recover
 
 

@@ -14,9 +14,9 @@ from django.utils.translation import gettext as _
 
 from activity.events import Error, TurnStarted, to_json
 from activity.live import AddLine, AppendBlocks, Op, RemoveLine, ReplaceLine, SetTail
-from chat.markdown import render_markdown
+from chat.conversations.markdown import render_markdown
+from chat.conversations.selectors import TurnView
 from chat.models import Message
-from chat.selectors import TurnView
 from chat.turns import replay
 
 

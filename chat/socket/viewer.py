@@ -13,8 +13,8 @@ from activity.live import LivePresenter
 from activity.live_markdown import split_settled
 from activity.preferences import FeedPrefs
 from chat import turns
+from chat.conversations.selectors import TurnView, aturn_view
 from chat.models import Message
-from chat.selectors import TurnView, aturn_view
 from chat.socket import reads, render
 
 

@@ -13,8 +13,8 @@ from django.utils.translation import ngettext
 
 from activity.live_markdown import split_settled
 from activity.presentation import seconds
-from chat.forms import ContactForm
-from chat.markdown import render_markdown
+from chat.conversations.markdown import render_markdown
+from chat.pages.forms import ContactForm
 
 register = template.Library()
 

@@ -18,8 +18,8 @@ from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
 from activity.models import ActivityFeed
+from chat.conversations.text_rules import looks_empty, unstorable
 from chat.models import Conversation, Message
-from chat.text_rules import looks_empty, unstorable
 from chat.turns.recovery import dead_turns_recover
 
 

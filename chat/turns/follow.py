@@ -25,8 +25,8 @@ from channels.db import database_sync_to_async
 from activity.events import Done, TextDelta, TurnStarted, to_json, turn_state
 from activity.models import ActivityEvent
 from activity.preferences import FeedPrefs
+from chat.conversations.selectors import TurnView, aturn_view
 from chat.models import Message
-from chat.selectors import TurnView, aturn_view
 from chat.turns import registry
 from chat.turns.recovery import dead_turns_recover, quiet_seconds
 

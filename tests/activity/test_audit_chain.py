@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from activity.chain import GENESIS, link
 from activity.models import ActivityEvent, ActivityFeed, ChainReseal
-from chat.services import contact_request_create
+from chat.conversations.services import contact_request_create
 from tests.support.turns import run_turn
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -12,8 +12,8 @@ from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
 from activity.models import ActivityEvent, ActivityFeed
+from chat.conversations.services import contact_request_create, deleted_conversations_purge
 from chat.models import ContactRequest, Conversation, Message
-from chat.services import contact_request_create, deleted_conversations_purge
 from chat.turns.admission import admit
 from tests.support.turns import run_turn
 

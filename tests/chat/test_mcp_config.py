@@ -13,7 +13,7 @@ import pytest
 from asgiref.sync import async_to_sync
 
 from chat.agent.mcp.config import ServerConfigError, specs_from_setting
-from chat.mcp_servers import configured_servers
+from chat.agent.mcp.servers import configured_servers
 from chat.models import McpServer
 from tests.support.mcp import ROOT, stdio
 

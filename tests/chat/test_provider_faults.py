@@ -12,8 +12,8 @@ from django.template.loader import render_to_string
 from activity.preferences import FeedPrefs
 from chat.agent.client import make_client
 from chat.agent.demo import SSEStream
+from chat.conversations.selectors import messages_with_feeds
 from chat.models import Message
-from chat.selectors import messages_with_feeds
 from tests.support.fakes import text_response, tool_call_response
 from tests.support.turns import run_turn
 

@@ -77,7 +77,7 @@ async def test_a_new_tab_mid_turn_gets_every_line_and_all_the_text_exactly_once(
 async def test_a_new_tab_whose_snapshot_is_read_as_the_turn_ends_shows_it_ended_with_its_text(
     settings, monkeypatch, gate, alice, alice_conversation, knowledge_base
 ):
-    from chat import selectors
+    from chat.conversations import selectors
 
     settings.GLASSBOX_TEXT_FLUSH_CHARS = 100_000  # the text reaches the database at the end
     held = gate(after=20, request=2)

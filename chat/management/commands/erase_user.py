@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from chat.erasure import ErasureRefused, account_erase, terms
+from chat.conversations.erasure import ErasureRefused, account_erase, terms
 
 
 class Command(BaseCommand):

@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
-from chat.services import deleted_conversations_purge
+from chat.conversations.services import deleted_conversations_purge
 
 
 class Command(BaseCommand):

@@ -8,8 +8,8 @@ import re
 from django.utils.translation import gettext as _
 
 from activity.presentation import seconds
+from chat.conversations.selectors import TurnView
 from chat.models import Conversation, Message
-from chat.selectors import TurnView
 
 
 def conversation_markdown(conversation: Conversation, messages: list[Message | TurnView]) -> str:

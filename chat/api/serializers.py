@@ -6,8 +6,8 @@ from django.conf import settings
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from chat.conversations.services import TitleInvalid, title_clean
 from chat.models import Conversation
-from chat.services import TitleInvalid, title_clean
 
 
 class StrictCharField(serializers.CharField):
@@ -52,7 +52,7 @@ class ConversationSerializer(serializers.ModelSerializer):
 
 
 class MessageSerializer(serializers.Serializer):
-    """A chat.selectors.MessageRecord."""
+    """A chat.conversations.selectors.MessageRecord."""
 
     id = serializers.IntegerField()
     role = serializers.CharField()
@@ -69,7 +69,8 @@ class MessageSerializer(serializers.Serializer):
 
 
 class ConversationDetailSerializer(ConversationSerializer):
-    """Its messages come in the context, as chat.selectors.message_records reads them."""
+    """Its messages come in the context, as chat.conversations.selectors.message_records
+    reads them."""
 
     messages = serializers.SerializerMethodField()
 

@@ -11,9 +11,9 @@ from django.utils.translation import gettext as _
 
 from activity.events import Status, with_seq
 from activity.models import ActivityEvent, ActivityFeed
+from chat.conversations.selectors import CONTACT_TOOL
+from chat.conversations.text_rules import looks_empty, unstorable, without_bidi_controls
 from chat.models import ContactRequest, Conversation, Message
-from chat.selectors import CONTACT_TOOL
-from chat.text_rules import looks_empty, unstorable, without_bidi_controls
 
 
 class TitleInvalid(ValueError):

@@ -5,6 +5,7 @@ a page, a message or an error."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from django import forms
 from django.contrib import admin
@@ -18,10 +19,12 @@ from chat.agent.mcp.config import (
     declared_servers,
     spec_from_mapping,
 )
-from chat.agent.mcp.connections import Health, health
 from chat.models import McpServer
 
 MASK = "••••••"
+
+if TYPE_CHECKING:
+    from chat.agent.mcp.connections import Health
 
 
 def secret_lines(values: dict[str, str]) -> str:
@@ -92,16 +95,19 @@ class McpServerForm(forms.ModelForm):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         row = self.instance
-        self.initial |= {
-            "headers_text": secret_lines(row.headers or {}),
-            "env_text": secret_lines(row.env or {}),
-            "args_text": "\n".join(row.args or []),
-            "tools_text": "\n".join(row.tools or []),
-            "approval_text": "\n".join(row.approval or []),
-        }
+        self.initial.update(
+            {
+                "headers_text": secret_lines(row.headers or {}),
+                "env_text": secret_lines(row.env or {}),
+                "args_text": "\n".join(row.args or []),
+                "tools_text": "\n".join(row.tools or []),
+                "approval_text": "\n".join(row.approval or []),
+            }
+        )
 
     def clean(self):
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data
         row = self.instance
         for field, stored in (("headers", row.headers), ("env", row.env)):
             try:
@@ -207,6 +213,9 @@ def server_health() -> list[ServerRow]:
             rows.append(_row(spec_from_mapping(server.as_mapping()), "admin"))
         except ServerConfigError as exc:
             rows.append(ServerRow(server.name, "admin", "", "", server.enabled, str(exc), None))
+    # Here, not at the top: the admin loads in every process, the MCP SDK only with a server.
+    from chat.agent.mcp.connections import health
+
     known = health(row.name for row in rows if row.enabled and not row.problem)
     return [replace(row, health=known.get(row.name)) for row in rows]
 

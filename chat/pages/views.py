@@ -15,12 +15,13 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from activity.selectors import settings_of
-from chat import selectors, services, turns
-from chat.exports import conversation_markdown
-from chat.forms import ContactForm
+from chat import turns
+from chat.api.serializers import ConversationDetailSerializer
+from chat.conversations import selectors, services
+from chat.conversations.exports import conversation_markdown
+from chat.conversations.text_rules import unstorable
 from chat.models import Message
-from chat.serializers import ConversationDetailSerializer
-from chat.text_rules import unstorable
+from chat.pages.forms import ContactForm
 from chat.turns import actions
 from chat.turns.recovery import dead_turns_recover
 
