@@ -77,7 +77,7 @@ def gate():
     """Pauses the demo model mid-stream: `gate(after=chunks, request=n)` holds the n-th model
     response of the test after that many chunks until `.open()`; `await g.reached.wait()`
     returns once the turn is held there."""
-    from chat.agent.demo import Gate, install_gate
+    from chat.agent.demo_wire import Gate, install_gate
 
     made: list[Gate] = []
 

@@ -10,7 +10,7 @@ import httpx2
 from django.conf import settings
 from openai import AsyncOpenAI
 
-from chat.agent.demo import DemoTransport
+from chat.agent.demo_wire import DemoTransport
 
 # One client per event loop and configuration: building one creates an SSL context, which
 # profiling showed to be most of a turn's CPU time when every turn made its own.

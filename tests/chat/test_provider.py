@@ -7,8 +7,8 @@ import pytest
 from asgiref.sync import async_to_sync
 
 from chat.agent.client import make_client, uses_demo_model
-from chat.agent.demo import SSEStream
 from chat.agent.demo_script import say
+from chat.agent.demo_wire import SSEStream
 from chat.models import Message
 from tests.support.fakes import text_response
 from tests.support.turns import run_turn

@@ -11,7 +11,7 @@ from django.template.loader import render_to_string
 
 from activity.preferences import FeedPrefs
 from chat.agent.client import make_client
-from chat.agent.demo import SSEStream
+from chat.agent.demo_wire import SSEStream
 from chat.conversations.selectors import messages_with_feeds
 from chat.models import Message
 from tests.support.fakes import text_response, tool_call_response

@@ -10,7 +10,7 @@ from typing import Any
 import httpx2
 from openai import AsyncOpenAI
 
-from chat.agent.demo import SSEStream
+from chat.agent.demo_wire import SSEStream
 
 
 def text_response(text: str, size: int = 5) -> list[dict[str, Any]]:
