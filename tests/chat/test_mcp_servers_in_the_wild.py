@@ -218,3 +218,18 @@ async def test_a_stdio_server_that_exits_between_calls_is_noticed_at_once(
     async with asyncio.timeout(20):
         while connection.sessions < 2:  # noqa: ASYNC110
             await asyncio.sleep(0.01)  # and started again, without anyone calling it
+
+
+async def test_a_tool_that_runs_only_as_a_task_is_not_offered(sessions):
+    """Glassbox does not drive MCP tasks: a tool that says it runs only as one would fail
+    every call. One that may run as a task is an ordinary tool."""
+    with http_server(TESTBENCH_LEGACY="1") as url:
+        spec = spec_from_mapping({"name": "tasks", "url": url})
+        (connection,) = await sessions.connect([spec])
+        async with asyncio.timeout(20):
+            await connection.up.wait()
+        listed = {tool.name: tool for tool in connection.listed}
+        offered = {tool.name for tool in connection.tools}
+    assert listed["research"].execution.task_support == "required"  # as the server said
+    assert "research" not in offered
+    assert {"summarize", "count"} <= offered

@@ -29,7 +29,14 @@ class Bench(MCPServer):
         tools = await super().list_tools()
         if os.environ.get("TESTBENCH_FRAGILE"):
             asyncio.get_running_loop().call_later(0.05, os._exit, 4)
+        for tool in tools:
+            if tool.name in TASKS:
+                tool.execution = types.ToolExecution(task_support=TASKS[tool.name])
         return tools
+
+
+# How each of these tools says it may run as an MCP task (servers of the 2025-11-25 protocol).
+TASKS = {"research": "required", "summarize": "optional"}
 
 
 server = Bench("testbench", subscriptions=False if os.environ.get("TESTBENCH_NO_LISTEN") else None)
@@ -145,6 +152,18 @@ def point() -> list:
             ),
         ),
     ]
+
+
+@server.tool(title="Research")
+async def research(topic: str) -> str:
+    """Runs only as an MCP task (it says so when it is listed)."""
+    return f"researched {topic}"
+
+
+@server.tool(title="Summarize")
+async def summarize(text: str) -> str:
+    """May run as an MCP task, or as a plain call."""
+    return f"summary of {text}"
 
 
 async def grown() -> str:

@@ -248,10 +248,13 @@ class Connection:
     @property
     def tools(self) -> list[types.Tool]:
         """The listed tools the agent may use, as the server last described them; none while
-        the server is down, so the model is never offered a tool that cannot run."""
+        the server is down, and none that can only run as an MCP task (which Glassbox does not
+        drive), so the model is never offered a tool that cannot run."""
         if self.client is None:
             return []
-        return [tool for tool in self.listed if self.spec.allows(tool.name)]
+        return [
+            tool for tool in self.listed if self.spec.allows(tool.name) and not _task_only(tool)
+        ]
 
     async def _watch(self, client: Client) -> None:
         """Until the session breaks: lists the tools again whenever they change."""
@@ -299,6 +302,13 @@ class Connection:
             self.stale.set()
         elif isinstance(message, Exception) and _closed(message):
             self._lost(message)
+
+
+def _task_only(tool: types.Tool) -> bool:
+    """A tool that says it runs only as a task (2025-11-25 servers; the 2026 protocol moved
+    tasks to an extension, and the SDK leaves the field out there)."""
+    execution = tool.execution
+    return execution is not None and execution.task_support == "required"
 
 
 async def _forgot(response: httpx2.Response) -> bool:
