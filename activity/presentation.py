@@ -101,10 +101,18 @@ class ToolLabels:
     failed: str | Promise
 
 
+# What a folded feed's line may hold (ActivityFeed.summary_text); its last line keeps the rest.
+SUMMARY_LIMIT = 200
+
+
 @dataclass(frozen=True, slots=True)
 class Summary:
     icon: str
     text: str
+
+    def __post_init__(self) -> None:
+        # A failure's line can carry the provider's own words: the fold keeps their start.
+        object.__setattr__(self, "text", cut(self.text, SUMMARY_LIMIT))
 
 
 def line_key(status: Status) -> str:

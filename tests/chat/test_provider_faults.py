@@ -10,6 +10,7 @@ import pytest
 from django.template.loader import render_to_string
 
 from activity.preferences import FeedPrefs
+from activity.presentation import cut
 from chat.agent.client import make_client
 from chat.agent.demo_wire import SSEStream
 from chat.conversations.selectors import messages_with_feeds
@@ -167,7 +168,9 @@ def test_a_provider_fault_ends_the_turn_visibly_and_keeps_what_arrived(
     assert answer.content.startswith(kept)
     last = answer.feed.events.order_by("-seq").first()
     assert (last.icon, last.message, last.state) == ("❌", reason, "failed")
-    assert (answer.feed.summary_icon, answer.feed.summary_text) == ("❌", reason)
+    # The folded line keeps the start of a long reason (its column holds 200 characters).
+    assert (answer.feed.summary_icon, answer.feed.summary_text) == ("❌", cut(reason, 200))
+    assert len(reason) <= 200 or answer.feed.summary_text.endswith("…")
 
     # The page explains it and offers to ask again.
     (page_answer,) = [m for m in messages_with_feeds(alice_conversation, FeedPrefs()).messages
