@@ -33,16 +33,22 @@ def manage(database, *args: str) -> subprocess.CompletedProcess:
     )
 
 
+RECORD = "INSERT INTO django_migrations (app, name, applied) VALUES (?, ?, datetime('now'))"
+
+
+def migrated_one_by_one(database, applied: dict[str, list[str]]):
+    """A database as a deployment that migrated one by one left it: these apps' records
+    are the old migrations named here."""
+    assert manage(database, "migrate", "--noinput").returncode == 0
+    with sqlite3.connect(database) as db:
+        for app, names in applied.items():
+            db.execute("DELETE FROM django_migrations WHERE app = ?", (app,))
+            db.executemany(RECORD, [(app, name) for name in names])
+
+
 def test_a_database_that_applied_the_old_migrations_needs_none(tmp_path):
     database = tmp_path / "db.sqlite3"
-    assert manage(database, "migrate", "--noinput").returncode == 0
-    # As a deployment that migrated one by one left its record of them.
-    with sqlite3.connect(database) as db:
-        db.execute("DELETE FROM django_migrations WHERE app IN ('activity', 'chat')")
-        db.executemany(
-            "INSERT INTO django_migrations (app, name, applied) VALUES (?, ?, datetime('now'))",
-            [(app, name) for app, names in OLD.items() for name in names],
-        )
+    migrated_one_by_one(database, OLD)
 
     plan = manage(database, "migrate", "--plan")
     assert plan.returncode == 0, plan.stderr
@@ -55,13 +61,7 @@ def test_a_database_that_applied_the_old_migrations_needs_none(tmp_path):
 
 def test_a_database_short_of_a_replaced_migration_is_told_what_to_do(tmp_path):
     database = tmp_path / "db.sqlite3"
-    assert manage(database, "migrate", "--noinput").returncode == 0
-    with sqlite3.connect(database) as db:
-        db.execute("DELETE FROM django_migrations WHERE app = 'activity'")
-        db.executemany(
-            "INSERT INTO django_migrations (app, name, applied) VALUES (?, ?, datetime('now'))",
-            [("activity", name) for name in OLD["activity"][:-1]],
-        )
+    migrated_one_by_one(database, {"activity": OLD["activity"][:-1]})
     refused = manage(database, "migrate", "--noinput")
     assert refused.returncode != 0
     assert (
