@@ -14,7 +14,7 @@ import pytest
 from chat.agent.mcp import connections
 from chat.agent.mcp.config import spec_from_mapping
 from tests.support.mcp import free_port, http_server, stdio
-from tests.support.sockets import ask, finish_turns, json_until_done, open_socket
+from tests.support.sockets import json_turn
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 
@@ -32,10 +32,7 @@ async def test_a_server_without_the_change_stream_connects_once_and_works(
         await connection.listening  # it gave up listening, quietly
     assert connection.client is not None and not connection.broken.is_set()
 
-    socket = await open_socket(alice_conversation, alice, as_json=True)
-    await ask(socket, 'plain__count {"steps": 2}')
-    events = await json_until_done(socket, 20)
-    await socket.disconnect()
+    events = await json_turn(alice_conversation, alice, 'plain__count {"steps": 2}', 20)
     assert "counted to 2" in "".join(e["content"] for e in events if e["type"] == "text")
     assert connection.sessions == 1  # one process, one session, all along
 
@@ -60,11 +57,7 @@ async def test_a_legacy_sse_server_is_spoken_to_over_sse(
         legacy = spec_from_mapping({"name": "legacy", "url": url})
         assert legacy.transport == "sse"
         settings.GLASSBOX_MCP_SERVERS = [legacy]
-        socket = await open_socket(alice_conversation, alice, as_json=True)
-        await ask(socket, 'legacy__count {"steps": 3}')
-        events = await json_until_done(socket, 20)
-        await socket.disconnect()
-        await finish_turns()
+        events = await json_turn(alice_conversation, alice, 'legacy__count {"steps": 3}', 20)
     assert any(e["type"] == "status" and "progress" in e for e in events)  # live progress
     (result,) = [e for e in events if e["type"] == "tool_result"]
     assert (result["ok"], result["progress"], result["progress_count"]) == (True, 3, 3)
@@ -169,11 +162,9 @@ async def test_a_restarted_http_server_gets_a_new_session_and_the_call_runs_once
             await connection.up.wait()
     ledger = tmp_path / "ledger"
     with http_server(port=port, TESTBENCH_LEDGER=str(ledger), **env):
-        socket = await open_socket(alice_conversation, alice, as_json=True)
-        await ask(socket, 'restarting__delete_record {"record": "r-17"}')
-        events = await json_until_done(socket, 30)
-        await socket.disconnect()
-        await finish_turns()
+        events = await json_turn(
+            alice_conversation, alice, 'restarting__delete_record {"record": "r-17"}', 30
+        )
     (result,) = [e for e in events if e["type"] == "tool_result"]
     assert result["ok"], result
     assert "deleted r-17" in "".join(e["content"] for e in events if e["type"] == "text")
@@ -189,11 +180,9 @@ async def test_a_server_that_forgets_every_session_is_not_called_twice(
     with http_server(**env) as url:
         spec = spec_from_mapping({"name": "amnesiac", "url": url, "approval": []})
         settings.GLASSBOX_MCP_SERVERS = [spec]
-        socket = await open_socket(alice_conversation, alice, as_json=True)
-        await ask(socket, 'amnesiac__delete_record {"record": "r-18"}')
-        events = await json_until_done(socket, 30)
-        await socket.disconnect()
-        await finish_turns()
+        events = await json_turn(
+            alice_conversation, alice, 'amnesiac__delete_record {"record": "r-18"}', 30
+        )
         (connection,) = await sessions.connect([spec])
     (result,) = [e for e in events if e["type"] == "tool_result"]
     assert not result["ok"]

@@ -20,6 +20,7 @@ from tests.support.sockets import (
     ask,
     finish_turns,
     frames_until_done,
+    json_turn,
     json_until_done,
     open_socket,
 )
@@ -31,15 +32,6 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 def bench(settings, sessions):
     settings.GLASSBOX_MCP_SERVERS = [stdio("bench")]
     return sessions
-
-
-async def json_turn(conversation, user, question: str, limit: float = 20) -> list[dict]:
-    socket = await open_socket(conversation, user, as_json=True)
-    await ask(socket, question)
-    events = await json_until_done(socket, limit)
-    await finish_turns()
-    await socket.disconnect()
-    return events
 
 
 def statuses(events: list[dict]) -> list[dict]:

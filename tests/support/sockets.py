@@ -90,6 +90,16 @@ async def finish_turns() -> None:
     await finish_all()
 
 
+async def json_turn(conversation, user, question: str, limit: float = 20) -> list[dict]:
+    """One question over a JSON socket: its events until `done`, the turn finished."""
+    socket = await open_socket(conversation, user, as_json=True)
+    await ask(socket, question)
+    events = await json_until_done(socket, limit)
+    await finish_turns()
+    await socket.disconnect()
+    return events
+
+
 async def turn_frames(conversation, user, question: str, *, as_json: bool = False) -> list:
     """Asks on a fresh socket and returns every frame up to the folded answer."""
     socket = await open_socket(conversation, user, as_json=as_json)
