@@ -12,6 +12,7 @@ import jiter
 from django.utils.translation import gettext as _
 
 from activity.events import Status
+from chat.agent.chunks import ToolDelta
 from chat.agent.tools import FEEDBACK_ARG, AgentTool, ToolError, ToolRegistry, truncate_feedback
 
 
@@ -39,16 +40,13 @@ class ToolCallAssembler:
     def __bool__(self) -> bool:
         return bool(self.calls)
 
-    def feed(self, delta: Any) -> list[Status]:
+    def feed(self, delta: ToolDelta) -> list[Status]:
         call = self.calls.setdefault(delta.index, PendingCall(index=delta.index))
         if delta.id and not call.call_id:
             call.call_id = delta.id
-        function = delta.function
-        if function is not None:
-            if function.name and not call.name:
-                call.name = function.name
-            if function.arguments:
-                call.arguments += function.arguments
+        if delta.name and not call.name:
+            call.name = delta.name
+        call.arguments += delta.arguments
         if not call.name:
             return []
         if not call.call_id:

@@ -24,9 +24,10 @@ from activity.events import (
 )
 from chat.agent.approval import Paused, Verdict, asks_first, refused, waiting
 from chat.agent.calls import PendingCall, ToolCallAssembler, is_json, raw_arguments
+from chat.agent.chunks import stream_completion, tokens
 from chat.agent.errors import ProviderError
 from chat.agent.lines import finished, settle, writing
-from chat.agent.reasoning import Thinking, reasoning_of
+from chat.agent.reasoning import Thinking
 from chat.agent.replies import readable
 from chat.agent.running import run_call
 from chat.agent.tools import ToolRegistry
@@ -156,37 +157,30 @@ async def _model_round(
     if settings.GLASSBOX_STREAM_USAGE:
         options["stream_options"] = {"include_usage": True}
     started = time.monotonic()
-    stream = await client.chat.completions.create(
-        model=model,
-        messages=conversation,  # type: ignore[arg-type]  # plain dicts, as the API takes
-        stream=True,
-        **options,
-    )
+    stream = await stream_completion(client, {"model": model, "messages": conversation, **options})
     thinking = Thinking(round_number)
     text: list[str] = []
     finish_reason = None
     usage = None
     answered_by = model
     async for chunk in readable(stream):
-        usage = getattr(chunk, "usage", None) or usage
-        answered_by = getattr(chunk, "model", None) or answered_by
-        if not chunk.choices:
+        usage = chunk.usage or usage
+        answered_by = chunk.model or answered_by
+        if not chunk.has_choice:
             continue
-        finish_reason = chunk.choices[0].finish_reason or finish_reason
-        delta = chunk.choices[0].delta
-        reasoning = reasoning_of(delta)
-        if reasoning and (status := thinking.add(reasoning)):
+        finish_reason = chunk.finish_reason or finish_reason
+        if chunk.reasoning and (status := thinking.add(chunk.reasoning)):
             yield status
-        if (delta.content or delta.tool_calls) and (status := thinking.finish()):
+        if (chunk.content or chunk.tool_calls) and (status := thinking.finish()):
             yield status
-        if delta.content:
+        if chunk.content:
             if used_tools and not text:
                 for status in settle(falling_back):
                     yield status
                 yield writing()
-            text.append(delta.content)
-            yield TextDelta(delta.content)
-        for tool_delta in delta.tool_calls or []:
+            text.append(chunk.content)
+            yield TextDelta(chunk.content)
+        for tool_delta in chunk.tool_calls:
             for status in calls.feed(tool_delta):
                 for done in settle(falling_back):
                     yield done
@@ -199,10 +193,10 @@ async def _model_round(
         duration_ms=int((time.monotonic() - started) * 1000),
         thinking_ms=thinking.ms,
         reasoning=thinking.text,
-        prompt_tokens=_tokens(usage, "prompt_tokens"),
-        completion_tokens=_tokens(usage, "completion_tokens"),
-        reasoning_tokens=_tokens(usage, "completion_tokens_details", "reasoning_tokens"),
-        cached_tokens=_tokens(usage, "prompt_tokens_details", "cached_tokens"),
+        prompt_tokens=tokens(usage, "prompt_tokens"),
+        completion_tokens=tokens(usage, "completion_tokens"),
+        reasoning_tokens=tokens(usage, "completion_tokens_details", "reasoning_tokens"),
+        cached_tokens=tokens(usage, "prompt_tokens_details", "cached_tokens"),
     )
     if finish_reason is None:
         # A connection that just closed: what arrived is kept, but it is not an answer.
@@ -225,10 +219,3 @@ async def _model_round(
                 ],
             }
         )
-
-
-def _tokens(usage: Any, *path: str) -> int | None:
-    value = usage
-    for name in path:
-        value = getattr(value, name, None)
-    return value if isinstance(value, int) and not isinstance(value, bool) else None

@@ -4,30 +4,11 @@ the 💭 line that counts the time until the model answers or calls a tool."""
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from django.utils.translation import gettext as _
 
 from activity.events import REASONING, Status, thinking_id
 from activity.presentation import seconds
-
-# Where OpenAI-compatible servers put a reasoning model's thinking in a streamed delta:
-# DeepSeek and vLLM `reasoning_content`, Ollama and OpenRouter `reasoning` (OpenRouter also
-# `reasoning_details`, the same text again, read only when the others are absent).
-REASONING_FIELDS = ("reasoning_content", "reasoning")
-
-
-def reasoning_of(delta: Any) -> str:
-    for name in REASONING_FIELDS:
-        value = getattr(delta, name, None)
-        if isinstance(value, str) and value:
-            return value
-    details = getattr(delta, "reasoning_details", None)
-    if isinstance(details, list):
-        return "".join(
-            d["text"] for d in details if isinstance(d, dict) and isinstance(d.get("text"), str)
-        )
-    return ""
 
 
 class Thinking:

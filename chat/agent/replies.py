@@ -11,19 +11,18 @@ from typing import Any
 import httpx2
 import openai
 from django.utils.translation import gettext as _
-from openai.types.chat import ChatCompletionChunk
-from pydantic import ValidationError
 
+from chat.agent.chunks import Chunk, read_chunk
 from chat.agent.errors import ProviderError
 
 
-async def readable(stream: Any) -> AsyncIterator[Any]:
-    """The reply's chunks; a chunk that is not valid JSON, or a connection cut once the
-    provider had begun to answer, ends the turn with a clear reason (a stall stays a
-    timeout)."""
+async def readable(stream: Any) -> AsyncIterator[Chunk]:
+    """The reply's chunks; a chunk that is not valid JSON or not shaped as one, or a
+    connection cut once the provider had begun to answer, ends the turn with a clear reason
+    (a stall stays a timeout)."""
     response = getattr(stream, "response", None)
     if isinstance(response, httpx2.Response) and _whole(response):
-        yield await _as_one_chunk(response)
+        yield read_chunk(await _as_one_chunk(response))
         return
     chunks = aiter(stream)
     while True:
@@ -37,7 +36,7 @@ async def readable(stream: Any) -> AsyncIterator[Any]:
             raise
         except (httpx2.TransportError, openai.APIConnectionError) as exc:
             raise _broke_off() from exc
-        yield chunk
+        yield read_chunk(chunk)
 
 
 def _whole(response: httpx2.Response) -> bool:
@@ -48,7 +47,7 @@ def _broke_off() -> ProviderError:
     return ProviderError(_("the model provider's reply broke off before it was finished"))
 
 
-async def _as_one_chunk(response: httpx2.Response) -> ChatCompletionChunk:
+async def _as_one_chunk(response: httpx2.Response) -> dict[str, Any]:
     """A whole chat completion as the one chunk that says all of it: each choice's message
     becomes its delta (its tool calls numbered as a stream numbers them)."""
     try:
@@ -75,14 +74,6 @@ async def _as_one_chunk(response: httpx2.Response) -> ChatCompletionChunk:
                     "finish_reason": choice.get("finish_reason"),
                 }
             )
-        return ChatCompletionChunk.model_validate(
-            {
-                **whole,
-                "object": "chat.completion.chunk",
-                "choices": choices,
-                "created": whole.get("created", 0),
-                "id": whole.get("id", ""),
-            }
-        )
-    except (ValueError, KeyError, TypeError, AttributeError, ValidationError) as exc:
+        return {**whole, "choices": choices}
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise ProviderError(_("the model provider sent an unreadable reply")) from exc

@@ -87,6 +87,15 @@ def malformed():
     yield b'data: {"id": "x", "choices": [{"delta": {"content": "oops"\n\n'
 
 
+def wrong_types():
+    """Valid JSON of the wrong shape: the typed fields are read as the API defines them."""
+    yield b'data: {"id": "x", "choices": [{"delta": {"content": 42}}]}\n\n'
+
+
+def wrong_tool_call():
+    yield b'data: {"choices": [{"delta": {"tool_calls": [{"index": 0, "function": "x"}]}}]}\n\n'
+
+
 def reset():
     raise httpx2.ReadError("[Errno 104] Connection reset by peer")
     yield b""
@@ -134,6 +143,13 @@ FAULTS = {
     ),
     "malformed chunk": (
         streaming(malformed), "The model provider sent an unreadable reply", "Partial answ"
+    ),
+    "chunk of the wrong shape": (
+        streaming(wrong_types), "The model provider sent an unreadable reply", "Partial answ"
+    ),
+    "tool call of the wrong shape": (
+        streaming(wrong_tool_call), "The model provider sent an unreadable reply",
+        "Partial answ",
     ),
     # Seed 002: a cut after the provider answered is a cut, not "could not reach" it.
     "connection reset mid-stream": (

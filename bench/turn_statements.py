@@ -1,0 +1,164 @@
+"""Every statement one question costs the database, and every trip to the database thread,
+from the socket's handshake to `done`: the real ASGI application (Channels, its auth
+middleware, the consumer, the turn pipeline) in this process on a fresh SQLite file, asked
+over the JSON socket, with the paced fake model in its own process.
+
+    .venv/bin/python bench/turn_statements.py             # 10 turns, the last one listed
+
+The first turn of a process also loads what it keeps (the knowledge base, the MCP servers'
+tools): the averages leave it out.
+
+A trip is a call into the database thread (asgiref's sync_to_async, which the ORM's async
+methods and channels' database_sync_to_async use): under a burst
+every trip queues behind all the others, so their number matters as much as the statements'."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import re
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+from common import django_with_fresh_database, fake_llm, machine, report
+
+QUESTION = "How do I negotiate my salary?"
+
+
+class Census:
+    def __init__(self) -> None:
+        self.statements: list[tuple[str, str]] = []  # (phase, sql)
+        self.trips: Counter[str] = Counter()
+        self.phase = "idle"
+        self.last = 0  # where the last turn's statements start
+
+    def statement(self, execute, sql, params, many, context):
+        self.statements.append((self.phase, _shape(sql)))
+        return execute(sql, params, many, context)
+
+
+def _shape(sql: str) -> str:
+    """A statement without its values, short enough to read in a line."""
+    sql = re.sub(r"\s+", " ", sql.strip())
+    sql = re.sub(r'"[a-z_]+"\."([a-z_]+)"', r"\1", sql)
+    if sql.startswith("SELECT"):
+        columns, _, rest = sql.partition(" FROM ")
+        sql = f"SELECT … FROM {rest}" if len(columns) > 40 else sql
+    if sql.startswith("INSERT"):
+        sql = sql.split(" (", 1)[0] + " …"
+    return sql[:150]
+
+
+def install(census: Census) -> None:
+    from asgiref.sync import SyncToAsync
+    from django.db.backends.signals import connection_created
+
+    def created(sender, connection, **kwargs) -> None:
+        connection.execute_wrappers.append(census.statement)
+
+    connection_created.connect(created, weak=False)
+    original = SyncToAsync.thread_handler
+
+    def counted(self, loop, *args, **kwargs):
+        census.trips[census.phase] += 1
+        return original(self, loop, *args, **kwargs)
+
+    SyncToAsync.thread_handler = counted  # type: ignore[method-assign]
+
+
+async def one_turn(application, census: Census, conversation: str, cookie: str) -> list[dict]:
+    from channels.testing import WebsocketCommunicator
+
+    communicator = WebsocketCommunicator(
+        application,
+        f"/ws/c/{conversation}/",
+        headers=[(b"cookie", cookie.encode()), (b"origin", b"http://localhost")],
+        subprotocols=["glassbox.json"],
+    )
+    census.phase = "open"
+    connected, _ = await communicator.connect(timeout=10)
+    assert connected
+    census.phase = "ask"
+    await communicator.send_to(text_data=json.dumps({"message": QUESTION}))
+    events = []
+    while True:
+        event = json.loads(await communicator.receive_from(timeout=30))
+        events.append(event)
+        if event["type"] in ("done", "error"):
+            break
+    census.phase = "close"
+    await communicator.disconnect()
+    census.phase = "idle"
+    return events
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--turns", type=int, default=10)
+    options = parser.parse_args()
+    print(f"machine: {machine()}")
+    with tempfile.TemporaryDirectory() as work, fake_llm("--tokens", "60", "--rate", "20") as llm:
+        django_with_fresh_database(
+            Path(work),
+            OPENAI_API_KEY="bench",
+            OPENAI_BASE_URL=llm,
+            GLASSBOX_MODEL="bench",
+            GLASSBOX_PROVIDER_RETRIES="0",
+        )
+        from django.conf import settings
+        from django.contrib.auth.models import User
+        from django.test import Client
+
+        from chat.models import Conversation
+        from project.asgi import application
+
+        client = Client()
+        client.force_login(User.objects.get(username="demo"))
+        cookie = (
+            f"{settings.SESSION_COOKIE_NAME}={client.cookies[settings.SESSION_COOKIE_NAME].value}"
+        )
+        user = User.objects.get(username="demo")
+        census = Census()
+        install(census)
+
+        async def run_all() -> None:
+            for turn in range(options.turns + 1):
+                if turn == 1:  # the first one warms the process up
+                    census.statements.clear()
+                    census.trips.clear()
+                conversation = await Conversation.objects.acreate(owner=user)
+                census.last = len(census.statements)
+                events = await one_turn(application, census, str(conversation.pk), cookie)
+                assert events[-1].get("state") == "complete", events[-1]
+
+        asyncio.run(run_all())
+
+    turns = options.turns
+    phases = ("open", "ask", "close")
+    counts = Counter(phase for phase, _ in census.statements)
+    report(
+        f"Database per question, the average of {turns} turns",
+        [
+            *(
+                (
+                    f"{phase}: statements / trips",
+                    f"{counts[phase] / turns:.1f} / {census.trips[phase] / turns:.1f}",
+                )
+                for phase in phases
+            ),
+            (
+                "whole turn: statements / trips",
+                f"{sum(counts[p] for p in phases) / turns:.1f} / "
+                f"{sum(census.trips[p] for p in phases) / turns:.1f}",
+            ),
+        ],
+    )
+    print("\n## The last turn's statements, in order")
+    for phase, sql in census.statements[census.last :]:
+        print(f"  {phase:<5} {sql}")
+
+
+if __name__ == "__main__":
+    main()
