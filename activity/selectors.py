@@ -77,6 +77,9 @@ def events_by_feed(
 ) -> dict[int, list[ActivityEvent]]:
     """Every event of these feeds in one query, grouped by feed, in seq order."""
     grouped: dict[int, list[ActivityEvent]] = defaultdict(list)
+    feed_ids = [i for i in feed_ids if i]
+    if not feed_ids:  # a first question: building the query costs more than running it
+        return grouped
     for row in _events_of(feed_ids, kinds):
         grouped[row.feed_id].append(row)
     return grouped

@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import re
 import tempfile
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -31,6 +33,9 @@ class Census:
     def __init__(self) -> None:
         self.statements: list[tuple[str, str]] = []  # (phase, sql)
         self.trips: Counter[str] = Counter()
+        # CPU time of the database thread per function it ran (ORM, driver and all).
+        self.cpu: Counter[str] = Counter()
+        self.runs: Counter[str] = Counter()
         self.phase = "idle"
         self.last = 0  # where the last turn's statements start
 
@@ -51,6 +56,13 @@ def _shape(sql: str) -> str:
     return sql[:150]
 
 
+def _name(func) -> str:
+    while isinstance(func, functools.partial):
+        func = func.func
+    func = getattr(func, "__wrapped__", func)
+    return f"{getattr(func, '__module__', '?')}.{getattr(func, '__qualname__', repr(func))}"
+
+
 def install(census: Census) -> None:
     from asgiref.sync import SyncToAsync
     from django.db.backends.signals import connection_created
@@ -61,9 +73,17 @@ def install(census: Census) -> None:
     connection_created.connect(created, weak=False)
     original = SyncToAsync.thread_handler
 
-    def counted(self, loop, *args, **kwargs):
+    def counted(self, loop, exc_info, task_context, func, *args, **kwargs):
+        if census.phase == "idle":  # the bench's own set-up
+            return original(self, loop, exc_info, task_context, func, *args, **kwargs)
         census.trips[census.phase] += 1
-        return original(self, loop, *args, **kwargs)
+        started = time.thread_time()
+        try:
+            return original(self, loop, exc_info, task_context, func, *args, **kwargs)
+        finally:
+            name = _name(self.func)
+            census.cpu[name] += time.thread_time() - started
+            census.runs[name] += 1
 
     SyncToAsync.thread_handler = counted  # type: ignore[method-assign]
 
@@ -127,7 +147,8 @@ def main() -> None:
             for turn in range(options.turns + 1):
                 if turn == 1:  # the first one warms the process up
                     census.statements.clear()
-                    census.trips.clear()
+                    for counter in (census.trips, census.cpu, census.runs):
+                        counter.clear()
                 conversation = await Conversation.objects.acreate(owner=user)
                 census.last = len(census.statements)
                 events = await one_turn(application, census, str(conversation.pk), cookie)
@@ -154,6 +175,14 @@ def main() -> None:
                 f"{sum(census.trips[p] for p in phases) / turns:.1f}",
             ),
         ],
+    )
+    report(
+        "The database thread's CPU per question, by what it ran (ms, and runs per question)",
+        [
+            (name[-52:], f"{seconds * 1000 / turns:.2f} ms  ({census.runs[name] / turns:.1f})")
+            for name, seconds in census.cpu.most_common()
+        ]
+        + [("all", f"{sum(census.cpu.values()) * 1000 / turns:.2f} ms")],
     )
     print("\n## The last turn's statements, in order")
     for phase, sql in census.statements[census.last :]:

@@ -161,6 +161,7 @@ STATIC_URL = "static/"
 STATIC_ROOT = Path(env_str("STATIC_ROOT", str(BASE_DIR / "staticfiles")))
 
 SESSION_COOKIE_HTTPONLY = True
+SESSION_ENGINE = "project.sessions"
 SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", False)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 # Behind a TLS-terminating proxy (see docs): redirect to HTTPS, HSTS, and trust its header.

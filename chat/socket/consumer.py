@@ -3,7 +3,6 @@ pipeline, and shows its client every turn of the conversation. It never calls th
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -67,6 +66,15 @@ class ChatConsumer(DirectConsumer):
         # Group messages wait until connect returns, so none is lost or shown twice between
         # joining the group and the snapshot of a running turn.
         self.session_key = self.scope["session"].session_key or ""
+        # The handshake verified the login session (channels.auth): as it was then, it is
+        # what each message's check compares with.
+        stored = getattr(self.scope["session"], "stored", None)
+        self.permit = reads.Permit(
+            self.session_key,
+            user.pk,
+            self.conversation.pk,
+            seen=(stored, user.password) if stored else None,
+        )
         self.groups = [self.conversation.group_name, session_group(self.session_key)]
         for group in self.groups:
             await self.channel_layer.group_add(group, self.channel_name)
@@ -102,9 +110,7 @@ class ChatConsumer(DirectConsumer):
             return await self.send_notice(str(problem))
         # Who may ask is checked on every message, not only at connect: for a question, in
         # the same trip to the database as its admission.
-        allowed = functools.partial(
-            reads.check_allowed, self.session_key, self.user.pk, self.conversation.pk
-        )
+        allowed = self.permit.check
         try:
             if not isinstance(request, actions.Ask):
                 await database_sync_to_async(allowed)()

@@ -11,6 +11,9 @@ from typing import Any
 from channels.db import database_sync_to_async
 from django.conf import settings
 from django.contrib.auth import HASH_SESSION_KEY, SESSION_KEY, get_user_model
+from django.contrib.sessions.models import Session
+from django.db.models import Exists
+from django.utils import timezone
 from django.utils.crypto import constant_time_compare
 
 from activity.models import ActivityFeed, FeedPreferences
@@ -18,6 +21,9 @@ from activity.preferences import FeedPrefs
 from chat.conversations.selectors import TurnView
 from chat.models import Conversation, Message
 from chat.turns.recovery import dead_turns_recover
+
+# Engines whose rows a check can compare (project.sessions remembers the row it read).
+DATABASE_SESSIONS = ("project.sessions", "django.contrib.sessions.backends.db")
 
 
 class Refused(enum.Enum):
@@ -31,28 +37,79 @@ class NotAllowed(Exception):
         self.reason = reason
 
 
-def check_allowed(session_key: str | None, user_id: int, conversation_id: uuid.UUID) -> None:
-    """Raises NotAllowed when this socket may serve no more; in the database thread."""
-    refused = refusal(session_key, user_id, conversation_id)
-    if refused is not None:
-        raise NotAllowed(refused)
+class Permit:
+    """Whether this socket may still serve, read again for every message it receives: its
+    login session may have ended (logged out, every session deleted), its user been
+    deactivated or their password changed, or the conversation may no longer be theirs.
 
+    A check is a single statement that finds the session row and the user's password as
+    they were when last verified (`seen`: by the socket's handshake, or by a full check),
+    and reads and verifies them again as Django's auth does only when either changed."""
 
-def refusal(session_key: str | None, user_id: int, conversation_id: uuid.UUID) -> Refused | None:
-    """Why this socket may serve no more, read again for every message: its login session
-    was ended (logged out, every session deleted), its user deactivated or their password
-    changed, or the conversation is no longer theirs."""
-    data = import_module(settings.SESSION_ENGINE).SessionStore(session_key).load()
-    user = get_user_model().objects.filter(pk=user_id, is_active=True).first()
-    if (
-        user is None
-        or str(data.get(SESSION_KEY)) != str(user_id)
-        or not constant_time_compare(data.get(HASH_SESSION_KEY, ""), user.get_session_auth_hash())
-    ):
-        return Refused.SESSION
-    if not Conversation.objects.filter(pk=conversation_id, owner_id=user_id).exists():
-        return Refused.CONVERSATION
-    return None
+    def __init__(
+        self,
+        session_key: str | None,
+        user_id: int,
+        conversation_id: uuid.UUID,
+        seen: tuple[str, str] | None = None,
+    ) -> None:
+        self.session_key = session_key
+        self.user_id = user_id
+        self.conversation_id = conversation_id
+        # The session row's data and the user's password hash when last verified.
+        self.seen = seen
+
+    def check(self) -> None:
+        """Raises NotAllowed when this socket may serve no more; in the database thread."""
+        if self.seen is not None and self._unchanged(*self.seen):
+            return
+        self.seen = None
+        refused = self._refusal()
+        if refused is not None:
+            raise NotAllowed(refused)
+
+    def _unchanged(self, data: str, password: str) -> bool:
+        session = Session.objects.filter(
+            session_key=self.session_key, session_data=data, expire_date__gt=timezone.now()
+        )
+        return Conversation.objects.filter(
+            Exists(session),
+            pk=self.conversation_id,
+            owner_id=self.user_id,
+            owner__is_active=True,
+            owner__password=password,
+        ).exists()
+
+    def _refusal(self) -> Refused | None:
+        data, stored = self._session()
+        user = get_user_model().objects.filter(pk=self.user_id, is_active=True).first()
+        if (
+            user is None
+            or str(data.get(SESSION_KEY)) != str(self.user_id)
+            or not constant_time_compare(
+                data.get(HASH_SESSION_KEY, ""), user.get_session_auth_hash()
+            )
+        ):
+            return Refused.SESSION
+        if not Conversation.objects.filter(
+            pk=self.conversation_id, owner_id=self.user_id
+        ).exists():
+            return Refused.CONVERSATION
+        if stored is not None:
+            self.seen = (stored, user.password)
+        return None
+
+    def _session(self) -> tuple[dict[str, Any], str | None]:
+        """The login session's data, and the row it was read from (database sessions)."""
+        store = import_module(settings.SESSION_ENGINE).SessionStore(self.session_key)
+        if settings.SESSION_ENGINE not in DATABASE_SESSIONS:
+            return store.load(), None
+        stored = (
+            Session.objects.filter(session_key=self.session_key, expire_date__gt=timezone.now())
+            .values_list("session_data", flat=True)
+            .first()
+        )
+        return (store.decode(stored) if stored is not None else {}), stored
 
 
 @database_sync_to_async

@@ -72,11 +72,12 @@ async def heartbeat(recorder: FeedRecorder, turn: asyncio.Task, text: AnswerText
 
 
 def _beat(feed_id: int, answer_id: int, unsaved: str | None) -> bool:
-    """In the beat's transaction; True when a Stop was asked for."""
-    ActivityFeed.objects.filter(pk=feed_id).update(heartbeat_at=timezone.now())
+    """In the beat's transaction; True when a Stop was asked for (the feed is then not
+    marked alive: it is about to end)."""
     if unsaved is not None:
         Message.objects.filter(pk=answer_id).update(content=unsaved)
-    return ActivityFeed.objects.filter(pk=feed_id, stop_requested=True).exists()
+    alive = ActivityFeed.objects.filter(pk=feed_id, stop_requested=False)
+    return not alive.update(heartbeat_at=timezone.now())
 
 
 class AnswerText:

@@ -8,6 +8,7 @@ import re
 
 import pytest
 from django.contrib.sessions.models import Session
+from django.utils import timezone
 
 from activity.models import ActivityEvent, ActivityFeed
 from chat.models import Conversation, Message
@@ -349,6 +350,35 @@ async def test_a_socket_whose_login_was_revoked_starts_nothing(alice, alice_conv
     await ask(socket, "Tell me a joke")
     assert await socket.receive_output(timeout=5) == {"type": "websocket.close", "code": 4401}
     assert await Message.objects.acount() == 0
+
+
+async def test_a_login_session_that_changed_but_stands_still_lets_the_socket_ask(
+    alice, alice_conversation
+):
+    """Each question checks the login session again; a session whose data changed for
+    another reason (another tab stored something in it) is verified afresh, not refused."""
+    from django.contrib.sessions.backends.db import SessionStore
+
+    socket = await open_socket(alice_conversation, alice)
+    await ask(socket, "Tell me a joke")
+    await frames_until_done(socket)
+    await finish_turns()
+    row = await Session.objects.aget()
+    store = SessionStore(row.session_key)
+    await store.aset("seen_the_tour", True)
+    await store.asave()
+    assert (await Session.objects.aget()).session_data != row.session_data
+
+    await ask(socket, "Tell me another joke")
+    await frames_until_done(socket)
+    await finish_turns()
+    assert await Message.objects.filter(role=Message.Role.ASSISTANT).acount() == 2
+
+    alice_conversation.deleted_at = timezone.now()
+    await alice_conversation.asave()
+    await ask(socket, "And a third")
+    assert await socket.receive_output(timeout=5) == {"type": "websocket.close", "code": 4404}
+    assert await Message.objects.acount() == 4
 
 
 async def test_a_process_that_is_restarting_takes_no_new_question(
