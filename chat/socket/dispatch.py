@@ -16,6 +16,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from asgiref.typing import WebSocketDisconnectEvent
 from channels.consumer import get_handler_name
 from channels.exceptions import StopConsumer
 from channels.generic.websocket import AsyncWebsocketConsumer
@@ -104,7 +105,7 @@ class DirectConsumer(AsyncWebsocketConsumer):
             raise ValueError(f"No handler for message type {message['type']}")
         await handler(message)
 
-    async def websocket_disconnect(self, message: Message) -> None:
+    async def websocket_disconnect(self, message: WebSocketDisconnectEvent) -> None:
         """As Channels' own, without its trip to close stale connections (see `dispatch`)."""
         for group in self.groups:
             await self.channel_layer.group_discard(group, self.channel_name)
