@@ -23,6 +23,7 @@ from django.utils import timezone
 
 from activity.chain import GENESIS
 from activity.events import ModelCallDone, RecordedEvent, ToolCall, ToolResult, with_seq
+from activity.inserts import insert_rows
 from activity.models import SEQ_AHEAD, ActivityEvent, ActivityFeed, ModelCall
 from activity.presentation import Summary
 from activity.usage import ModelPrice, call_cost, totals
@@ -142,10 +143,8 @@ def _commit[T](
     feed_id: int,
     reserve: int | None,
 ) -> T | None:
-    if events:
-        ActivityEvent.objects.bulk_create(events)
-    if calls:
-        ModelCall.objects.bulk_create(calls)
+    insert_rows(events)
+    insert_rows(calls)
     if reserve is not None:
         ActivityFeed.objects.filter(pk=feed_id).update(seq_reserved=reserve)
     return also() if also is not None else None

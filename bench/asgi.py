@@ -12,10 +12,10 @@ from project.asgi import application as glassbox
 # Django is set up by importing Glassbox's application; only then can the rest be imported.
 assert glassbox is not None
 
-from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.generic.websocket import AsyncWebsocketConsumer  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
+from channels.sessions import SessionMiddlewareStack  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.core.asgi import get_asgi_application  # noqa: E402
 from django.urls import path  # noqa: E402
@@ -58,7 +58,7 @@ application = ProtocolTypeRouter(
     {
         "http": get_asgi_application(),
         "websocket": AllowedHostsOriginValidator(
-            AuthMiddlewareStack(
+            SessionMiddlewareStack(
                 URLRouter(
                     [path("ws/bench/relay/", RelayConsumer.as_asgi()), *websocket_urlpatterns]
                 )

@@ -10,9 +10,9 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
 # Django must be set up before the routing imports models.
 django_asgi_app = get_asgi_application()
 
-from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
+from channels.sessions import SessionMiddlewareStack  # noqa: E402
 
 from chat.socket.routing import websocket_urlpatterns  # noqa: E402
 from chat.turns.shutdown import drain_on_sigterm  # noqa: E402
@@ -23,8 +23,10 @@ drain_on_sigterm()
 application = ProtocolTypeRouter(
     {
         "http": django_asgi_app,
+        # The socket reads its user itself, with the rest of what it opens on, in one trip
+        # to the database thread (chat.socket.reads.opening): no auth middleware.
         "websocket": AllowedHostsOriginValidator(
-            AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
+            SessionMiddlewareStack(URLRouter(websocket_urlpatterns))
         ),
     }
 )

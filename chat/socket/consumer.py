@@ -44,14 +44,14 @@ class ChatConsumer(DirectConsumer):
         )
 
     async def connect(self) -> None:
-        user = self.scope.get("user")
-        if user is None or not user.is_authenticated:
-            return await self.refuse(CLOSE_UNAUTHENTICATED)
-        self.user = user
-        opening = await reads.opening(user, self.scope["url_route"]["kwargs"]["conversation_id"])
-        if opening is None:
-            return await self.refuse(CLOSE_NOT_FOUND)
-        self.conversation, self.prefs, language, running = opening
+        opening = await reads.opening(
+            self.scope, self.scope["url_route"]["kwargs"]["conversation_id"]
+        )
+        if isinstance(opening, reads.Refused):
+            return await self.refuse(CLOSE_CODES[opening])
+        self.user = user = self.scope["user"] = opening.user
+        self.conversation, self.prefs = opening.conversation, opening.prefs
+        language, running = opening.language, opening.running
         # Activated for this connection's task only: every fragment it renders, and every
         # turn it starts, speaks the language of the page it serves. The page names the
         # language it was rendered in: a browser's handshake headers need not match the ones
@@ -66,8 +66,8 @@ class ChatConsumer(DirectConsumer):
         # Group messages wait until connect returns, so none is lost or shown twice between
         # joining the group and the snapshot of a running turn.
         self.session_key = self.scope["session"].session_key or ""
-        # The handshake verified the login session (channels.auth): as it was then, it is
-        # what each message's check compares with.
+        # The login session was verified as it opened: as it was then, it is what each
+        # message's check compares with.
         stored = getattr(self.scope["session"], "stored", None)
         self.permit = reads.Permit(
             self.session_key,

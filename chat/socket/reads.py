@@ -5,14 +5,18 @@ from __future__ import annotations
 
 import enum
 import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
 from importlib import import_module
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
 
 from channels.db import database_sync_to_async
 from django.conf import settings
-from django.contrib.auth import HASH_SESSION_KEY, SESSION_KEY, get_user_model
+from django.contrib.auth import HASH_SESSION_KEY, SESSION_KEY, get_user, get_user_model
 from django.contrib.sessions.models import Session
 from django.db.models import Exists
+from django.http import HttpRequest
 from django.utils import timezone
 from django.utils.crypto import constant_time_compare
 
@@ -112,21 +116,35 @@ class Permit:
         return (store.decode(stored) if stored is not None else {}), stored
 
 
+@dataclass(frozen=True, slots=True)
+class Opening:
+    user: Any
+    conversation: Conversation
+    prefs: FeedPrefs
+    language: str
+    # The conversation's answer still being written, if any.
+    running: int | None
+
+
 @database_sync_to_async
-def opening(
-    user: Any, conversation_id: uuid.UUID
-) -> tuple[Conversation, FeedPrefs, str, int | None] | None:
-    """All a new socket reads, in one trip to the database thread: a reconnect storm (every
-    page of a restarted server at once) queues there, so each socket must take one turn."""
+def opening(scope: Mapping[str, Any], conversation_id: uuid.UUID) -> Opening | Refused:
+    """All a new socket reads, its user included, in one trip to the database thread: a
+    reconnect storm (every page of a restarted server at once) queues there, so each socket
+    must take one turn."""
+    # Django's own reading of a login session (its hash checked against the password),
+    # which needs nothing of a request but its session.
+    user = get_user(cast(HttpRequest, SimpleNamespace(session=scope["session"])))
+    if not user.is_authenticated:
+        return Refused.SESSION
     conversation = Conversation.objects.filter(pk=conversation_id, owner=user).first()
     if conversation is None:
-        return None
+        return Refused.CONVERSATION
     prefs, language = FeedPreferences.settings_for(user.pk)
     running = _open_answer(conversation)
     # Only an open turn can be a dead one: most sockets open on a conversation at rest.
     if running is not None and dead_turns_recover(conversation_id=conversation.pk):
         running = _open_answer(conversation)
-    return conversation, prefs, language, running
+    return Opening(user, conversation, prefs, language, running)
 
 
 def _open_answer(conversation: Conversation) -> int | None:

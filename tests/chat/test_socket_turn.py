@@ -243,14 +243,19 @@ async def test_answer_text_is_written_in_batches_not_per_token(
     settings.GLASSBOX_TEXT_FLUSH_CHARS = 200
     settings.GLASSBOX_HEARTBEAT_SECONDS = 60  # no beat during the turn: only its end writes
     writes: list[str] = []
-    original = CursorWrapper.execute
+    original, original_many = CursorWrapper.execute, CursorWrapper.executemany
 
     def counting(self, sql, params=None):
         if sql.lstrip().upper().startswith(("UPDATE", "INSERT")):
             writes.append(sql)
         return original(self, sql, params)
 
+    def counting_many(self, sql, param_list):
+        writes.append(sql)
+        return original_many(self, sql, param_list)
+
     monkeypatch.setattr(CursorWrapper, "execute", counting)
+    monkeypatch.setattr(CursorWrapper, "executemany", counting_many)
     events = await turn_frames(alice_conversation, alice, QUESTION, as_json=True)
 
     answer = await Message.objects.aget(role="assistant")
