@@ -18,7 +18,7 @@ from activity.presentation import ToolLabels
 from chat.agent.arithmetic import ArithmeticError_, evaluate
 from chat.agent.tools import Tool, ToolError, ToolOutcome, ToolRegistry
 from chat.conversations.outbox import outbox_add
-from chat.knowledge.search import search_documents
+from chat.knowledge.search import fresh_index, search_documents
 
 
 class Arguments(BaseModel):
@@ -29,8 +29,15 @@ class SearchArguments(Arguments):
     query: str = Field(description="What to look for, in a few words.", min_length=1)
 
 
+SEARCH_LIMIT = 3
+
+
 async def run_search_documents(arguments: SearchArguments) -> ToolOutcome:
-    hits = await sync_to_async(search_documents)(arguments.query)
+    index = fresh_index()
+    if index is not None:  # in memory and known current: searched here, no trip
+        hits = index.search(arguments.query, limit=SEARCH_LIMIT)
+    else:
+        hits = await sync_to_async(search_documents)(arguments.query, SEARCH_LIMIT)
     count = len(hits)
     return ToolOutcome(
         content=[{"title": h.title, "snippet": h.snippet, "score": h.score} for h in hits],

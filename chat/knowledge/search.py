@@ -127,13 +127,21 @@ _cached: _Cached | None = None
 _cache_lock = threading.Lock()
 
 
-def current_index() -> Index:
-    """The index is rebuilt only when the knowledge base changed since the last search; a
-    search asks the database whether it changed at most once a second."""
-    global _cached
+def fresh_index() -> Index | None:
+    """The index, if it was checked against the database recently enough to be used as it
+    is: a search then needs no trip to the database thread."""
     cached = _cached
     if cached and time.monotonic() - cached.checked_at < FRESH_SECONDS:
         return cached.index
+    return None
+
+
+def current_index() -> Index:
+    """The index is rebuilt only when the knowledge base changed since the last search; a
+    search asks the database whether it changed at most once every FRESH_SECONDS."""
+    global _cached
+    if (index := fresh_index()) is not None:
+        return index
     signature = tuple(Document.objects.aggregate(n=Count("id"), at=Max("updated_at")).values())
     with _cache_lock:
         if _cached is None or _cached.signature != signature:

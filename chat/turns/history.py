@@ -20,13 +20,15 @@ def model_history(answer: Message) -> list[dict[str, Any]]:
         # A regenerated answer is no longer what the model said.
         Message.objects.filter(
             conversation_id=answer.conversation_id, id__lt=answer.pk, replaced_by__isnull=True
-        ).order_by("id")
+        )
+        .order_by("id")
+        .values_list("role", "content", "feed_id")
     )
-    rows = events_by_feed((m.feed_id for m in earlier), kinds=["tool_call", "tool_result"])
+    rows = events_by_feed((feed for _, _, feed in earlier), kinds=["tool_call", "tool_result"])
     messages: list[dict[str, Any]] = []
-    for message in earlier:
-        events = [row.to_event() for row in rows.get(message.feed_id or 0, [])]
-        messages += turn_messages(message.role, message.content, events)
+    for role, content, feed in earlier:
+        events = [row.to_event() for row in rows.get(feed or 0, [])]
+        messages += turn_messages(role, content, events)
     return trim(messages, settings.GLASSBOX_HISTORY_CHARS)
 
 
