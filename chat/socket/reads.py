@@ -4,6 +4,7 @@ once per new turn."""
 from __future__ import annotations
 
 import enum
+import functools
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -15,7 +16,7 @@ from channels.db import database_sync_to_async
 from django.conf import settings
 from django.contrib.auth import HASH_SESSION_KEY, SESSION_KEY, get_user, get_user_model
 from django.contrib.sessions.models import Session
-from django.db.models import Exists
+from django.db import connection
 from django.http import HttpRequest
 from django.utils import timezone
 from django.utils.crypto import constant_time_compare
@@ -73,16 +74,20 @@ class Permit:
             raise NotAllowed(refused)
 
     def _unchanged(self, data: str, password: str) -> bool:
-        session = Session.objects.filter(
-            session_key=self.session_key, session_data=data, expire_date__gt=timezone.now()
-        )
-        return Conversation.objects.filter(
-            Exists(session),
-            pk=self.conversation_id,
-            owner_id=self.user_id,
-            owner__is_active=True,
-            owner__password=password,
-        ).exists()
+        with connection.cursor() as cursor:
+            cursor.execute(
+                _unchanged_sql(),
+                [
+                    Conversation._meta.pk.get_db_prep_value(self.conversation_id, connection),
+                    self.user_id,
+                    True,
+                    password,
+                    self.session_key,
+                    data,
+                    _EXPIRES.get_db_prep_value(timezone.now(), connection),
+                ],
+            )
+            return cursor.fetchone() is not None
 
     def _refusal(self) -> Refused | None:
         data, stored = self._session()
@@ -114,6 +119,35 @@ class Permit:
             .first()
         )
         return (store.decode(stored) if stored is not None else {}), stored
+
+
+_EXPIRES = Session._meta.get_field("expire_date")
+
+
+@functools.cache
+def _unchanged_sql() -> str:
+    """Permit's check, written by hand once: it runs for every message of every socket,
+    and the ORM took thirty times longer to build this statement than SQLite to run it
+    (0.04 ms). The same conditions as the full check; the tests run both ways on SQLite
+    and PostgreSQL."""
+    quote = connection.ops.quote_name
+    conversation, user, session = Conversation._meta, get_user_model()._meta, Session._meta
+
+    def column(meta: Any, name: str) -> str:
+        return quote(meta.get_field(name).column)
+
+    return (
+        f"SELECT 1 FROM {quote(conversation.db_table)} c"
+        f" INNER JOIN {quote(user.db_table)} u"
+        f" ON u.{column(user, 'id')} = c.{column(conversation, 'owner')}"
+        f" WHERE c.{column(conversation, 'id')} = %s AND c.{column(conversation, 'owner')} = %s"
+        f" AND c.{column(conversation, 'deleted_at')} IS NULL"
+        f" AND u.{column(user, 'is_active')} = %s AND u.{column(user, 'password')} = %s"
+        f" AND EXISTS (SELECT 1 FROM {quote(session.db_table)} s"
+        f" WHERE s.{column(session, 'session_key')} = %s"
+        f" AND s.{column(session, 'session_data')} = %s"
+        f" AND s.{column(session, 'expire_date')} > %s)"
+    )
 
 
 @dataclass(frozen=True, slots=True)
