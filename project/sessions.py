@@ -17,3 +17,8 @@ class SessionStore(DatabaseSessionStore):
         row = super()._get_session_from_db()
         self.stored = row.session_data if row is not None else None
         return row
+
+    async def _aget_session_from_db(self) -> Any:
+        row = await super()._aget_session_from_db()
+        self.stored = row.session_data if row is not None else None
+        return row

@@ -81,3 +81,22 @@ def test_any_change_to_the_login_or_the_conversation_refuses(
         alice_conversation.owner = bob
         alice_conversation.save()
     assert checked(permit)[0] == reason
+
+
+def test_the_session_store_remembers_the_row_it_read(client, alice):
+    """What a socket's opening hands its permit, read as Django's sessions read it."""
+    from importlib import import_module
+
+    from asgiref.sync import async_to_sync
+    from django.conf import settings
+
+    client.force_login(alice)
+    row = Session.objects.get()
+    store = import_module(settings.SESSION_ENGINE).SessionStore
+    loaded = store(row.session_key)
+    loaded.load()
+    assert loaded.stored == row.session_data
+    loaded_async = store(row.session_key)
+    async_to_sync(loaded_async.aload)()
+    assert loaded_async.stored == row.session_data
+    assert store("no-such-session").stored is None
