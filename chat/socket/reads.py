@@ -26,6 +26,7 @@ from activity.preferences import FeedPrefs
 from chat.conversations.selectors import TurnView
 from chat.models import Conversation, Message
 from chat.turns.recovery import dead_turns_recover
+from project.sql import column, table
 
 # Engines whose rows a check can compare (project.sessions remembers the row it read).
 DATABASE_SESSIONS = ("project.sessions", "django.contrib.sessions.backends.db")
@@ -130,23 +131,17 @@ def _unchanged_sql() -> str:
     and the ORM took thirty times longer to build this statement than SQLite to run it
     (0.04 ms). The same conditions as the full check; the tests run both ways on SQLite
     and PostgreSQL."""
-    quote = connection.ops.quote_name
-    conversation, user, session = Conversation._meta, get_user_model()._meta, Session._meta
-
-    def column(meta: Any, name: str) -> str:
-        return quote(meta.get_field(name).column)
-
+    user = get_user_model()
     return (
-        f"SELECT 1 FROM {quote(conversation.db_table)} c"
-        f" INNER JOIN {quote(user.db_table)} u"
-        f" ON u.{column(user, 'id')} = c.{column(conversation, 'owner')}"
-        f" WHERE c.{column(conversation, 'id')} = %s AND c.{column(conversation, 'owner')} = %s"
-        f" AND c.{column(conversation, 'deleted_at')} IS NULL"
+        f"SELECT 1 FROM {table(Conversation)} c INNER JOIN {table(user)} u"
+        f" ON u.{column(user, 'id')} = c.{column(Conversation, 'owner')}"
+        f" WHERE c.{column(Conversation, 'id')} = %s AND c.{column(Conversation, 'owner')} = %s"
+        f" AND c.{column(Conversation, 'deleted_at')} IS NULL"
         f" AND u.{column(user, 'is_active')} = %s AND u.{column(user, 'password')} = %s"
-        f" AND EXISTS (SELECT 1 FROM {quote(session.db_table)} s"
-        f" WHERE s.{column(session, 'session_key')} = %s"
-        f" AND s.{column(session, 'session_data')} = %s"
-        f" AND s.{column(session, 'expire_date')} > %s)"
+        f" AND EXISTS (SELECT 1 FROM {table(Session)} s"
+        f" WHERE s.{column(Session, 'session_key')} = %s"
+        f" AND s.{column(Session, 'session_data')} = %s"
+        f" AND s.{column(Session, 'expire_date')} > %s)"
     )
 
 
@@ -173,12 +168,51 @@ def opening(scope: Mapping[str, Any], conversation_id: uuid.UUID) -> Opening | R
     conversation = Conversation.objects.filter(pk=conversation_id, owner=user).first()
     if conversation is None:
         return Refused.CONVERSATION
-    prefs, language = FeedPreferences.settings_for(user.pk)
-    running = _open_answer(conversation)
+    prefs, language, running = _settings_and_open_answer(user.pk, conversation.pk)
     # Only an open turn can be a dead one: most sockets open on a conversation at rest.
     if running is not None and dead_turns_recover(conversation_id=conversation.pk):
         running = _open_answer(conversation)
     return Opening(user, conversation, prefs, language, running)
+
+
+def _settings_and_open_answer(
+    user_id: int, conversation_id: uuid.UUID
+) -> tuple[FeedPrefs, str, int | None]:
+    """The user's feed preferences and language (FeedPreferences.settings_for), and the
+    conversation's open answer (`_open_answer`), in one statement."""
+    overrides = FeedPreferences._meta.get_field("overrides")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _settings_and_open_answer_sql(),
+            [
+                Conversation._meta.pk.get_db_prep_value(conversation_id, connection),
+                *Message.OPEN_STATES,
+                user_id,
+            ],
+        )
+        stored, language, running = cursor.fetchone()
+    # As the ORM reads the column (the expression only matters for a key lookup).
+    stored = overrides.from_db_value(stored, cast(Any, None), connection) if stored else {}
+    prefs = FeedPrefs.from_mappings(settings.GLASSBOX_FEED, stored or {})
+    return prefs, language or "", running
+
+
+@functools.cache
+def _settings_and_open_answer_sql() -> str:
+    """Written by hand once: every socket runs it as it opens (a restarted server's pages
+    all at once), and the ORM took longer to build the two reads than SQLite to run them."""
+    states = ", ".join(["%s"] * len(Message.OPEN_STATES))
+    message, prefs = functools.partial(column, Message), functools.partial(column, FeedPreferences)
+    answer = (
+        f"SELECT {message('id')} FROM {table(Message)}"
+        f" WHERE {message('conversation')} = %s AND {message('state')} IN ({states})"
+        f" ORDER BY {message('created_at')}, {message('id')} LIMIT 1"
+    )
+    return (
+        f"SELECT p.{prefs('overrides')}, p.{prefs('language')}, ({answer})"
+        f" FROM (SELECT 1 AS one) AS one"
+        f" LEFT JOIN {table(FeedPreferences)} p ON p.{prefs('user')} = %s"
+    )
 
 
 def _open_answer(conversation: Conversation) -> int | None:

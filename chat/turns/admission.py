@@ -3,6 +3,7 @@ limits, one running turn per conversation, and `client_id` joins of a repeated s
 
 from __future__ import annotations
 
+import functools
 import math
 import uuid
 from collections.abc import Callable
@@ -10,7 +11,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import Sum
 from django.utils import timezone, translation
 from django.utils.formats import number_format
@@ -21,6 +22,7 @@ from activity.models import ActivityFeed
 from chat.conversations.text_rules import looks_empty, unstorable
 from chat.models import Conversation, Message
 from chat.turns.recovery import dead_turns_recover
+from project.sql import column, table
 
 
 class TurnRejected(Exception):
@@ -145,14 +147,10 @@ def _check_limits(owner_id: int) -> None:
     # Read from the feeds, one per turn and indexed by owner: counting the user's messages
     # read their whole history on every question. A deleted conversation's turns count no
     # more: its owner cannot see or stop them. A regenerated answer is a turn too.
-    feeds = ActivityFeed.objects.filter(owner_id=owner_id, hidden_from_owner=False)
-    running_feeds = feeds.filter(state=ActivityFeed.State.RUNNING)
-    running = running_feeds.count()
-    minute_ago = timezone.now() - timedelta(minutes=1)
-    asked = feeds.filter(started_at__gte=minute_ago).count()
+    running, asked = _counts(owner_id)
     # Turns of a process that died count only until they are found dead.
     if running >= settings.GLASSBOX_MAX_CONCURRENT_TURNS and dead_turns_recover(owner_id=owner_id):
-        running = running_feeds.count()
+        running, asked = _counts(owner_id)
     if running >= settings.GLASSBOX_MAX_CONCURRENT_TURNS:
         raise TurnLimited(
             ngettext(
@@ -176,6 +174,41 @@ def _check_limits(owner_id: int) -> None:
             )
             % {"count": asked}
         )
+
+
+def _counts(owner_id: int) -> tuple[int, int]:
+    """The user's running turns and the turns they began in the last minute."""
+    started = ActivityFeed._meta.get_field("started_at")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _counts_sql(),
+            [
+                owner_id,
+                False,
+                ActivityFeed.State.RUNNING,
+                owner_id,
+                False,
+                started.get_db_prep_value(timezone.now() - timedelta(minutes=1), connection),
+            ],
+        )
+        running, asked = cursor.fetchone()
+    return running, asked
+
+
+@functools.cache
+def _counts_sql() -> str:
+    """Both counts in one statement written once, each read through its own index: every
+    question runs it, and the ORM took longer to build two counts than SQLite to run them."""
+    feeds, owner, hidden = (
+        table(ActivityFeed),
+        column(ActivityFeed, "owner"),
+        column(ActivityFeed, "hidden_from_owner"),
+    )
+    of_owner = f"FROM {feeds} WHERE {owner} = %s AND {hidden} = %s"
+    return (
+        f"SELECT (SELECT COUNT(*) {of_owner} AND {column(ActivityFeed, 'state')} = %s),"
+        f" (SELECT COUNT(*) {of_owner} AND {column(ActivityFeed, 'started_at')} >= %s)"
+    )
 
 
 def tokens_today(owner_id: int) -> int:
