@@ -23,10 +23,10 @@ from django.utils import timezone
 
 from activity.chain import GENESIS
 from activity.events import ModelCallDone, RecordedEvent, ToolCall, ToolResult, with_seq
-from activity.inserts import insert_rows
 from activity.models import SEQ_AHEAD, ActivityEvent, ActivityFeed, ModelCall
 from activity.presentation import Summary
 from activity.usage import ModelPrice, call_cost, totals
+from activity.writes import insert_rows
 
 
 class FeedRecorder:

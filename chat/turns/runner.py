@@ -32,6 +32,7 @@ from activity.preferences import FeedPrefs
 from activity.presentation import summarize
 from activity.recorder import FeedRecorder
 from activity.usage import configured_prices
+from activity.writes import update_row
 from chat.agent.approval import Paused, Verdict
 from chat.agent.builtin_tools import default_registry
 from chat.agent.client import make_client
@@ -75,9 +76,11 @@ def _beat(feed_id: int, answer_id: int, unsaved: str | None) -> bool:
     """In the beat's transaction; True when a Stop was asked for (the feed is then not
     marked alive: it is about to end)."""
     if unsaved is not None:
-        Message.objects.filter(pk=answer_id).update(content=unsaved)
-    alive = ActivityFeed.objects.filter(pk=feed_id, stop_requested=False)
-    return not alive.update(heartbeat_at=timezone.now())
+        update_row(Message, answer_id, {"content": unsaved})
+    alive = update_row(
+        ActivityFeed, feed_id, {"heartbeat_at": timezone.now()}, stop_requested=False
+    )
+    return not alive
 
 
 class AnswerText:
@@ -313,8 +316,8 @@ async def _finish(
     content, feed = text.text, recorder.finished(state, summary)
 
     def end() -> None:
-        Message.objects.filter(pk=answer.pk).update(content=content, state=state)
-        ActivityFeed.objects.filter(pk=recorder.feed.pk).update(**feed)
+        update_row(Message, answer.pk, {"content": content, "state": state})
+        update_row(ActivityFeed, recorder.feed.pk, feed)
 
     # Every event, the text and the end in one transaction, before `done` goes out.
     await recorder.write(end)
