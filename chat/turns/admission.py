@@ -65,15 +65,16 @@ def question_clean(text: object) -> str:
     problem = unstorable(text)
     if problem:
         raise QuestionInvalid(problem)
-    text = text.strip()
-    if looks_empty(text):
-        raise QuestionInvalid(_("Type a question first."))
+    # The limit counts what was sent, spaces around it included, as the API's schema says.
     limit = settings.GLASSBOX_MAX_MESSAGE_CHARS
     if len(text) > limit:
         raise QuestionInvalid(
             _("That question is %(length)s characters long; the limit is %(limit)s.")
             % {"length": _grouped(len(text)), "limit": _grouped(limit)}
         )
+    text = text.strip()
+    if looks_empty(text):
+        raise QuestionInvalid(_("Type a question first."))
     return text
 
 
