@@ -369,8 +369,14 @@ class FeedPreferences(models.Model):
     def settings_for(cls, user_id: int) -> tuple[FeedPrefs, str]:
         """The feed preferences and the saved language (or ''), in one query."""
         row = cls.objects.filter(user_id=user_id).values_list("overrides", "language").first()
-        overrides, language = row or ({}, "")
-        return FeedPrefs.from_mappings(settings.GLASSBOX_FEED, overrides or {}), language
+        return cls.settings_of(*(row or ({}, "")))
+
+    @staticmethod
+    def settings_of(
+        overrides: dict[str, Any] | None, language: str | None
+    ) -> tuple[FeedPrefs, str]:
+        """The settings a stored row (or none: None, None) gives, as `settings_for` reads them."""
+        return FeedPrefs.from_mappings(settings.GLASSBOX_FEED, overrides or {}), language or ""
 
     @classmethod
     def language_of(cls, user_id: int) -> str:

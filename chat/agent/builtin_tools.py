@@ -30,11 +30,14 @@ class SearchArguments(Arguments):
 
 
 SEARCH_LIMIT = 3
+INLINE_SEARCH_DOCUMENTS = 500
 
 
 async def run_search_documents(arguments: SearchArguments) -> ToolOutcome:
     index = fresh_index()
-    if index is not None:  # in memory and known current: searched here, no trip
+    # In memory and known current: a small one is searched here, with no trip to a thread;
+    # a large one's search would hold up every other turn on the event loop.
+    if index is not None and len(index.documents) <= INLINE_SEARCH_DOCUMENTS:
         hits = index.search(arguments.query, limit=SEARCH_LIMIT)
     else:
         hits = await sync_to_async(search_documents)(arguments.query, SEARCH_LIMIT)

@@ -193,8 +193,7 @@ def _settings_and_open_answer(
         stored, language, running = cursor.fetchone()
     # As the ORM reads the column (the expression only matters for a key lookup).
     stored = overrides.from_db_value(stored, cast(Any, None), connection) if stored else {}
-    prefs = FeedPrefs.from_mappings(settings.GLASSBOX_FEED, stored or {})
-    return prefs, language or "", running
+    return (*FeedPreferences.settings_of(stored, language), running)
 
 
 @functools.cache

@@ -45,3 +45,25 @@ def test_a_document_added_in_admin_is_found_at_once(knowledge_base):
 def test_tokens_fold_case_accents_and_word_forms():
     assert tokenize("Négociation") == tokenize("negociations")
     assert tokenize("薪資談判") == ["薪資", "資談", "談判"]
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("inline_up_to", [500, 0], ids=["searched inline", "searched in a thread"])
+def test_the_tool_finds_the_same_documents_inline_or_in_a_thread(
+    knowledge_base, monkeypatch, inline_up_to
+):
+    """A small index known current is searched on the event loop, a large one in the
+    database thread: the same answer either way, and a new document found at once."""
+    from asgiref.sync import async_to_sync
+
+    from chat.agent import builtin_tools
+
+    monkeypatch.setattr(builtin_tools, "INLINE_SEARCH_DOCUMENTS", inline_up_to)
+    search = async_to_sync(builtin_tools.run_search_documents)
+    titles("warm the index")  # known current from here on
+    arguments = builtin_tools.SearchArguments(query="How do I negotiate my salary?")
+    found = search(arguments).content
+    assert [hit["title"] for hit in found] == titles("How do I negotiate my salary?")
+    Document.objects.create(title="Zebra husbandry", body="Zebras eat grass.")
+    zebra = search(builtin_tools.SearchArguments(query="zebra grass")).content
+    assert zebra[0]["title"] == "Zebra husbandry"
