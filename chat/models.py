@@ -234,6 +234,16 @@ class McpServer(models.Model):
         return data
 
 
+class ToolApprovals(models.QuerySet):
+    def of_call(self, conversation_id: uuid.UUID, call_id: str) -> ToolApprovals:
+        """The call as the conversation's latest answer to make it asked: a regenerated answer
+        reuses the call ids of the answer it replaces, whose approvals stay decided. Only the
+        last answer can be waiting, so the first row is the one a decision is for."""
+        return self.filter(answer__conversation_id=conversation_id, call_id=call_id).order_by(
+            "-answer_id"
+        )
+
+
 class ToolApproval(models.Model):
     """A tool call that waits for its owner's decision, with what the agent loop needs to go
     on from it in any process: the conversation as the model had it and the calls left."""
@@ -258,6 +268,8 @@ class ToolApproval(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True
     )
     reason = models.CharField(max_length=500, blank=True)
+
+    objects = ToolApprovals.as_manager()
 
     class Meta:
         constraints = [

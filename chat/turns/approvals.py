@@ -5,6 +5,7 @@ what the pause stored (chat.agent.approval.Paused), since no task waits for it."
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import uuid
 import weakref
@@ -13,6 +14,7 @@ from typing import Any
 from channels.db import database_sync_to_async
 from django.conf import settings
 from django.db import transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
@@ -50,7 +52,10 @@ async def decide(
         raise TurnRejected(_("The reason must be text."))
     kind = "approve" if approve else "deny"
     claimed = await database_sync_to_async(_claim)(
-        conversation_id, call_id, user, kind, " ".join(reason.split())[:REASON_LIMIT]
+        ToolApproval.objects.of_call(conversation_id, call_id),
+        user,
+        kind,
+        " ".join(reason.split())[:REASON_LIMIT],
     )
     approval, decision = claimed
     _go_on(approval, decision, **options)
@@ -61,20 +66,27 @@ async def decide(
 
 async def settle_expired(**options: Any) -> int:
     """Denies as timed out every call whose wait passed GLASSBOX_APPROVAL_TIMEOUT."""
-    expired = ToolApproval.objects.filter(
-        decision="", deadline__lte=timezone.now(), answer__state=Message.State.WAITING
-    ).values_list("answer__conversation_id", "call_id")
     settled = 0
-    async for conversation_id, call_id in expired:
+    for approval_id in await database_sync_to_async(_expired)():
         try:
             claimed = await database_sync_to_async(_claim)(
-                conversation_id, call_id, None, "timeout", ""
+                ToolApproval.objects.filter(pk=approval_id), None, "timeout", ""
             )
         except TurnRejected:
             continue  # another process got there first
         _go_on(*claimed, **options)
         settled += 1
     return settled
+
+
+def _expired() -> list[int]:
+    # Read in a trip to the database thread, not by the async ORM: the trip first closes a
+    # connection a database restart left unusable, which the async ORM's reads never do (the
+    # watch then failed on the dead connection for as long as the process lived).
+    expired = ToolApproval.objects.filter(
+        decision="", deadline__lte=timezone.now(), answer__state=Message.State.WAITING
+    )
+    return list(expired.values_list("pk", flat=True))
 
 
 async def stop_waiting(answer_id: int) -> bool:
@@ -90,16 +102,14 @@ async def stop_waiting(answer_id: int) -> bool:
 
 
 def _claim(
-    conversation_id: uuid.UUID, call_id: str, user: Any, kind: str, reason: str
+    found: QuerySet[ToolApproval], user: Any, kind: str, reason: str
 ) -> tuple[ToolApproval, Decision]:
+    """Decides the first approval `found` holds."""
     with transaction.atomic():
         approval = (
             # Only the approval's row is locked: PostgreSQL refuses FOR UPDATE on the nullable
             # side of the join to the feed.
-            ToolApproval.objects.select_for_update(of=("self",))
-            .select_related("answer__feed")
-            .filter(answer__conversation_id=conversation_id, call_id=call_id)
-            .first()
+            found.select_for_update(of=("self",)).select_related("answer__feed").first()
         )
         if approval is None:
             raise NoSuchApproval(_("No tool call of this conversation has that id."))
@@ -172,7 +182,11 @@ def watch() -> None:
     loop = asyncio.get_running_loop()
     task = _watchers.get(loop)
     if task is None or task.done():
-        _watchers[loop] = loop.create_task(_watch(), name="approvals")
+        # A context of its own, as a turn's: the watch outlives whoever started it, and must
+        # not inherit their context (asgiref's executor of a request thread that is gone).
+        _watchers[loop] = loop.create_task(
+            _watch(), name="approvals", context=contextvars.Context()
+        )
 
 
 async def _watch() -> None:

@@ -353,3 +353,43 @@ async def test_no_one_but_the_owner_reaches_the_buttons_over_the_socket(
         assert closed["type"] == "websocket.close" and closed["code"] == 4404
     assert (await ToolApproval.objects.aget()).decision == ""
     await socket.disconnect()
+
+
+async def test_a_regenerated_answer_asks_again_and_is_decided_over_the_socket_and_rest(
+    alice, alice_conversation
+):
+    socket, events = await paused_turn(alice_conversation, alice)
+    call_id = events[-1]["call_id"]
+    await socket.send_to(text_data=json.dumps({"approve": call_id}))
+    first = await json_until_done(socket)
+    await finish_turns()
+    assert first[-1]["state"] == "complete"
+
+    answers = [first[-1]["message_id"]]
+    for by in ("socket", "rest"):
+        await socket.send_to(text_data=json.dumps({"regenerate": answers[-1]}))
+        asked = await until_waiting(socket)
+        answers.append(asked[0]["message_id"])
+        # The new answer makes the same call again, under the same id as the decided one.
+        assert asked[-1]["call_id"] == call_id
+        if by == "socket":
+            await socket.send_to(text_data=json.dumps({"approve": call_id}))
+        else:
+            decided = await (await client_for(alice)).post(
+                f"/api/conversations/{alice_conversation.pk}/approvals/{call_id}/",
+                {"decision": "approve"},
+                content_type="application/json",
+            )
+            assert decided.status_code == 200 and decided.json()["decision"] == "approve"
+        rest = await json_until_done(socket)
+        await finish_turns()
+        assert [e["type"] for e in rest if e["type"] in ("decision", "error")] == ["decision"]
+        assert rest[0]["decision"] == "approve" and rest[-1]["state"] == "complete"
+    await socket.disconnect()
+
+    decided = [
+        (str(approval.answer_id), approval.decision)
+        async for approval in ToolApproval.objects.order_by("answer_id")
+    ]
+    assert decided == [(answer, "approve") for answer in answers]
+    assert await OutboxEmail.objects.acount() == 3
