@@ -13,7 +13,7 @@ from typing import Any
 
 from channels.db import database_sync_to_async
 from django.conf import settings
-from django.db import transaction
+from django.db import close_old_connections, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 from django.utils.translation import gettext as _
@@ -80,9 +80,11 @@ async def settle_expired(**options: Any) -> int:
 
 
 def _expired() -> list[int]:
-    # Read in a trip to the database thread, not by the async ORM: the trip first closes a
-    # connection a database restart left unusable, which the async ORM's reads never do (the
-    # watch then failed on the dead connection for as long as the process lived).
+    # A pass first closes the connection of its thread if a database restart left it
+    # unusable, as a request does: the async ORM's reads never do, and the watch then failed
+    # on the dead connection for as long as the process lived. (Channels' trip to the
+    # thread does it too, but not under its test communicator.)
+    close_old_connections()
     expired = ToolApproval.objects.filter(
         decision="", deadline__lte=timezone.now(), answer__state=Message.State.WAITING
     )

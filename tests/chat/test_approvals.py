@@ -3,7 +3,6 @@ timeouts, Stop, and the audit of every decision."""
 
 from __future__ import annotations
 
-import asyncio
 import io
 import json
 
@@ -16,26 +15,23 @@ from activity.models import ActivityEvent, ActivityFeed
 from chat.models import Message, OutboxEmail, ToolApproval
 from chat.turns import approvals
 from tests.support.api import client_for
-from tests.support.sockets import ask, finish_turns, json_until_done, open_socket
+from tests.support.sockets import (
+    ask,
+    finish_turns,
+    json_until_done,
+    json_until_waiting,
+    open_socket,
+)
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 
 EMAIL = "Email advisor@example.com: can we meet on Tuesday?"
 
 
-async def until_waiting(socket, limit: float = 10) -> list[dict]:
-    """The turn's events up to its call's pause."""
-    events = []
-    async with asyncio.timeout(limit):
-        while not events or events[-1].get("state") != "waiting":
-            events.append(json.loads(await socket.receive_from(timeout=limit)))
-    return events
-
-
 async def paused_turn(conversation, user):
     socket = await open_socket(conversation, user, as_json=True)
     await ask(socket, EMAIL)
-    events = await until_waiting(socket)
+    events = await json_until_waiting(socket)
     return socket, events
 
 
@@ -368,7 +364,7 @@ async def test_a_regenerated_answer_asks_again_and_is_decided_over_the_socket_an
     answers = [first[-1]["message_id"]]
     for by in ("socket", "rest"):
         await socket.send_to(text_data=json.dumps({"regenerate": answers[-1]}))
-        asked = await until_waiting(socket)
+        asked = await json_until_waiting(socket)
         answers.append(asked[0]["message_id"])
         # The new answer makes the same call again, under the same id as the decided one.
         assert asked[-1]["call_id"] == call_id

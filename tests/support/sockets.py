@@ -86,6 +86,15 @@ async def json_until_done(socket, limit: float = 10) -> list[dict]:
                 return events
 
 
+async def json_until_waiting(socket, limit: float = 10) -> list[dict]:
+    """A turn's events up to its call's pause for approval."""
+    events = []
+    async with asyncio.timeout(limit):
+        while not events or events[-1].get("state") != "waiting":
+            events.append(json.loads(await socket.receive_from(timeout=limit)))
+    return events
+
+
 async def finish_turns() -> None:
     await finish_all()
 
