@@ -24,12 +24,18 @@ WHY = {
     "decided (or timed out).",
     "415": "The body must be JSON.",
     "429": "Too many questions in the last minute, or too many answers running at once.",
-    "503": "This process is restarting; ask again (Retry-After), another process answers.",
+    "503": "The database does not answer, or (for a question) this process is restarting; "
+    "ask again after Retry-After seconds.",
+}
+
+RETRY_AFTER = {
+    "description": "Seconds to wait before asking again.",
+    "schema": {"type": "integer", "minimum": 0},
 }
 
 
 def _errors(path: str, method: str, operation: dict[str, Any]) -> list[str]:
-    codes = ["401"]
+    codes = ["401", "503"]  # 503: any operation while the database is away
     if operation.get("parameters") or operation.get("requestBody"):
         codes.append("400")
     if operation.get("requestBody"):
@@ -39,7 +45,7 @@ def _errors(path: str, method: str, operation: dict[str, Any]) -> list[str]:
     if path.startswith("/api/feeds/") and method == "get":
         codes.append("403")  # the `user` filter is for auditors
     if path.endswith("/messages/"):
-        codes += ["409", "429", "503"]
+        codes += ["409", "429"]
     if "/approvals/" in path:
         codes.append("409")
     return codes
@@ -54,16 +60,16 @@ def add_error_responses(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]
             if path.endswith("/messages/"):
                 media.append("text/event-stream")
             for code in _errors(path, method, operation):
-                operation["responses"].setdefault(
-                    code,
-                    {
-                        "description": WHY[code],
-                        "content": {
-                            kind: {"schema": {"$ref": "#/components/schemas/Problem"}}
-                            if kind == "application/json"
-                            else {"schema": {"type": "string"}}
-                            for kind in media
-                        },
+                response: dict[str, Any] = {
+                    "description": WHY[code],
+                    "content": {
+                        kind: {"schema": {"$ref": "#/components/schemas/Problem"}}
+                        if kind == "application/json"
+                        else {"schema": {"type": "string"}}
+                        for kind in media
                     },
-                )
+                }
+                if code == "503":
+                    response["headers"] = {"Retry-After": RETRY_AFTER}
+                operation["responses"].setdefault(code, response)
     return result

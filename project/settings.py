@@ -49,6 +49,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # A database outage is a 503 (JSON on the API), not a 500 page.
+    "project.outages.DatabaseOutageMiddleware",
     "activity.middleware.UserLanguageMiddleware",
     "project.middleware.LoginRequiredForPagesMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",

@@ -3,11 +3,22 @@ away the API answers JSON 503s and the pages a plain 503, storing nothing half-w
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from asgiref.sync import sync_to_async
+from rest_framework.authtoken.models import Token
 
-from chat.models import ToolApproval
-from tests.support.outages import backend_pid, cut, postgres_only, side_connection
+from activity.models import ActivityFeed
+from chat.models import Message, ToolApproval
+from tests.support.api import turns_url
+from tests.support.outages import (
+    backend_pid,
+    cut,
+    database_refusing,
+    postgres_only,
+    side_connection,
+)
 from tests.support.sockets import (
     ask,
     finish_turns,
@@ -16,7 +27,7 @@ from tests.support.sockets import (
     open_socket,
 )
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
+pytestmark = pytest.mark.django_db(transaction=True)
 
 EMAIL = "Email advisor@example.com: can we meet on Tuesday?"
 
@@ -28,6 +39,7 @@ def set_deadlines(when: str) -> None:
         )
 
 
+@pytest.mark.asyncio
 async def test_the_deadline_watch_settles_a_call_after_a_database_restart(
     alice, alice_conversation, settings
 ):
@@ -49,3 +61,58 @@ async def test_the_deadline_watch_settles_a_call_after_a_database_restart(
     assert rest[0]["type"] == "decision" and rest[0]["decision"] == "timeout"
     assert rest[-1]["state"] == "complete"
     assert (await ToolApproval.objects.aget()).decision == "timeout"
+
+
+def test_while_the_database_refuses_the_api_answers_json_503s_and_stores_nothing(
+    client, alice, alice_conversation
+):
+    token = Token.objects.create(user=alice)
+    by_token = {"Authorization": f"Token {token.key}"}
+    with database_refusing():
+        # A token is read by the API's authentication, in the view.
+        asked = client.post(
+            turns_url(alice_conversation), {"content": "Hello?"},
+            content_type="application/json", headers=by_token,
+        )  # fmt: skip
+        listed = client.get("/api/conversations/", headers=by_token)
+    client.force_login(alice)
+    with database_refusing():
+        # A login session is read before any view.
+        asked_in_session = client.post(
+            turns_url(alice_conversation), {"content": "Hello?"}, content_type="application/json"
+        )
+
+    for response in (asked, listed, asked_in_session):
+        assert response.status_code == 503
+        assert response["Content-Type"] == "application/json"
+        assert response["Retry-After"] == "5"
+        assert response.json() == {
+            "detail": "The database does not answer right now; try again in a moment."
+        }
+    assert not Message.objects.exists() and not ActivityFeed.objects.exists()
+
+
+def test_while_the_database_refuses_a_page_is_a_plain_503_in_the_readers_language(
+    client, alice, alice_conversation
+):
+    client.force_login(alice)
+    with database_refusing():
+        page = client.get(alice_conversation.get_absolute_url(), HTTP_ACCEPT_LANGUAGE="it")
+
+    assert page.status_code == 503 and page["Retry-After"] == "5"
+    assert page["Content-Type"].startswith("text/html")
+    text = page.content.decode()
+    assert '<html lang="it">' in text
+    assert "Il database non risponde in questo momento; riprova tra un momento." in text
+
+
+def test_the_schema_documents_the_503_and_its_retry_after_on_every_operation(client):
+    schema = json.loads(
+        client.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").content
+    )
+    operations = [op for path in schema["paths"].values() for op in path.values()]
+    assert operations
+    for operation in operations:
+        unavailable = operation["responses"]["503"]
+        assert "database" in unavailable["description"]
+        assert unavailable["headers"]["Retry-After"]["schema"]["type"] == "integer"

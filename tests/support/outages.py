@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connection, connections
 
 from tests.support.servers import free_port
 
@@ -45,6 +45,24 @@ def side_connection() -> Iterator[Any]:
         autocommit=True,
     ) as side:
         yield side
+
+
+@contextlib.contextmanager
+def database_refusing() -> Iterator[None]:
+    """This thread's database is one that refuses every connection until the block ends: a
+    closed port on PostgreSQL, a file in a directory that does not exist on SQLite."""
+    original = connections[DEFAULT_DB_ALIAS]
+    if original.vendor == "postgresql":
+        refused = {"HOST": "127.0.0.1", "PORT": str(free_port())}
+    else:
+        refused = {"NAME": str(Path(tempfile.gettempdir()) / "no-such-dir" / "glassbox.sqlite3")}
+    refusing = type(original)({**original.settings_dict, **refused}, DEFAULT_DB_ALIAS)
+    connections[DEFAULT_DB_ALIAS] = refusing
+    try:
+        yield
+    finally:
+        refusing.close()
+        connections[DEFAULT_DB_ALIAS] = original
 
 
 def backend_pid() -> int:

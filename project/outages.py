@@ -1,0 +1,53 @@
+"""While the database does not answer, a request gets a 503 with Retry-After instead of
+Django's HTML 500: JSON on /api/ (as the API's schema says of every error), a plain page
+elsewhere. The page is rendered from nothing the database holds."""
+
+from __future__ import annotations
+
+import logging
+
+from django.db import InterfaceError, OperationalError
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.template.loader import render_to_string
+from django.utils.deprecation import MiddlewareMixin
+from django.utils.translation import gettext as _
+
+logger = logging.getLogger("glassbox.outages")
+
+DATABASE_DOWN = (OperationalError, InterfaceError)
+# Seconds a client should wait: a restarting database is usually back within them.
+RETRY_AFTER = 5
+
+
+def unavailable(request: HttpRequest) -> HttpResponse:
+    response: HttpResponse
+    if request.path_info.startswith("/api/"):
+        detail = _("The database does not answer right now; try again in a moment.")
+        response = JsonResponse({"detail": detail}, status=503)
+    else:
+        response = HttpResponse(render_to_string("503.html"), status=503)
+    response["Retry-After"] = str(RETRY_AFTER)
+    return response
+
+
+class DatabaseOutageMiddleware(MiddlewareMixin):
+    """After AuthenticationMiddleware: the user is read here, so a database that fails on
+    the session or the user is answered here, before any later middleware would turn the
+    failure into a 500; what fails later, in a view (DRF's too, whose own handler passes
+    database errors on) or its template, comes to `process_exception`."""
+
+    def process_request(self, request: HttpRequest) -> HttpResponse | None:
+        try:
+            request.user.is_authenticated  # noqa: B018 (read now, where a failure is caught)
+        except DATABASE_DOWN as problem:
+            return self._down(request, problem)
+        return None
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        if isinstance(exception, DATABASE_DOWN):
+            return self._down(request, exception)
+        return None
+
+    def _down(self, request: HttpRequest, problem: Exception) -> HttpResponse:
+        logger.warning("database unavailable for %s: %s", request.path, problem)
+        return unavailable(request)
