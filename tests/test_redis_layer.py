@@ -1,9 +1,10 @@
 """The channel layer between processes (project.layers.RedisPubSubChannelLayer) on a real
 Redis: a member hears what is published as soon as it has joined, a stalled channel drops
-only its own overflow, publishes asked for together travel together and in order, a Redis
-that is gone fails every publish waiting for it, and a follower that times out or leaves
-loses nothing and leaves nothing behind. Needs REDIS_URL, which .ci/run provides; skipped
-without it unless REQUIRE_SERVICES=1."""
+only its own overflow, publishes asked for together travel together and in order, a publish
+whose connection breaks goes once more on a fresh one, a Redis that is gone fails every
+publish waiting for it, and a follower that times out or leaves loses nothing and leaves
+nothing behind. Needs REDIS_URL, which .ci/run provides; skipped without it unless
+REQUIRE_SERVICES=1."""
 
 from __future__ import annotations
 
@@ -133,6 +134,7 @@ class HeldReplies:
         self.arrived = asyncio.Condition()
         self.pumps: set[asyncio.Task] = set()
         self.writers: list[asyncio.StreamWriter] = []
+        self.refusing = False
 
     def commands(self, name: bytes) -> int:
         return self.sent.count(b"\r\n" + name + b"\r\n")
@@ -142,6 +144,9 @@ class HeldReplies:
             await self.arrived.wait_for(lambda: self.commands(name) >= count)
 
     async def connected(self, reader, writer) -> None:
+        if self.refusing:  # Redis is down: a new connection is closed at once
+            writer.close()
+            return
         upstream_reader, upstream_writer = await asyncio.open_connection(*self.target)
         self.writers += [writer, upstream_writer]
         for pump in (
@@ -227,6 +232,24 @@ async def test_many_turns_publishing_at_once_reach_their_members_in_order(redis_
     await layer.flush()
 
 
+async def test_a_publish_whose_connection_breaks_goes_once_more_on_a_fresh_one(redis_url):
+    async with held_replies(redis_url) as (proxy, url):
+        layer = layer_for(url)
+        await layer.group_send("warm-up", {"type": "turn.event"})
+        proxy.flowing.clear()
+        sends = [
+            asyncio.create_task(layer.group_send(f"again-{n}", {"type": "turn.event"}))
+            for n in range(5)
+        ]
+        async with asyncio.timeout(5):
+            await proxy.until(b"PUBLISH", 1 + 5)
+            proxy.flowing.set()
+            proxy.cut()  # the connection breaks before Redis answers
+            assert await asyncio.gather(*sends) == [None] * 5
+        assert proxy.commands(b"PUBLISH") == 1 + 5 + 5  # all of them again, on a new one
+        await layer.flush()
+
+
 async def test_when_redis_is_gone_every_waiting_publish_fails_and_the_next_tries_again(
     redis_url,
 ):
@@ -240,10 +263,12 @@ async def test_when_redis_is_gone_every_waiting_publish_fails_and_the_next_tries
         ]
         async with asyncio.timeout(5):
             await proxy.until(b"PUBLISH", 1 + 5)
-            proxy.cut()  # Redis goes away before it answers
+            proxy.refusing = True
+            proxy.cut()  # Redis goes away before it answers, and refuses the second try
             results = await asyncio.gather(*sends, return_exceptions=True)
         assert all(isinstance(result, RedisUnreachable) for result in results), results
         # Redis is back: the same layer connects again for the next publish.
+        proxy.refusing = False
         proxy.flowing.set()
         group = f"back-{uuid.uuid4().hex}"
         member = await layer.new_channel()

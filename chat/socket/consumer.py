@@ -17,7 +17,7 @@ from chat.socket import inbound, reads, render
 from chat.socket.dispatch import DirectConsumer
 from chat.socket.session import session_group
 from chat.socket.viewer import Screen
-from chat.turns import actions
+from chat.turns import actions, broadcast
 from project.languages import language_from_browser, page_language
 
 # Close codes in the 4000s: htmx's ws extension reconnects only after 1006/1011/1012/1013.
@@ -127,13 +127,23 @@ class ChatConsumer(DirectConsumer):
             for answer_id in await reads.answers_of(self.conversation.pk, request.answer_ids):
                 await self.screen.join(answer_id, self.prefs)
             return
-        await actions.perform(
+        started = await actions.perform(
             request,
             conversation=self.conversation,
             user=self.user,
             language=self.language,
             guard=allowed,
         )
+        if started is not None and not started.joined:
+            # The asker shows its own turn without waiting for the layer's broadcast (lost
+            # if the layer fails, as after a Redis restart); the broadcast then finds it shown.
+            await self.turn_started(
+                broadcast.turn_started(
+                    question_id=started.question.pk,
+                    answer_id=started.answer.pk,
+                    replaces=started.replaces,
+                )
+            )
 
     async def send_text(self, text: str) -> None:
         await self.send(text_data=text)

@@ -122,9 +122,9 @@ async def perform(
     user: Any,
     language: str,
     guard: Callable[[], None] | None = None,
-) -> int | None:
+) -> turns.StartedTurn | None:
     """Carries out one request through the turn pipeline; a refusal raises TurnRejected.
-    Returns the answer a question or a regeneration started. A question is admitted only if
+    Returns the turn a question or a regeneration started. A question is admitted only if
     `guard` (run in the admission's database trip) does not raise."""
     match request:
         case Stop(answer_id=answer_id):
@@ -134,7 +134,7 @@ async def perform(
             started = await turns.regenerate(
                 conversation=conversation, answer_id=answer_id, language=language
             )
-            return started.answer.pk
+            return started
         case Decide():
             await turns.decide(
                 conversation_id=conversation.pk,
@@ -151,5 +151,5 @@ async def perform(
                 language=language,
                 guard=guard,
             )
-            return started.answer.pk
+            return started
     return None

@@ -26,13 +26,27 @@ async def group_send(group: str, message: dict[str, Any]) -> None:
         logger.warning("could not broadcast %s to %s", message.get("type"), group, exc_info=True)
 
 
+def turn_started(
+    *, question_id: int, answer_id: int, replaces: int | None = None
+) -> dict[str, Any]:
+    """The message that tells a conversation's sockets a turn began; the socket that asked
+    is handed it directly, so it never depends on the layer for its own turn."""
+    message: dict[str, Any] = {
+        "type": "turn.started",
+        "question_id": question_id,
+        "answer_id": answer_id,
+    }
+    if replaces is not None:
+        message["replaces"] = replaces
+    return message
+
+
 async def send_turn_started(
     group: str, *, question_id: int, answer_id: int, replaces: int | None = None
 ) -> None:
-    message = {"type": "turn.started", "question_id": question_id, "answer_id": answer_id}
-    if replaces is not None:
-        message["replaces"] = replaces
-    await group_send(group, message)
+    await group_send(
+        group, turn_started(question_id=question_id, answer_id=answer_id, replaces=replaces)
+    )
 
 
 async def send_turn_event(
