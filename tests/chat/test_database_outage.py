@@ -14,6 +14,7 @@ from chat.models import Message, ToolApproval
 from tests.support.api import turns_url
 from tests.support.outages import (
     backend_pid,
+    connection_cut_on_insert,
     cut,
     database_refusing,
     postgres_only,
@@ -90,6 +91,24 @@ def test_while_the_database_refuses_the_api_answers_json_503s_and_stores_nothing
             "detail": "The database does not answer right now; try again in a moment."
         }
     assert not Message.objects.exists() and not ActivityFeed.objects.exists()
+
+
+def test_a_question_whose_database_goes_away_mid_admission_is_not_stored_at_all(
+    client, alice, alice_conversation
+):
+    postgres_only()
+    client.force_login(alice)
+    # The question is inserted, then the connection is lost at its answer's feed.
+    with connection_cut_on_insert(ActivityFeed):
+        asked = client.post(
+            turns_url(alice_conversation), {"content": "Hello?"}, content_type="application/json"
+        )
+
+    assert asked.status_code == 503 and asked["Retry-After"] == "5"
+    assert asked.json()["detail"].startswith("The database does not answer")
+    assert not Message.objects.exists() and not ActivityFeed.objects.exists()
+    # The next request is served on a new connection.
+    assert client.get("/api/conversations/").status_code == 200
 
 
 def test_while_the_database_refuses_a_page_is_a_plain_503_in_the_readers_language(

@@ -65,6 +65,29 @@ def database_refusing() -> Iterator[None]:
         connections[DEFAULT_DB_ALIAS] = original
 
 
+@contextlib.contextmanager
+def connection_cut_on_insert(model: Any) -> Iterator[None]:
+    """Until the block ends, the PostgreSQL connection that inserts a row of `model` is ended
+    by the server as it does (a trigger that terminates its own backend): a database lost in
+    the middle of a transaction."""
+    table = model._meta.db_table
+    with side_connection() as side:
+        side.execute(
+            "CREATE FUNCTION glassbox_cut() RETURNS trigger LANGUAGE plpgsql AS"
+            " $$ BEGIN PERFORM pg_terminate_backend(pg_backend_pid()); RETURN NEW; END $$"
+        )
+        side.execute(
+            f"CREATE TRIGGER glassbox_cut BEFORE INSERT ON {table}"
+            " FOR EACH ROW EXECUTE FUNCTION glassbox_cut()"
+        )
+    try:
+        yield
+    finally:
+        with side_connection() as side:
+            side.execute(f"DROP TRIGGER glassbox_cut ON {table}")
+            side.execute("DROP FUNCTION glassbox_cut()")
+
+
 def backend_pid() -> int:
     """The PostgreSQL server process behind this thread's connection."""
     with connection.cursor() as cursor:
