@@ -1,6 +1,7 @@
 """The API schema says how each operation can fail, not only how it succeeds: every error
 body is JSON, {"detail": "…"} or {"<field>": ["…"]}, except that the turn API answers an SSE
-client with one `error` event."""
+client with one `error` event. A request body is an object holding only its own fields
+(chat.turns.actions reads every request so): the schema says so with additionalProperties."""
 
 from __future__ import annotations
 
@@ -26,6 +27,11 @@ WHY = {
     "429": "Too many questions in the last minute, or too many answers running at once.",
     "503": "This process is restarting; ask again (Retry-After), another process answers.",
 }
+# As chat.turns.actions reads a body (DEPTH_LIMIT there; a test compares them).
+BODY_RULES = (
+    " A body is a JSON object holding only the operation's fields (an unknown field, null or "
+    "another JSON value is refused), nested at most 8 levels deep."
+)
 
 
 def _errors(path: str, method: str, operation: dict[str, Any]) -> list[str]:
@@ -47,9 +53,11 @@ def _errors(path: str, method: str, operation: dict[str, Any]) -> list[str]:
 
 def add_error_responses(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
     """A drf-spectacular postprocessing hook."""
-    result.setdefault("components", {}).setdefault("schemas", {})["Problem"] = PROBLEM
+    schemas = result.setdefault("components", {}).setdefault("schemas", {})
+    schemas["Problem"] = PROBLEM
     for path, operations in result.get("paths", {}).items():
         for method, operation in operations.items():
+            _only_its_fields(operation, schemas)
             media = ["application/json"]
             if path.endswith("/messages/"):
                 media.append("text/event-stream")
@@ -57,7 +65,8 @@ def add_error_responses(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]
                 operation["responses"].setdefault(
                     code,
                     {
-                        "description": WHY[code],
+                        "description": WHY[code]
+                        + (BODY_RULES if code == "400" and "requestBody" in operation else ""),
                         "content": {
                             kind: {"schema": {"$ref": "#/components/schemas/Problem"}}
                             if kind == "application/json"
@@ -67,3 +76,11 @@ def add_error_responses(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]
                     },
                 )
     return result
+
+
+def _only_its_fields(operation: dict[str, Any], schemas: dict[str, Any]) -> None:
+    """An unknown field in a request body is refused, not ignored."""
+    for media in operation.get("requestBody", {}).get("content", {}).values():
+        ref = media.get("schema", {}).get("$ref", "")
+        if ref.startswith("#/components/schemas/"):
+            schemas[ref.rsplit("/", 1)[1]]["additionalProperties"] = False
