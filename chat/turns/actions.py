@@ -198,7 +198,7 @@ def _one_request(data: Mapping[str, Any]) -> None:
     if len(named) > 1:
         together = named[:2]
     elif named:
-        stray = set(data) & FIELDS - {named[0], *REQUESTS[named[0]]}
+        stray = (set(data) & FIELDS) - {named[0], *REQUESTS[named[0]]}
         together = [named[0], *sorted(stray)[:1]]
     else:
         return  # a question without its text: the admission says so
