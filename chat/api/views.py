@@ -10,7 +10,7 @@ from django.db.models import OuterRef, QuerySet, Subquery
 from django.http import StreamingHttpResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import generics
 from rest_framework.exceptions import ValidationError
 from rest_framework.renderers import BaseRenderer, JSONRenderer
@@ -148,6 +148,14 @@ class TurnCreate(APIView):
 @extend_schema(
     request=ApprovalRequestSerializer,
     responses=DecisionSerializer,
+    parameters=[
+        OpenApiParameter(
+            "call_id",
+            {"type": "string", "minLength": 1, "maxLength": actions.CALL_ID_LIMIT},
+            OpenApiParameter.PATH,
+            description="The tool call's id, as its `status` and `tool_call` events give it.",
+        )
+    ],
     description=(
         "Approves or denies a tool call that waits for this conversation's owner (its "
         "`status` event has `state` `waiting`). The first decision wins; a later one, or one "

@@ -36,7 +36,8 @@ class Case:
     refusal: str
     socket: str | None = None
     form: dict[str, str] | None = None
-    api: tuple[tuple[str, str], ...] = field(default=())
+    # (endpoint, body), or (endpoint, body, the tool call's id in its path)
+    api: tuple[tuple[str, ...], ...] = field(default=())
 
 
 def everywhere(body: str) -> tuple[tuple[str, str], ...]:
@@ -102,6 +103,7 @@ CASES = {
         "Approve and deny need the id of the tool call.",
         socket=json.dumps({"approve": "c" * 65}),
         form={"approve": "c" * 65},
+        api=(("approvals", '{"decision": "approve"}', "c" * 65),),
     ),
     "a decision and a question": Case(
         "Send one request at a time: “message” and “approve” cannot go together.",
@@ -143,7 +145,7 @@ SENDS = [
     for surface, sent in [
         ("the socket", case.socket),
         ("the form", case.form),
-        *((f"the API ({endpoint})", (endpoint, body)) for endpoint, body in case.api),
+        *((f"the API ({sent[0]})", sent) for sent in case.api),
     ]
     if sent is not None
 ]
