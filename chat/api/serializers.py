@@ -37,9 +37,6 @@ class StrictUUIDField(serializers.UUIDField):
 
 
 class ConversationSerializer(serializers.ModelSerializer):
-    """Its body is read as every request is (chat.turns.actions.fields_of): an object
-    holding only the fields a client may set."""
-
     # Not trimmed before its length is checked: the schema limits what is sent.
     title = StrictCharField(
         max_length=200, required=False, allow_blank=True, trim_whitespace=False
@@ -51,11 +48,14 @@ class ConversationSerializer(serializers.ModelSerializer):
         read_only_fields = ["id", "created_at", "updated_at"]
 
     def run_validation(self, data: Any = empty) -> Any:
-        writable = {name for name, field in self.fields.items() if not field.read_only}
-        try:
-            actions.fields_of(data, writable)
-        except actions.Unreadable as problem:
-            raise refusal(problem) from None
+        """A body is read as every request is (chat.turns.actions.fields_of): an object
+        holding only the fields a client may set."""
+        if data is not empty:
+            writable = {name for name, field in self.fields.items() if not field.read_only}
+            try:
+                actions.fields_of(data, writable)
+            except actions.Unreadable as problem:
+                raise refusal(problem) from None
         return super().run_validation(data)
 
     def validate_title(self, title: str) -> str:
@@ -111,19 +111,23 @@ class QuestionField(StrictCharField):
     the schema states the limits."""
 
 
+# The schema of the bodies chat.turns.actions reads (read_question, read_decision).
 class TurnRequestSerializer(serializers.Serializer):
-    """The schema of a question's body, as chat.turns.actions.read_question reads it."""
+    """A question; a field not listed here is refused."""
 
     content = QuestionField(trim_whitespace=False)
     client_id = StrictUUIDField(required=False)
 
 
 class ApprovalRequestSerializer(serializers.Serializer):
-    """The schema of a decision's body, as chat.turns.actions.read_decision reads it."""
+    """A decision; a field not listed here is refused."""
 
-    decision = serializers.ChoiceField(choices=["approve", "deny"])
+    decision = serializers.ChoiceField(choices=actions.DECISIONS)
     reason = StrictCharField(
-        required=False, allow_blank=True, max_length=500, help_text="Why, for a denial."
+        required=False,
+        allow_blank=True,
+        max_length=actions.REASON_LIMIT,
+        help_text="Why, for a denial.",
     )
 
 
