@@ -1,6 +1,7 @@
 """The API schema says how each operation can fail, not only how it succeeds: every error
 body is JSON, {"detail": "…"} or {"<field>": ["…"]}, except that the turn API answers an SSE
-client with one `error` event."""
+client with one `error` event. A request body is an object holding only its own fields
+(chat.turns.actions reads every request so): the schema says so with additionalProperties."""
 
 from __future__ import annotations
 
@@ -32,6 +33,11 @@ RETRY_AFTER = {
     "description": "Seconds to wait before asking again.",
     "schema": {"type": "integer", "minimum": 0},
 }
+# As chat.turns.actions reads a body (DEPTH_LIMIT there; a test compares them).
+BODY_RULES = (
+    " A body is a JSON object holding only the operation's fields (an unknown field, null or "
+    "another JSON value is refused), nested at most 8 levels deep."
+)
 
 
 def _errors(path: str, method: str, operation: dict[str, Any]) -> list[str]:
@@ -53,15 +59,18 @@ def _errors(path: str, method: str, operation: dict[str, Any]) -> list[str]:
 
 def add_error_responses(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
     """A drf-spectacular postprocessing hook."""
-    result.setdefault("components", {}).setdefault("schemas", {})["Problem"] = PROBLEM
+    schemas = result.setdefault("components", {}).setdefault("schemas", {})
+    schemas["Problem"] = PROBLEM
     for path, operations in result.get("paths", {}).items():
         for method, operation in operations.items():
+            _only_its_fields(operation, schemas)
             media = ["application/json"]
             if path.endswith("/messages/"):
                 media.append("text/event-stream")
             for code in _errors(path, method, operation):
                 response: dict[str, Any] = {
-                    "description": WHY[code],
+                    "description": WHY[code]
+                    + (BODY_RULES if code == "400" and "requestBody" in operation else ""),
                     "content": {
                         kind: {"schema": {"$ref": "#/components/schemas/Problem"}}
                         if kind == "application/json"
@@ -73,3 +82,11 @@ def add_error_responses(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]
                     response["headers"] = {"Retry-After": RETRY_AFTER}
                 operation["responses"].setdefault(code, response)
     return result
+
+
+def _only_its_fields(operation: dict[str, Any], schemas: dict[str, Any]) -> None:
+    """An unknown field in a request body is refused, not ignored."""
+    for media in operation.get("requestBody", {}).get("content", {}).values():
+        ref = media.get("schema", {}).get("$ref", "")
+        if ref.startswith("#/components/schemas/"):
+            schemas[ref.rsplit("/", 1)[1]]["additionalProperties"] = False

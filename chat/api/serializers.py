@@ -5,9 +5,19 @@ from typing import Any
 from django.conf import settings
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
+from rest_framework.fields import empty
 
 from chat.conversations.services import TitleInvalid, title_clean
 from chat.models import Conversation
+from chat.turns import actions
+
+
+def refusal(problem: actions.Unreadable) -> serializers.ValidationError:
+    """A request chat.turns.actions could not read, as a 400's body: by field when a field
+    is at fault, else {"detail": …}."""
+    if problem.field:
+        return serializers.ValidationError({problem.field: [str(problem)]})
+    return serializers.ValidationError({"detail": str(problem)})
 
 
 class StrictCharField(serializers.CharField):
@@ -36,6 +46,17 @@ class ConversationSerializer(serializers.ModelSerializer):
         model = Conversation
         fields = ["id", "title", "created_at", "updated_at"]
         read_only_fields = ["id", "created_at", "updated_at"]
+
+    def run_validation(self, data: Any = empty) -> Any:
+        """A body is read as every request is (chat.turns.actions.fields_of): an object
+        holding only the fields a client may set."""
+        if data is not empty:
+            writable = {name for name, field in self.fields.items() if not field.read_only}
+            try:
+                actions.fields_of(data, writable)
+            except actions.Unreadable as problem:
+                raise refusal(problem) from None
+        return super().run_validation(data)
 
     def validate_title(self, title: str) -> str:
         if not title:
@@ -90,15 +111,23 @@ class QuestionField(StrictCharField):
     the schema states the limits."""
 
 
+# The schema of the bodies chat.turns.actions reads (read_question, read_decision).
 class TurnRequestSerializer(serializers.Serializer):
+    """A question; a field not listed here is refused."""
+
     content = QuestionField(trim_whitespace=False)
     client_id = StrictUUIDField(required=False)
 
 
 class ApprovalRequestSerializer(serializers.Serializer):
-    decision = serializers.ChoiceField(choices=["approve", "deny"])
+    """A decision; a field not listed here is refused."""
+
+    decision = serializers.ChoiceField(choices=actions.DECISIONS)
     reason = StrictCharField(
-        required=False, allow_blank=True, max_length=500, help_text="Why, for a denial."
+        required=False,
+        allow_blank=True,
+        max_length=actions.REASON_LIMIT,
+        help_text="Why, for a denial.",
     )
 
 

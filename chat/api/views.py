@@ -10,7 +10,7 @@ from django.db.models import OuterRef, QuerySet, Subquery
 from django.http import StreamingHttpResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import generics
 from rest_framework.exceptions import ValidationError
 from rest_framework.renderers import BaseRenderer, JSONRenderer
@@ -19,9 +19,10 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from activity.api.pagination import CheckedCursorPagination
-from activity.events import Error, to_json
+from activity.events import Decision, Error, to_json
 from activity.models import FeedPreferences
 from chat import turns
+from chat.api.parsers import RequestParser
 from chat.api.serializers import (
     ApprovalRequestSerializer,
     ConversationDetailSerializer,
@@ -29,10 +30,12 @@ from chat.api.serializers import (
     DecisionSerializer,
     MessageSerializer,
     TurnRequestSerializer,
+    refusal,
 )
 from chat.api.sse import sse, turn_events
 from chat.conversations.selectors import message_records
 from chat.models import Conversation, Message
+from chat.turns import actions
 from chat.turns.recovery import dead_turns_recover
 
 
@@ -48,6 +51,7 @@ def conversations_owned(user: Any) -> QuerySet[Conversation]:
 
 class ConversationList(generics.ListCreateAPIView):
     serializer_class = ConversationSerializer
+    parser_classes = [RequestParser]
     pagination_class = NewestFirst
 
     def get_queryset(self) -> QuerySet[Conversation]:
@@ -106,29 +110,31 @@ def _first_error(data: Any) -> str:
 )
 class TurnCreate(APIView):
     renderer_classes = [JSONRenderer, EventStreamRenderer]
+    parser_classes = [RequestParser]
 
     def post(self, request: Request, conversation_id: Any) -> Any:
         conversation = get_object_or_404(conversations_owned(request.user), pk=conversation_id)
-        data = TurnRequestSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        ask = {
-            "conversation": conversation,
-            "text": data.validated_data["content"],
-            "client_id": data.validated_data.get("client_id"),
-            # As on the pages: the saved choice, else the request's Accept-Language.
-            "language": FeedPreferences.language_of(request.user.pk) or None,
-        }
         try:
+            question = actions.read_question(request.data)
             # Begun on the server's event loop before the response starts: an admitted turn
             # runs whatever its client does next.
-            turn = async_to_sync(turns.begin)(**ask)
+            turn = async_to_sync(actions.perform)(
+                question,
+                conversation=conversation,
+                user=request.user,
+                # As on the pages: the saved choice, else the request's Accept-Language.
+                language=FeedPreferences.language_of(request.user.pk) or None,
+            )
+        except actions.Unreadable as problem:
+            raise refusal(problem) from None
         except turns.QuestionInvalid as problem:
             raise ValidationError({"content": str(problem)}) from None
-        except turns.TurnRejected as refusal:
-            response = Response({"detail": str(refusal)}, status=refusal.status)
-            if isinstance(refusal, turns.Restarting):
+        except turns.TurnRejected as refused:
+            response = Response({"detail": str(refused)}, status=refused.status)
+            if isinstance(refused, turns.Restarting):
                 response["Retry-After"] = "1"  # another process takes it
             return response
+        assert isinstance(turn, turns.StartedTurn)
         if "text/event-stream" in request.headers.get("Accept", ""):
             events = (sse(event) async for event in turn_events(conversation, turn))
             response = StreamingHttpResponse(events, content_type="text/event-stream")
@@ -142,6 +148,14 @@ class TurnCreate(APIView):
 @extend_schema(
     request=ApprovalRequestSerializer,
     responses=DecisionSerializer,
+    parameters=[
+        OpenApiParameter(
+            "call_id",
+            {"type": "string", "minLength": 1, "maxLength": actions.CALL_ID_LIMIT},
+            OpenApiParameter.PATH,
+            description="The tool call's id, as its `status` and `tool_call` events give it.",
+        )
+    ],
     description=(
         "Approves or denies a tool call that waits for this conversation's owner (its "
         "`status` event has `state` `waiting`). The first decision wins; a later one, or one "
@@ -150,20 +164,22 @@ class TurnCreate(APIView):
     ),
 )
 class ApprovalDecide(APIView):
+    parser_classes = [RequestParser]
+
     def post(self, request: Request, conversation_id: Any, call_id: str) -> Response:
         conversation = get_object_or_404(conversations_owned(request.user), pk=conversation_id)
-        data = ApprovalRequestSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
         try:
-            decision = async_to_sync(turns.decide)(
-                conversation_id=conversation.pk,
-                call_id=call_id,
+            decision = async_to_sync(actions.perform)(
+                actions.read_decision(request.data, call_id=call_id),
+                conversation=conversation,
                 user=request.user,
-                approve=data.validated_data["decision"] == "approve",
-                reason=data.validated_data.get("reason", ""),
+                language=None,
             )
-        except turns.TurnRejected as refusal:
-            return Response({"detail": str(refusal)}, status=refusal.status)
+        except actions.Unreadable as problem:
+            raise refusal(problem) from None
+        except turns.TurnRejected as refused:
+            return Response({"detail": str(refused)}, status=refused.status)
+        assert isinstance(decision, Decision)
         return Response(to_json(decision))
 
 

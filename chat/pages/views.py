@@ -95,14 +95,14 @@ def conversation_act(request, conversation_id):
         action = actions.read({key: form.get(key) for key in form})
         if isinstance(action, actions.Resume):
             raise actions.Unreadable(_("Resume is for the socket."))
-        started = async_to_sync(actions.perform)(
+        done = async_to_sync(actions.perform)(
             action, conversation=conversation, user=request.user, language=request.LANGUAGE_CODE
         )
     except actions.Unreadable as problem:
         return _refused(request, conversation, str(problem), 400)
     except turns.TurnRejected as refusal:
         return _refused(request, conversation, str(refusal), refusal.status)
-    anchor = f"#m-{started.answer.pk}" if started else ""
+    anchor = f"#m-{done.answer.pk}" if isinstance(done, turns.StartedTurn) else ""
     return redirect(conversation.get_absolute_url() + anchor)
 
 

@@ -134,7 +134,7 @@ class ChatConsumer(DirectConsumer):
             language=self.language,
             guard=allowed,
         )
-        if started is not None and not started.joined:
+        if isinstance(started, turns.StartedTurn) and not started.joined:
             # The asker shows its own turn without waiting for the layer's broadcast (lost
             # if the layer fails, as after a Redis restart); the broadcast then finds it shown.
             await self.turn_started(

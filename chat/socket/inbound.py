@@ -3,13 +3,12 @@
 
 from __future__ import annotations
 
-import json
 import time
 from collections import deque
 
 from django.utils.translation import gettext as _
 
-from chat.turns.actions import Request, Unreadable, read
+from chat.turns.actions import Request, Unreadable, decode, read
 
 FLOOD_LIMIT = 20
 FLOOD_WINDOW = 10.0
@@ -18,13 +17,7 @@ FLOOD_WINDOW = 10.0
 def parse(text_data: str | None) -> Request:
     if text_data is None:
         raise Unreadable(_("Send your question as text."))
-    try:
-        data = json.loads(text_data)
-    except ValueError:
-        raise Unreadable(_("That message could not be read (it was not JSON).")) from None
-    if not isinstance(data, dict):
-        raise Unreadable(_("That message could not be read (expected a JSON object)."))
-    return read(data)
+    return read(decode(text_data))
 
 
 class FloodGuard:

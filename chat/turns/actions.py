@@ -1,9 +1,13 @@
-"""What a page may ask of its conversation, whichever way it asks: the socket's JSON message
-and the no-JavaScript form's POST carry the same fields, read here into one request and
-carried out here through the turn pipeline (one mapping, two transports)."""
+"""What may be asked of a conversation, whichever way it is asked: the socket's JSON message,
+the no-JavaScript form's POST and the REST API's JSON bodies are read here into one request,
+with the same refusals in the same words, and carried out here through the turn pipeline
+(one mapping, three transports). The API names two things its own way (`content` for the
+question, `decision` for approve or deny); its bodies are read as the page's fields."""
 
 from __future__ import annotations
 
+import json
+import re
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -11,20 +15,44 @@ from typing import Any
 
 from django.utils.translation import gettext as _
 
+from activity.events import Decision
 from chat import turns
 from chat.models import Conversation
+from chat.turns.approvals import REASON_LIMIT
 
-# Besides the fields below: htmx's ws-send adds HEADERS to every form message, and a form
-# posted without JavaScript carries its CSRF token.
+# Each request is named by one field; the fields after it may come with it.
+REQUESTS: dict[str, frozenset[str]] = {
+    "message": frozenset({"client_id"}),
+    "stop": frozenset(),
+    "regenerate": frozenset(),
+    "resume": frozenset(),
+    "approve": frozenset({"reason"}),
+    "deny": frozenset({"reason"}),
+}
 FIELDS = {"message", "client_id", "stop", "resume", "approve", "deny", "reason", "regenerate"}
+# Besides those: htmx's ws-send adds HEADERS to every form message, and a form posted without
+# JavaScript carries its CSRF token.
 CARRIED = {"HEADERS", "csrfmiddlewaretoken"}
 CALL_ID_LIMIT = 64
 # A page shows at most this many turns at once that may still be running.
 RESUME_LIMIT = 20
+# No request needs more than two levels (an object holding a list); the JSON decoder
+# recurses once per level and fails with a RecursionError some thousand levels down, so
+# deeper text is refused before it is decoded.
+DEPTH_LIMIT = 8
+# The REST API's bodies, by endpoint: each of its fields and the page's field it is.
+QUESTION_BODY = {"content": "message", "client_id": "client_id"}
+DECISION_BODY = {"decision": "decision", "reason": "reason"}
+DECISIONS = ("approve", "deny")
 
 
 class Unreadable(ValueError):
-    """A request that is not one a page can make; the text says why."""
+    """A request that is not one a page or a program can make; the text says why, and
+    `field` names the field at fault, if one is."""
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,11 +88,62 @@ class Decide:
 Request = Ask | Stop | Resume | Decide | Regenerate
 
 
-def read(data: Mapping[str, Any]) -> Request:
-    """The request these fields make; a field no page sends is refused."""
-    unknown = set(data) - FIELDS - CARRIED
+def decode(data: str | bytes, encoding: str = "utf-8") -> object:
+    """JSON as every transport reads it: nesting deeper than DEPTH_LIMIT, and NaN or
+    Infinity (not JSON), are refused."""
+    try:
+        text = data.decode(encoding) if isinstance(data, bytes) else data
+        if _deeper_than(text, DEPTH_LIMIT):
+            raise Unreadable(
+                _("That message could not be read (nested more than %(limit)s levels deep).")
+                % {"limit": DEPTH_LIMIT}
+            )
+        return json.loads(text, parse_constant=_not_json)
+    except Unreadable:
+        raise
+    except ValueError:  # a UnicodeDecodeError or a JSONDecodeError
+        raise Unreadable(_("That message could not be read (it was not JSON).")) from None
+
+
+def _not_json(constant: str) -> object:
+    raise ValueError(constant)
+
+
+# A string (brackets inside it do not count), or a bracket.
+_TOKENS = re.compile(r'"(?:[^"\\]++|\\.)*+"|[\[\]{}]', re.DOTALL)
+
+
+def _deeper_than(text: str, limit: int) -> bool:
+    if text.count("[") + text.count("{") <= limit:
+        return False  # the usual case, scanned in C
+    depth = 0
+    for token in _TOKENS.finditer(text):
+        bracket = token[0]
+        if bracket in "[{":
+            depth += 1
+            if depth > limit:
+                return True
+        elif bracket in "]}":
+            depth -= 1
+    return False
+
+
+def fields_of(data: object, known: Mapping[str, str] | set[str]) -> dict[str, Any]:
+    """The fields of a request that must be an object holding only `known` ones."""
+    if not isinstance(data, Mapping):
+        raise Unreadable(_("That message could not be read (expected a JSON object)."))
+    unknown = set(data) - set(known)
     if unknown:
+        # Named in the text only: `field` is for the fields a request may have.
         raise Unreadable(_("Unknown field: %(field)s.") % {"field": sorted(unknown)[0]})
+    return dict(data)
+
+
+def read(data: object) -> Request:
+    """The request a page's fields make: one request at a time, and a field no page sends
+    is refused."""
+    data = fields_of(data, FIELDS | CARRIED)
+    _one_request(data)
     if "stop" in data:
         try:
             return Stop(_answer_id(data["stop"]))
@@ -78,13 +157,19 @@ def read(data: Mapping[str, Any]) -> Request:
     if "approve" in data or "deny" in data:
         approve = "approve" in data
         call_id = data["approve" if approve else "deny"]
-        if approve and "deny" in data:
-            raise Unreadable(_("Approve or deny, not both."))
         if not isinstance(call_id, str) or not 0 < len(call_id) <= CALL_ID_LIMIT:
-            raise Unreadable(_("Approve and deny need the id of the tool call."))
+            raise Unreadable(
+                _("Approve and deny need the id of the tool call."),
+                field="approve" if approve else "deny",
+            )
         reason = data.get("reason", "")
         if not isinstance(reason, str):
-            raise Unreadable(_("The reason must be text."))
+            raise Unreadable(_("The reason must be text."), field="reason")
+        if len(reason) > REASON_LIMIT:
+            raise Unreadable(
+                _("The reason is at most %(limit)s characters long.") % {"limit": REASON_LIMIT},
+                field="reason",
+            )
         return Decide(call_id=call_id, approve=approve, reason=reason)
     if "resume" in data:
         ids = data["resume"]
@@ -95,12 +180,61 @@ def read(data: Mapping[str, Any]) -> Request:
         except (TypeError, ValueError):
             raise Unreadable(_("Resume needs a list of answer ids.")) from None
     client_id = None
-    if data.get("client_id"):
+    if "client_id" in data:
         try:
-            client_id = uuid.UUID(str(data["client_id"]))
-        except ValueError:
-            raise Unreadable(_("client_id must be a UUID.")) from None
-    return Ask(text=data.get("message"), client_id=client_id)
+            client_id = uuid.UUID(data["client_id"])
+        except (TypeError, ValueError, AttributeError):
+            raise Unreadable(_("client_id must be a UUID."), field="client_id") from None
+    # The question's own checks (text, length, storable) are the admission's, for all.
+    return Ask(text=data.get("message", ""), client_id=client_id)
+
+
+def _one_request(data: Mapping[str, Any]) -> None:
+    """Two requests in one are refused, not half carried out: a decision with a question
+    would decide and drop the question."""
+    named = [name for name in REQUESTS if name in data]
+    if set(named) == {"approve", "deny"}:
+        raise Unreadable(_("Approve or deny, not both."))
+    if len(named) > 1:
+        together = named[:2]
+    elif named:
+        stray = (set(data) & FIELDS) - {named[0], *REQUESTS[named[0]]}
+        together = [named[0], *sorted(stray)[:1]]
+    else:
+        return  # a question without its text: the admission says so
+    if len(together) == 2:
+        raise Unreadable(
+            _("Send one request at a time: “%(first)s” and “%(second)s” cannot go together.")
+            % {"first": together[0], "second": together[1]}
+        )
+
+
+def read_question(body: object) -> Ask:
+    """A question by the REST API (`POST …/messages/`)."""
+    fields = fields_of(body, QUESTION_BODY)
+    request = _read_as(QUESTION_BODY, {QUESTION_BODY[name]: fields[name] for name in fields})
+    assert isinstance(request, Ask)  # its only fields name no other request
+    return request
+
+
+def read_decision(body: object, *, call_id: str) -> Decide:
+    """A decision by the REST API (`POST …/approvals/<call_id>/`)."""
+    fields = fields_of(body, DECISION_BODY)
+    decision = fields.pop("decision", None)
+    if decision not in DECISIONS:
+        raise Unreadable(_("The decision must be approve or deny."), field="decision")
+    request = _read_as({"call_id": decision, "reason": "reason"}, {decision: call_id, **fields})
+    assert isinstance(request, Decide)
+    return request
+
+
+def _read_as(names: Mapping[str, str], fields: dict[str, Any]) -> Request:
+    """`read`, its refusals naming the API's fields (`names`: the API's name → the page's)."""
+    try:
+        return read(fields)
+    except Unreadable as problem:
+        ours = {page: api for api, page in names.items()}
+        raise Unreadable(str(problem), field=ours.get(problem.field or "")) from None
 
 
 def _answer_id(value: object) -> int:
@@ -120,23 +254,23 @@ async def perform(
     *,
     conversation: Conversation,
     user: Any,
-    language: str,
+    language: str | None,
     guard: Callable[[], None] | None = None,
-) -> turns.StartedTurn | None:
+) -> turns.StartedTurn | Decision | None:
     """Carries out one request through the turn pipeline; a refusal raises TurnRejected.
-    Returns the turn a question or a regeneration started. A question is admitted only if
-    `guard` (run in the admission's database trip) does not raise."""
+    Returns the turn a question or a regeneration started (or a question's `client_id`
+    joined), or the decision taken. A question is admitted only if `guard` (run in the
+    admission's database trip) does not raise."""
     match request:
         case Stop(answer_id=answer_id):
             if not await turns.stop(conversation_id=conversation.pk, answer_id=answer_id):
                 raise turns.TurnRejected(_("That answer is not running any more."))
         case Regenerate(answer_id=answer_id):
-            started = await turns.regenerate(
+            return await turns.regenerate(
                 conversation=conversation, answer_id=answer_id, language=language
             )
-            return started
         case Decide():
-            await turns.decide(
+            return await turns.decide(
                 conversation_id=conversation.pk,
                 call_id=request.call_id,
                 user=user,
@@ -144,12 +278,11 @@ async def perform(
                 reason=request.reason,
             )
         case Ask():
-            started = await turns.begin(
+            return await turns.begin(
                 conversation=conversation,
                 text=request.text,
                 client_id=request.client_id,
                 language=language,
                 guard=guard,
             )
-            return started
     return None

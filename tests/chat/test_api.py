@@ -396,3 +396,25 @@ def test_values_of_the_wrong_type_are_refused_not_converted(
     response = client.post(path, body, content_type="application/json")
     assert response.status_code == 400 and field in response.json()
     assert Conversation.objects.count() == 1  # alice_conversation only
+
+
+def test_the_schema_says_a_body_holds_only_the_fields_that_are_read(client, alice):
+    from chat.turns import actions
+
+    client.force_login(alice)
+    schema = json.loads(
+        client.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").content
+    )
+    components = schema["components"]["schemas"]
+    read_by = {
+        "/api/conversations/": {"title"},
+        "/api/conversations/{conversation_id}/messages/": set(actions.QUESTION_BODY),
+        "/api/conversations/{conversation_id}/approvals/{call_id}/": set(actions.DECISION_BODY),
+    }
+    for path, fields in read_by.items():
+        operation = schema["paths"][path]["post"]
+        ref = operation["requestBody"]["content"]["application/json"]["schema"]["$ref"]
+        body = components[ref.split("/")[-1]]
+        writable = {name for name, spec in body["properties"].items() if not spec.get("readOnly")}
+        assert writable == fields and body["additionalProperties"] is False
+        assert "nested at most 8 levels deep" in operation["responses"]["400"]["description"]

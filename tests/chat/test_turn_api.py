@@ -95,8 +95,8 @@ async def test_repeating_a_client_id_joins_the_turn_instead_of_starting_another(
         ({"content": "x" * 8001}, 400, "the limit is 8,000"),
         # The schema's maxLength counts what was sent: spaces around the question included.
         ({"content": "\u0085" + "x" * 8000}, 400, "That question is 8,001 characters long"),
-        ({"content": QUESTION, "client_id": "nope"}, 400, "valid UUID"),
-        ({}, 400, "required"),
+        ({"content": QUESTION, "client_id": "nope"}, 400, "client_id must be a UUID."),
+        ({}, 400, "Type a question first."),
     ],
 )
 async def test_bad_turn_requests_are_explained_and_save_nothing(
