@@ -64,6 +64,7 @@ def configured_names() -> set[str]:
 def test_adding_a_stdio_server_without_being_a_superuser_is_refused_and_runs_nothing(
     manager_client,
 ):
+    assert "stdio is for superusers only." in manager_client.get(ADD).content.decode()
     page = manager_client.post(ADD, SHELL)
     assert page.status_code == 200
     assert REFUSED in page.content.decode()

@@ -117,6 +117,8 @@ class McpServerForm(forms.ModelForm):
                 "approval_text": "\n".join(row.approval or []),
             }
         )
+        if not self.may_run_programs and "transport" in self.fields:
+            self.fields["transport"].help_text = "stdio is for superusers only."
 
     def clean(self):
         super().clean()
