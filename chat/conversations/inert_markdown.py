@@ -107,6 +107,8 @@ def _defused(text: str) -> str:
 
 
 def _defuse(text: str, syntax: str, at: int) -> str:
+    if _escaped(text, at) and syntax != "![":
+        return syntax  # already text: one more backslash would make it syntax again
     if syntax == "![":
         return "["
     if syntax == "<":
@@ -116,6 +118,11 @@ def _defuse(text: str, syntax: str, at: int) -> str:
         return "<" if EMAIL_AUTOLINK.match(text, at) else "&lt;"
     # A "]" that a link's target follows: escaped, it closes no link text or label.
     return "]" if _target_allowed(text, at + 2) else "\\]"
+
+
+def _escaped(text: str, at: int) -> bool:
+    backslashes = len(text[:at]) - len(text[:at].rstrip("\\"))
+    return backslashes % 2 == 1
 
 
 def _target_allowed(text: str, at: int) -> bool:

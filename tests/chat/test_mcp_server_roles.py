@@ -34,14 +34,17 @@ SHELL = form(name="owned", transport="stdio", url="", command="/bin/sh",
              args_text="-c\nid > owned.txt")  # fmt: skip
 
 
+def staff_with(codenames: str):
+    user = get_user_model().objects.create_user("mallory", password="x", is_staff=True)
+    permissions = Permission.objects.filter(content_type__app_label="chat")
+    user.user_permissions.add(*permissions.filter(codename__regex=codenames))
+    return user
+
+
 @pytest.fixture
 def manager(db):
     """Staff with every permission on MCP servers, but not a superuser."""
-    user = get_user_model().objects.create_user("mallory", password="x", is_staff=True)
-    user.user_permissions.add(
-        *Permission.objects.filter(content_type__app_label="chat", codename__endswith="mcpserver")
-    )
-    return user
+    return staff_with(r"^(add|change|view|delete)_mcpserver$")
 
 
 @pytest.fixture
@@ -61,11 +64,13 @@ def configured_names() -> set[str]:
     return {spec.name for spec in async_to_sync(configured_servers)()}
 
 
+@pytest.mark.parametrize("codenames", [r"^add_mcpserver$", r"_mcpserver$"])
 def test_adding_a_stdio_server_without_being_a_superuser_is_refused_and_runs_nothing(
-    manager_client,
+    client, codenames
 ):
-    assert "stdio is for superusers only." in manager_client.get(ADD).content.decode()
-    page = manager_client.post(ADD, SHELL)
+    client.force_login(staff_with(codenames))
+    assert "stdio is for superusers only." in client.get(ADD).content.decode()
+    page = client.post(ADD, SHELL)
     assert page.status_code == 200
     assert REFUSED in page.content.decode()
     assert not McpServer.objects.exists() and not McpServerChange.objects.exists()
