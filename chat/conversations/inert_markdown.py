@@ -121,8 +121,11 @@ def _defuse(text: str, syntax: str, at: int) -> str:
 
 
 def _escaped(text: str, at: int) -> bool:
-    backslashes = len(text[:at]) - len(text[:at].rstrip("\\"))
-    return backslashes % 2 == 1
+    """Whether an odd run of backslashes stands before this character."""
+    start = at
+    while start and text[start - 1] == "\\":
+        start -= 1
+    return (at - start) % 2 == 1
 
 
 def _target_allowed(text: str, at: int) -> bool:
