@@ -33,19 +33,20 @@ def manage(database, *args: str) -> subprocess.CompletedProcess:
     )
 
 
-SQUASHES = "SELECT name FROM django_migrations WHERE app = ? AND name LIKE '0001_squashed_%'"
-FORGET = "DELETE FROM django_migrations WHERE app = ? AND name = ?"
 RECORD = "INSERT INTO django_migrations (app, name, applied) VALUES (?, ?, datetime('now'))"
 
 
 def migrated_one_by_one(database, applied: dict[str, list[str]]):
     """A database as a deployment that migrated one by one left it: these apps' records
-    are the old migrations named here (and the migrations added after the squash)."""
+    are the old migrations named here, and those after the squash once all of them are."""
     assert manage(database, "migrate", "--noinput").returncode == 0
     with sqlite3.connect(database) as db:
         for app, names in applied.items():
-            squashed = [*OLD[app], *(n for (n,) in db.execute(SQUASHES, (app,)))]
-            db.executemany(FORGET, [(app, name) for name in squashed])
+            recorded = db.execute("SELECT name FROM django_migrations WHERE app = ?", (app,))
+            later = [name for (name,) in recorded if not name.startswith("0001_squashed_")]
+            db.execute("DELETE FROM django_migrations WHERE app = ?", (app,))
+            if names == OLD[app]:
+                names = [*names, *later]
             db.executemany(RECORD, [(app, name) for name in names])
 
 
