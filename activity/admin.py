@@ -17,6 +17,7 @@ from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.html import format_html
 
+from activity.access import is_auditor
 from activity.api.views import export_response
 from activity.audit import evidence_stream, feed_integrity
 from activity.models import (
@@ -30,7 +31,11 @@ from activity.models import (
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
-    """Audit data is never added, changed or deleted through admin, by anyone."""
+    """Audit data: read by auditors only (activity.access.is_auditor, as the API and the
+    exports), never added, changed or deleted through admin, by anyone."""
+
+    def has_view_permission(self, request, obj=None):
+        return is_auditor(request.user)
 
     def has_add_permission(self, request, obj=None):
         return False
@@ -255,7 +260,7 @@ class ActivityFeedAdmin(ReadOnlyAdmin):
         return [path("dashboard/", dashboard, name="activity_dashboard"), *super().get_urls()]
 
     def dashboard(self, request):
-        # Every user's tool calls: the same permission as the feed list itself.
+        # Every user's tool calls: for auditors, as the feed list itself.
         if not self.has_view_permission(request):
             raise PermissionDenied
         return TemplateResponse(

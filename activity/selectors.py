@@ -9,6 +9,7 @@ from typing import Any
 
 from django.db.models import F, QuerySet
 
+from activity.access import is_auditor
 from activity.events import thinking_id
 from activity.models import ActivityEvent, ActivityFeed, FeedPreferences, ModelCall
 from activity.preferences import FeedPrefs
@@ -22,19 +23,10 @@ def settings_of(request) -> tuple[FeedPrefs, str]:
     return request._glassbox_settings
 
 
-AUDIT_PERMISSION = "activity.view_activityfeed"
-
-
-def audits_everyone(user: Any) -> bool:
-    """Reading other users' feeds is Django's view permission on feeds, as in the admin;
-    being staff alone is not enough."""
-    return bool(user.is_active and user.has_perm(AUDIT_PERMISSION))
-
-
 def feeds_visible_to(user: Any) -> QuerySet[ActivityFeed]:
-    """Auditors (AUDIT_PERMISSION) see every feed; anyone else only their own."""
+    """Auditors (activity.access.is_auditor) see every feed; anyone else only their own."""
     feeds = ActivityFeed.objects.all()
-    if not audits_everyone(user):
+    if not is_auditor(user):
         feeds = feeds.filter(owner=user, hidden_from_owner=False)
     # The message points at its feed; its id is read back through that reverse relation.
     return feeds.annotate(username=F("owner__username"), message_id=F("message__id"))

@@ -295,3 +295,40 @@ class OutboxEmail(models.Model):
 
     def __str__(self) -> str:
         return f"To {self.to}: {self.subject}"
+
+
+class McpServerChange(models.Model):
+    """One change to an MCP server (added, changed, enabled, disabled, deleted): who made it,
+    when, which fields changed, and the declaration it left (before a deletion, the one it
+    removed) with header and environment values masked. Append-only: nobody edits the record
+    of who changed what the agent runs."""
+
+    class Action(models.TextChoices):
+        ADDED = "added"
+        CHANGED = "changed"
+        ENABLED = "enabled"
+        DISABLED = "disabled"
+        DELETED = "deleted"
+
+    at = models.DateTimeField(auto_now_add=True, db_index=True)
+    # PROTECT: accounts are erased (renamed), not deleted, so the record keeps who it was.
+    by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    server = models.CharField(max_length=24, help_text="The server's name at the time.")
+    action = models.CharField(max_length=8, choices=Action.choices)
+    fields = models.JSONField(default=list, blank=True)
+    declaration = models.JSONField(default=dict)
+
+    class Meta:
+        ordering = ["-at", "-id"]
+        verbose_name = "MCP server change"
+
+    def __str__(self) -> str:
+        return f"{self.server} {self.action}"
+
+    def save(self, *args, **kwargs):
+        if not self._state.adding:
+            raise ValueError("MCP server changes are append-only and cannot be changed.")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        raise ValueError("MCP server changes are append-only and cannot be deleted.")

@@ -20,6 +20,7 @@ from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
+from activity.access import is_auditor
 from activity.api.pagination import CheckedCursorPagination
 from activity.export import (
     FORMATS,
@@ -31,7 +32,7 @@ from activity.export import (
 )
 from activity.models import ActivityFeed
 from activity.preferences import FeedPrefs
-from activity.selectors import audits_everyone, events_by_feed, feeds_filtered, feeds_visible_to
+from activity.selectors import events_by_feed, feeds_filtered, feeds_visible_to
 
 logger = logging.getLogger("glassbox.export")
 # Parameters whose empty value would mean nothing (a date, an id, a choice).
@@ -48,7 +49,7 @@ FEED_FILTERS = [
     OpenApiParameter(
         "user",
         str,
-        description="a username (auditors with activity.view_activityfeed only)",
+        description="a username (auditors only: active staff with activity.view_activityfeed)",
         pattern=NO_NUL,
     ),
 ]
@@ -128,9 +129,10 @@ def filtered_feeds(request: Request) -> QuerySet[ActivityFeed]:
             raise ValidationError({name: "Give a value, or leave the parameter out."})
     since, until = (_when(params, name) for name in ("since", "until"))
     username = params.get("user", "")
-    if username and not audits_everyone(request.user):
+    if username and not is_auditor(request.user):
         raise PermissionDenied(
-            "The user filter is for auditors (the activity.view_activityfeed permission)."
+            "The user filter is for auditors: active staff with the "
+            "activity.view_activityfeed permission."
         )
     conversation = None
     if params.get("conversation"):
@@ -198,7 +200,7 @@ class FeedDetail(generics.RetrieveAPIView):
         feed = super().get_object()
         data = feed_data(feed, feed.events.order_by("seq"))
         readable = (
-            audits_everyone(self.request.user)
+            is_auditor(self.request.user)
             or FeedPrefs.from_mappings(settings.GLASSBOX_FEED).show_reasoning == "full"
         )
         data["model_calls"] = model_calls_data(

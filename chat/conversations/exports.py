@@ -3,20 +3,44 @@ turn's feed as a folded list."""
 
 from __future__ import annotations
 
-import re
+from collections.abc import Callable
 
 from django.utils.translation import gettext as _
 
 from activity.presentation import seconds
+from chat.conversations.inert_markdown import bad_targets, inert, literal
 from chat.conversations.selectors import TurnView
 from chat.models import Conversation, Message
 
 
 def conversation_markdown(conversation: Conversation, messages: list[Message | TurnView]) -> str:
-    parts = [f"# {inert(conversation.display_title)}", ""]
+    """The document, checked by a parse as a viewer reads it. Should that parse still find
+    a link the page drops (a trick the pass over the text did not see), each question and
+    answer it finds one in is written as plain text, and if the document still holds one,
+    every question and answer is."""
+    document = _document(conversation, messages, inert)
+    if not bad_targets(document):
+        return document
+    document = _document(conversation, messages, _inert_or_plain)
+    if bad_targets(document):
+        document = _document(conversation, messages, literal)
+    return document
+
+
+def _inert_or_plain(markdown: str) -> str:
+    defused = inert(markdown)
+    return literal(markdown) if bad_targets(defused) else defused
+
+
+def _document(
+    conversation: Conversation,
+    messages: list[Message | TurnView],
+    written: Callable[[str], str],
+) -> str:
+    parts = [f"# {written(' '.join(conversation.display_title.split()))}", ""]
     for message in messages:
         if isinstance(message, Message):
-            parts += ["## " + inert(" ".join(message.content.split())), ""]
+            parts += ["## " + written(" ".join(message.content.split())), ""]
             continue
         feed = message.feed
         if message.superseded:
@@ -32,10 +56,12 @@ def conversation_markdown(conversation: Conversation, messages: list[Message | T
             for line in message.lines:
                 took = f" · {seconds(line.duration_ms)}" if line.duration_ms is not None else ""
                 pointed = "; ".join(f"{link.label}: {link.uri}" for link in line.links)
-                pointed = f" — {_plain(pointed)}" if pointed else ""
-                parts.append(f"- {line.icon} {_plain(line.full or line.message)}{took}{pointed}")
+                pointed = f" — {_plain_line(pointed)}" if pointed else ""
+                parts.append(
+                    f"- {line.icon} {_plain_line(line.full or line.message)}{took}{pointed}"
+                )
             parts += ["", "</details>", ""]
-        parts += [inert(message.content.strip()) or emphasis(_("(no answer)")), ""]
+        parts += [written(message.content.strip()) or emphasis(_("(no answer)")), ""]
         if message.state == Message.State.FAILED:
             parts += [emphasis(_("This answer failed before it was finished.")), ""]
         elif message.state != Message.State.COMPLETE:
@@ -47,40 +73,14 @@ def emphasis(text: str) -> str:
     return f"*{text}*"
 
 
-FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
-CODE_SPAN = re.compile(r"(`+)(?:.+?)\1")
-
-
-def inert(markdown: str) -> str:
-    """Markdown as safe as the page renders it: no raw HTML (a viewer would run or load it)
-    and no images (a viewer would fetch a URL the model chose); code is left as written."""
-    lines, fence = [], ""
-    for line in markdown.split("\n"):
-        opening = FENCE.match(line)
-        if fence:
-            if opening and opening.group(1)[0] == fence[0] and len(opening.group(1)) >= len(fence):
-                fence = ""
-            lines.append(line)
-        elif opening:
-            fence = opening.group(1)
-            lines.append(line)
-        else:
-            lines.append(_outside_code_spans(line))
-    return "\n".join(lines)
-
-
-def _outside_code_spans(line: str) -> str:
-    parts, last = [], 0
-    for span in CODE_SPAN.finditer(line):
-        parts += [_defused(line[last : span.start()]), span.group(0)]
-        last = span.end()
-    return "".join([*parts, _defused(line[last:])])
-
-
-def _defused(text: str) -> str:
-    return text.replace("<", "&lt;").replace("![", "[")
-
-
 def _plain(text: str) -> str:
-    # Feed lines go inside HTML tags that Markdown viewers render: keep them inert.
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    """Text inside the HTML tags that Markdown viewers render, on one line (a blank line
+    would end the HTML block)."""
+    flat = " ".join(text.split())
+    return flat.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _plain_line(text: str) -> str:
+    """A feed line (tool arguments, the model's words) in a Markdown list: one line, no
+    HTML, no link."""
+    return _plain(text).replace("\\", "\\\\").replace("[", "\\[").replace("]", "\\]")

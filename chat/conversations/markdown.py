@@ -13,6 +13,8 @@ _ALLOWED_TAGS = {
     "table", "thead", "tbody", "tr", "th", "td",
 }  # fmt: skip
 _ALLOWED_ATTRIBUTES = {"a": {"href", "title"}, "th": {"style"}, "td": {"style"}, "ol": {"start"}}
+# The schemes a link may have (relative links need none); the Markdown download keeps the same.
+LINK_SCHEMES = frozenset({"http", "https", "mailto"})
 
 
 def render_markdown(text: str) -> str:
@@ -21,7 +23,7 @@ def render_markdown(text: str) -> str:
         html,
         tags=_ALLOWED_TAGS,
         attributes=_ALLOWED_ATTRIBUTES,
-        url_schemes={"http", "https", "mailto"},
+        url_schemes=set(LINK_SCHEMES),
         link_rel="noopener noreferrer nofollow",
         filter_style_properties={"text-align"},
     )

@@ -1,6 +1,8 @@
 """The admin page of MCP servers. Header and environment values are secrets: the form shows
 their names with the value masked, keeps a masked value as it was, and never puts a value in
-a page, a message or an error."""
+a page, a message or an error. Stdio servers (programs this machine runs) are a superuser's:
+other admins see them read-only and manage HTTP servers (chat.agent.mcp.changes). Every
+change is recorded with who made it, on the page *MCP server changes*."""
 
 from __future__ import annotations
 
@@ -8,20 +10,27 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
+from django.db import transaction
 from django.template.response import TemplateResponse
 from django.urls import path
 
+from chat.agent.mcp.changes import (
+    MASK,
+    RUNS_PROGRAMS,
+    may_change,
+    may_run_programs,
+    server_save,
+    servers_delete,
+)
 from chat.agent.mcp.config import (
     ServerConfigError,
     ServerSpec,
     declared_servers,
     spec_from_mapping,
 )
-from chat.models import McpServer
-
-MASK = "••••••"
+from chat.models import McpServer, McpServerChange
 
 if TYPE_CHECKING:
     from chat.agent.mcp.connections import Health
@@ -88,6 +97,10 @@ class McpServerForm(forms.ModelForm):
         "tools the server marks as destructive (and not read-only).",
     )
 
+    # Whether the admin using the form may declare a program to run (a stdio server); the
+    # admin makes a form per request that says so. Refused unless said.
+    may_run_programs = False
+
     class Meta:
         model = McpServer
         fields = ["name", "transport", "url", "command", "enabled"]
@@ -104,6 +117,8 @@ class McpServerForm(forms.ModelForm):
                 "approval_text": "\n".join(row.approval or []),
             }
         )
+        if not self.may_run_programs and "transport" in self.fields:
+            self.fields["transport"].help_text = "stdio is for superusers only."
 
     def clean(self):
         super().clean()
@@ -118,6 +133,8 @@ class McpServerForm(forms.ModelForm):
         data["tools"] = names(data.get("tools_text", "")) or None
         data["approval"] = names(data.get("approval_text", "")) or None
         http = data.get("transport") == McpServer.Transport.HTTP
+        if not http and not self.may_run_programs:
+            raise forms.ValidationError({"transport": RUNS_PROGRAMS})
         mapping = {
             "name": data.get("name", ""),
             **({"approval": data["approval"]} if data["approval"] is not None else {}),
@@ -143,6 +160,7 @@ class McpServerForm(forms.ModelForm):
         data = self.cleaned_data
         http = row.transport == McpServer.Transport.HTTP
         row.headers = data["headers"] if http else {}
+        row.command = "" if http else row.command  # an HTTP server runs no program
         row.env = {} if http else data["env"]
         row.args = [] if http else data["args"]
         row.tools, row.approval = data["tools"], data["approval"]
@@ -164,6 +182,54 @@ class McpServerAdmin(admin.ModelAdmin):
         ("Tools", {"fields": ["tools_text", "approval_text"]}),
     ]
 
+    actions = ["enable_servers", "disable_servers"]
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        form = super().get_form(request, obj, change, **kwargs)
+        return type(form.__name__, (form,), {"may_run_programs": may_run_programs(request.user)})
+
+    def has_change_permission(self, request, obj=None):
+        return super().has_change_permission(request, obj) and (
+            obj is None or may_change(request.user, obj)
+        )
+
+    def has_delete_permission(self, request, obj=None):
+        return super().has_delete_permission(request, obj) and (
+            obj is None or may_change(request.user, obj)
+        )
+
+    def save_model(self, request, obj, form, change):
+        server_save(server=obj, by=request.user)
+
+    def delete_model(self, request, obj):
+        servers_delete(servers=[obj], by=request.user)
+
+    def delete_queryset(self, request, queryset):
+        servers_delete(servers=queryset, by=request.user)
+
+    @admin.action(description="Enable selected MCP servers", permissions=["change"])
+    def enable_servers(self, request, queryset):
+        self._set_enabled(request, queryset, enabled=True)
+
+    @admin.action(description="Disable selected MCP servers", permissions=["change"])
+    def disable_servers(self, request, queryset):
+        self._set_enabled(request, queryset, enabled=False)
+
+    def _set_enabled(self, request, queryset, *, enabled: bool) -> None:
+        servers = list(queryset)
+        refused = [server.name for server in servers if not may_change(request.user, server)]
+        if refused:
+            names = ", ".join(refused)
+            self.message_user(request, f"{RUNS_PROGRAMS} Nothing was changed ({names}).",
+                              messages.ERROR)  # fmt: skip
+            return
+        with transaction.atomic():
+            for server in servers:
+                server.enabled = enabled
+                server_save(server=server, by=request.user)
+        done = "Enabled" if enabled else "Disabled"
+        self.message_user(request, f"{done}: {', '.join(s.name for s in servers)}.")
+
     def get_urls(self):
         view = self.admin_site.admin_view(self.health_view)
         return [path("health/", view, name="chat_mcpserver_health"), *super().get_urls()]
@@ -179,6 +245,27 @@ class McpServerAdmin(admin.ModelAdmin):
              "servers": server_health()},
         )  # fmt: skip
 
+    # What a read-only page shows (a stdio server, to an admin who is not a superuser).
+    @admin.display(description="Headers")
+    def headers_text(self, row):
+        return secret_lines(row.headers or {})
+
+    @admin.display(description="Arguments")
+    def args_text(self, row):
+        return "\n".join(row.args or [])
+
+    @admin.display(description="Environment")
+    def env_text(self, row):
+        return secret_lines(row.env or {})
+
+    @admin.display(description="Allowed tools")
+    def tools_text(self, row):
+        return "\n".join(row.tools) if row.tools is not None else "all"
+
+    @admin.display(description="Tools that need approval")
+    def approval_text(self, row):
+        return "\n".join(row.approval) if row.approval is not None else "the destructive ones"
+
     @admin.display(description="address")
     def where(self, row):
         return row.url if row.transport == McpServer.Transport.HTTP else row.command
@@ -186,6 +273,39 @@ class McpServerAdmin(admin.ModelAdmin):
     @admin.display(description="allowed tools")
     def allowed(self, row):
         return ", ".join(row.tools) if row.tools is not None else "all"
+
+
+@admin.register(McpServerChange)
+class McpServerChangeAdmin(admin.ModelAdmin):
+    """Who added, changed, enabled, disabled or deleted which MCP server, and when: for
+    whoever may see the servers. Nobody adds, edits or deletes a record here."""
+
+    list_display = ["at", "by", "server", "action", "changed_fields"]
+    list_filter = ["action", "at"]
+    list_select_related = ["by"]
+    search_fields = ["server", "by__username"]
+    date_hierarchy = "at"
+    fields = ("at", "by", "server", "action", "changed_fields", "declaration")
+    readonly_fields = fields
+
+    @admin.display(description="changed")
+    def changed_fields(self, change):
+        return ", ".join(change.fields) or "—"
+
+    def has_view_permission(self, request, obj=None):
+        user = request.user
+        return super().has_view_permission(request, obj) or any(
+            user.has_perm(f"chat.{verb}_mcpserver") for verb in ("view", "change")
+        )
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
 
 
 @dataclass(frozen=True, slots=True)
