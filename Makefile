@@ -44,8 +44,11 @@ run: $(VENV)/.installed $(CATALOGUES)
 	@echo ""
 	$(PY) -m project.serve -b 127.0.0.1 -p $(PORT) $(DAPHNE_LIMITS) project.asgi:application
 
+# Most of the suite waits on servers, sockets and the browser, so more processes than cores
+# pay; each has its own test database (pytest-django names it after the worker).
+TEST_PROCESSES ?= 3
 test: $(VENV)/.installed $(CATALOGUES)
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(TEST_PROCESSES) $(PYTEST_ARGS)
 
 # Style, types (mypy with django-stubs; its files are listed in pyproject.toml) and the import
 # boundaries between the parts (import-linter contracts, also in pyproject.toml).
