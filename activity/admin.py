@@ -18,7 +18,7 @@ from django.utils import timezone
 from django.utils.html import format_html
 
 from activity.api.views import export_response
-from activity.audit import evidence_stream, feed_integrity
+from activity.audit import evidence_stream, feed_integrity, period
 from activity.models import (
     ActivityEvent,
     ActivityFeed,
@@ -174,10 +174,19 @@ def export_csv(modeladmin, request, queryset):
 
 @admin.action(description="Export evidence for the selected feeds (NDJSON, with hashes)")
 def export_evidence(modeladmin, request, queryset):
-    """The selection (a period, with the date filter) as manage.py export_evidence gives it."""
-    span = queryset.aggregate(since=Min("started_at"), until=Max("started_at"))
+    """The selection as manage.py export_evidence gives it, with a period that the command
+    reproduces: [the first start, just after the last start), its `until` exclusive as the
+    command's is. A selection that is not every feed of that period says so."""
+    span = queryset.aggregate(since=Min("started_at"), last=Max("started_at"), feeds=Count("pk"))
+    since, last = span["since"], span["last"]
+    until = None if last is None else last + timedelta(microseconds=1)
+    selection = ""
+    if since is not None and (every := period(since, until).count()) != span["feeds"]:
+        selection = f"{span['feeds']} selected of the {every} feeds begun in the period"
     response = StreamingHttpResponse(
-        evidence_stream(queryset.select_related("owner"), **span),
+        evidence_stream(
+            queryset.select_related("owner"), since=since, until=until, selection=selection
+        ),
         content_type="application/x-ndjson",
     )
     response["Content-Disposition"] = 'attachment; filename="glassbox-evidence.ndjson"'
@@ -230,6 +239,8 @@ class ActivityFeedAdmin(ReadOnlyAdmin):
         checked = feed_integrity(feed)
         if checked.intact:
             text = f"✔ intact: {checked.check.events} events, head {checked.check.head[:16]}…"
+            if checked.sealed:
+                text += f", closed {feed.closing[:16]}… (its record, model calls and text)"
         else:
             text = f"✘ BROKEN: {checked.problem()}"
         for reseal in feed.reseals.all():
