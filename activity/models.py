@@ -169,16 +169,17 @@ class ActivityFeed(models.Model):
     def append_line(cls, feed_id: int, event: RecordedEvent) -> ActivityEvent:
         """Writes one event at the end of a feed that no turn is writing (a contact request
         after the answer), sealed after its last one, with the feed's count and head, and
-        closes it anew if it had ended; in the caller's transaction, feed row locked. A
-        record that failed its check before stays as it was: it is not sealed over."""
-        feed = cls.objects.select_for_update().get(pk=feed_id)
-        holds = cls.holds(feed_id)
-        last, head = ActivityEvent.head_of(feed_id)
-        sealed = ActivityEvent.append(feed, with_seq(event, last + 1), after=head)
-        cls.objects.filter(pk=feed_id).update(event_count=last + 1, chain_head=sealed.chain)
-        if holds and feed.closing:
-            cls.seal_end(feed_id)
-        return sealed
+        closes it anew if it had ended; in one transaction (the caller's, if any), feed row
+        locked. A record that failed its check before stays as it was: not sealed over."""
+        with transaction.atomic():
+            feed = cls.objects.select_for_update().get(pk=feed_id)
+            holds = cls.holds(feed_id)
+            last, head = ActivityEvent.head_of(feed_id)
+            sealed = ActivityEvent.append(feed, with_seq(event, last + 1), after=head)
+            cls.objects.filter(pk=feed_id).update(event_count=last + 1, chain_head=sealed.chain)
+            if holds and feed.closing:
+                cls.seal_end(feed_id)
+            return sealed
 
     @classmethod
     def record_opened(cls, *, feed_id: int, owner: Any) -> bool:

@@ -71,7 +71,10 @@ def test_an_event_edited_with_sql_breaks_its_chain_and_verify_says_where(two_tur
     status, out = verify()
     assert status == 1
     assert f"feed {searched.feed_id}: BROKEN, event seq {found.seq} does not match" in out
-    assert "1 intact, 1 broken" in out and "1 feed(s) fail verification" in out
+    assert (
+        "1 intact, 1 broken" in out
+        and "1 feed(s) and 0 ledger problem(s) fail verification" in out
+    )
 
 
 def test_links_are_sealed_once_a_result_has_them_and_older_events_keep_their_hashes(two_turns):
