@@ -10,15 +10,18 @@ from __future__ import annotations
 import io
 import json
 import logging
+import threading
+import time
 from datetime import timedelta
 
 import pytest
 from asgiref.sync import async_to_sync
 from django.core.management import CommandError, call_command
-from django.db import connection
+from django.db import connection, transaction
 from django.test import AsyncClient
 from django.utils import timezone
 
+from activity.audit import ledger_problems
 from activity.chain import GENESIS, SEAL_V1, link
 from activity.events import ToolResult
 from activity.models import ActivityEvent, ActivityFeed, LedgerEntry
@@ -349,3 +352,43 @@ def test_an_admin_selection_that_is_not_a_whole_period_says_so(admin_user, answe
 
     manifest = evidence_records(async_to_sync(export)().decode())[-1]
     assert manifest["selection"] == "2 selected of the 3 feeds begun in the period"
+
+
+def test_turns_that_end_together_keep_the_ledger_one_line():
+    if connection.vendor != "postgresql":
+        pytest.skip("SQLite has one writer at a time: nothing to meet")
+    first_in, release = threading.Event(), threading.Event()
+
+    def first() -> None:
+        with transaction.atomic():
+            LedgerEntry.append([(1, "a" * 64)])
+            first_in.set()
+            release.wait(10)
+        connection.close()
+
+    def second() -> None:
+        first_in.wait(10)
+        with transaction.atomic():
+            LedgerEntry.append([(2, "b" * 64)])
+        connection.close()
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for thread in threads:
+        thread.start()
+    # The second waits on the first's uncommitted entry (the unique `previous`) before the
+    # first commits.
+    with connection.cursor() as cursor:
+        for _ in range(1000):
+            cursor.execute("SELECT count(*) FROM pg_locks WHERE NOT granted")
+            if cursor.fetchone()[0]:
+                break
+            time.sleep(0.01)
+        else:
+            pytest.fail("the second append never waited for the first")
+    release.set()
+    for thread in threads:
+        thread.join(10)
+
+    one, two = LedgerEntry.objects.order_by("id")
+    assert (one.feed_id, one.previous, two.feed_id, two.previous) == (1, GENESIS, 2, one.entry)
+    assert not [p for p in ledger_problems() if "ledger entry" in p]
