@@ -56,6 +56,9 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
+_AS_IS = frozenset((type(None), bool, str, int))
+
+
 def _typed(value: Any) -> Any:
     """Version 2: a value with its JSON type kept (a number stays a number, a string a string)
     and in the one form every database gives it back. A float with no fraction is written as
@@ -63,7 +66,9 @@ def _typed(value: Any) -> Any:
     point and gives 1e20 back as an int); any other float keeps its shortest repr, which
     jsonb stores digit for digit. So 58000 and 58000.0 are the same JSON number, as RFC 8785
     has it, and "58000.0" is not."""
-    if value is None or isinstance(value, bool | str | int):
+    if type(value) in _AS_IS:
+        return value
+    if isinstance(value, bool | str | int):
         return value
     if isinstance(value, float):
         return int(Decimal(repr(value))) if value.is_integer() else value
@@ -89,7 +94,8 @@ def link(previous: str, values: Mapping[str, Any]) -> str:
     by the seal version the values name (1 when they name none: rows from before it)."""
     if values.get("seal_version", SEAL_V1) == SEAL_V1:
         return _link_v1(previous, values)
-    return _digest([previous, {name: _typed(values[name]) for name in SEALED_V2}])
+    # In SEALED_V2's order, fixed with the version: the names need not be hashed too.
+    return _digest([SEAL_V2, previous, [_typed(values[name]) for name in SEALED_V2]])
 
 
 def _link_v1(previous: str, values: Mapping[str, Any]) -> str:
