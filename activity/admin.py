@@ -24,6 +24,7 @@ from activity.models import (
     ActivityFeed,
     ChainReseal,
     FeedPreferences,
+    LedgerEntry,
     ModelCall,
     ToolCallRecord,
 )
@@ -468,3 +469,13 @@ class ChainResealAdmin(ReadOnlyAdmin):
     list_display = ["at", "feed", "reason", "previous_head", "head"]
     list_select_related = ["feed"]
     search_fields = ["reason"]
+
+
+@admin.register(LedgerEntry)
+class LedgerEntryAdmin(ReadOnlyAdmin):
+    """The ledger of all feeds: each feed's closing as it ended (and again when closed anew),
+    and each purge; manage.py verify_audit checks that it is one unbroken line."""
+
+    list_display = ["id", "at", "feed_id", "sealed", "entry"]
+    search_fields = ["=feed_id"]
+    show_full_result_count = False

@@ -515,6 +515,11 @@ class LedgerEntry(models.Model):
     def __str__(self) -> str:
         return f"ledger {self.pk}: feed {self.feed_id}"
 
+    def save(self, *args, **kwargs):
+        if not self._state.adding:
+            raise ValueError("The ledger is append-only and cannot be changed.")
+        super().save(*args, **kwargs)
+
     @classmethod
     def append(cls, entries: list[tuple[int, str]]) -> None:
         """Appends (feed id, sealed) pairs after the last entry, in the caller's transaction.

@@ -392,3 +392,17 @@ def test_turns_that_end_together_keep_the_ledger_one_line():
     one, two = LedgerEntry.objects.order_by("id")
     assert (one.feed_id, one.previous, two.feed_id, two.previous) == (1, GENESIS, 2, one.entry)
     assert not [p for p in ledger_problems() if "ledger entry" in p]
+
+
+def test_admins_read_the_ledger_and_nobody_changes_it(admin_client, answered):
+    entry = LedgerEntry.objects.get(feed_id=answered.feed_id)
+    page = admin_client.get("/admin/activity/ledgerentry/").content.decode()
+    assert entry.entry in page
+    assert admin_client.get("/admin/activity/ledgerentry/add/").status_code == 403
+    delete = f"/admin/activity/ledgerentry/{entry.pk}/delete/"
+    assert admin_client.post(delete, {"post": "yes"}).status_code == 403
+    entry.sealed = "x" * 64
+    with pytest.raises(ValueError, match="append-only"):
+        entry.save()
+    assert LedgerEntry.objects.filter(pk=entry.pk, sealed=ActivityFeed.objects.get(
+        pk=answered.feed_id).closing).exists()  # fmt: skip
