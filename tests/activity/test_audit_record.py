@@ -406,3 +406,29 @@ def test_admins_read_the_ledger_and_nobody_changes_it(admin_client, answered):
         entry.save()
     assert LedgerEntry.objects.filter(pk=entry.pk, sealed=ActivityFeed.objects.get(
         pk=answered.feed_id).closing).exists()  # fmt: skip
+
+
+@pytest.mark.parametrize("end", ["stopped while waiting", "timed out"])
+def test_a_turn_that_ends_without_a_decision_by_its_owner_is_closed_and_verifies(
+    alice_conversation, end
+):
+    from chat.turns import approvals
+    from chat.turns.registry import finish_all
+
+    answer = run_turn(alice_conversation, EMAIL)
+    assert answer.state == Message.State.WAITING
+    if end == "timed out":
+        answer.approvals.update(deadline=timezone.now() - timedelta(seconds=1))
+
+    async def settle() -> None:
+        if end == "timed out":
+            assert await approvals.settle_expired() == 1
+        else:
+            assert await approvals.stop_waiting(answer.pk)
+        await finish_all()
+
+    async_to_sync(settle)()
+
+    feed = ActivityFeed.objects.get(pk=answer.feed_id)
+    assert feed.state in ActivityFeed.ENDED and feed.closing
+    assert verify()[0] == 0
