@@ -432,3 +432,14 @@ def test_a_turn_that_ends_without_a_decision_by_its_owner_is_closed_and_verifies
     feed = ActivityFeed.objects.get(pk=answer.feed_id)
     assert feed.state in ActivityFeed.ENDED and feed.closing
     assert verify()[0] == 0
+
+
+def test_the_admin_shows_a_feeds_closing_and_what_fails_in_its_record(admin_client, answered):
+    url = f"/admin/activity/activityfeed/{answered.feed_id}/change/"
+    closing = ActivityFeed.objects.get(pk=answered.feed_id).closing
+    assert f"closed {closing[:16]}… (its record, model calls and text)" in (
+        admin_client.get(url).content.decode()
+    )
+    sql("UPDATE chat_message SET content = 'Ask for less.' WHERE id = %s", answered.pk)
+    page = admin_client.get(url).content.decode()
+    assert "✘ BROKEN: its answer&#x27;s text is not the text its closing sealed" in page
