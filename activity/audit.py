@@ -101,6 +101,7 @@ class Integrity:
     check: Check
     # The head the feed recorded at its last boundary (a pause, a decision, its end).
     recorded_head: str
+    # Running now (not paused, not ended): it may have written events since that boundary.
     running: bool
     resealed: bool
     # What is wrong outside the events: its closing, the ledger, the records chat keeps.
@@ -110,9 +111,9 @@ class Integrity:
 
     @property
     def head_matches(self) -> bool:
-        # A feed that has not ended may have written events since its last boundary: its
-        # recorded head is one of its chain's hashes (and the events after it chain from it,
-        # as every link is checked). An ended one's is its last.
+        # A running feed may have written events since its last boundary: its recorded head
+        # is one of its chain's hashes (and the events after it chain from it, as every link
+        # is checked). A paused or ended one's is its last.
         if self.running:
             return self.recorded_head in self.check.hashes
         return self.recorded_head == self.check.head
@@ -173,7 +174,7 @@ def _integrity(
         feed_id=feed.pk,
         check=checked,
         recorded_head=feed.chain_head,
-        running=feed.state not in ActivityFeed.ENDED,
+        running=feed.state == ActivityFeed.State.RUNNING,
         resealed=resealed,
         record_problem=problem or elsewhere,
         sealed=bool(feed.closing) and not problem,

@@ -156,11 +156,13 @@ class ActivityFeed(models.Model):
         checked = check(rows.values("chain", *ALL_SEALED))
         if not checked.intact:
             return False
-        if feed["state"] not in cls.ENDED:
-            # Still open: the head it recorded at its last boundary is on the chain, and no
-            # ledger entry says it ended.
-            ended = LedgerEntry.objects.filter(feed_id=feed_id).exists()
-            return feed["chain_head"] in checked.hashes and not ended
+        ended_once = LedgerEntry.objects.filter(feed_id=feed_id).exists()
+        if feed["state"] not in cls.ENDED and ended_once:
+            return False  # it cannot be open again
+        if feed["state"] == cls.State.RUNNING:
+            # It may have written events since its last boundary: the head it recorded then
+            # is on its chain.
+            return feed["chain_head"] in checked.hashes
         if feed["chain_head"] != checked.head:
             return False
         return not feed["closing"] or feed["closing"] == cls.closing_of(feed_id)

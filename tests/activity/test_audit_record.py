@@ -443,3 +443,16 @@ def test_the_admin_shows_a_feeds_closing_and_what_fails_in_its_record(admin_clie
     sql("UPDATE chat_message SET content = 'Ask for less.' WHERE id = %s", answered.pk)
     page = admin_client.get(url).content.decode()
     assert "✘ BROKEN: its answer&#x27;s text is not the text its closing sealed" in page
+
+
+def test_a_paused_feed_whose_last_line_was_removed_is_found(alice_conversation):
+    answer = run_turn(alice_conversation, EMAIL)
+    assert answer.state == Message.State.WAITING
+    assert verify()[0] == 0
+    waiting = ActivityEvent.objects.filter(feed=answer.feed_id).order_by("-seq").first()
+    assert waiting.icon == "⏸"
+    sql("DELETE FROM activity_activityevent WHERE id = %s", waiting.pk)
+
+    status, out = verify()
+    assert status == 1
+    assert f"feed {answer.feed_id}: BROKEN, its last events do not reach the head" in out
