@@ -11,8 +11,12 @@ class ChatConfig(AppConfig):
     def ready(self) -> None:
         """Connects the socket's receivers; a server declaration that cannot be used stops
         start-up, naming the setting."""
+        from activity.audit import register_record_check
         from chat.agent.mcp.config import ServerConfigError, declared_servers
+        from chat.conversations.sealed_records import sealed_records_check
         from chat.socket import session  # noqa: F401 - connects the receivers
+
+        register_record_check(sealed_records_check)
 
         try:
             declared_servers()

@@ -49,12 +49,14 @@ def account_erase(*, user: Any) -> str:
     ActivityEvent.objects.filter(feed__owner=user).update(
         message="", arguments=None, result_summary="", result_content="", error=""
     )
-    # Their chains no longer match what they hold: sealed again, and the reseal recorded.
+    ActivityFeed.objects.filter(owner=user).update(hidden_from_owner=True, summary_text="")
+    # Their chains and closings no longer match what they hold: sealed again (the answers'
+    # texts now empty), and the reseal recorded.
     reseal(
         ActivityFeed.objects.filter(owner=user).values_list("pk", flat=True),
         reason=f"account erasure of user {user.pk}",
+        answer_text="",
     )
-    ActivityFeed.objects.filter(owner=user).update(hidden_from_owner=True, summary_text="")
     ContactRequest.objects.filter(owner=user).delete()
     FeedPreferences.objects.filter(user=user).delete()
     Token.objects.filter(user=user).delete()
