@@ -12,7 +12,7 @@ class ChatConfig(AppConfig):
         """Connects the socket's receivers; a server declaration that cannot be used stops
         start-up, naming the setting."""
         from chat.agent.mcp.config import ServerConfigError, declared_servers
-        from chat.socket import session  # noqa: F401 - connects the receivers
+        from chat.socket import revocation  # noqa: F401 - connects the receivers
 
         try:
             declared_servers()
