@@ -14,7 +14,7 @@ class ChatConfig(AppConfig):
         from activity.audit import register_record_check
         from chat.agent.mcp.config import ServerConfigError, declared_servers
         from chat.conversations.sealed_records import sealed_records_check
-        from chat.socket import session  # noqa: F401 - connects the receivers
+        from chat.socket import revocation  # noqa: F401 - connects the receivers
 
         register_record_check(sealed_records_check)
 

@@ -12,6 +12,7 @@ from rest_framework.authtoken.models import Token
 
 from activity.audit import reseal
 from activity.models import ActivityEvent, ActivityFeed, FeedPreferences
+from chat.conversations.access import conversations_closed
 from chat.models import ContactRequest, Conversation, Message
 
 
@@ -65,6 +66,10 @@ def account_erase(*, user: Any) -> str:
     user.is_active = user.is_staff = user.is_superuser = False
     user.set_unusable_password()  # also ends every session: their hash no longer matches
     user.save()
+    # A bulk update sends no model signal: their open sockets are told here.
+    conversations_closed.send(
+        Conversation, conversation_ids=list(conversations.values_list("pk", flat=True))
+    )
     user.groups.clear()
     user.user_permissions.clear()
     return user.username

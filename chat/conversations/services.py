@@ -12,6 +12,7 @@ from django.utils.translation import gettext as _
 from activity.audit import purge
 from activity.events import Status
 from activity.models import ActivityFeed
+from chat.conversations.access import conversations_closed
 from chat.conversations.selectors import CONTACT_TOOL
 from chat.conversations.text_rules import looks_empty, unstorable, without_bidi_controls
 from chat.models import ContactRequest, Conversation, Message
@@ -59,6 +60,8 @@ def conversation_delete(*, conversation: Conversation) -> None:
         deleted_at=timezone.now()
     )
     ActivityFeed.objects.filter(conversation_id=conversation.pk).update(hidden_from_owner=True)
+    # A bulk update sends no model signal: its open sockets are told here.
+    conversations_closed.send(Conversation, conversation_ids=[conversation.pk])
 
 
 @transaction.atomic

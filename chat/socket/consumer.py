@@ -3,10 +3,13 @@ pipeline, and shows its client every turn of the conversation. It never calls th
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+import random
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from channels.db import database_sync_to_async
+from django.conf import settings
 from django.utils import translation
 from django.utils.translation import gettext as _
 
@@ -14,8 +17,8 @@ from activity.preferences import FeedPrefs
 from chat import turns
 from chat.models import Conversation
 from chat.socket import inbound, reads, render
-from chat.socket.dispatch import DirectConsumer
-from chat.socket.session import session_group
+from chat.socket.dispatch import DirectConsumer, Message
+from chat.socket.revocation import session_group, user_group
 from chat.socket.viewer import Screen
 from chat.turns import actions, broadcast
 from project.languages import language_from_browser, page_language
@@ -35,6 +38,12 @@ class ChatConsumer(DirectConsumer):
     conversation: Conversation
     prefs: FeedPrefs
     language: str
+    permit: reads.Permit
+    # Closed by the server: nothing more is shown, whatever is still on its way.
+    ended = False
+    # The answer this socket's own question (or regeneration) started, its right checked
+    # as it was admitted.
+    admitted: int | None = None
 
     def direct(self, message: dict[str, Any]) -> bool:
         """A turn's event, handed to its viewer at once if this socket shows that turn."""
@@ -42,6 +51,19 @@ class ChatConsumer(DirectConsumer):
         return (
             screen is not None and message.get("type") == "turn.event" and screen.deliver(message)
         )
+
+    def clock(self) -> Callable[[], Awaitable[Message]]:
+        """Every GLASSBOX_SOCKET_RECHECK_SECONDS the socket checks its right again, so a
+        login that expired, or a change no signal announced, closes a socket that neither
+        speaks nor is shown a new turn. Spread out, so sockets opened together do not all
+        check at once."""
+
+        async def tick() -> Message:
+            every = settings.GLASSBOX_SOCKET_RECHECK_SECONDS
+            await asyncio.sleep(every * random.uniform(0.5, 1.0))
+            return {"type": "access.check"}
+
+        return tick
 
     async def connect(self) -> None:
         opening = await reads.opening(
@@ -75,7 +97,11 @@ class ChatConsumer(DirectConsumer):
             self.conversation.pk,
             seen=(stored, user.password) if stored else None,
         )
-        self.groups = [self.conversation.group_name, session_group(self.session_key)]
+        self.groups = [
+            self.conversation.group_name,
+            session_group(self.session_key),
+            user_group(user.pk),
+        ]
         for group in self.groups:
             await self.channel_layer.group_add(group, self.channel_name)
         await self.accept(subprotocol=JSON_PROTOCOL if self.wants_json else None)
@@ -101,6 +127,8 @@ class ChatConsumer(DirectConsumer):
             self.screen.close()
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        if self.ended:
+            return
         if self.flood.flooded():
             await self.send_notice(_("Too many messages at once; this page stopped listening."))
             return await self.close(code=CLOSE_TOO_MANY)
@@ -116,7 +144,7 @@ class ChatConsumer(DirectConsumer):
                 await database_sync_to_async(allowed)()
             await self.act(request, allowed)
         except reads.NotAllowed as refused:
-            await self.close(code=CLOSE_CODES[refused.reason])
+            await self.end(CLOSE_CODES[refused.reason])
         except turns.TurnRejected as refusal:
             await self.send_notice(str(refusal))
 
@@ -134,7 +162,10 @@ class ChatConsumer(DirectConsumer):
             language=self.language,
             guard=allowed,
         )
-        if isinstance(started, turns.StartedTurn) and not started.joined:
+        if not isinstance(started, turns.StartedTurn):
+            return
+        self.admitted = started.answer.pk
+        if not started.joined:
             # The asker shows its own turn without waiting for the layer's broadcast (lost
             # if the layer fails, as after a Redis restart); the broadcast then finds it shown.
             await self.turn_started(
@@ -151,13 +182,41 @@ class ChatConsumer(DirectConsumer):
     async def send_notice(self, text: str) -> None:
         await self.send(text_data=render.refusal(text, as_json=self.wants_json))
 
+    async def end(self, code: int) -> None:
+        """Closes the socket for good: its viewers stop at once, and nothing that arrives
+        after is shown."""
+        self.ended = True
+        if hasattr(self, "screen"):
+            self.screen.close()
+        await self.close(code=code)
+
     # Channel-layer handlers: one per message type sent to the groups.
 
-    async def session_ended(self, message: dict[str, Any]) -> None:
-        await self.close(code=CLOSE_UNAUTHENTICATED)
+    async def access_ended(self, message: dict[str, Any]) -> None:
+        """A right this socket relied on was taken away (chat.socket.revocation)."""
+        if not self.ended:
+            await self.end(CLOSE_CODES[reads.Refused(message["reason"])])
+
+    async def access_check(self, message: dict[str, Any]) -> None:
+        if self.ended or not hasattr(self, "permit"):  # refused as it opened
+            return
+        try:
+            await database_sync_to_async(self.permit.check)()
+        except reads.NotAllowed as refused:
+            await self.end(CLOSE_CODES[refused.reason])
 
     async def turn_started(self, message: dict[str, Any]) -> None:
-        self.prefs = await self.screen.started(message, self.user.pk, self.prefs)
+        """A new turn of the conversation. Unless this socket asked it (and was checked as
+        it did), its right is checked first, in the trip that reads the turn: a right taken
+        away without a signal still shows nothing of it."""
+        if self.ended or not hasattr(self, "permit"):  # refused as it opened
+            return
+        guard = None if message["answer_id"] == self.admitted else self.permit.check
+        try:
+            self.prefs = await self.screen.started(message, self.user.pk, self.prefs, guard)
+        except reads.NotAllowed as refused:
+            await self.end(CLOSE_CODES[refused.reason])
 
     async def turn_event(self, message: dict[str, Any]) -> None:
-        self.screen.deliver(message)
+        if not self.ended:
+            self.screen.deliver(message)

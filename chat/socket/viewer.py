@@ -8,6 +8,8 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from channels.db import database_sync_to_async
+
 from activity.events import TurnStarted, to_json
 from activity.live import LivePresenter
 from activity.live_markdown import split_settled
@@ -110,14 +112,23 @@ class Screen:
         """A turn that began while the socket was open: followed from its start."""
         self._view(answer_id, prefs, LivePresenter(prefs, answer_id), turns.Position())
 
-    async def started(self, message: dict[str, Any], user_id: int, prefs: FeedPrefs) -> FeedPrefs:
+    async def started(
+        self,
+        message: dict[str, Any],
+        user_id: int,
+        prefs: FeedPrefs,
+        guard: Callable[[], None] | None = None,
+    ) -> FeedPrefs:
         """A turn of this conversation began: the page gets its question and its (empty)
         answer, or a program their ids, and the turn is followed from its start. Returns
-        the viewer's preferences, read again with the turn."""
+        the viewer's preferences, read again with the turn. `guard` runs first, in the same
+        trip to the database: whatever it raises shows nothing."""
         answer_id = message["answer_id"]
         if self.shows(answer_id):
             return prefs  # already in this socket's snapshot
-        if self.wants_json:  # the ids say it all: nothing to read
+        if self.wants_json:  # the ids say it all: nothing to read but the guard's check
+            if guard is not None:
+                await database_sync_to_async(guard)()
             replaces = message.get("replaces")
             started = TurnStarted(
                 str(message["question_id"]), str(answer_id), str(replaces) if replaces else ""
@@ -125,7 +136,7 @@ class Screen:
             await self.send(render.as_json_event(started))
         else:
             question, answer, prefs = await reads.new_turn(
-                message["question_id"], answer_id, user_id
+                message["question_id"], answer_id, user_id, guard
             )
             if message.get("replaces"):
                 earlier = await turns.snapshot(message["replaces"], prefs)
@@ -153,8 +164,13 @@ class Screen:
         return viewer is not None
 
     def close(self) -> None:
+        """Stops every viewer; nothing delivered after is shown."""
         for viewer in self.viewers.values():
             viewer.close()
+        self.viewers.clear()
+
+    def _forget(self, answer_id: int) -> None:
+        self.viewers.pop(answer_id, None)
 
     def _view(
         self, answer_id: int, prefs: FeedPrefs, presenter: LivePresenter, after: turns.Position
@@ -167,5 +183,5 @@ class Screen:
             after=after,
             send=self.send,
             wants_json=self.wants_json,
-            ended=self.viewers.pop,
+            ended=self._forget,
         )
