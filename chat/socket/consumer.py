@@ -197,6 +197,10 @@ class ChatConsumer(DirectConsumer):
         if not self.ended:
             await self.end(CLOSE_CODES[reads.Refused(message["reason"])])
 
+    async def session_ended(self, message: dict[str, Any]) -> None:
+        """A logout announced by a process of the previous release, during a rolling deploy."""
+        await self.access_ended({"reason": reads.Refused.SESSION.value})
+
     async def access_check(self, message: dict[str, Any]) -> None:
         if self.ended or not hasattr(self, "permit"):  # refused as it opened
             return

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 from asgiref.sync import sync_to_async
+from channels.layers import get_channel_layer
 from django.contrib.auth import get_user_model
 from django.contrib.auth.hashers import make_password
 from django.contrib.sessions.models import Session
@@ -16,6 +17,7 @@ from django.utils import timezone
 from chat.conversations.erasure import account_erase
 from chat.conversations.services import conversation_archive, conversation_delete
 from chat.models import Conversation, Message
+from chat.socket.revocation import session_group
 from tests.support.revocation import (
     browser_of,
     closed_with,
@@ -116,6 +118,19 @@ async def test_deleting_a_user_closes_their_sockets(alice, alice_conversation):
     await alice.adelete()
     assert await closed_with(socket, LOGIN)
     assert await socket.receive_nothing(timeout=0.3)
+
+
+async def test_a_logout_announced_by_the_previous_release_still_closes_the_socket(
+    alice, alice_conversation
+):
+    """During a rolling deploy a process of the previous release announces a logout in its
+    own words (`session.ended`) to the session's group."""
+    browser, cookie = await browser_of(alice)
+    socket = await silent_socket(alice_conversation, cookie)
+    await get_channel_layer().group_send(
+        session_group(browser.session.session_key), {"type": "session.ended"}
+    )
+    assert await closed_with(socket, LOGIN)
 
 
 async def test_a_session_that_expires_while_its_socket_is_idle_closes_it(
