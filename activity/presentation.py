@@ -147,7 +147,7 @@ def cut_middle(text: str, width: int) -> str:
 # LINE_WIDTH says.
 WHOLE_MESSAGE = 103
 # The least of a raw detail a line keeps, however long its message: a detail is never dropped.
-DETAIL_ROOM = 24
+DETAIL_ROOM = 40
 
 
 def line_for(status: Status, *, width: int = 80, detail: str = "") -> Line:

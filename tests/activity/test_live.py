@@ -189,7 +189,7 @@ def test_raw_detail_adds_the_tools_arguments_to_its_line():
 
 
 def test_a_long_raw_detail_is_shortened_in_its_middle_keeping_the_line_start():
-    presenter = LivePresenter(FeedPrefs(detail="raw", line_width=50), 1)
+    presenter = LivePresenter(FeedPrefs(detail="raw", line_width=70), 1)
     play(presenter, SEARCH[:2])
     arguments = {"feedback_to_user": "Looking up salary tips",
                  "query": "salary bands for senior engineers in Milan in 2026"}  # fmt: skip
@@ -197,8 +197,10 @@ def test_a_long_raw_detail_is_shortened_in_its_middle_keeping_the_line_start():
         {"type": "tool_call", "seq": 3, "tool": "search_documents", "call_id": "c1",
          "arguments": arguments}
     )  # fmt: skip
-    assert op.line.message == "Looking up salary tips, query: salary…ilan in 2026"
-    assert len(op.line.message) == 50
+    assert (
+        op.line.message == "Looking up salary tips, query: salary bands for…neers in Milan in 2026"
+    )
+    assert len(op.line.message) == 70
     assert op.line.full == "Looking up salary tips, query: " + arguments["query"]
 
 

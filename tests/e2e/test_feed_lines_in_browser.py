@@ -9,6 +9,8 @@ import re
 import pytest
 from playwright.sync_api import expect
 
+from tests.support.servers import manage
+
 pytestmark = pytest.mark.e2e
 
 DONE = "article.assistant.state-complete"
@@ -31,6 +33,34 @@ def narrow_conversation(browser, live_server_url):
     page.fill("[name=password]", "demo")
     page.click("main form button[type=submit]")
     expect(page).to_have_url(f"{live_server_url}/")
+    page.click("main button:text('New conversation')")
+    expect(page).to_have_url(re.compile(r"/c/[0-9a-f-]+/$"))
+    yield page
+    context.close()
+
+
+RAW_USER = (
+    "from django.contrib.auth import get_user_model; "
+    "from activity.models import FeedPreferences; "
+    "get_user_model().objects.filter(username='raw').delete(); "
+    "user = get_user_model().objects.create_user('raw', password='raw-password'); "
+    "FeedPreferences.objects.create(user=user, overrides={'DETAIL': 'raw'})"
+)
+
+
+@pytest.fixture
+def raw_detail_conversation(browser, glassbox_server):
+    """A new conversation of a user who chose DETAIL: raw, on a narrow page."""
+    url, env = glassbox_server
+    manage(env, "shell", "-c", RAW_USER)
+    context = browser.new_context(viewport={"width": 560, "height": 900}, locale="en-US")
+    context.set_default_timeout(20_000)
+    page = context.new_page()
+    page.goto(f"{url}/accounts/login/")
+    page.fill("[name=username]", "raw")
+    page.fill("[name=password]", "raw-password")
+    page.click("main form button[type=submit]")
+    expect(page).to_have_url(f"{url}/")
     page.click("main button:text('New conversation')")
     expect(page).to_have_url(re.compile(r"/c/[0-9a-f-]+/$"))
     yield page
@@ -93,4 +123,20 @@ def test_an_italian_question_on_an_english_page_gets_an_italian_feed(narrow_conv
             assert english not in shown
         expect(page.locator(f"{DONE} .answer")).to_contain_text("Ecco cosa dice")
         expect(page.locator("#composer button.send")).to_have_text("Send")  # the page's own
+        page.reload()
+
+
+def test_a_raw_detail_is_shortened_in_its_middle_beside_the_whole_feedback(
+    raw_detail_conversation,
+):
+    page = raw_detail_conversation
+    topic = "/srv/knowledge/interviews/senior-engineering/milan/2026/preparation-guide.md"
+    ask(page, "bench__research " + json.dumps({"topic": topic, "feedback_to_user": FEEDBACK}))
+    for _ in range(2):
+        line = unfolded_lines(page).filter(has_text="Comparing the salary bands")
+        text = line.locator(".text")
+        expect(text).to_have_text(re.compile(r"^" + re.escape(SHOWN_FEEDBACK) + r", topic: /srv"))
+        expect(text).to_have_text(re.compile(r", topic: /srv/knowledg.*….*guide\.md"))
+        expect(line).to_have_attribute("title", f"{SHOWN_FEEDBACK}, topic: {topic}")
+        assert shows_all_of_it(line)
         page.reload()
