@@ -123,6 +123,7 @@ def test_an_italian_question_on_an_english_page_gets_an_italian_feed(narrow_conv
             assert english not in shown
         expect(page.locator(f"{DONE} .answer")).to_contain_text("Ecco cosa dice")
         expect(page.locator("#composer button.send")).to_have_text("Send")  # the page's own
+        expect(page.locator(f"{DONE} details.feed ol.lines")).to_have_attribute("lang", "it")
         page.reload()
 
 

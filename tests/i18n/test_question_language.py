@@ -73,6 +73,7 @@ async def test_an_italian_question_on_an_english_page_gets_an_italian_feed_every
     await sync_to_async(client.force_login)(alice)
     page = (await sync_to_async(client.get)(conversation.get_absolute_url())).content.decode()
     assert '<html lang="en">' in page  # the page keeps its own language
+    assert 'class="lines" lang="it"' in page  # and says which its feed speaks
     history = text_of(page)
     for italian in ITALIAN_LINES[1:]:  # the working line was replaced by the feedback
         assert italian in history
