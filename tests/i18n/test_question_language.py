@@ -13,7 +13,8 @@ from django.utils import translation
 from activity.live import LivePresenter
 from activity.models import ActivityFeed, FeedPreferences
 from activity.preferences import FeedPrefs
-from chat.models import Conversation
+from chat.models import Conversation, Message
+from chat.turns.admission import admit, admit_again
 from project.languages import written_language
 from tests.support.sockets import turn_frames
 
@@ -124,3 +125,13 @@ def test_a_presenter_writes_its_own_lines_in_the_feeds_language_not_the_pages():
     assert italian_label != "Thinking..."
     assert shown_waiting.message == "Invia — in attesa"
     assert approved.line.message == "Approvato da alice"
+
+
+@pytest.mark.django_db
+def test_a_regenerated_answer_speaks_its_questions_language_too(alice):
+    conversation = Conversation.objects.create(owner=alice)
+    first = admit(conversation=conversation, text=ITALIAN_QUESTION, language="en")
+    assert first.answer.feed.language == "it"
+    Message.objects.filter(pk=first.answer.pk).update(state=Message.State.COMPLETE)
+    again = admit_again(conversation=conversation, answer_id=first.answer.pk, language="en")
+    assert again.answer.feed.language == "it"
