@@ -7,7 +7,7 @@ import re
 
 import pytest
 from asgiref.sync import sync_to_async
-from django.test import Client
+from django.test import AsyncClient, Client
 from django.utils import translation
 
 from activity.live import LivePresenter
@@ -135,3 +135,26 @@ def test_a_regenerated_answer_speaks_its_questions_language_too(alice):
     Message.objects.filter(pk=first.answer.pk).update(state=Message.State.COMPLETE)
     again = admit_again(conversation=conversation, answer_id=first.answer.pk, language="en")
     assert again.answer.feed.language == "it"
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.asyncio
+async def test_a_decision_in_an_italian_feed_reads_in_italian_on_an_english_page(alice):
+    from chat.models import ToolApproval
+    from chat.turns.registry import finish_all
+
+    await FeedPreferences.objects.acreate(user=alice, language="en")
+    conversation = await Conversation.objects.acreate(owner=alice)
+    client = AsyncClient(enforce_csrf_checks=False)
+    await client.aforce_login(alice)
+    act = f"/c/{conversation.pk}/act/"
+    await client.post(
+        act, {"message": "Scrivi una email a advisor@example.com: possiamo vederci?"}
+    )
+    await finish_all()  # the turn waits for the owner's decision
+    await client.post(act, {"approve": (await ToolApproval.objects.aget()).call_id})
+    await finish_all()
+
+    page = text_of((await client.get(conversation.get_absolute_url())).content.decode())
+    assert "Approvato da alice" in page and "Approved by" not in page
+    assert "Send" in page  # the page's own words stay English
