@@ -173,6 +173,7 @@ class ChatConsumer(DirectConsumer):
                     question_id=started.question.pk,
                     answer_id=started.answer.pk,
                     replaces=started.replaces,
+                    language=started.answer.answer_feed.language,
                 )
             )
 

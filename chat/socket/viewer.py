@@ -22,7 +22,8 @@ from chat.socket import reads, render
 
 def presenter_after(view: TurnView, prefs: FeedPrefs) -> LivePresenter:
     """A presenter for a turn shown from a snapshot: what it holds counts as shown."""
-    presenter = LivePresenter(prefs, view.pk, draft_shown=True)
+    language = view.feed.language if view.feed is not None else ""
+    presenter = LivePresenter(prefs, view.pk, draft_shown=True, language=language)
     presenter.tail = split_settled(view.content)[1]  # the snapshot rendered the rest
     presenter.shown.extend(line.key for line in view.lines)
     for event in view.events:
@@ -108,9 +109,11 @@ class Screen:
     def shows(self, answer_id: int) -> bool:
         return answer_id in self.viewers
 
-    def start(self, answer_id: int, prefs: FeedPrefs) -> None:
-        """A turn that began while the socket was open: followed from its start."""
-        self._view(answer_id, prefs, LivePresenter(prefs, answer_id), turns.Position())
+    def start(self, answer_id: int, prefs: FeedPrefs, language: str = "") -> None:
+        """A turn that began while the socket was open: followed from its start, its own
+        lines in the feed's `language`."""
+        presenter = LivePresenter(prefs, answer_id, language=language)
+        self._view(answer_id, prefs, presenter, turns.Position())
 
     async def started(
         self,
@@ -143,7 +146,7 @@ class Screen:
                 await self.send(render.regenerated(question, earlier[0], answer))
             else:
                 await self.send(render.started(question, answer))
-        self.start(answer_id, prefs)
+        self.start(answer_id, prefs, message.get("language", ""))
         return prefs
 
     async def join(self, answer_id: int, prefs: FeedPrefs) -> None:

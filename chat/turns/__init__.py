@@ -82,7 +82,10 @@ async def begin(
     if not turn.joined:
         # The question appears on every open tab before the agent starts.
         await send_turn_started(
-            conversation.group_name, question_id=turn.question.pk, answer_id=turn.answer.pk
+            conversation.group_name,
+            question_id=turn.question.pk,
+            answer_id=turn.answer.pk,
+            language=turn.answer.answer_feed.language,
         )
         registry.launch(turn.answer.pk, runner.run(answer=turn.answer, history=history, **options))
     return turn
@@ -113,6 +116,7 @@ async def regenerate(
         question_id=turn.question.pk,
         answer_id=turn.answer.pk,
         replaces=turn.replaces,
+        language=turn.answer.answer_feed.language,
     )
     registry.launch(turn.answer.pk, runner.run(answer=turn.answer, history=history, **options))
     return turn

@@ -27,7 +27,7 @@ async def group_send(group: str, message: dict[str, Any]) -> None:
 
 
 def turn_started(
-    *, question_id: int, answer_id: int, replaces: int | None = None
+    *, question_id: int, answer_id: int, replaces: int | None = None, language: str = ""
 ) -> dict[str, Any]:
     """The message that tells a conversation's sockets a turn began; the socket that asked
     is handed it directly, so it never depends on the layer for its own turn."""
@@ -38,14 +38,25 @@ def turn_started(
     }
     if replaces is not None:
         message["replaces"] = replaces
+    if language:
+        # The feed's: the lines a socket writes itself (the draft's label) speak it too.
+        message["language"] = language
     return message
 
 
 async def send_turn_started(
-    group: str, *, question_id: int, answer_id: int, replaces: int | None = None
+    group: str,
+    *,
+    question_id: int,
+    answer_id: int,
+    replaces: int | None = None,
+    language: str = "",
 ) -> None:
     await group_send(
-        group, turn_started(question_id=question_id, answer_id=answer_id, replaces=replaces)
+        group,
+        turn_started(
+            question_id=question_id, answer_id=answer_id, replaces=replaces, language=language
+        ),
     )
 
 

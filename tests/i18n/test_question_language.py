@@ -16,7 +16,7 @@ from activity.preferences import FeedPrefs
 from chat.models import Conversation, Message
 from chat.turns.admission import admit, admit_again
 from project.languages import written_language
-from tests.support.sockets import turn_frames
+from tests.support.sockets import ask, frames_until_done, open_socket, turn_frames
 
 ITALIAN_QUESTION = "Come posso prepararmi per un colloquio di lavoro?"
 ITALIAN_LINES = ["Ricerca nella base di conoscenza…", "Cerco “", "Scrivo la risposta…", "Fatto"]
@@ -106,6 +106,35 @@ async def test_a_question_in_a_language_without_a_catalogue_gets_the_pages(alice
     conversation = await Conversation.objects.acreate(owner=alice)
     await turn_frames(conversation, alice, "Wie verhandle ich mein Gehalt?")
     assert await ActivityFeed.objects.filter(owner=alice, language="it").aexists()
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.asyncio
+async def test_the_live_drafts_label_speaks_the_feeds_language_on_every_tab(
+    alice, knowledge_base
+):
+    """The draft's label is written by each socket, not recorded: the asker's tab and another
+    tab watching both write it in the feed's language, not their page's."""
+    await FeedPreferences.objects.acreate(
+        user=alice, language="en", overrides={"MODE": "progress", "SHOW_AFTER": 0}
+    )
+    conversation = await Conversation.objects.acreate(owner=alice)
+    asker = await open_socket(conversation, alice)
+    watcher = await open_socket(conversation, alice)
+    await ask(asker, ITALIAN_QUESTION)
+    shown = [await frames_until_done(asker), await frames_until_done(watcher)]
+    await asker.disconnect()
+    await watcher.disconnect()
+    answer = await Message.objects.aget(role=Message.Role.ASSISTANT)
+    prefs = FeedPrefs(mode="progress", label="auto")
+    with translation.override("it"):
+        italian = prefs.label_for(answer.pk)
+    with translation.override("en"):
+        english = prefs.label_for(answer.pk)
+    assert italian != english
+    for frames in shown:
+        assert italian in "".join(frames)
+        assert english not in "".join(frames)
 
 
 def test_a_presenter_writes_its_own_lines_in_the_feeds_language_not_the_pages():
