@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from typing import Any
 from urllib.parse import parse_qs
 
 from django.conf import settings
@@ -40,6 +41,17 @@ def page_language(query_string: bytes) -> str:
     Glassbox speaks it; else ''."""
     values = parse_qs(query_string.decode("latin-1")).get("lang", [])
     return supported(values[0]) if values else ""
+
+
+def socket_language(scope: Mapping[str, Any], preferred: str) -> str:
+    """The language a socket speaks: the page names the language it was rendered in (a
+    browser's handshake headers need not match the ones its page request sent), else the
+    user's `preferred` one, else the browser's."""
+    return (
+        page_language(scope.get("query_string", b""))
+        or preferred
+        or language_from_browser(scope.get("cookies", {}), scope.get("headers", []))
+    )
 
 
 def language_name(code: str) -> str:

@@ -3,13 +3,10 @@ pipeline, and shows its client every turn of the conversation. It never calls th
 
 from __future__ import annotations
 
-import asyncio
-import random
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 from channels.db import database_sync_to_async
-from django.conf import settings
 from django.utils import translation
 from django.utils.translation import gettext as _
 
@@ -17,30 +14,19 @@ from activity.preferences import FeedPrefs
 from chat import turns
 from chat.models import Conversation
 from chat.socket import inbound, reads, render
-from chat.socket.dispatch import DirectConsumer, Message
-from chat.socket.revocation import session_group, user_group
+from chat.socket.guard import CLOSE_CODES, GuardedConsumer
 from chat.socket.viewer import Screen
 from chat.turns import actions, broadcast
-from project.languages import language_from_browser, page_language
+from project.languages import socket_language
 
-# Close codes in the 4000s: htmx's ws extension reconnects only after 1006/1011/1012/1013.
-CLOSE_UNAUTHENTICATED = 4401
-CLOSE_NOT_FOUND = 4404
 CLOSE_TOO_MANY = 4429
 JSON_PROTOCOL = "glassbox.json"
-CLOSE_CODES = {
-    reads.Refused.SESSION: CLOSE_UNAUTHENTICATED,
-    reads.Refused.CONVERSATION: CLOSE_NOT_FOUND,
-}
 
 
-class ChatConsumer(DirectConsumer):
+class ChatConsumer(GuardedConsumer):
     conversation: Conversation
     prefs: FeedPrefs
     language: str
-    permit: reads.Permit
-    # Closed by the server: nothing more is shown, whatever is still on its way.
-    ended = False
     # The answer this socket's own question (or regeneration) started, its right checked
     # as it was admitted.
     admitted: int | None = None
@@ -52,19 +38,6 @@ class ChatConsumer(DirectConsumer):
             screen is not None and message.get("type") == "turn.event" and screen.deliver(message)
         )
 
-    def clock(self) -> Callable[[], Awaitable[Message]]:
-        """Every GLASSBOX_SOCKET_RECHECK_SECONDS the socket checks its right again, so a
-        login that expired, or a change no signal announced, closes a socket that neither
-        speaks nor is shown a new turn. Spread out, so sockets opened together do not all
-        check at once."""
-
-        async def tick() -> Message:
-            every = settings.GLASSBOX_SOCKET_RECHECK_SECONDS
-            await asyncio.sleep(every * random.uniform(0.5, 1.0))
-            return {"type": "access.check"}
-
-        return tick
-
     async def connect(self) -> None:
         opening = await reads.opening(
             self.scope, self.scope["url_route"]["kwargs"]["conversation_id"]
@@ -73,43 +46,20 @@ class ChatConsumer(DirectConsumer):
             return await self.refuse(CLOSE_CODES[opening])
         self.user = user = self.scope["user"] = opening.user
         self.conversation, self.prefs = opening.conversation, opening.prefs
-        language, running = opening.language, opening.running
         # Activated for this connection's task only: every fragment it renders, and every
-        # turn it starts, speaks the language of the page it serves. The page names the
-        # language it was rendered in: a browser's handshake headers need not match the ones
-        # its page request sent.
-        self.language = (
-            page_language(self.scope.get("query_string", b""))
-            or language
-            or language_from_browser(self.scope.get("cookies", {}), self.scope.get("headers", []))
-        )
+        # turn it starts, speaks the language of the page it serves.
+        self.language = socket_language(self.scope, opening.language)
         translation.activate(self.language)
         self.flood = inbound.FloodGuard()
         # Group messages wait until connect returns, so none is lost or shown twice between
-        # joining the group and the snapshot of a running turn.
-        self.session_key = self.scope["session"].session_key or ""
-        # The login session was verified as it opened: as it was then, it is what each
-        # message's check compares with.
-        stored = getattr(self.scope["session"], "stored", None)
-        self.permit = reads.Permit(
-            self.session_key,
-            user.pk,
-            self.conversation.pk,
-            seen=(stored, user.password) if stored else None,
-        )
-        self.groups = [
-            self.conversation.group_name,
-            session_group(self.session_key),
-            user_group(user.pk),
-        ]
-        for group in self.groups:
-            await self.channel_layer.group_add(group, self.channel_name)
+        # joining the groups and the snapshot of a running turn.
+        await self.watch(user, self.conversation)
         await self.accept(subprotocol=JSON_PROTOCOL if self.wants_json else None)
         self.screen = Screen(
             conversation_id=self.conversation.pk, send=self.send_text, wants_json=self.wants_json
         )
-        if running is not None:
-            await self.screen.join(running, self.prefs)
+        if opening.running is not None:
+            await self.screen.join(opening.running, self.prefs)
 
     @property
     def wants_json(self) -> bool:
@@ -123,6 +73,9 @@ class ChatConsumer(DirectConsumer):
 
     async def disconnect(self, code: int) -> None:
         # Channels leaves self.groups itself.
+        self.stop_showing()
+
+    def stop_showing(self) -> None:
         if hasattr(self, "screen"):
             self.screen.close()
 
@@ -143,8 +96,8 @@ class ChatConsumer(DirectConsumer):
             if not isinstance(request, actions.Ask):
                 await database_sync_to_async(allowed)()
             await self.act(request, allowed)
-        except reads.NotAllowed as refused:
-            await self.end(CLOSE_CODES[refused.reason])
+        except reads.NotAllowed as problem:
+            await self.refused(problem)
         except turns.TurnRejected as refusal:
             await self.send_notice(str(refusal))
 
@@ -168,14 +121,7 @@ class ChatConsumer(DirectConsumer):
         if not started.joined:
             # The asker shows its own turn without waiting for the layer's broadcast (lost
             # if the layer fails, as after a Redis restart); the broadcast then finds it shown.
-            await self.turn_started(
-                broadcast.turn_started(
-                    question_id=started.question.pk,
-                    answer_id=started.answer.pk,
-                    replaces=started.replaces,
-                    language=started.answer.answer_feed.language,
-                )
-            )
+            await self.turn_started(broadcast.turn_started(started))
 
     async def send_text(self, text: str) -> None:
         await self.send(text_data=text)
@@ -183,32 +129,7 @@ class ChatConsumer(DirectConsumer):
     async def send_notice(self, text: str) -> None:
         await self.send(text_data=render.refusal(text, as_json=self.wants_json))
 
-    async def end(self, code: int) -> None:
-        """Closes the socket for good: its viewers stop at once, and nothing that arrives
-        after is shown."""
-        self.ended = True
-        if hasattr(self, "screen"):
-            self.screen.close()
-        await self.close(code=code)
-
-    # Channel-layer handlers: one per message type sent to the groups.
-
-    async def access_ended(self, message: dict[str, Any]) -> None:
-        """A right this socket relied on was taken away (chat.socket.revocation)."""
-        if not self.ended:
-            await self.end(CLOSE_CODES[reads.Refused(message["reason"])])
-
-    async def session_ended(self, message: dict[str, Any]) -> None:
-        """A logout announced by a process of the previous release, during a rolling deploy."""
-        await self.access_ended({"reason": reads.Refused.SESSION.value})
-
-    async def access_check(self, message: dict[str, Any]) -> None:
-        if self.ended or not hasattr(self, "permit"):  # refused as it opened
-            return
-        try:
-            await database_sync_to_async(self.permit.check)()
-        except reads.NotAllowed as refused:
-            await self.end(CLOSE_CODES[refused.reason])
+    # Channel-layer handlers: one per message type sent to the groups (and chat.socket.guard's).
 
     async def turn_started(self, message: dict[str, Any]) -> None:
         """A new turn of the conversation. Unless this socket asked it (and was checked as
@@ -219,8 +140,8 @@ class ChatConsumer(DirectConsumer):
         guard = None if message["answer_id"] == self.admitted else self.permit.check
         try:
             self.prefs = await self.screen.started(message, self.user.pk, self.prefs, guard)
-        except reads.NotAllowed as refused:
-            await self.end(CLOSE_CODES[refused.reason])
+        except reads.NotAllowed as problem:
+            await self.refused(problem)
 
     async def turn_event(self, message: dict[str, Any]) -> None:
         if not self.ended:
