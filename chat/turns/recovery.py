@@ -27,7 +27,9 @@ from django.utils.translation import gettext as _
 
 from activity.events import Done, Status, to_json, with_seq
 from activity.models import ActivityEvent, ActivityFeed
+from activity.writes import insert_rows
 from chat.models import Conversation, Message
+from chat.turns import registry
 from chat.turns.broadcast import send_turn_event
 
 logger = logging.getLogger("glassbox.recovery")
@@ -90,6 +92,20 @@ def _tell_clients(answer: Message, last_seq: int) -> None:
         )
 
 
+def _keep_what_was_held(answer: Message, feed: ActivityFeed) -> None:
+    """A turn of this process that could not write its end (the database was away for
+    longer than it waited) left its events, model calls and text here: written now, so the
+    turn is closed with what it had, not as an empty interruption."""
+    held = registry.released(answer.pk)
+    if held is None:
+        return
+    last = feed.events.aggregate(seq=Max("seq"))["seq"] or 0
+    insert_rows([row for row in held.events if row.seq > last])
+    insert_rows(held.calls)
+    if len(held.text) > len(answer.content):
+        Message.objects.filter(pk=answer.pk).update(content=held.text)
+
+
 @transaction.atomic
 def _interrupt(answer: Message, feed: ActivityFeed) -> int | None:
     """Closes the turn with the ⚠️ line; its seq, or None if another process closed it."""
@@ -99,6 +115,7 @@ def _interrupt(answer: Message, feed: ActivityFeed) -> int | None:
     )
     if not closed:
         return None
+    _keep_what_was_held(answer, feed)
     written = feed.events.aggregate(seq=Max("seq"), count=Count("pk"))
     # Above any seq the dead process may have shown without writing it (its reservation, read
     # with the turn in this pass): a follower that saw that line would take this one for it.
