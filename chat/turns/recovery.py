@@ -41,6 +41,18 @@ def lost() -> Status:
     )
 
 
+def unknown_outcome(tool: str, call_id: str) -> Status:
+    """A call on disk (written before its tool ran) with no result: it may have done its
+    work, or part of it, or none."""
+    return Status(
+        icon="❔",
+        message=_("Outcome unknown: the server stopped while %(tool)s ran") % {"tool": tool},
+        state="failed",
+        tool=tool,
+        call_id=call_id,
+    )
+
+
 QUIET_BEATS = 2
 GRACE_BEATS = 4
 
@@ -108,7 +120,8 @@ def _keep_what_was_held(answer: Message, feed: ActivityFeed) -> None:
 
 @transaction.atomic
 def _interrupt(answer: Message, feed: ActivityFeed) -> int | None:
-    """Closes the turn with the ⚠️ line; its seq, or None if another process closed it."""
+    """Closes the turn with a ❔ line for each call that had no result and the ⚠️ line; its
+    seq, or None if another process closed it."""
     # Only one process may close a turn: the state check makes the update the lock.
     closed = Message.objects.filter(pk=answer.pk, state=Message.State.STREAMING).update(
         state=Message.State.INTERRUPTED
@@ -119,17 +132,27 @@ def _interrupt(answer: Message, feed: ActivityFeed) -> int | None:
     written = feed.events.aggregate(seq=Max("seq"), count=Count("pk"))
     # Above any seq the dead process may have shown without writing it (its reservation, read
     # with the turn in this pass): a follower that saw that line would take this one for it.
-    seq = max(written["seq"] or 0, feed.seq_reserved) + 1
-    line = lost()
-    sealed = ActivityEvent.append(
-        feed, with_seq(line, seq), after=ActivityEvent.head_of(feed.pk)[1]
-    )
+    above = max(written["seq"] or 0, feed.seq_reserved)
+    lines = [*_unknown_outcomes(feed), lost()]
+    head = ActivityEvent.head_of(feed.pk)[1]
+    for seq, line in enumerate(lines, start=above + 1):
+        head = ActivityEvent.append(feed, with_seq(line, seq), after=head).chain
     ActivityFeed.objects.filter(pk=feed.pk).update(
         state=ActivityFeed.State.INTERRUPTED,
         finished_at=timezone.now(),
-        summary_icon=line.icon,
-        summary_text=line.message,
-        event_count=written["count"] + 1,
-        chain_head=sealed.chain,
+        summary_icon=lines[-1].icon,
+        summary_text=lines[-1].message,
+        event_count=written["count"] + len(lines),
+        chain_head=head,
     )
     return seq
+
+
+def _unknown_outcomes(feed: ActivityFeed) -> list[Status]:
+    """A line for each call that was on its way when the process died."""
+    results = feed.events.filter(kind=ActivityEvent.Kind.TOOL_RESULT).values("call_id")
+    calls = feed.events.filter(kind=ActivityEvent.Kind.TOOL_CALL).exclude(call_id__in=results)
+    return [
+        unknown_outcome(tool, call_id)
+        for tool, call_id in calls.order_by("seq").values_list("tool", "call_id")
+    ]
