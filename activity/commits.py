@@ -89,6 +89,9 @@ class GroupCommit:
         self, recorder: FeedRecorder, also: Callable[[], Any] | None, at_once: bool
     ) -> asyncio.Future[Any]:
         future = asyncio.get_running_loop().create_future()
+        # Its caller may have been cancelled meanwhile (a Stop, the heartbeat at the end):
+        # a failure nobody awaits is not an error of its own.
+        future.add_done_callback(_retrieved)
         self.requests.setdefault(recorder, []).append(Request(also, future))
         if at_once:
             self.wake.set()
@@ -158,6 +161,11 @@ class GroupCommit:
             for request in part.requests:
                 if not request.future.done():
                     request.future.set_exception(exc)
+
+
+def _retrieved(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()
 
 
 @transaction.atomic
