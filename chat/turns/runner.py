@@ -308,13 +308,20 @@ async def close_paused(answer: Message) -> None:
         await _finish(answer, recorder, text, None, Message.State.INTERRUPTED)
 
 
+FIRST_WAIT = 0.05
+
+
+class ClosedElsewhere(Exception):
+    """The turn was closed by another process before its end was written."""
+
+
 async def _end_written(recorder: FeedRecorder, end: Callable[[], None]) -> None:
     """The end's commit, tried again while the database is unreachable (a restart, a
     failover), for up to GLASSBOX_TURN_TIMEOUT; at most a second between tries, so `done`
     follows the database's return within about a second."""
     loop = asyncio.get_running_loop()
     give_up = loop.time() + settings.GLASSBOX_TURN_TIMEOUT
-    wait = 0.05
+    wait = FIRST_WAIT
     while True:
         try:
             await recorder.write(end)
@@ -322,11 +329,12 @@ async def _end_written(recorder: FeedRecorder, end: Callable[[], None]) -> None:
         except (OperationalError, InterfaceError):
             if loop.time() + wait > give_up:
                 raise
+            # The first failure with its cause; the tries after it in one line each.
             logger.warning(
                 "turn of feed %s could not write its end; trying again in %.2f s",
                 recorder.feed.pk,
                 wait,
-                exc_info=True,
+                exc_info=wait == FIRST_WAIT,
             )
         await asyncio.sleep(wait)
         wait = min(wait * 2, 1.0)
@@ -349,15 +357,24 @@ async def _finish(
     shown = FeedPrefs.from_mappings(settings.GLASSBOX_FEED).show_reasoning
     summary = summarize(recorder.events, labels, shown)
     content, feed = text.text, recorder.finished(state, summary)
+    opened = answer.state  # streaming, or waiting for a paused turn that is stopped
 
     def end() -> None:
-        update_row(Message, answer.pk, {"content": content, "state": state})
+        # Only if nobody closed the turn meanwhile (recovery, while the database was away
+        # and this process could not prove it alive): rolled back then, its rows with it.
+        if not update_row(Message, answer.pk, {"content": content, "state": state}, state=opened):
+            raise ClosedElsewhere
         update_row(ActivityFeed, recorder.feed.pk, feed)
 
     # Every event, the text and the end in one transaction, before `done` goes out.
     recorder.leave()
     try:
         await _end_written(recorder, end)
+    except ClosedElsewhere:
+        # Its followers were told by whoever closed it.
+        logger.warning("turn %s was closed elsewhere before its end was written", answer.pk)
+        registry.text_finished(answer.pk)
+        return
     except DatabaseError:
         # Released: its text and events stay in the registry, and whoever recovers the turn
         # in this process writes them (chat.turns.recovery), rather than an empty interruption.

@@ -127,3 +127,31 @@ async def test_a_turn_that_cannot_write_its_end_is_recovered_with_what_it_held_n
     assert shown <= {seq for seq, _ in stored} and len(stored) >= 7
     assert stored[-1][1] == "Interrupted: the server stopped while working"
     await sync_to_async(connections.close_all)()
+
+
+async def test_a_turn_closed_elsewhere_before_its_end_was_written_stays_closed(
+    gate, caplog, alice, alice_conversation, knowledge_base
+):
+    """Another process took the turn for dead (it could not prove itself alive while the
+    database was away) and closed it: the end that comes later does not overwrite that."""
+    from chat.turns.recovery import _interrupt
+
+    held = gate(after=5, request=2)
+    socket = await open_socket(alice_conversation, alice, as_json=True)
+    await ask(socket, QUESTION)
+    await held.reached.wait()
+    answer = await Message.objects.select_related("feed").aget(role="assistant")
+    closed_at = await sync_to_async(_interrupt)(answer, answer.answer_feed)
+    assert closed_at is not None
+    caplog.set_level(logging.WARNING, logger="glassbox.turns")
+    held.open()
+    await finish_turns()
+    await socket.disconnect()
+
+    await answer.arefresh_from_db()
+    assert answer.state == "interrupted"
+    last = await ActivityEvent.objects.filter(feed_id=answer.feed_id).order_by("seq").alast()
+    assert (
+        last.seq == closed_at and last.message == "Interrupted: the server stopped while working"
+    )
+    assert any("closed elsewhere" in r.getMessage() for r in caplog.records)
