@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 import weakref
 from collections.abc import Callable, Iterable
@@ -70,12 +71,13 @@ class Part:
 
 
 class GroupCommit:
+    """The writer of one event loop: its task runs while a turn is joined or a write waits."""
+
     def __init__(self) -> None:
         self.members: dict[FeedRecorder, None] = {}
         self.requests: dict[FeedRecorder, list[Request]] = {}
         self.wake = asyncio.Event()
         self.task: asyncio.Task[None] | None = None
-        self.commits = 0
         self.failing = False
 
     def join(self, recorder: FeedRecorder) -> None:
@@ -100,7 +102,11 @@ class GroupCommit:
 
     def _start(self) -> None:
         if self.task is None or self.task.done():
-            self.task = asyncio.create_task(self._run(), name="group-commit")
+            # A context of its own: it may outlive whoever started it (a request, whose
+            # thread executor for the database would be gone), as a turn does.
+            self.task = asyncio.create_task(
+                self._run(), name="group-commit", context=contextvars.Context()
+            )
 
     async def _run(self) -> None:
         while self.members or self.requests:
@@ -120,7 +126,6 @@ class GroupCommit:
             yield part
 
     async def _commit(self, parts: list[Part]) -> None:
-        self.commits += 1
         try:
             results = await database_sync_to_async(_write_all)(parts)
         except (OperationalError, InterfaceError) as exc:
