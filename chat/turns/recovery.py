@@ -1,7 +1,8 @@
 """Turns whose process died, closed as `interrupted` with their text and events kept.
 
 The policy, stated once:
-- a running turn beats every GLASSBOX_HEARTBEAT_SECONDS (chat.turns.runner), saving its text;
+- a running turn beats every GLASSBOX_HEARTBEAT_SECONDS (chat.turns.runner); its events and
+  text are written every GLASSBOX_COMMIT_SECONDS (activity.commits), a tool call before it runs;
 - a follower that hears nothing of a turn for QUIET_BEATS beats reads its end from the
   database (its `done` may have been dropped) and, when no runner of this process holds it,
   looks for a dead runner here;

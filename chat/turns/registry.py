@@ -129,7 +129,8 @@ def text_so_far(answer_id: int, stored: str) -> str:
 
 
 def unsaved_rows(answer_id: int) -> list[ActivityEvent]:
-    """The events of the turn this process holds ahead of the database (a beat's worth)."""
+    """The events of the turn this process holds ahead of the database (a commit window's
+    worth)."""
     feed = _feeds.get(answer_id)
     return feed.pending[:] if feed is not None else []
 
