@@ -5,12 +5,16 @@ restart recovered. Target: nothing received more than 250 ms before the kill is 
 
     python bench/crash_loss.py [kills, default 50]
 
+BENCH_HEARTBEAT sets GLASSBOX_HEARTBEAT_SECONDS (0.25 by default, so a dead turn is
+recovered within a second; the group commit's window does not depend on it).
+
 Each kill's loss is the age, at the kill, of the oldest thing a follower had that the
 recovered answer lacks (a status line, or the first character of the text it lacks)."""
 
 from __future__ import annotations
 
 import json
+import os
 import random
 import sys
 import tempfile
@@ -25,9 +29,10 @@ from tests.support.servers import api, manage, serve, start_daphne
 
 QUESTION = "How do I negotiate my salary?"
 TURNS_AT_ONCE = 2
+HEARTBEAT = float(os.environ.get("BENCH_HEARTBEAT", "0.25"))
 SETTINGS = {
     "GLASSBOX_DEMO_DELAY": "0.03",  # the demo's human-watchable pace
-    "GLASSBOX_HEARTBEAT_SECONDS": "0.25",  # a dead turn is recovered after 1 s
+    "GLASSBOX_HEARTBEAT_SECONDS": str(HEARTBEAT),  # a dead turn is recovered after 4 beats
     "GLASSBOX_TURNS_PER_MINUTE": "100000",
     "GLASSBOX_MAX_CONCURRENT_TURNS": "100000",
     "LOG_LEVEL": "ERROR",
@@ -121,7 +126,7 @@ def main() -> None:
             server.log.close()
             for follower in followers:
                 follower.join(timeout=10)
-            time.sleep(1.1)  # four missed heartbeats: the turns are dead
+            time.sleep(4 * HEARTBEAT + 0.1)  # four missed heartbeats: the turns are dead
             server = start_daphne(first.env)
             for follower in followers:
                 data = json.load(
