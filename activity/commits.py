@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import logging
 import weakref
 from collections.abc import Callable, Iterable
@@ -102,11 +101,10 @@ class GroupCommit:
 
     def _start(self) -> None:
         if self.task is None or self.task.done():
-            # A context of its own: it may outlive whoever started it (a request, whose
-            # thread executor for the database would be gone), as a turn does.
-            self.task = asyncio.create_task(
-                self._run(), name="group-commit", context=contextvars.Context()
-            )
+            # In the context of whoever starts it (a turn, which has one of its own: see
+            # chat.turns.registry.launch): its trips go to the database thread that caller's
+            # would, under async_to_sync too.
+            self.task = asyncio.create_task(self._run(), name="group-commit")
 
     async def _run(self) -> None:
         while self.members or self.requests:
