@@ -1,10 +1,12 @@
-"""Writes one turn's feed: its events and its requests to the model, in batches.
+"""Writes one turn's feed: its events and its requests to the model, through the process's
+group commit (activity.commits).
 
-An event is numbered and shown at once, and written with the others that are pending in one
-transaction: at each beat of the turn (with the heartbeat), when it pauses and when it ends
-(before `done` goes out). A crash loses at most one beat of events; the text, never a token
-at a time, is saved on the same beats. Until they are written, the pending events travel
-with each line that is broadcast (`unsaved()`), so no follower ever misses one.
+An event is numbered and shown at once, and written with everything else pending, of this
+turn and every other, at the next group commit (every GLASSBOX_COMMIT_SECONDS), or at once
+when the turn asks (a tool call before its tool runs, a pause, its end before `done` goes
+out). A crash loses at most one commit window of events and text. Until they are written,
+the pending events travel with each line that is broadcast (`unsaved()`), so no follower
+ever misses one.
 
 A turn numbers at most `SEQ_AHEAD` events past the reservation on disk
 (`ActivityFeed.seq_reserved`); a write extends it as the turn nears it. Whoever closes the
@@ -18,16 +20,14 @@ from collections.abc import Callable, Mapping
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
-from channels.db import database_sync_to_async
-from django.db import transaction
 from django.utils import timezone
 
 from activity.chain import CLOSED_CALL_FIELDS, GENESIS, closing, text_digest
+from activity.commits import Part, Rider, group_commit
 from activity.events import ModelCallDone, RecordedEvent, ToolCall, ToolResult, with_seq
 from activity.models import SEQ_AHEAD, ActivityEvent, ActivityFeed, ModelCall
 from activity.presentation import Summary
 from activity.usage import ModelPrice, call_cost, totals
-from activity.writes import insert_rows
 
 # The places of a feed's `cost` column.
 COST_PLACES = Decimal("0.000001")
@@ -46,8 +46,18 @@ class FeedRecorder:
         # Not yet committed, in order; a write takes a prefix, and drops it once committed.
         self.pending: list[ActivityEvent] = []
         self.pending_calls: list[ModelCall] = []
-        self._one_writer = asyncio.Lock()
-        self._writes: set[asyncio.Task[Any]] = set()
+        # Rows the turn keeps up to date (its answer text), written with each commit.
+        self.riders: list[Rider] = []
+
+    def join(self, *riders: Rider) -> None:
+        """From now on what is pending is written at each group commit, with `riders`."""
+        self.riders += riders
+        group_commit().join(self)
+
+    def leave(self) -> None:
+        """The turn writes its rows itself from now on (its pause, its end)."""
+        self.riders = []
+        group_commit().leave(self)
 
     async def load(self) -> None:
         """What a paused turn recorded before, so a resumed run numbers on and sums it all."""
@@ -95,30 +105,30 @@ class FeedRecorder:
             )
         )
 
-    def write[T](self, also: Callable[[], T] | None = None) -> asyncio.Future[T | None]:
+    def write[T](
+        self, also: Callable[[], T] | None = None, *, at_once: bool = True
+    ) -> asyncio.Future[T | None]:
         """Writes what is pending, and whatever `also` writes, in one transaction in the
-        database thread; returns what `also` returns. One write at a time, and a write is
-        never abandoned halfway by a cancelled caller: its rows would be written twice."""
-        task = asyncio.ensure_future(self._write(also))
-        self._writes.add(task)
-        task.add_done_callback(self._writes.discard)
-        return asyncio.shield(task)
+        database thread (at once, or with the next group commit); returns what `also`
+        returns. A write is never abandoned halfway by a cancelled caller: its rows would be
+        written twice."""
+        return asyncio.shield(group_commit().write(self, also, at_once))
 
-    async def _write[T](self, also: Callable[[], T] | None) -> T | None:
-        async with self._one_writer:
-            events, calls = self.pending[:], self.pending_calls[:]
-            # Extended once half of it is used: a short turn never writes it at all.
-            reserve: int | None = self.last_seq + SEQ_AHEAD
-            if self.last_seq + SEQ_AHEAD // 2 < self.feed.seq_reserved:
-                reserve = None
-            result = await database_sync_to_async(_commit)(
-                events, calls, also, self.feed.pk, reserve
-            )
-            del self.pending[: len(events)]
-            del self.pending_calls[: len(calls)]
-            if reserve is not None:
-                self.feed.seq_reserved = reserve
-            return result
+    def take(self) -> Part:
+        """What is pending now, for the group commit (activity.commits)."""
+        # Extended once half of it is used: a short turn never writes it at all.
+        reserve: int | None = self.last_seq + SEQ_AHEAD
+        if self.last_seq + SEQ_AHEAD // 2 < self.feed.seq_reserved:
+            reserve = None
+        rides = [ride for rider in self.riders if (ride := rider.ride()) is not None]
+        return Part(self, self.pending[:], self.pending_calls[:], reserve, rides)
+
+    def written(self, part: Part) -> None:
+        """`part` is on disk."""
+        del self.pending[: len(part.events)]
+        del self.pending_calls[: len(part.calls)]
+        if part.reserve is not None:
+            self.feed.seq_reserved = max(self.feed.seq_reserved, part.reserve)
 
     def finished(self, state: str, summary: Summary | None, answer: str) -> dict[str, Any]:
         """The feed's fields once the turn has ended with the text `answer`, closed: its
@@ -157,18 +167,3 @@ class FeedRecorder:
             for call in self.calls
         ]
         return fields | {"closing": closing(stored | fields, model_calls)}
-
-
-@transaction.atomic
-def _commit[T](
-    events: list[ActivityEvent],
-    calls: list[ModelCall],
-    also: Callable[[], T] | None,
-    feed_id: int,
-    reserve: int | None,
-) -> T | None:
-    insert_rows(events)
-    insert_rows(calls)
-    if reserve is not None:
-        ActivityFeed.objects.filter(pk=feed_id).update(seq_reserved=reserve)
-    return also() if also is not None else None

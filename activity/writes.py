@@ -1,5 +1,5 @@
-"""A running turn's writes (its events and model calls at each beat, the beat itself, the
-end), in statements built once per model, database and set of columns.
+"""A running turn's writes (its events, model calls and text at each group commit, the beat
+itself, the end), in statements built once per model, database and set of columns.
 
 `bulk_create` and `update()` build their statement anew on every call, field by field and row
 by row; with a turn's few rows that building cost twice what running the statement did
@@ -55,6 +55,26 @@ def update_row(model: type[models.Model], pk: Any, values: Mapping[str, Any], **
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return cursor.rowcount
+
+
+def update_rows(model: type[models.Model], rows: Sequence[tuple[Any, Mapping[str, Any]]]) -> None:
+    """Sets each row's values (the same columns for all) in one statement, in the caller's
+    transaction."""
+    if not rows:
+        return
+    alias = router.db_for_write(model)
+    connection = connections[alias]
+    sql, fields, conditions = _update(model, alias, tuple(rows[0][1]), ())
+    (pk_field,) = conditions
+    params = [
+        [
+            *(field.get_db_prep_save(values[field.name], connection) for field in fields),
+            pk_field.get_db_prep_value(pk, connection),
+        ]
+        for pk, values in rows
+    ]
+    with connection.cursor() as cursor:
+        cursor.executemany(sql, params)
 
 
 @functools.cache

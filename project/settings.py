@@ -227,7 +227,10 @@ GLASSBOX_DEMO_DELAY = env_float("GLASSBOX_DEMO_DELAY", 0.03)
 # A running turn proves it is alive this often; one silent for HEARTBEAT * 4 is recovered
 # as interrupted (its process died).
 GLASSBOX_HEARTBEAT_SECONDS = env_float("GLASSBOX_HEARTBEAT_SECONDS", 2.0)
-# Answer text is written every this many characters (and at every heartbeat).
+# What every running turn has shown (events, text) is written together this often, in one
+# transaction: a crash loses at most this window of it (activity.commits).
+GLASSBOX_COMMIT_SECONDS = env_float("GLASSBOX_COMMIT_SECONDS", 0.1)
+# Answer text is written at once past this many characters (else with the next commit).
 GLASSBOX_TEXT_FLUSH_CHARS = env_int("GLASSBOX_TEXT_FLUSH_CHARS", 2000)
 # Streamed text is coalesced into one frame per window, so the channel layer is never flooded.
 GLASSBOX_TEXT_FRAME_SECONDS = env_float("GLASSBOX_TEXT_FRAME_SECONDS", 0.03)

@@ -20,16 +20,15 @@ from activity.events import (
     RecordedEvent,
     Status,
     TextDelta,
-    ToolCall,
 )
 from chat.agent.approval import Paused, Verdict, asks_first, refused, waiting
-from chat.agent.calls import PendingCall, ToolCallAssembler, is_json, raw_arguments
+from chat.agent.calls import PendingCall, ToolCallAssembler, is_json
 from chat.agent.chunks import stream_completion, tokens
 from chat.agent.errors import ProviderError
 from chat.agent.lines import finished, settle, writing
 from chat.agent.reasoning import Thinking
 from chat.agent.replies import readable
-from chat.agent.running import run_call
+from chat.agent.running import run_call, the_call
 from chat.agent.tools import ToolRegistry
 from project.languages import language_name
 
@@ -65,7 +64,8 @@ async def run_agent(
     verdict: Verdict | None = None,
 ) -> AsyncIterator[RecordedEvent | TextDelta | ModelCallDone | Paused]:
     """Yields Status, ToolCall, ToolResult and TextDelta events, and a ModelCallDone after
-    each request to the model; the caller adds Done. A call that must be approved first ends
+    each request to the model; the caller adds Done. A ToolCall comes before its tool runs,
+    which waits until the caller asks for the next item. A call that must be approved first ends
     the run with Paused; `resume` with the `verdict` goes on from there."""
     language = language or get_language() or settings.LANGUAGE_CODE
     if resume is None:
@@ -101,8 +101,7 @@ async def run_agent(
             tool = registry.get(call.name)
             decided = verdict if verdict is not None and verdict.call_id == call.call_id else None
             if decided is None and tool is not None and asks_first(tool):
-                arguments = raw_arguments(call.arguments)
-                yield ToolCall(tool=call.name, call_id=call.call_id, arguments=arguments)
+                yield the_call(call)
                 yield Paused(
                     waiting=waiting(call, shown.get(call.call_id, "")),
                     conversation=conversation,
@@ -117,6 +116,10 @@ async def run_agent(
                 result, statuses, content = refused(call, decided)
                 yield result
             else:
+                if decided is None:  # a decided call's arguments were recorded when it asked
+                    # Write-ahead: whoever runs this loop records the call before asking for
+                    # the next item, and only then does its tool start.
+                    yield the_call(call)
                 together = sum(1 for other in pending if other.name == call.name)
                 async for ran in run_call(
                     registry, call, tool_timeout, shown.get(call.call_id, ""), together
@@ -124,9 +127,7 @@ async def run_agent(
                     if isinstance(ran, Status):
                         yield ran
                     else:
-                        tool_call, result, statuses, content = ran
-                if decided is None:  # a decided call's arguments were recorded when it asked
-                    yield tool_call
+                        result, statuses, content = ran
                 yield result
             for status in statuses:
                 yield status

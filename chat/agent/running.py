@@ -11,7 +11,6 @@ import traceback
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
 
 from django.utils.translation import gettext as _
 
@@ -51,9 +50,10 @@ class Progress:
 
 async def run_call(
     registry: ToolRegistry, call: PendingCall, time_limit: float, shown: str, together: int = 1
-) -> AsyncIterator[Status | tuple[ToolCall, ToolResult, list[Status], str]]:
+) -> AsyncIterator[Status | tuple[ToolResult, list[Status], str]]:
     """Runs one call as a task of its own and yields its progress as live statuses (at most
-    PROGRESS_PER_SECOND a second, the latest always shown), then its outcome."""
+    PROGRESS_PER_SECOND a second, the latest always shown), then its outcome. The call itself
+    (ToolCall) is the caller's to record before this starts: see the_call."""
     progress = Progress()
     task = asyncio.create_task(
         run_tool(registry, call, time_limit, progress, together),
@@ -92,6 +92,12 @@ async def run_call(
             await asyncio.wait({task}, timeout=2)
 
 
+def the_call(call: PendingCall) -> ToolCall:
+    """The call as the audit keeps it: its arguments as sent when they parse as an object,
+    else the raw text."""
+    return ToolCall(tool=call.name, call_id=call.call_id, arguments=raw_arguments(call.arguments))
+
+
 def done_message(outcome: ToolOutcome, together: int) -> str:
     """Seed 001: calls of one tool made together each say what they were about."""
     if together > 1 and outcome.subject:
@@ -108,18 +114,17 @@ async def run_tool(
     time_limit: float,
     progress: Progress | None = None,
     together: int = 1,
-) -> tuple[ToolCall, ToolResult, list[Status], str]:
+) -> tuple[ToolResult, list[Status], str]:
     """Runs one call. Never raises: a failure becomes events and a short error for the model."""
     progress = progress or Progress()
     tool = registry.get(call.name)
     started = time.monotonic()
-    arguments: dict[str, Any] = {}
     outcome = None
     error = reason = ""
     try:
         if tool is None:
             raise ToolError(_("unknown tool"))
-        arguments, parsed = parse_arguments(tool, call.arguments)
+        parsed = parse_arguments(tool, call.arguments)[1]
         outcome = await asyncio.wait_for(tool.run(parsed), time_limit)
     except ToolError as exc:
         reason = error = str(exc)
@@ -131,8 +136,6 @@ async def run_tool(
         reason = _("unexpected error")
         error = traceback.format_exc()
     duration_ms = int((time.monotonic() - started) * 1000)
-    recorded_arguments = arguments or raw_arguments(call.arguments)
-    tool_call = ToolCall(tool=call.name, call_id=call.call_id, arguments=recorded_arguments)
     reported = partial(
         ToolResult,
         call_id=call.call_id,
@@ -165,7 +168,7 @@ async def run_tool(
             tool=call.name,
             call_id=call.call_id,
         )
-        return tool_call, result, [done], content
+        return result, [done], content
     content = json.dumps({"error": reason})
     result = reported(ok=False, summary=reason, error=error, content=content)
     what = str(tool.labels.failed) if tool else _("Unknown tool %(tool)s") % {"tool": call.name}
@@ -177,4 +180,4 @@ async def run_tool(
         call_id=call.call_id,
     )
     general = fallback(call.call_id, _("Answering from general knowledge"))
-    return tool_call, result, [failed, general], content
+    return result, [failed, general], content

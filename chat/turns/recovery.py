@@ -1,7 +1,8 @@
 """Turns whose process died, closed as `interrupted` with their text and events kept.
 
 The policy, stated once:
-- a running turn beats every GLASSBOX_HEARTBEAT_SECONDS (chat.turns.runner), saving its text;
+- a running turn beats every GLASSBOX_HEARTBEAT_SECONDS (chat.turns.runner); its events and
+  text are written every GLASSBOX_COMMIT_SECONDS (activity.commits), a tool call before it runs;
 - a follower that hears nothing of a turn for QUIET_BEATS beats reads its end from the
   database (its `done` may have been dropped) and, when no runner of this process holds it,
   looks for a dead runner here;
@@ -28,7 +29,9 @@ from django.utils.translation import gettext as _
 from activity.chain import text_digest
 from activity.events import Done, Status, to_json, with_seq
 from activity.models import ActivityEvent, ActivityFeed
+from activity.writes import insert_rows
 from chat.models import Conversation, Message
+from chat.turns import registry
 from chat.turns.broadcast import send_turn_event
 
 logger = logging.getLogger("glassbox.recovery")
@@ -37,6 +40,18 @@ logger = logging.getLogger("glassbox.recovery")
 def lost() -> Status:
     return Status(
         icon="⚠️", message=_("Interrupted: the server stopped while working"), state="failed"
+    )
+
+
+def unknown_outcome(tool: str, call_id: str) -> Status:
+    """A call on disk (written before its tool ran) with no result: it may have done its
+    work, or part of it, or none."""
+    return Status(
+        icon="❔",
+        message=_("Outcome unknown: the server stopped while %(tool)s ran") % {"tool": tool},
+        state="failed",
+        tool=tool,
+        call_id=call_id,
     )
 
 
@@ -91,27 +106,43 @@ def _tell_clients(answer: Message, last_seq: int) -> None:
         )
 
 
+def _keep_what_was_held(answer: Message, feed: ActivityFeed) -> None:
+    """A turn of this process that could not write its end (the database was away for
+    longer than it waited) left its events, model calls and text here: written now, so the
+    turn is closed with what it had, not as an empty interruption."""
+    held = registry.released(answer.pk)
+    if held is None:
+        return
+    last = feed.events.aggregate(seq=Max("seq"))["seq"] or 0
+    insert_rows([row for row in held.events if row.seq > last])
+    insert_rows(held.calls)
+    if len(held.text) > len(answer.content):
+        Message.objects.filter(pk=answer.pk).update(content=held.text)
+
+
 @transaction.atomic
 def _interrupt(answer: Message, feed: ActivityFeed) -> int | None:
-    """Closes the turn with the ⚠️ line; its seq, or None if another process closed it. A
-    feed whose record fails its check (its last events removed, say) is closed without a
-    line and without a seal: sealing after it would make the damage read intact."""
+    """Closes the turn with a ❔ line for each call that had no result and the ⚠️ line; its
+    last seq, or None if another process closed it. A feed whose record fails its check (its
+    last events removed, say) is closed without a line and without a seal: sealing after it
+    would make the damage read intact."""
     # Only one process may close a turn: the state check makes the update the lock.
     closed = Message.objects.filter(pk=answer.pk, state=Message.State.STREAMING).update(
         state=Message.State.INTERRUPTED
     )
     if not closed:
         return None
+    _keep_what_was_held(answer, feed)
     written = feed.events.aggregate(seq=Max("seq"), count=Count("pk"))
     # Above any seq the dead process may have shown without writing it (its reservation, read
     # with the turn in this pass): a follower that saw that line would take this one for it.
-    seq = max(written["seq"] or 0, feed.seq_reserved) + 1
-    line = lost()
+    above = max(written["seq"] or 0, feed.seq_reserved)
+    lines = [*_unknown_outcomes(feed), lost()]
     ended = {
         "state": ActivityFeed.State.INTERRUPTED,
         "finished_at": timezone.now(),
-        "summary_icon": line.icon,
-        "summary_text": line.message,
+        "summary_icon": lines[-1].icon,
+        "summary_text": lines[-1].message,
     }
     if not ActivityFeed.holds(feed.pk):
         logger.error(
@@ -121,13 +152,23 @@ def _interrupt(answer: Message, feed: ActivityFeed) -> int | None:
             answer.pk,
         )
         ActivityFeed.objects.filter(pk=feed.pk).update(**ended)
-        return seq
-    sealed = ActivityEvent.append(
-        feed, with_seq(line, seq), after=ActivityEvent.head_of(feed.pk)[1]
-    )
+        return above + 1
+    head = ActivityEvent.head_of(feed.pk)[1]
+    for seq, line in enumerate(lines, start=above + 1):
+        head = ActivityEvent.append(feed, with_seq(line, seq), after=head).chain
     ActivityFeed.objects.filter(pk=feed.pk).update(
-        **ended, event_count=written["count"] + 1, chain_head=sealed.chain
+        **ended, event_count=written["count"] + len(lines), chain_head=head
     )
     content = Message.objects.filter(pk=answer.pk).values_list("content", flat=True).get()
     ActivityFeed.seal_end(feed.pk, answer_sha256=text_digest(content))
-    return seq
+    return above + len(lines)
+
+
+def _unknown_outcomes(feed: ActivityFeed) -> list[Status]:
+    """A line for each call that was on its way when the process died."""
+    results = feed.events.filter(kind=ActivityEvent.Kind.TOOL_RESULT).values("call_id")
+    calls = feed.events.filter(kind=ActivityEvent.Kind.TOOL_CALL).exclude(call_id__in=results)
+    return [
+        unknown_outcome(tool, call_id)
+        for tool, call_id in calls.order_by("seq").values_list("tool", "call_id")
+    ]

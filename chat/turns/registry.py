@@ -9,9 +9,10 @@ import asyncio
 import contextlib
 import contextvars
 from collections.abc import Coroutine, Iterator
+from dataclasses import dataclass
 from typing import Any, Protocol
 
-from activity.models import ActivityEvent
+from activity.models import ActivityEvent, ModelCall
 
 
 class LiveText(Protocol):
@@ -20,6 +21,16 @@ class LiveText(Protocol):
 
 class LiveFeed(Protocol):
     pending: list[ActivityEvent]
+    pending_calls: list[ModelCall]
+
+
+@dataclass(frozen=True)
+class Held:
+    """What a released turn had that the database does not."""
+
+    events: list[ActivityEvent]
+    calls: list[ModelCall]
+    text: str
 
 
 _tasks: dict[int, asyncio.Task[Any]] = {}
@@ -118,9 +129,21 @@ def text_so_far(answer_id: int, stored: str) -> str:
 
 
 def unsaved_rows(answer_id: int) -> list[ActivityEvent]:
-    """The events of the turn this process holds ahead of the database (a beat's worth)."""
+    """The events of the turn this process holds ahead of the database (a commit window's
+    worth)."""
     feed = _feeds.get(answer_id)
     return feed.pending[:] if feed is not None else []
+
+
+def released(answer_id: int) -> Held | None:
+    """What this process held of a turn whose runner is over without writing its end (its
+    end's commit failed), taken once: whoever closes the turn writes it."""
+    if answer_id in _tasks:
+        return None  # still running: its runner writes it
+    feed, text = _feeds.pop(answer_id, None), _texts.pop(answer_id, None)
+    if feed is None or text is None:
+        return None
+    return Held(feed.pending[:], feed.pending_calls[:], text.text)
 
 
 async def finish_all() -> None:

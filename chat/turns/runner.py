@@ -12,10 +12,12 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
+from django.db import DatabaseError, InterfaceError, OperationalError
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 from openai import AsyncOpenAI
 
+from activity.commits import Ride
 from activity.events import (
     Decision,
     Done,
@@ -49,34 +51,29 @@ from chat.turns.history import amodel_history
 logger = logging.getLogger("glassbox.turns")
 
 
-async def heartbeat(recorder: FeedRecorder, turn: asyncio.Task, text: AnswerText) -> None:
-    """Proves the turn alive and writes what it did since the last beat (its events, its
-    requests to the model, the answer text), so a crash loses at most one beat of it; picks
-    up a Stop from another process."""
+async def heartbeat(recorder: FeedRecorder, turn: asyncio.Task) -> None:
+    """Proves the turn alive, with the group commit that writes what it did meanwhile, and
+    picks up a Stop from another process."""
     interval = settings.GLASSBOX_HEARTBEAT_SECONDS
-    feed_id, answer_id = recorder.feed.pk, text.answer.pk
+    beat = functools.partial(_beat, recorder.feed.pk)
     while True:
         await asyncio.sleep(interval)
-        unsaved = text.text if text.stored < len(text.text) else None
         try:
-            stop = await recorder.write(functools.partial(_beat, feed_id, answer_id, unsaved))
+            stop = await recorder.write(beat, at_once=False)
         except Exception:
-            # A beat that stopped here would let the turn be taken for dead while it runs;
-            # what it would have written stays pending for the next one.
-            logger.warning("turn %s could not write its beat", answer_id, exc_info=True)
+            # A beat that stopped here would let the turn be taken for dead while it runs.
+            logger.warning(
+                "turn of feed %s could not write its beat", recorder.feed.pk, exc_info=True
+            )
             continue
-        if unsaved is not None:
-            text.stored = max(text.stored, len(unsaved))
         if stop:
             turn.cancel()
             return
 
 
-def _beat(feed_id: int, answer_id: int, unsaved: str | None) -> bool:
-    """In the beat's transaction; True when a Stop was asked for (the feed is then not
+def _beat(feed_id: int) -> bool:
+    """In a commit's transaction; True when a Stop was asked for (the feed is then not
     marked alive: it is about to end)."""
-    if unsaved is not None:
-        update_row(Message, answer_id, {"content": unsaved})
     alive = update_row(
         ActivityFeed, feed_id, {"heartbeat_at": timezone.now()}, stop_requested=False
     )
@@ -84,12 +81,13 @@ def _beat(feed_id: int, answer_id: int, unsaved: str | None) -> bool:
 
 
 class AnswerText:
-    """The answer as it streams: coalesced into frames for sockets, and written to the
-    database every few thousand characters, never once per token."""
+    """The answer as it streams: coalesced into frames for sockets, and written with the
+    group commit (at most every GLASSBOX_COMMIT_SECONDS), never once per token."""
 
-    def __init__(self, answer: Message, group: str) -> None:
+    def __init__(self, answer: Message, group: str, recorder: FeedRecorder) -> None:
         self.answer = answer
         self.group = group
+        self.recorder = recorder
         self.text = ""
         self.sent = 0
         self.stored = 0
@@ -105,7 +103,18 @@ class AnswerText:
         elif self.flush_task is None:
             self.flush_task = asyncio.create_task(self._send_later(wait))
         if len(self.text) - self.stored >= settings.GLASSBOX_TEXT_FLUSH_CHARS:
-            await self.store()
+            await self.recorder.write()
+
+    def ride(self) -> Ride | None:
+        """The text not yet on disk, for the next group commit."""
+        if self.stored >= len(self.text):
+            return None
+        text = self.text
+
+        def written() -> None:
+            self.stored = max(self.stored, len(text))
+
+        return Ride(Message, self.answer.pk, {"content": text}, written)
 
     async def _send_later(self, wait: float) -> None:
         await asyncio.sleep(wait)
@@ -127,10 +136,6 @@ class AnswerText:
             event=to_json(TextDelta(self.text[offset:])),
             offset=offset,
         )
-
-    async def store(self, **fields) -> None:
-        self.stored = len(self.text)
-        await Message.objects.filter(pk=self.answer.pk).aupdate(content=self.text, **fields)
 
 
 async def run(
@@ -164,7 +169,7 @@ async def _turn_run(
 ) -> Message.State:
     group = Conversation.group_name_for(answer.conversation_id)
     recorder = FeedRecorder(answer.answer_feed, configured_prices())
-    text = AnswerText(answer, group)
+    text = AnswerText(answer, group, recorder)
     if resume is not None:
         await recorder.load()
         text.text = answer.content
@@ -179,8 +184,12 @@ async def _turn_run(
             await send_turn_event(group, answer_id=answer.pk, event=to_json(event))
             return
         recorded = await recorder.number(event)
-        # People see the line at once; it is written at the next beat. Until then the lines
-        # before it travel with it, so a follower that missed one has it either way.
+        if isinstance(event, ToolCall):
+            # Write-ahead: the call and its arguments are on disk before the loop is asked
+            # for its next item, which starts the tool.
+            await recorder.write()
+        # People see a line at once; it is written with the next group commit. Until then
+        # the lines before it travel with it, so a follower that missed one has it anyway.
         await send_turn_event(
             group,
             answer_id=answer.pk,
@@ -194,7 +203,8 @@ async def _turn_run(
         await send_turn_event(group, answer_id=answer.pk, event=to_json(decided))
     this = asyncio.current_task()
     assert this is not None  # a turn runs as a task of its own (registry.launch)
-    beating = asyncio.create_task(heartbeat(recorder, this, text))
+    recorder.join(text)
+    beating = asyncio.create_task(heartbeat(recorder, this))
     try:
         async with asyncio.timeout(settings.GLASSBOX_TURN_TIMEOUT):
             tools = tools or await turn_tools()
@@ -279,6 +289,7 @@ async def _pause(
             state=ActivityFeed.State.WAITING, event_count=count, chain_head=head
         )
 
+    recorder.leave()  # the text is written with the pause
     await recorder.write(store)
     text.stored = len(content)
     await send_turn_event(text.group, answer_id=answer.pk, event=to_json(line))
@@ -288,13 +299,45 @@ async def close_paused(answer: Message) -> None:
     """A waiting turn that was stopped: it ends as stopped, with what it had."""
     recorder = FeedRecorder(answer.answer_feed, configured_prices())
     await recorder.load()
-    text = AnswerText(answer, Conversation.group_name_for(answer.conversation_id))
+    text = AnswerText(answer, Conversation.group_name_for(answer.conversation_id), recorder)
     text.text = answer.content
     text.stored = text.sent = len(answer.content)
     with translation.override(answer.answer_feed.language):
         stopped = await recorder.number(Status(icon="⏹", message=_("Stopped"), state="failed"))
         await send_turn_event(text.group, answer_id=answer.pk, event=to_json(stopped))
         await _finish(answer, recorder, text, None, Message.State.INTERRUPTED)
+
+
+FIRST_WAIT = 0.05
+
+
+class ClosedElsewhere(Exception):
+    """The turn was closed by another process before its end was written."""
+
+
+async def _end_written(recorder: FeedRecorder, end: Callable[[], None]) -> None:
+    """The end's commit, tried again while the database is unreachable (a restart, a
+    failover), for up to GLASSBOX_TURN_TIMEOUT; at most a second between tries, so `done`
+    follows the database's return within about a second."""
+    loop = asyncio.get_running_loop()
+    give_up = loop.time() + settings.GLASSBOX_TURN_TIMEOUT
+    wait = FIRST_WAIT
+    while True:
+        try:
+            await recorder.write(end)
+            return
+        except (OperationalError, InterfaceError):
+            if loop.time() + wait > give_up:
+                raise
+            # The first failure with its cause; the tries after it in one line each.
+            logger.warning(
+                "turn of feed %s could not write its end; trying again in %.2f s",
+                recorder.feed.pk,
+                wait,
+                exc_info=wait == FIRST_WAIT,
+            )
+        await asyncio.sleep(wait)
+        wait = min(wait * 2, 1.0)
 
 
 async def turn_tools() -> ToolRegistry:
@@ -314,13 +357,29 @@ async def _finish(
     shown = FeedPrefs.from_mappings(settings.GLASSBOX_FEED).show_reasoning
     summary = summarize(recorder.events, labels, shown)
     content, feed = text.text, recorder.finished(state, summary, text.text)
+    opened = answer.state  # streaming, or waiting for a paused turn that is stopped
 
     def end() -> None:
-        update_row(Message, answer.pk, {"content": content, "state": state})
+        # Only if nobody closed the turn meanwhile (recovery, while the database was away
+        # and this process could not prove it alive): rolled back then, its rows with it.
+        if not update_row(Message, answer.pk, {"content": content, "state": state}, state=opened):
+            raise ClosedElsewhere
         ActivityFeed.close(recorder.feed.pk, feed)
 
     # Every event, the text and the end in one transaction, before `done` goes out.
-    await recorder.write(end)
+    recorder.leave()
+    try:
+        await _end_written(recorder, end)
+    except ClosedElsewhere:
+        # Its followers were told by whoever closed it.
+        logger.warning("turn %s was closed elsewhere before its end was written", answer.pk)
+        registry.text_finished(answer.pk)
+        return
+    except DatabaseError:
+        # Released: its text and events stay in the registry, and whoever recovers the turn
+        # in this process writes them (chat.turns.recovery), rather than an empty interruption.
+        logger.error("turn %s could not write its end", answer.pk, exc_info=True)
+        return
     text.stored = len(content)
     # Only now: a follower that joins in between reads the whole text from here or there.
     registry.text_finished(answer.pk)

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from asgiref.sync import sync_to_async
+from django.db import connection
 from pydantic import BaseModel, ConfigDict, Field
 
+from activity.models import ActivityEvent
 from activity.presentation import ToolLabels
 from chat.agent.tools import Tool, ToolOutcome
 
@@ -32,3 +35,44 @@ WEATHER = Tool(
 )
 
 NOT_A_TOOL = "weather"
+
+
+class ChangeArguments(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    record: str = Field(description="The record to change.")
+    change: str = Field(description="What to change in it.")
+
+
+def _calls_on_disk() -> list[dict]:
+    # A connection of its own, as an auditor's would be: it sees committed rows only.
+    try:
+        calls = ActivityEvent.objects.filter(
+            kind=ActivityEvent.Kind.TOOL_CALL, tool="change_record"
+        )
+        return [
+            {"call_id": call_id, "arguments": arguments}
+            for call_id, arguments in calls.order_by("seq").values_list("call_id", "arguments")
+        ]
+    finally:
+        connection.close()
+
+
+async def run_change_record(arguments: ChangeArguments) -> ToolOutcome:
+    """A tool with side effects: before it changes anything, it reads what the audit holds."""
+    found = await sync_to_async(_calls_on_disk, thread_sensitive=False)()
+    return ToolOutcome(
+        content={"calls_on_disk": found},
+        summary=f"changed {arguments.record}",
+        done_message=f"Changed {arguments.record}",
+    )
+
+
+CHANGE_RECORD = Tool(
+    name="change_record",
+    description="Changes a record (a tool with side effects).",
+    arguments=ChangeArguments,
+    run=run_change_record,
+    icon="✏️",
+    working_message="Changing the record…",
+    labels=ToolLabels("✏️", "Changed a record", "Changing the record failed"),
+)

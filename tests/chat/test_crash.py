@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 import threading
 import time
 
@@ -78,3 +79,72 @@ def test_a_turn_whose_process_is_killed_is_marked_interrupted_with_its_work_kept
             assert json.load(done)["state"] == "complete"
         finally:
             server.stop()
+
+
+class CallWatcher(threading.Thread):
+    """Asks over SSE and waits for the turn's tool call to be announced."""
+
+    def __init__(self, server, token, path, question):
+        super().__init__(daemon=True)
+        self.server, self.token, self.path, self.question = server, token, path, question
+        self.seen: list[dict] = []
+        self.called = threading.Event()
+
+    def run(self):
+        try:
+            body = {"content": self.question}
+            stream = api(self.server, self.token, self.path, body, accept="text/event-stream")
+            for raw in stream:
+                if raw.startswith(b"data: "):
+                    self.seen.append(json.loads(raw[6:]))
+                    if self.seen[-1]["type"] == "tool_call":
+                        self.called.set()
+        except OSError:
+            pass  # the server died under us, as intended
+
+
+def test_a_server_killed_while_an_mcp_tool_runs_keeps_the_call_and_marks_its_outcome_unknown(
+    tmp_path,
+):
+    # The demo MCP server's survey tool, slowed so that it is surely running at the kill.
+    surveys = {
+        "name": "surveys",
+        "command": sys.executable,
+        "args": ["-m", "chat.agent.mcp.demo_server"],
+        "env": {"GLASSBOX_DEMO_MCP_DELAY": "30"},
+    }
+    settings = {
+        "GLASSBOX_HEARTBEAT_SECONDS": "0.2",
+        "GLASSBOX_MCP_SERVERS": json.dumps([surveys]),
+    }
+    with serve(tmp_path, **settings) as first:
+        token = manage(first.env, "drf_create_token", "demo").split()[2]
+        conversation = json.load(api(first, token, "/api/conversations/", {"title": "crash"}))
+        path = f"/api/conversations/{conversation['id']}/messages/"
+        watcher = CallWatcher(first, token, path, "Compare five salary surveys for an engineer")
+        watcher.start()
+        assert watcher.called.wait(timeout=30), watcher.seen
+        (announced,) = [e for e in watcher.seen if e["type"] == "tool_call"]
+        first.process.kill()  # SIGKILL while the tool runs
+        first.process.wait(timeout=10)
+        watcher.join(timeout=10)
+        time.sleep(1.0)  # longer than four missed heartbeats
+
+        second = start_daphne(first.env)  # its start recovers the dead process's turn
+        try:
+            data = json.load(api(second, token, f"/api/conversations/{conversation['id']}/"))
+        finally:
+            second.stop()
+
+    _, answer = data["messages"]
+    assert answer["state"] == "interrupted"
+    events = answer["feed"]["events"]
+    (call,) = [e for e in events if e["type"] == "tool_call"]
+    assert call["tool"] == "surveys__compare_salary_surveys" == announced["tool"]
+    assert call["arguments"] == announced["arguments"] and call["arguments"]["role"]
+    assert not [e for e in events if e["type"] == "tool_result"]
+    lines = [(e["icon"], e["message"]) for e in events if e["type"] == "status"]
+    assert lines[-2:] == [
+        ("❔", "Outcome unknown: the server stopped while surveys__compare_salary_surveys ran"),
+        ("⚠️", "Interrupted: the server stopped while working"),
+    ]

@@ -149,37 +149,39 @@ async def test_a_stop_from_another_process_is_seen_at_the_next_heartbeat(
     assert answer.state == Message.State.INTERRUPTED
 
 
-async def test_a_beat_the_database_refuses_is_written_with_the_next_and_the_turn_stays_alive(
+async def test_a_commit_the_database_refuses_is_written_with_the_next_and_the_turn_stays_alive(
     settings, monkeypatch, gate, alice, alice_conversation, knowledge_base
 ):
     from django.db import OperationalError
 
-    from chat.turns import runner
+    from activity import commits
 
     settings.GLASSBOX_HEARTBEAT_SECONDS = 0.05
-    settings.GLASSBOX_TEXT_FLUSH_CHARS = 100_000  # the text is written by the beats only
-    beat, written_after = runner._beat, asyncio.Event()
+    settings.GLASSBOX_TEXT_FLUSH_CHARS = 100_000  # the text is written by the commits only
+    write_all, written_after = commits._write_all, asyncio.Event()
     loop = asyncio.get_running_loop()
-    beats: list[str | None] = []
+    refusing: list[bool] = []
 
-    def refused_once(feed_id, answer_id, unsaved):
-        beats.append(unsaved)
-        if len(beats) == 1:
+    def refused_once(parts):
+        if refusing == [True]:
+            refusing.append(False)
             raise OperationalError("database is locked")
-        if any(beats[1:-1]):
-            # Beats are written one after another: the one that had the text has committed.
+        written = write_all(parts)
+        if len(refusing) == 2 and any(part.rides for part in parts):
+            # Commits run one after another: the one after the refusal has the text.
             loop.call_soon_threadsafe(written_after.set)
-        return beat(feed_id, answer_id, unsaved)
+        return written
 
-    monkeypatch.setattr(runner, "_beat", refused_once)
+    monkeypatch.setattr(commits, "_write_all", refused_once)
     held = gate(after=20, request=2)
     socket = await open_socket(alice_conversation, alice)
     await ask(socket, QUESTION)
     await held.reached.wait()
+    refusing.append(True)
     async with asyncio.timeout(5):
-        await written_after.wait()  # a later beat wrote what the refused one had
+        await written_after.wait()  # a later commit wrote what the refused one had
     answer = await Message.objects.select_related("feed").aget(role="assistant")
-    # Proven alive and its lines and text so far on disk, though one beat failed.
+    # Proven alive and its lines and text so far on disk, though one commit failed.
     assert answer.feed.heartbeat_at is not None and answer.content
     assert await ActivityEvent.objects.filter(feed_id=answer.feed_id).acount() >= 2
     held.open()

@@ -110,9 +110,7 @@ async def test_a_question_in_a_language_without_a_catalogue_gets_the_pages(alice
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.asyncio
-async def test_the_live_drafts_label_speaks_the_feeds_language_on_every_tab(
-    alice, knowledge_base
-):
+async def test_the_live_drafts_label_speaks_the_feeds_language_on_every_tab(alice, knowledge_base):
     """The draft's label is written by each socket, not recorded: the asker's tab and another
     tab watching both write it in the feed's language, not their page's."""
     await FeedPreferences.objects.acreate(

@@ -1,0 +1,157 @@
+"""PostgreSQL stopped and started again across a turn's end (a restart, a failover): the
+end is retried, the answer is kept whole, and every follower hears `done`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+
+import pytest
+from asgiref.sync import sync_to_async
+from django.contrib.auth import get_user_model
+from django.db import connections
+
+from activity.models import ActivityEvent
+from chat.knowledge.documents import DOCUMENTS
+from chat.models import Conversation, Document, Message
+from tests.support import QUESTION
+from tests.support.postgres import django_on, private_postgres
+from tests.support.sockets import ask, finish_turns, json_until_done, open_socket
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
+
+
+@pytest.fixture
+def own_postgres(transactional_db):
+    if connections["default"].vendor != "postgresql":
+        pytest.skip("a database outage is tried on PostgreSQL (DATABASE_URL)")
+    with private_postgres() as server, django_on(server):
+        yield server
+
+
+def seeded() -> Conversation:
+    alice = get_user_model().objects.create_user("alice", password="alice-password")
+    Document.objects.bulk_create(
+        Document(title=title, language=language, body=body) for title, language, body in DOCUMENTS
+    )
+    return Conversation.objects.create(owner=alice)
+
+
+async def test_a_turn_whose_end_meets_a_database_restart_is_kept_whole_and_followers_hear_done(
+    settings, gate, caplog, own_postgres
+):
+    settings.GLASSBOX_HEARTBEAT_SECONDS = 60  # the end's retries, not a beat, are tried here
+    await sync_to_async(connections.close_all)()  # the database thread's, to the test database
+    conversation = await sync_to_async(seeded)()
+    held = gate(after=5, request=2)
+    socket = await open_socket(conversation, conversation.owner, as_json=True)
+    await ask(socket, QUESTION)
+    await held.reached.wait()
+    await sync_to_async(own_postgres.stop)()
+    caplog.set_level(logging.WARNING, logger="glassbox.turns")
+    held.open()  # the turn streams on and reaches its end while the database is away
+    events: list[dict] = []
+    async with asyncio.timeout(20):
+        while not any("could not write its end" in r.getMessage() for r in caplog.records):
+            if not await socket.receive_nothing(timeout=0.05):
+                events.append(json.loads(await socket.receive_from()))
+    await sync_to_async(own_postgres.start)()
+    loop = asyncio.get_running_loop()
+    back = loop.time()
+    events += await json_until_done(socket, limit=20)
+    # `done` within 5 s of the database's return (its retries are at most a second apart).
+    assert loop.time() - back < 5
+    await finish_turns()
+    await socket.disconnect()
+
+    assert events[-1]["type"] == "done" and events[-1]["state"] == "complete"
+    answer = await Message.objects.aget(role="assistant")
+    streamed = "".join(e["content"] for e in events if e["type"] == "text")
+    assert answer.state == "complete" and answer.content == streamed
+    assert "Salary negotiation" in answer.content
+    shown = sorted(e["seq"] for e in events if "seq" in e)
+    stored = [
+        seq
+        async for seq in ActivityEvent.objects.filter(feed_id=answer.feed_id)
+        .order_by("seq")
+        .values_list("seq", flat=True)
+    ]
+    assert stored == list(range(1, len(stored) + 1)) and set(shown) <= set(stored)
+    assert len(stored) >= 6
+    await sync_to_async(connections.close_all)()
+
+
+async def test_a_turn_that_cannot_write_its_end_is_recovered_with_what_it_held_not_empty(
+    settings, gate, caplog, own_postgres
+):
+    from chat.turns.recovery import dead_turns_recover
+
+    settings.GLASSBOX_TURN_TIMEOUT = 3  # also how long the end is tried
+    settings.GLASSBOX_HEARTBEAT_SECONDS = 0.05  # silent for 0.2 s: taken for dead
+    await sync_to_async(connections.close_all)()
+    conversation = await sync_to_async(seeded)()
+    held = gate(after=5, request=2)
+    socket = await open_socket(conversation, conversation.owner, as_json=True)
+    await ask(socket, QUESTION)
+    await held.reached.wait()
+    await sync_to_async(own_postgres.stop)()
+    caplog.set_level(logging.WARNING, logger="glassbox.turns")
+    held.open()
+    events: list[dict] = []
+    async with asyncio.timeout(20):
+        while not any(
+            r.getMessage().startswith("turn ") and "could not write its end" in r.getMessage()
+            for r in caplog.records
+        ):
+            if not await socket.receive_nothing(timeout=0.05):
+                events.append(json.loads(await socket.receive_from()))
+    await finish_turns()  # the runner gave up: the turn is released
+    await sync_to_async(own_postgres.start)()
+    await sync_to_async(connections.close_all)()
+    assert await sync_to_async(dead_turns_recover)(conversation_id=conversation.pk) == 1
+    await socket.disconnect()
+
+    answer = await Message.objects.aget(role="assistant")
+    streamed = "".join(e["content"] for e in events if e["type"] == "text")
+    # Everything it held, not only what the follower had read when the runner gave up.
+    assert answer.state == "interrupted" and answer.content.startswith(streamed)
+    assert answer.content.endswith("Ask me to go deeper into any of these.")
+    stored = [
+        (seq, message)
+        async for seq, message in ActivityEvent.objects.filter(feed_id=answer.feed_id)
+        .order_by("seq")
+        .values_list("seq", "message")
+    ]
+    shown = {e["seq"] for e in events if "seq" in e}
+    assert shown <= {seq for seq, _ in stored} and len(stored) >= 7
+    assert stored[-1][1] == "Interrupted: the server stopped while working"
+    await sync_to_async(connections.close_all)()
+
+
+async def test_a_turn_closed_elsewhere_before_its_end_was_written_stays_closed(
+    gate, caplog, alice, alice_conversation, knowledge_base
+):
+    """Another process took the turn for dead (it could not prove itself alive while the
+    database was away) and closed it: the end that comes later does not overwrite that."""
+    from chat.turns.recovery import _interrupt
+
+    held = gate(after=5, request=2)
+    socket = await open_socket(alice_conversation, alice, as_json=True)
+    await ask(socket, QUESTION)
+    await held.reached.wait()
+    answer = await Message.objects.select_related("feed").aget(role="assistant")
+    closed_at = await sync_to_async(_interrupt)(answer, answer.answer_feed)
+    assert closed_at is not None
+    caplog.set_level(logging.WARNING, logger="glassbox.turns")
+    held.open()
+    await finish_turns()
+    await socket.disconnect()
+
+    await answer.arefresh_from_db()
+    assert answer.state == "interrupted"
+    last = await ActivityEvent.objects.filter(feed_id=answer.feed_id).order_by("seq").alast()
+    assert (
+        last.seq == closed_at and last.message == "Interrupted: the server stopped while working"
+    )
+    assert any("closed elsewhere" in r.getMessage() for r in caplog.records)

@@ -1,0 +1,108 @@
+"""A PostgreSQL server of the test's own, which it may stop and start (an outage), and the
+test's Django connections pointed at it. The shared server is never touched."""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.support.servers import free_port
+
+
+@dataclass
+class PrivatePostgres:
+    bin: Path
+    data: Path
+    port: int
+    as_owner: list[str]
+
+    def _ctl(self, *args: str) -> None:
+        subprocess.run(
+            [*self.as_owner, str(self.bin / "pg_ctl"), "-D", str(self.data), "-w", *args],
+            check=True, capture_output=True,
+        )  # fmt: skip
+
+    def start(self) -> None:
+        options = f"-p {self.port} -k {self.data} -c listen_addresses=127.0.0.1 -c fsync=off"
+        self._ctl("-o", options, "-l", str(self.data / "log"), "start")
+
+    def stop(self) -> None:
+        """As an operator stops it for a restart: open connections are cut at once."""
+        self._ctl("-m", "fast", "stop")
+
+    @property
+    def url(self) -> str:
+        return f"postgres://glassbox@127.0.0.1:{self.port}/glassbox"
+
+
+def postgres_bin() -> Path:
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/pg_ctl"))
+    if not found:
+        if os.environ.get("REQUIRE_SERVICES") == "1":
+            pytest.fail("REQUIRE_SERVICES=1 but no PostgreSQL server under /usr/lib/postgresql")
+        pytest.skip("needs PostgreSQL's server binaries (/usr/lib/postgresql/*/bin)")
+    return Path(found[-1]).parent
+
+
+@contextlib.contextmanager
+def private_postgres() -> Iterator[PrivatePostgres]:
+    """A fresh cluster on a free port with a `glassbox` database, trusted on loopback;
+    owned by the `postgres` user when the tests run as root (PostgreSQL refuses root)."""
+    import psycopg
+
+    bin = postgres_bin()
+    work = Path(tempfile.mkdtemp(prefix="glassbox-pg-"))
+    as_owner: list[str] = []
+    if os.geteuid() == 0:
+        as_owner = ["runuser", "-u", "postgres", "--"]
+        shutil.chown(work, "postgres", "postgres")
+    data = work / "data"
+    subprocess.run(
+        [*as_owner, str(bin / "initdb"), "-D", str(data), "-U", "glassbox", "--auth=trust",
+         "-E", "UTF8", "--no-sync"],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    server = PrivatePostgres(bin, data, free_port(), as_owner)
+    server.start()
+    try:
+        admin = f"postgres://glassbox@127.0.0.1:{server.port}/postgres"
+        with psycopg.connect(admin, autocommit=True) as connection:
+            connection.execute('CREATE DATABASE "glassbox"')
+        yield server
+    finally:
+        with contextlib.suppress(subprocess.CalledProcessError):
+            server.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def django_on(server: PrivatePostgres) -> Iterator[None]:
+    """Every connection of this process to the default database goes to `server` (migrated
+    there), and back to the test database on the way out. Connections are closed both ways:
+    those of other threads (the database thread) reconnect on their next trip."""
+    from django.core.management import call_command
+    from django.db import connections
+
+    settings = connections["default"].settings_dict
+    saved = dict(settings)
+    connections.close_all()
+    settings.update(
+        {"NAME": "glassbox", "USER": "glassbox", "PASSWORD": "", "HOST": "127.0.0.1",
+         "PORT": str(server.port)}
+    )  # fmt: skip
+    try:
+        call_command("migrate", verbosity=0)
+        yield
+    finally:
+        connections.close_all()
+        settings.clear()
+        settings.update(saved)
