@@ -98,7 +98,7 @@ def assistant_message(message: TurnView) -> str:
 ENDED = {
     "complete": lambda: _("The answer is ready."),
     "failed": lambda: _("The answer failed; what arrived is kept."),
-    "interrupted": lambda: _("The answer was stopped; what arrived is kept."),
+    "interrupted": lambda: _("The answer was stopped; what was saved is kept."),
 }
 
 

@@ -129,6 +129,8 @@ async def test_stop_keeps_the_partial_answer_and_records_a_stopped_line(
     last = await ActivityEvent.objects.filter(feed_id=answer.feed_id).order_by("-seq").afirst()
     assert (last.icon, last.message) == ("⏹", "Stopped")
     assert "state-interrupted" in final and "⏹" in final and "🔄 Retry" in final
+    # A screen reader hears that what was saved is kept, never more than was.
+    assert "The answer was stopped; what was saved is kept." in final
 
 
 async def test_a_stop_from_another_process_is_seen_at_the_next_heartbeat(
