@@ -24,8 +24,7 @@ from chat.models import (
 
 class MessageInline(admin.TabularInline):
     model = Message
-    fields = ["role", "state", "content", "feed", "created_at"]
-    readonly_fields = fields
+    fields = readonly_fields = ("role", "state", "content", "feed", "created_at")
     extra = 0
     can_delete = False
     show_change_link = True

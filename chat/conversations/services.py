@@ -99,6 +99,8 @@ def contact_request_create(
         email=email,
         body=body,
     )
+    # The view offers the form only on an answer whose feed's tool opened it.
+    assert message.feed_id is not None
     feed = ActivityFeed.objects.select_for_update().get(pk=message.feed_id)
     last, head = ActivityEvent.head_of(feed.pk)
     # In the turn's language, like every other line of its feed.

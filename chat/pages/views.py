@@ -209,16 +209,18 @@ def contact_request(request, conversation_id, message_id):
     form = ContactForm(request.POST)
     if not message.contact_form_requested:
         return HttpResponse(_("The agent did not open a contact form here."), status=400)
+    sent = False
     if form.is_valid():
         try:
             services.contact_request_create(message=message.message, **form.cleaned_data)
         except services.ContactRefused as refusal:
             form.add_error(None, str(refusal))
         else:
-            message.contact_sent = True
-            form = None
+            message.contact_sent = sent = True
     if not request.htmx:
-        if form is not None:
+        if not sent:
             flash.error(request, _("The contact form has errors; please try again."))
         return redirect(f"{conversation.get_absolute_url()}#{message.dom_id}")
-    return render(request, "chat/_contact_form.html", {"message": message, "form": form})
+    # Once sent, the page shows that it was, in place of the form.
+    shown = None if sent else form
+    return render(request, "chat/_contact_form.html", {"message": message, "form": shown})
