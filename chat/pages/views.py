@@ -14,7 +14,7 @@ from django.utils.text import slugify
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from activity.selectors import settings_of
+from activity.selectors import reader_settings
 from chat import turns
 from chat.api.serializers import ConversationDetailSerializer
 from chat.conversations import selectors, services
@@ -62,7 +62,7 @@ def conversation_detail(request, conversation_id):
 
 def _conversation_page(request, conversation, *, draft: str = "", status: int = 200):
     dead_turns_recover(conversation_id=conversation.pk)
-    prefs = settings_of(request)[0]
+    prefs = reader_settings(request).feed
     before = _message_id(request.GET.get("before"))
     history = selectors.messages_with_feeds(
         conversation, prefs, before=before, starting_at=_message_id(request.GET.get("from"))
@@ -172,7 +172,7 @@ def conversation_export(request, conversation_id, fmt):
     conversation = selectors.conversation_for(request.user, conversation_id)
     name = slugify(conversation.display_title)[:60] or "conversation"
     if fmt == "md":
-        prefs = settings_of(request)[0]
+        prefs = reader_settings(request).feed
         whole = selectors.messages_with_feeds(conversation, prefs, starting_at=0).messages
         body = conversation_markdown(conversation, whole)
         response = HttpResponse(body, content_type="text/markdown; charset=utf-8")
@@ -204,7 +204,7 @@ def message_source(request, conversation_id, message_id):
 @require_POST
 def contact_request(request, conversation_id, message_id):
     conversation = selectors.conversation_for(request.user, conversation_id)
-    prefs = settings_of(request)[0]
+    prefs = reader_settings(request).feed
     message = selectors.answer_with_feed(conversation, message_id, prefs)
     form = ContactForm(request.POST)
     if not message.contact_form_requested:
