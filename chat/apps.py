@@ -9,10 +9,20 @@ class ChatConfig(AppConfig):
     verbose_name = "Chat"
 
     def ready(self) -> None:
-        """Connects the socket's receivers; a server declaration that cannot be used stops
-        start-up, naming the setting."""
+        """Connects the socket's receivers and hands the built-in tools the knowledge base
+        and the outbox; a server declaration that cannot be used stops start-up, naming the
+        setting."""
+        from chat.agent import services
         from chat.agent.mcp.config import ServerConfigError, declared_servers
+        from chat.conversations.outbox import outbox_add
+        from chat.knowledge.search import fresh_index, search_documents
         from chat.socket import session  # noqa: F401 - connects the receivers
+
+        services.provide(
+            services.Services(
+                fresh_index=fresh_index, search_documents=search_documents, outbox_add=outbox_add
+            )
+        )
 
         try:
             declared_servers()

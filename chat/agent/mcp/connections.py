@@ -71,7 +71,7 @@ class Connection:
         self.sessions = 0
         self.waits: list[float] = []
         self.listening: asyncio.Task[None] | None = None
-        # Since when it has been up, or down (for operators: chat.agent.mcp.admin's health page).
+        # Since when it has been up, or down (for operators: chat.servers.admin's health page).
         self.since: datetime | None = None
         # The last HTTP status the server answered: the SDK reports a refused session as a
         # JSON-RPC error, which does not say that the credentials were the reason.
