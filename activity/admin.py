@@ -19,12 +19,13 @@ from django.utils.html import format_html
 
 from activity.access import is_auditor
 from activity.api.views import export_response
-from activity.audit import evidence_stream, feed_integrity
+from activity.audit import evidence_stream, feed_integrity, period
 from activity.models import (
     ActivityEvent,
     ActivityFeed,
     ChainReseal,
     FeedPreferences,
+    LedgerEntry,
     ModelCall,
     ToolCallRecord,
 )
@@ -179,10 +180,19 @@ def export_csv(modeladmin, request, queryset):
 
 @admin.action(description="Export evidence for the selected feeds (NDJSON, with hashes)")
 def export_evidence(modeladmin, request, queryset):
-    """The selection (a period, with the date filter) as manage.py export_evidence gives it."""
-    span = queryset.aggregate(since=Min("started_at"), until=Max("started_at"))
+    """The selection as manage.py export_evidence gives it, with a period that the command
+    reproduces: [the first start, just after the last start), its `until` exclusive as the
+    command's is. A selection that is not every feed of that period says so."""
+    span = queryset.aggregate(since=Min("started_at"), last=Max("started_at"), feeds=Count("pk"))
+    since, last = span["since"], span["last"]
+    until = None if last is None else last + timedelta(microseconds=1)
+    selection = ""
+    if since is not None and (every := period(since, until).count()) != span["feeds"]:
+        selection = f"{span['feeds']} selected of the {every} feeds begun in the period"
     response = StreamingHttpResponse(
-        evidence_stream(queryset.select_related("owner"), **span),
+        evidence_stream(
+            queryset.select_related("owner"), since=since, until=until, selection=selection
+        ),
         content_type="application/x-ndjson",
     )
     response["Content-Disposition"] = 'attachment; filename="glassbox-evidence.ndjson"'
@@ -235,6 +245,8 @@ class ActivityFeedAdmin(ReadOnlyAdmin):
         checked = feed_integrity(feed)
         if checked.intact:
             text = f"✔ intact: {checked.check.events} events, head {checked.check.head[:16]}…"
+            if checked.sealed:
+                text += f", closed {feed.closing[:16]}… (its record, model calls and text)"
         else:
             text = f"✘ BROKEN: {checked.problem()}"
         for reseal in feed.reseals.all():
@@ -462,3 +474,13 @@ class ChainResealAdmin(ReadOnlyAdmin):
     list_display = ["at", "feed", "reason", "previous_head", "head"]
     list_select_related = ["feed"]
     search_fields = ["reason"]
+
+
+@admin.register(LedgerEntry)
+class LedgerEntryAdmin(ReadOnlyAdmin):
+    """The ledger of all feeds: each feed's closing as it ended (and again when closed anew),
+    and each purge; manage.py verify_audit checks that it is one unbroken line."""
+
+    list_display = ["id", "at", "feed_id", "sealed", "entry"]
+    search_fields = ["=feed_id"]
+    show_full_result_count = False

@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import time
 from collections import deque
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, replace
 from typing import Any
+
+from django.utils import translation
 
 from activity.events import REASONING, Decision, Link, Status, from_json, links_from_json
 from activity.live_markdown import settled_length
@@ -72,6 +75,9 @@ class LivePresenter:
     links: dict[str, tuple[Link, ...]] = field(default_factory=dict)
     # The answer text after its settled blocks (activity.live_markdown).
     tail: str = ""
+    # The feed's language (ActivityFeed.language): the lines this presenter writes itself (the
+    # draft's label, a decision) speak it, as the recorded lines do; '' keeps the active one.
+    language: str = ""
 
     @property
     def is_draft(self) -> bool:
@@ -82,7 +88,8 @@ class LivePresenter:
         if kind == "decision":
             decision = from_json(event)
             assert isinstance(decision, Decision)
-            line = decision_line(decision, self.prefs.line_width)
+            with self._speaking():
+                line = decision_line(decision, self.prefs.line_width)
             return [ReplaceLine(line)] if line.key in self.shown else []
         if self.prefs.mode == "off":
             # Only the final answer, but a call that waits for the user's decision is no
@@ -190,7 +197,8 @@ class LivePresenter:
             return []
         self.draft_shown = True
         ops: list[Op] = []
-        label = self.prefs.label_for(self.turn_id)
+        with self._speaking():
+            label = self.prefs.label_for(self.turn_id)
         if label:
             ops += self._add(
                 Line(LABEL_KEY, 0, "", label, "in_progress", "", full="", duration_ms=None)
@@ -199,6 +207,9 @@ class LivePresenter:
             ops += self._add(line)
         self.pending = []
         return ops
+
+    def _speaking(self) -> AbstractContextManager[None]:
+        return translation.override(self.language) if self.language else nullcontext()
 
     def _add(self, line: Line) -> list[Op]:
         ops: list[Op] = [AddLine(line)]

@@ -3,12 +3,22 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
-from django.db import models
+from django.db import IntegrityError, models, transaction
 from django.db.models import F
 from django.db.models.functions import Coalesce, Now
 from django.utils import timezone
 
-from activity.chain import ALL_SEALED, GENESIS, link
+from activity.chain import (
+    ALL_SEALED,
+    CLOSED_CALL_FIELDS,
+    CLOSED_FEED_FIELDS,
+    GENESIS,
+    SEAL_CURRENT,
+    check,
+    closing,
+    ledger_entry,
+    link,
+)
 from activity.events import (
     Decision,
     ModelCallDone,
@@ -19,8 +29,10 @@ from activity.events import (
     decision_kind,
     links_from_json,
     status_state,
+    with_seq,
 )
 from activity.preferences import FeedPrefs
+from activity.writes import update_row
 
 # Seqs a running turn may number ahead of what is on disk (see ActivityFeed.seq_reserved).
 SEQ_AHEAD = 32
@@ -81,6 +93,12 @@ class ActivityFeed(models.Model):
     # The hash of its last event when it was last written at a boundary (a pause, a decision,
     # its end): events removed from the end of a chain leave a chain that does not reach it.
     chain_head = models.CharField(max_length=64, blank=True, default="")
+    # The SHA-256 of the answer's text at the end (the answer lives in chat, which checks it).
+    answer_sha256 = models.CharField(max_length=64, blank=True, default="")
+    # Set when the turn ends: a hash over its head, this row and its model calls
+    # (activity.chain.closing), also appended to the ledger of all feeds. Blank while it runs,
+    # and on feeds that ended before it existed.
+    closing = models.CharField(max_length=64, blank=True, default="")
 
     class Meta:
         ordering = ["-started_at"]
@@ -99,6 +117,71 @@ class ActivityFeed(models.Model):
         if self.finished_at is None:
             return None
         return int((self.finished_at - self.started_at).total_seconds() * 1000)
+
+    # The states a feed ends in; it is closed (activity.chain.closing) when it reaches one.
+    ENDED = (State.COMPLETE, State.FAILED, State.INTERRUPTED)
+
+    @classmethod
+    def close(cls, feed_id: int, fields: dict[str, Any]) -> None:
+        """Ends a feed with `fields` (FeedRecorder.finished, its `closing` among them) and
+        appends its closing to the ledger, in the caller's transaction."""
+        update_row(cls, feed_id, fields)
+        LedgerEntry.append([(feed_id, fields["closing"])])
+
+    @classmethod
+    def closing_of(cls, feed_id: int) -> str:
+        """The closing the feed's stored row and model calls give now."""
+        row = cls.objects.filter(pk=feed_id).values(*CLOSED_FEED_FIELDS).get()
+        calls = ModelCall.objects.filter(feed_id=feed_id).order_by("round")
+        return closing(row, list(calls.values(*CLOSED_CALL_FIELDS)))
+
+    @classmethod
+    def seal_end(cls, feed_id: int, *, answer_sha256: str | None = None) -> str:
+        """Closes an ended feed as it is stored now (its row updated first), and appends the
+        closing to the ledger, in the caller's transaction: for the paths that end or change
+        a feed outside a running turn (recovery, a line appended later, an erasure)."""
+        if answer_sha256 is not None:
+            cls.objects.filter(pk=feed_id).update(answer_sha256=answer_sha256)
+        sealed = cls.closing_of(feed_id)
+        cls.objects.filter(pk=feed_id).update(closing=sealed)
+        LedgerEntry.append([(feed_id, sealed)])
+        return sealed
+
+    @classmethod
+    def holds(cls, feed_id: int) -> bool:
+        """Whether the feed's chain checks out now, and its closing if it has one: nothing is
+        ever sealed after a record that fails this (a truncated chain would read intact)."""
+        feed = cls.objects.filter(pk=feed_id).values("state", "chain_head", "closing").get()
+        rows = ActivityEvent.objects.filter(feed_id=feed_id).order_by("seq")
+        checked = check(rows.values("chain", *ALL_SEALED))
+        if not checked.intact:
+            return False
+        ended_once = LedgerEntry.objects.filter(feed_id=feed_id).exists()
+        if feed["state"] not in cls.ENDED and ended_once:
+            return False  # it cannot be open again
+        if feed["state"] == cls.State.RUNNING:
+            # It may have written events since its last boundary: the head it recorded then
+            # is on its chain.
+            return feed["chain_head"] in checked.hashes
+        if feed["chain_head"] != checked.head:
+            return False
+        return not feed["closing"] or feed["closing"] == cls.closing_of(feed_id)
+
+    @classmethod
+    def append_line(cls, feed_id: int, event: RecordedEvent) -> ActivityEvent:
+        """Writes one event at the end of a feed that no turn is writing (a contact request
+        after the answer), sealed after its last one, with the feed's count and head, and
+        closes it anew if it had ended; in one transaction (the caller's, if any), feed row
+        locked. A record that failed its check before stays as it was: not sealed over."""
+        with transaction.atomic():
+            feed = cls.objects.select_for_update().get(pk=feed_id)
+            holds = cls.holds(feed_id)
+            last, head = ActivityEvent.head_of(feed_id)
+            sealed = ActivityEvent.append(feed, with_seq(event, last + 1), after=head)
+            cls.objects.filter(pk=feed_id).update(event_count=last + 1, chain_head=sealed.chain)
+            if holds and feed.closing:
+                cls.seal_end(feed_id)
+            return sealed
 
     @classmethod
     def record_opened(cls, *, feed_id: int, owner: Any) -> bool:
@@ -206,6 +289,9 @@ class ActivityEvent(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     # SHA-256 over this row and the previous row's `chain` in its feed (activity.chain).
     chain = models.CharField(max_length=64, blank=True, default="")
+    # How `chain` was computed (activity.chain.SEAL_V1, SEAL_V2): rows keep the version they
+    # were sealed with.
+    seal_version = models.PositiveSmallIntegerField(default=SEAL_CURRENT)
 
     class Meta:
         ordering = ["feed", "seq"]
@@ -406,3 +492,54 @@ class ChainReseal(models.Model):
 
     def __str__(self) -> str:
         return f"Feed {self.feed_id} resealed {self.at:%Y-%m-%d}: {self.reason}"
+
+
+class LedgerEntry(models.Model):
+    """One line of the ledger of all feeds, append-only: a feed's closing when it ends (again
+    when it is closed anew: a contact request, an erasure), or that it was purged. Each entry
+    hashes the one before it; the feed is referred to by id, not by a foreign key, so an
+    entry outlives a feed deleted behind the application's back and shows the gap."""
+
+    PURGED = "purged"
+
+    feed_id = models.PositiveBigIntegerField(db_index=True)
+    # The feed's closing, or PURGED.
+    sealed = models.CharField(max_length=64)
+    # The entry before it; unique, so the ledger is one line even when turns end together.
+    previous = models.CharField(max_length=64, unique=True)
+    entry = models.CharField(max_length=64)
+    at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    class Meta:
+        ordering = ["id"]
+        verbose_name_plural = "ledger entries"
+
+    def __str__(self) -> str:
+        return f"ledger {self.pk}: feed {self.feed_id}"
+
+    def save(self, *args, **kwargs):
+        if not self._state.adding:
+            raise ValueError("The ledger is append-only and cannot be changed.")
+        super().save(*args, **kwargs)
+
+    @classmethod
+    def append(cls, entries: list[tuple[int, str]]) -> None:
+        """Appends (feed id, sealed) pairs after the last entry, in the caller's transaction.
+        Two transactions that append after the same entry meet at the unique `previous`:
+        the second waits for the first to commit, fails, and appends after it."""
+        if not entries:
+            return
+        for _attempt in range(100):
+            last = cls.objects.order_by("-id").values_list("entry", flat=True).first()
+            previous, rows = last or GENESIS, list[LedgerEntry]()
+            for feed_id, sealed in entries:
+                head = ledger_entry(previous, feed_id, sealed)
+                rows.append(cls(feed_id=feed_id, sealed=sealed, previous=previous, entry=head))
+                previous = head
+            try:
+                with transaction.atomic():
+                    LedgerEntry.objects.bulk_create(rows)
+                return
+            except IntegrityError:
+                continue
+        raise RuntimeError("could not append to the ledger after 100 attempts")

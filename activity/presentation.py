@@ -63,7 +63,7 @@ class Line:
     message: str
     state: str
     tool: str
-    # The whole text when `message` was cut to the line width.
+    # The whole text when `message` was shortened (the tooltip and the exports show it).
     full: str = ""
     duration_ms: int | None = None
     # A tool's own progress report: a bar, without a total an indeterminate one.
@@ -142,19 +142,26 @@ def cut_middle(text: str, width: int) -> str:
     return text[: width - 1 - tail] + "…" + text[len(text) - tail :]
 
 
-# A detail shorter than this is not worth showing cut.
-DETAIL_ROOM = 12
+# The longest feedback_to_user a model can put on a line (100 characters, then "...", as
+# chat.agent.tools cuts it): what the model was allowed to say is shown whole, whatever
+# LINE_WIDTH says.
+WHOLE_MESSAGE = 103
+# The least of a raw detail a line keeps, however long its message: a detail is never dropped.
+DETAIL_ROOM = 40
 
 
 def line_for(status: Status, *, width: int = 80, detail: str = "") -> Line:
-    message = f"{status.message}, {detail}" if detail else status.message
-    room = width - len(status.message) - 2
-    if detail and len(message) > width and room >= DETAIL_ROOM:
-        # Seed 001: the line's start stays readable and the detail still shows, cut in its
-        # middle, instead of losing the detail to a cut at the end.
-        shown = f"{status.message}, {cut_middle(detail, room)}"
+    """Seed 001: the line's start stays readable and its outcome is never the part cut. Its
+    own text is whole up to WHOLE_MESSAGE (or the width, if wider); longer text (a tool's own
+    line with a long expression or path) and a raw detail past the width are shortened in
+    their middle, so the start says what it is and the end what came of it."""
+    message = cut_middle(status.message, max(width, WHOLE_MESSAGE))
+    whole = f"{status.message}, {detail}" if detail else status.message
+    if detail:
+        room = max(width - len(message) - 2, DETAIL_ROOM)
+        shown = f"{message}, {cut_middle(detail, room)}"
     else:
-        shown = cut(message, width)
+        shown = message
     return Line(
         key=line_key(status),
         seq=status.seq or 0,
@@ -162,7 +169,7 @@ def line_for(status: Status, *, width: int = 80, detail: str = "") -> Line:
         message=shown,
         state=status.state,
         tool=status.tool,
-        full=message if shown != message else "",
+        full=whole if shown != whole else "",
         progress=status.progress,
         total=status.total,
         call_id=status.call_id,

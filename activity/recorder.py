@@ -15,18 +15,22 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 from channels.db import database_sync_to_async
 from django.db import transaction
 from django.utils import timezone
 
-from activity.chain import GENESIS
+from activity.chain import CLOSED_CALL_FIELDS, GENESIS, closing, text_digest
 from activity.events import ModelCallDone, RecordedEvent, ToolCall, ToolResult, with_seq
 from activity.models import SEQ_AHEAD, ActivityEvent, ActivityFeed, ModelCall
 from activity.presentation import Summary
 from activity.usage import ModelPrice, call_cost, totals
 from activity.writes import insert_rows
+
+# The places of a feed's `cost` column.
+COST_PLACES = Decimal("0.000001")
 
 
 class FeedRecorder:
@@ -116,13 +120,18 @@ class FeedRecorder:
                 self.feed.seq_reserved = reserve
             return result
 
-    def finished(self, state: str, summary: Summary | None) -> dict[str, Any]:
-        """The feed's fields once the turn has ended."""
+    def finished(self, state: str, summary: Summary | None, answer: str) -> dict[str, Any]:
+        """The feed's fields once the turn has ended with the text `answer`, closed: its
+        `closing` seals them with the head, the model calls and the text's SHA-256 (write
+        them with ActivityFeed.close)."""
         calls = [e for e in self.events if isinstance(e, ToolCall)]
         failures = [e for e in self.events if isinstance(e, ToolResult) and not e.ok]
         usage = totals(self.calls, self.prices)
         usage["model"] = usage["model"][:100]
-        return {
+        if usage["cost"] is not None:
+            # As the column keeps it, so the closing seals what is stored.
+            usage["cost"] = usage["cost"].quantize(COST_PLACES, rounding=ROUND_HALF_UP)
+        fields = {
             **usage,
             "state": state,
             "summary_icon": summary.icon if summary else "",
@@ -132,7 +141,22 @@ class FeedRecorder:
             "chain_head": self.head,
             "tool_call_count": len(calls),
             "failed_tool_count": len(failures),
+            "answer_sha256": text_digest(answer),
         }
+        feed = self.feed
+        stored = {
+            "id": feed.pk,
+            "owner_id": feed.owner_id,
+            "conversation_id": feed.conversation_id,
+            "started_at": feed.started_at,
+            "language": feed.language,
+        }
+        model_calls = [
+            {name: getattr(call, name) for name in CLOSED_CALL_FIELDS}
+            | {"model": call.model[:100]}
+            for call in self.calls
+        ]
+        return fields | {"closing": closing(stored | fields, model_calls)}
 
 
 @transaction.atomic

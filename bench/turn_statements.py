@@ -4,6 +4,7 @@ middleware, the consumer, the turn pipeline) in this process on a fresh SQLite f
 over the JSON socket, with the paced fake model in its own process.
 
     .venv/bin/python bench/turn_statements.py             # 10 turns, the last one listed
+    .venv/bin/python bench/turn_statements.py --watchers 1  # another tab watches each turn
 
 The first turn of a process also loads what it keeps (the knowledge base, the MCP servers'
 tools): the averages leave it out.
@@ -88,35 +89,57 @@ def install(census: Census) -> None:
     SyncToAsync.thread_handler = counted  # type: ignore[method-assign]
 
 
-async def one_turn(application, census: Census, conversation: str, cookie: str) -> list[dict]:
+def _socket(application, conversation: str, cookie: str):
     from channels.testing import WebsocketCommunicator
 
-    communicator = WebsocketCommunicator(
+    return WebsocketCommunicator(
         application,
         f"/ws/c/{conversation}/",
         headers=[(b"cookie", cookie.encode()), (b"origin", b"http://localhost")],
         subprotocols=["glassbox.json"],
     )
-    census.phase = "open"
-    connected, _ = await communicator.connect(timeout=10)
-    assert connected
-    census.phase = "ask"
-    await communicator.send_to(text_data=json.dumps({"message": QUESTION}))
+
+
+async def _until_done(communicator) -> list[dict]:
     events = []
     while True:
         event = json.loads(await communicator.receive_from(timeout=30))
         events.append(event)
         if event["type"] in ("done", "error"):
-            break
+            return events
+
+
+async def one_turn(
+    application, census: Census, conversation: str, cookie: str, watchers: int = 0
+) -> list[dict]:
+    """One question over a socket; `watchers` other sockets of the same login watch it,
+    and what they cost once the question is asked (their check before a new turn) counts
+    in its `ask` phase."""
+    census.phase = "watch"  # their opening is not the question's
+    watching = [_socket(application, conversation, cookie) for _ in range(watchers)]
+    for watcher in watching:
+        assert (await watcher.connect(timeout=10))[0]
+    communicator = _socket(application, conversation, cookie)
+    census.phase = "open"
+    connected, _ = await communicator.connect(timeout=10)
+    assert connected
+    census.phase = "ask"
+    await communicator.send_to(text_data=json.dumps({"message": QUESTION}))
+    events = await _until_done(communicator)
+    for watcher in watching:
+        await _until_done(watcher)
     census.phase = "close"
     await communicator.disconnect()
     census.phase = "idle"
+    for watcher in watching:
+        await watcher.disconnect()
     return events
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--turns", type=int, default=10)
+    parser.add_argument("--watchers", type=int, default=0, help="other sockets watching each turn")
     options = parser.parse_args()
     print(f"machine: {machine()}")
     with tempfile.TemporaryDirectory() as work, fake_llm("--tokens", "60", "--rate", "20") as llm:
@@ -151,7 +174,9 @@ def main() -> None:
                         counter.clear()
                 conversation = await Conversation.objects.acreate(owner=user)
                 census.last = len(census.statements)
-                events = await one_turn(application, census, str(conversation.pk), cookie)
+                events = await one_turn(
+                    application, census, str(conversation.pk), cookie, options.watchers
+                )
                 assert events[-1].get("state") == "complete", events[-1]
 
         asyncio.run(run_all())

@@ -109,6 +109,9 @@ REDIS_URL = env_str("REDIS_URL", "")
 # see chat/turns/follow.py).
 CHANNEL_CAPACITY = env_int("GLASSBOX_CHANNEL_CAPACITY", 100)
 REDIS_MAX_CONNECTIONS = env_int("GLASSBOX_REDIS_MAX_CONNECTIONS", 1000)
+# An open socket checks its right this often, besides being told when it is taken away and
+# checking before each new turn: for a login that expires while the socket is idle.
+GLASSBOX_SOCKET_RECHECK_SECONDS = env_float("GLASSBOX_SOCKET_RECHECK_SECONDS", 60.0)
 if REDIS_URL:
     # Pub/sub: a group message is one PUBLISH, and each process routes it to its sockets. The
     # core layer (a Redis list per process, a Lua script per send) cost twice the CPU per turn

@@ -12,6 +12,7 @@ from rest_framework.authtoken.models import Token
 
 from activity.audit import reseal
 from activity.models import ActivityEvent, ActivityFeed, FeedPreferences
+from chat.conversations.access import conversations_closed
 from chat.models import ContactRequest, Conversation, Message
 
 
@@ -49,12 +50,14 @@ def account_erase(*, user: Any) -> str:
     ActivityEvent.objects.filter(feed__owner=user).update(
         message="", arguments=None, result_summary="", result_content="", error=""
     )
-    # Their chains no longer match what they hold: sealed again, and the reseal recorded.
+    ActivityFeed.objects.filter(owner=user).update(hidden_from_owner=True, summary_text="")
+    # Their chains and closings no longer match what they hold: sealed again (the answers'
+    # texts now empty), and the reseal recorded.
     reseal(
         ActivityFeed.objects.filter(owner=user).values_list("pk", flat=True),
         reason=f"account erasure of user {user.pk}",
+        answer_text="",
     )
-    ActivityFeed.objects.filter(owner=user).update(hidden_from_owner=True, summary_text="")
     ContactRequest.objects.filter(owner=user).delete()
     FeedPreferences.objects.filter(user=user).delete()
     Token.objects.filter(user=user).delete()
@@ -63,6 +66,10 @@ def account_erase(*, user: Any) -> str:
     user.is_active = user.is_staff = user.is_superuser = False
     user.set_unusable_password()  # also ends every session: their hash no longer matches
     user.save()
+    # A bulk update sends no model signal: their open sockets are told here.
+    conversations_closed.send(
+        Conversation, conversation_ids=list(conversations.values_list("pk", flat=True))
+    )
     user.groups.clear()
     user.user_permissions.clear()
     return user.username

@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from collections import defaultdict
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -13,6 +14,7 @@ from django.db import connection
 from django.db.models import Case, Count, Exists, F, Max, OuterRef, Q, QuerySet, Subquery, When
 from django.db.models.functions import Coalesce
 from django.shortcuts import get_object_or_404
+from django.utils import translation
 
 from activity.events import RecordedEvent, Status
 from activity.export import FeedData, feed_data
@@ -296,15 +298,17 @@ def _turn_view(
     reasoning: dict[str, str] | None = None,
 ) -> TurnView:
     events = [row.to_event() for row in rows]
-    lines = visible_lines(
-        events,
-        times=[row.created_at for row in rows],
-        finished_at=message.feed.finished_at if message.feed else None,
-        detail=prefs.detail,
-        width=prefs.line_width,
-        show_reasoning=prefs.show_reasoning,
-        reasoning=reasoning,
-    )
+    # The lines written on reading (a decision's) speak the feed's language, as the rest do.
+    with translation.override(message.feed.language) if message.feed else nullcontext():
+        lines = visible_lines(
+            events,
+            times=[row.created_at for row in rows],
+            finished_at=message.feed.finished_at if message.feed else None,
+            detail=prefs.detail,
+            width=prefs.line_width,
+            show_reasoning=prefs.show_reasoning,
+            reasoning=reasoning,
+        )
     return TurnView(
         message=message,
         content=message.content,

@@ -9,8 +9,10 @@ from django.db import transaction
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 
-from activity.events import Status, with_seq
-from activity.models import ActivityEvent, ActivityFeed
+from activity.audit import purge
+from activity.events import Status
+from activity.models import ActivityFeed
+from chat.conversations.access import conversations_closed
 from chat.conversations.selectors import CONTACT_TOOL
 from chat.conversations.text_rules import looks_empty, unstorable, without_bidi_controls
 from chat.models import ContactRequest, Conversation, Message
@@ -58,6 +60,8 @@ def conversation_delete(*, conversation: Conversation) -> None:
         deleted_at=timezone.now()
     )
     ActivityFeed.objects.filter(conversation_id=conversation.pk).update(hidden_from_owner=True)
+    # A bulk update sends no model signal: its open sockets are told here.
+    conversations_closed.send(Conversation, conversation_ids=[conversation.pk])
 
 
 @transaction.atomic
@@ -75,8 +79,7 @@ def deleted_conversations_purge() -> int:
     )
     # Messages protect their feeds, so they go first.
     Message.objects.filter(conversation_id__in=expired).delete()
-    ActivityEvent.objects.filter(feed_id__in=feed_ids).delete()
-    ActivityFeed.objects.filter(pk__in=feed_ids).delete()
+    purge(feed_ids)
     Conversation.all_objects.filter(pk__in=expired).delete()
     return len(expired)
 
@@ -101,13 +104,11 @@ def contact_request_create(
     )
     # The view offers the form only on an answer whose feed's tool opened it.
     assert message.feed_id is not None
-    feed = ActivityFeed.objects.select_for_update().get(pk=message.feed_id)
-    last, head = ActivityEvent.head_of(feed.pk)
+    language = ActivityFeed.objects.values_list("language", flat=True).get(pk=message.feed_id)
     # In the turn's language, like every other line of its feed.
-    with translation.override(feed.language):
+    with translation.override(language):
         sent = Status(
             icon="📨", message=_("Contact request sent"), state="done", tool=CONTACT_TOOL
         )
-    sealed = ActivityEvent.append(feed, with_seq(sent, last + 1), after=head)
-    ActivityFeed.objects.filter(pk=feed.pk).update(event_count=last + 1, chain_head=sealed.chain)
+    ActivityFeed.append_line(message.feed_id, sent)
     return request

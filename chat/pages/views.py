@@ -74,9 +74,7 @@ def _conversation_page(request, conversation, *, draft: str = "", status: int = 
         "max_chars": settings.GLASSBOX_MAX_MESSAGE_CHARS,
         "draft": draft,
         # Without JavaScript the page reloads itself while an answer is being written.
-        "open_turn": any(
-            getattr(turn, "state", "") in Message.OPEN_STATES for turn in history.messages
-        ),
+        "refresh_url": _refresh_url(request, history.messages),
     }
     if before is not None and request.htmx:
         return render(request, "chat/_earlier_turns.html", context)
@@ -111,6 +109,17 @@ def _message_id(value: str | None) -> int | None:
     return (
         int(value) if value and value.isascii() and value.isdigit() and len(value) <= 18 else None
     )
+
+
+def _refresh_url(request, messages) -> str:
+    """Where the no-JS page's refresh goes while a turn is open, else ''. Each refresh names
+    a new address: a browser takes a refresh to its own address with a #fragment for a jump
+    within the page (Chromium reloads nothing), and the fragment keeps the answer in view."""
+    open_turn = next((m for m in messages if getattr(m, "state", "") in Message.OPEN_STATES), None)
+    if open_turn is None:
+        return ""
+    count = (_message_id(request.GET.get("refresh")) or 0) % 1_000_000 + 1
+    return f"{request.path}?refresh={count}#{open_turn.dom_id}"
 
 
 def _refused(request, conversation, text: str, status: int):

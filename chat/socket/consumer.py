@@ -14,27 +14,22 @@ from activity.preferences import FeedPrefs
 from chat import turns
 from chat.models import Conversation
 from chat.socket import inbound, reads, render
-from chat.socket.dispatch import DirectConsumer
-from chat.socket.session import session_group
+from chat.socket.guard import CLOSE_CODES, GuardedConsumer
 from chat.socket.viewer import Screen
 from chat.turns import actions, broadcast
-from project.languages import language_from_browser, page_language
+from project.languages import socket_language
 
-# Close codes in the 4000s: htmx's ws extension reconnects only after 1006/1011/1012/1013.
-CLOSE_UNAUTHENTICATED = 4401
-CLOSE_NOT_FOUND = 4404
 CLOSE_TOO_MANY = 4429
 JSON_PROTOCOL = "glassbox.json"
-CLOSE_CODES = {
-    reads.Refused.SESSION: CLOSE_UNAUTHENTICATED,
-    reads.Refused.CONVERSATION: CLOSE_NOT_FOUND,
-}
 
 
-class ChatConsumer(DirectConsumer):
+class ChatConsumer(GuardedConsumer):
     conversation: Conversation
     prefs: FeedPrefs
     language: str
+    # The answer this socket's own question (or regeneration) started, its right checked
+    # as it was admitted.
+    admitted: int | None = None
 
     def direct(self, message: dict[str, Any]) -> bool:
         """A turn's event, handed to its viewer at once if this socket shows that turn."""
@@ -51,39 +46,20 @@ class ChatConsumer(DirectConsumer):
             return await self.refuse(CLOSE_CODES[opening])
         self.user = user = self.scope["user"] = opening.user
         self.conversation, self.prefs = opening.conversation, opening.prefs
-        language, running = opening.language, opening.running
         # Activated for this connection's task only: every fragment it renders, and every
-        # turn it starts, speaks the language of the page it serves. The page names the
-        # language it was rendered in: a browser's handshake headers need not match the ones
-        # its page request sent.
-        self.language = (
-            page_language(self.scope.get("query_string", b""))
-            or language
-            or language_from_browser(self.scope.get("cookies", {}), self.scope.get("headers", []))
-        )
+        # turn it starts, speaks the language of the page it serves.
+        self.language = socket_language(self.scope, opening.language)
         translation.activate(self.language)
         self.flood = inbound.FloodGuard()
         # Group messages wait until connect returns, so none is lost or shown twice between
-        # joining the group and the snapshot of a running turn.
-        self.session_key = self.scope["session"].session_key or ""
-        # The login session was verified as it opened: as it was then, it is what each
-        # message's check compares with.
-        stored = getattr(self.scope["session"], "stored", None)
-        self.permit = reads.Permit(
-            self.session_key,
-            user.pk,
-            self.conversation.pk,
-            seen=(stored, user.password) if stored else None,
-        )
-        self.groups = [self.conversation.group_name, session_group(self.session_key)]
-        for group in self.groups:
-            await self.channel_layer.group_add(group, self.channel_name)
+        # joining the groups and the snapshot of a running turn.
+        await self.watch(user, self.conversation)
         await self.accept(subprotocol=JSON_PROTOCOL if self.wants_json else None)
         self.screen = Screen(
             conversation_id=self.conversation.pk, send=self.send_text, wants_json=self.wants_json
         )
-        if running is not None:
-            await self.screen.join(running, self.prefs)
+        if opening.running is not None:
+            await self.screen.join(opening.running, self.prefs)
 
     @property
     def wants_json(self) -> bool:
@@ -97,10 +73,15 @@ class ChatConsumer(DirectConsumer):
 
     async def disconnect(self, code: int) -> None:
         # Channels leaves self.groups itself.
+        self.stop_showing()
+
+    def stop_showing(self) -> None:
         if hasattr(self, "screen"):
             self.screen.close()
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        if self.ended:
+            return
         if self.flood.flooded():
             await self.send_notice(_("Too many messages at once; this page stopped listening."))
             return await self.close(code=CLOSE_TOO_MANY)
@@ -115,8 +96,8 @@ class ChatConsumer(DirectConsumer):
             if not isinstance(request, actions.Ask):
                 await database_sync_to_async(allowed)()
             await self.act(request, allowed)
-        except reads.NotAllowed as refused:
-            await self.close(code=CLOSE_CODES[refused.reason])
+        except reads.NotAllowed as problem:
+            await self.refused(problem)
         except turns.TurnRejected as refusal:
             await self.send_notice(str(refusal))
 
@@ -134,16 +115,13 @@ class ChatConsumer(DirectConsumer):
             language=self.language,
             guard=allowed,
         )
-        if isinstance(started, turns.StartedTurn) and not started.joined:
+        if not isinstance(started, turns.StartedTurn):
+            return
+        self.admitted = started.answer.pk
+        if not started.joined:
             # The asker shows its own turn without waiting for the layer's broadcast (lost
             # if the layer fails, as after a Redis restart); the broadcast then finds it shown.
-            await self.turn_started(
-                broadcast.turn_started(
-                    question_id=started.question.pk,
-                    answer_id=started.answer.pk,
-                    replaces=started.replaces,
-                )
-            )
+            await self.turn_started(broadcast.turn_started(started))
 
     async def send_text(self, text: str) -> None:
         await self.send(text_data=text)
@@ -151,13 +129,20 @@ class ChatConsumer(DirectConsumer):
     async def send_notice(self, text: str) -> None:
         await self.send(text_data=render.refusal(text, as_json=self.wants_json))
 
-    # Channel-layer handlers: one per message type sent to the groups.
-
-    async def session_ended(self, message: dict[str, Any]) -> None:
-        await self.close(code=CLOSE_UNAUTHENTICATED)
+    # Channel-layer handlers: one per message type sent to the groups (and chat.socket.guard's).
 
     async def turn_started(self, message: dict[str, Any]) -> None:
-        self.prefs = await self.screen.started(message, self.user.pk, self.prefs)
+        """A new turn of the conversation. Unless this socket asked it (and was checked as
+        it did), its right is checked first, in the trip that reads the turn: a right taken
+        away without a signal still shows nothing of it."""
+        if self.ended or not hasattr(self, "permit"):  # refused as it opened
+            return
+        guard = None if message["answer_id"] == self.admitted else self.permit.check
+        try:
+            self.prefs = await self.screen.started(message, self.user.pk, self.prefs, guard)
+        except reads.NotAllowed as problem:
+            await self.refused(problem)
 
     async def turn_event(self, message: dict[str, Any]) -> None:
-        self.screen.deliver(message)
+        if not self.ended:
+            self.screen.deliver(message)

@@ -34,10 +34,12 @@ async def dispatch_all(
     layer: Callable[[], Awaitable[Message]] | None,
     dispatch: Callable[[Message], Awaitable[None]],
     direct: Callable[[Message], bool],
+    clock: Callable[[], Awaitable[Message]] | None = None,
 ) -> None:
     """Handles the client's and the layer's messages until a handler raises (StopConsumer
     ends a socket). `direct` may take a layer message itself when nothing waits before it;
-    it returns whether it did."""
+    it returns whether it did. `clock`, if given, is a third source: messages the socket
+    gives itself from time to time, handled in order with the others."""
     inbox: asyncio.Queue[Message | Exception] = asyncio.Queue()
     # Group messages held while the socket is busy; past it they are dropped as the channel
     # layers drop them (a turn's followers fill what they missed from the database).
@@ -60,6 +62,8 @@ async def dispatch_all(
     pumps = [asyncio.create_task(pump(client, from_layer=False))]
     if layer is not None:
         pumps.append(asyncio.create_task(pump(layer, from_layer=True)))
+    if clock is not None:
+        pumps.append(asyncio.create_task(pump(clock, from_layer=False)))
     try:
         while True:
             message = await inbox.get()
@@ -88,12 +92,20 @@ class DirectConsumer(AsyncWebsocketConsumer):
         self.base_send = send
         with contextlib.suppress(StopConsumer):
             await dispatch_all(
-                client=receive, layer=layer, dispatch=self.dispatch, direct=self.direct
+                client=receive,
+                layer=layer,
+                dispatch=self.dispatch,
+                direct=self.direct,
+                clock=self.clock(),
             )
 
     def direct(self, message: Message) -> bool:
         """Handles `message` now, if it can, and says whether it did."""
         return False
+
+    def clock(self) -> Callable[[], Awaitable[Message]] | None:
+        """What gives the socket its next message to itself, if it takes any."""
+        return None
 
     async def dispatch(self, message: Message) -> None:
         """As Channels' own, without its trip to the database thread before every message

@@ -6,7 +6,7 @@ from __future__ import annotations
 import enum
 import functools
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from importlib import import_module
 from types import SimpleNamespace
@@ -224,10 +224,13 @@ def _open_answer(conversation: Conversation) -> int | None:
 
 @database_sync_to_async
 def new_turn(
-    question_id: int, answer_id: int, user_id: int
+    question_id: int, answer_id: int, user_id: int, guard: Callable[[], None] | None = None
 ) -> tuple[Message, TurnView, FeedPrefs]:
     """What a page shows of a turn that just began, and its viewer's preferences, read again
-    for each turn so a change applies from the next question."""
+    for each turn so a change applies from the next question; `guard` (a Permit's check)
+    runs first, and whatever it raises reads nothing."""
+    if guard is not None:
+        guard()
     messages = {
         m.pk: m
         for m in Message.objects.select_related("feed", "conversation").filter(

@@ -8,6 +8,8 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from channels.db import database_sync_to_async
+
 from activity.events import TurnStarted, to_json
 from activity.live import LivePresenter
 from activity.live_markdown import split_settled
@@ -20,7 +22,8 @@ from chat.socket import reads, render
 
 def presenter_after(view: TurnView, prefs: FeedPrefs) -> LivePresenter:
     """A presenter for a turn shown from a snapshot: what it holds counts as shown."""
-    presenter = LivePresenter(prefs, view.pk, draft_shown=True)
+    language = view.feed.language if view.feed is not None else ""
+    presenter = LivePresenter(prefs, view.pk, draft_shown=True, language=language)
     presenter.tail = split_settled(view.content)[1]  # the snapshot rendered the rest
     presenter.shown.extend(line.key for line in view.lines)
     for event in view.events:
@@ -106,18 +109,29 @@ class Screen:
     def shows(self, answer_id: int) -> bool:
         return answer_id in self.viewers
 
-    def start(self, answer_id: int, prefs: FeedPrefs) -> None:
-        """A turn that began while the socket was open: followed from its start."""
-        self._view(answer_id, prefs, LivePresenter(prefs, answer_id), turns.Position())
+    def start(self, answer_id: int, prefs: FeedPrefs, language: str = "") -> None:
+        """A turn that began while the socket was open: followed from its start, its own
+        lines in the feed's `language`."""
+        presenter = LivePresenter(prefs, answer_id, language=language)
+        self._view(answer_id, prefs, presenter, turns.Position())
 
-    async def started(self, message: dict[str, Any], user_id: int, prefs: FeedPrefs) -> FeedPrefs:
+    async def started(
+        self,
+        message: dict[str, Any],
+        user_id: int,
+        prefs: FeedPrefs,
+        guard: Callable[[], None] | None = None,
+    ) -> FeedPrefs:
         """A turn of this conversation began: the page gets its question and its (empty)
         answer, or a program their ids, and the turn is followed from its start. Returns
-        the viewer's preferences, read again with the turn."""
+        the viewer's preferences, read again with the turn. `guard` runs first, in the same
+        trip to the database: whatever it raises shows nothing."""
         answer_id = message["answer_id"]
         if self.shows(answer_id):
             return prefs  # already in this socket's snapshot
-        if self.wants_json:  # the ids say it all: nothing to read
+        if self.wants_json:  # the ids say it all: nothing to read but the guard's check
+            if guard is not None:
+                await database_sync_to_async(guard)()
             replaces = message.get("replaces")
             started = TurnStarted(
                 str(message["question_id"]), str(answer_id), str(replaces) if replaces else ""
@@ -125,14 +139,14 @@ class Screen:
             await self.send(render.as_json_event(started))
         else:
             question, answer, prefs = await reads.new_turn(
-                message["question_id"], answer_id, user_id
+                message["question_id"], answer_id, user_id, guard
             )
             if message.get("replaces"):
                 earlier = await turns.snapshot(message["replaces"], prefs)
                 await self.send(render.regenerated(question, earlier[0], answer))
             else:
                 await self.send(render.started(question, answer))
-        self.start(answer_id, prefs)
+        self.start(answer_id, prefs, message.get("language", ""))
         return prefs
 
     async def join(self, answer_id: int, prefs: FeedPrefs) -> None:
@@ -153,8 +167,13 @@ class Screen:
         return viewer is not None
 
     def close(self) -> None:
+        """Stops every viewer; nothing delivered after is shown."""
         for viewer in self.viewers.values():
             viewer.close()
+        self.viewers.clear()
+
+    def _forget(self, answer_id: int) -> None:
+        self.viewers.pop(answer_id, None)
 
     def _view(
         self, answer_id: int, prefs: FeedPrefs, presenter: LivePresenter, after: turns.Position
@@ -167,5 +186,5 @@ class Screen:
             after=after,
             send=self.send,
             wants_json=self.wants_json,
-            ended=self.viewers.pop,
+            ended=self._forget,
         )

@@ -81,9 +81,7 @@ async def begin(
     )
     if not turn.joined:
         # The question appears on every open tab before the agent starts.
-        await send_turn_started(
-            conversation.group_name, question_id=turn.question.pk, answer_id=turn.answer.pk
-        )
+        await send_turn_started(turn)
         registry.launch(turn.answer.pk, runner.run(answer=turn.answer, history=history, **options))
     return turn
 
@@ -108,12 +106,7 @@ async def regenerate(
     turn, history = await database_sync_to_async(_admitted)(
         admit_again, conversation=conversation, answer_id=answer_id, language=language
     )
-    await send_turn_started(
-        conversation.group_name,
-        question_id=turn.question.pk,
-        answer_id=turn.answer.pk,
-        replaces=turn.replaces,
-    )
+    await send_turn_started(turn)
     registry.launch(turn.answer.pk, runner.run(answer=turn.answer, history=history, **options))
     return turn
 

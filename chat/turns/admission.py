@@ -22,6 +22,7 @@ from activity.models import ActivityFeed
 from chat.conversations.text_rules import looks_empty, unstorable
 from chat.models import Conversation, Message
 from chat.turns.recovery import dead_turns_recover
+from project.languages import written_language
 from project.sql import column, table
 
 
@@ -92,8 +93,9 @@ def admit(
 ) -> StartedTurn:
     """Saves the question and a streaming answer with its feed, or refuses if a turn of this
     conversation is already running. A known client_id joins its turn instead. The turn
-    speaks `language` (by default the active one) in its feed and to the model. `guard`
-    runs first: what it raises stops the turn."""
+    speaks the question's language in its feed and to the model when Glassbox writes it,
+    else `language` (by default the active one). `guard` runs first: what it raises stops
+    the turn."""
     if guard is not None:
         guard()
     language = language or translation.get_language() or settings.LANGUAGE_CODE
@@ -102,6 +104,8 @@ def admit(
         if joined is not None:
             return joined
     question = question_clean(text)
+    # One language per feed: the question's, when Glassbox writes it, as the model answers it.
+    language = written_language(question) or language
     _check_limits(conversation.owner_id)
     try:
         return _turn_create(conversation, question, client_id, language)
@@ -133,6 +137,7 @@ def admit_again(
         raise TurnRejected(_("That answer is still being written."))
     question = conversation.messages.filter(id__lt=last.pk).order_by("-id").first()
     assert question is not None  # an answer always follows its question
+    language = written_language(question.content) or language
     _check_limits(conversation.owner_id)
     try:
         with transaction.atomic():

@@ -6,9 +6,14 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from channels.layers import get_channel_layer
+
+from chat.models import Conversation
+
+if TYPE_CHECKING:
+    from chat.turns.admission import StartedTurn
 
 logger = logging.getLogger("glassbox.broadcast")
 
@@ -26,27 +31,23 @@ async def group_send(group: str, message: dict[str, Any]) -> None:
         logger.warning("could not broadcast %s to %s", message.get("type"), group, exc_info=True)
 
 
-def turn_started(
-    *, question_id: int, answer_id: int, replaces: int | None = None
-) -> dict[str, Any]:
+def turn_started(turn: StartedTurn) -> dict[str, Any]:
     """The message that tells a conversation's sockets a turn began; the socket that asked
     is handed it directly, so it never depends on the layer for its own turn."""
     message: dict[str, Any] = {
         "type": "turn.started",
-        "question_id": question_id,
-        "answer_id": answer_id,
+        "question_id": turn.question.pk,
+        "answer_id": turn.answer.pk,
+        # The feed's: the lines a socket writes itself (the draft's label) speak it too.
+        "language": turn.answer.answer_feed.language,
     }
-    if replaces is not None:
-        message["replaces"] = replaces
+    if turn.replaces is not None:
+        message["replaces"] = turn.replaces
     return message
 
 
-async def send_turn_started(
-    group: str, *, question_id: int, answer_id: int, replaces: int | None = None
-) -> None:
-    await group_send(
-        group, turn_started(question_id=question_id, answer_id=answer_id, replaces=replaces)
-    )
+async def send_turn_started(turn: StartedTurn) -> None:
+    await group_send(Conversation.group_name_for(turn.answer.conversation_id), turn_started(turn))
 
 
 async def send_turn_event(

@@ -25,6 +25,7 @@ from django.db.models import Count, Max
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 
+from activity.chain import text_digest
 from activity.events import Done, Status, to_json, with_seq
 from activity.models import ActivityEvent, ActivityFeed
 from chat.models import Conversation, Message
@@ -76,13 +77,13 @@ def dead_turns_recover(
 
 
 def _tell_clients(answer: Message, last_seq: int) -> None:
-    """Open sockets and API streams of the conversation see the turn end."""
-    event = ActivityEvent.objects.get(feed_id=answer.feed_id, seq=last_seq).to_event()
-    assert isinstance(event, Status)  # the ⚠️ line _interrupt wrote
-    done = Done(str(answer.pk), "interrupted", event.icon, event.message)
+    """Open sockets and API streams of the conversation see the turn end (with the ⚠️ line
+    _interrupt wrote, or showed only, when it could not seal it)."""
+    line = lost()
+    done = Done(str(answer.pk), "interrupted", line.icon, line.message)
     group = Conversation.group_name_for(answer.conversation_id)
     try:
-        for item in (event, done):
+        for item in (with_seq(line, last_seq), done):
             async_to_sync(send_turn_event)(group, answer_id=answer.pk, event=to_json(item))
     except Exception:
         logger.exception(
@@ -92,7 +93,9 @@ def _tell_clients(answer: Message, last_seq: int) -> None:
 
 @transaction.atomic
 def _interrupt(answer: Message, feed: ActivityFeed) -> int | None:
-    """Closes the turn with the ⚠️ line; its seq, or None if another process closed it."""
+    """Closes the turn with the ⚠️ line; its seq, or None if another process closed it. A
+    feed whose record fails its check (its last events removed, say) is closed without a
+    line and without a seal: sealing after it would make the damage read intact."""
     # Only one process may close a turn: the state check makes the update the lock.
     closed = Message.objects.filter(pk=answer.pk, state=Message.State.STREAMING).update(
         state=Message.State.INTERRUPTED
@@ -104,15 +107,27 @@ def _interrupt(answer: Message, feed: ActivityFeed) -> int | None:
     # with the turn in this pass): a follower that saw that line would take this one for it.
     seq = max(written["seq"] or 0, feed.seq_reserved) + 1
     line = lost()
+    ended = {
+        "state": ActivityFeed.State.INTERRUPTED,
+        "finished_at": timezone.now(),
+        "summary_icon": line.icon,
+        "summary_text": line.message,
+    }
+    if not ActivityFeed.holds(feed.pk):
+        logger.error(
+            "feed %s of turn %s fails its chain check: closed as interrupted without sealing "
+            "after it; manage.py verify_audit names the break",
+            feed.pk,
+            answer.pk,
+        )
+        ActivityFeed.objects.filter(pk=feed.pk).update(**ended)
+        return seq
     sealed = ActivityEvent.append(
         feed, with_seq(line, seq), after=ActivityEvent.head_of(feed.pk)[1]
     )
     ActivityFeed.objects.filter(pk=feed.pk).update(
-        state=ActivityFeed.State.INTERRUPTED,
-        finished_at=timezone.now(),
-        summary_icon=line.icon,
-        summary_text=line.message,
-        event_count=written["count"] + 1,
-        chain_head=sealed.chain,
+        **ended, event_count=written["count"] + 1, chain_head=sealed.chain
     )
+    content = Message.objects.filter(pk=answer.pk).values_list("content", flat=True).get()
+    ActivityFeed.seal_end(feed.pk, answer_sha256=text_digest(content))
     return seq

@@ -313,11 +313,11 @@ async def _finish(
     labels = (tools or default_registry()).labels()
     shown = FeedPrefs.from_mappings(settings.GLASSBOX_FEED).show_reasoning
     summary = summarize(recorder.events, labels, shown)
-    content, feed = text.text, recorder.finished(state, summary)
+    content, feed = text.text, recorder.finished(state, summary, text.text)
 
     def end() -> None:
         update_row(Message, answer.pk, {"content": content, "state": state})
-        update_row(ActivityFeed, recorder.feed.pk, feed)
+        ActivityFeed.close(recorder.feed.pk, feed)
 
     # Every event, the text and the end in one transaction, before `done` goes out.
     await recorder.write(end)

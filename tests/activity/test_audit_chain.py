@@ -71,15 +71,19 @@ def test_an_event_edited_with_sql_breaks_its_chain_and_verify_says_where(two_tur
     status, out = verify()
     assert status == 1
     assert f"feed {searched.feed_id}: BROKEN, event seq {found.seq} does not match" in out
-    assert "1 intact, 1 broken" in out and "1 feed(s) fail verification" in out
+    assert (
+        "1 intact, 1 broken" in out
+        and "1 feed(s) and 0 ledger problem(s) fail verification" in out
+    )
 
 
 def test_links_are_sealed_once_a_result_has_them_and_older_events_keep_their_hashes(two_turns):
     searched, _ = two_turns
     result = ActivityEvent.objects.filter(feed=searched.feed_id, kind="tool_result").first()
-    values = result.sealed_values()
-    # Written before the column existed (no key) or without links (null): the same hash.
-    before = {k: v for k, v in values.items() if k != "result_links"}
+    values = result.sealed_values() | {"seal_version": 1}
+    # Sealed by the first version, written before the column existed (no key) or without
+    # links (null): the same hash.
+    before = {k: v for k, v in values.items() if k not in ("result_links", "seal_version")}
     assert link("x", before) == link("x", values | {"result_links": None})
     assert link("x", values | {"result_links": [{"uri": "https://example.org"}]}) != link(
         "x", values

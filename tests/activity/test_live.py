@@ -189,7 +189,7 @@ def test_raw_detail_adds_the_tools_arguments_to_its_line():
 
 
 def test_a_long_raw_detail_is_shortened_in_its_middle_keeping_the_line_start():
-    presenter = LivePresenter(FeedPrefs(detail="raw", line_width=50), 1)
+    presenter = LivePresenter(FeedPrefs(detail="raw", line_width=70), 1)
     play(presenter, SEARCH[:2])
     arguments = {"feedback_to_user": "Looking up salary tips",
                  "query": "salary bands for senior engineers in Milan in 2026"}  # fmt: skip
@@ -197,16 +197,27 @@ def test_a_long_raw_detail_is_shortened_in_its_middle_keeping_the_line_start():
         {"type": "tool_call", "seq": 3, "tool": "search_documents", "call_id": "c1",
          "arguments": arguments}
     )  # fmt: skip
-    assert op.line.message == "Looking up salary tips, query: salary…ilan in 2026"
-    assert len(op.line.message) == 50
+    assert (
+        op.line.message == "Looking up salary tips, query: salary bands for…neers in Milan in 2026"
+    )
+    assert len(op.line.message) == 70
     assert op.line.full == "Looking up salary tips, query: " + arguments["query"]
 
 
-def test_long_lines_are_cut_keeping_their_start():
+def test_a_long_line_is_shortened_in_its_middle_keeping_its_start_and_its_outcome():
     presenter = LivePresenter(FeedPrefs(line_width=20), 1)
-    (op,) = presenter.on_event(status(1, "🔍", "Looking up the salary bands of 2026 in Milan"))
-    assert op.line.message == "Looking up the sala…"
-    assert op.line.full == "Looking up the salary bands of 2026 in Milan"
+    done = "Compared the salary surveys " + "of 2026 in Milan, " * 6 + "median 52,000 EUR"
+    (op,) = presenter.on_event(status(1, "🧩", done))
+    assert op.line.message.startswith("Compared the salary surveys of 2026")
+    assert op.line.message.endswith("median 52,000 EUR")
+    assert op.line.full == done
+
+
+def test_feedback_of_a_hundred_characters_shows_whole_live_at_any_width():
+    presenter = LivePresenter(FeedPrefs(line_width=20), 1)
+    feedback = "Sto cercando " + "x" * 87 + "..."
+    (op,) = presenter.on_event(status(1, "🔍", feedback))
+    assert (op.line.message, op.line.full) == (feedback, "")
 
 
 def test_auto_labels_come_from_the_pool_and_stay_put_for_a_turn():

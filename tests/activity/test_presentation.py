@@ -1,7 +1,15 @@
 from __future__ import annotations
 
 from activity.events import Status, ToolCall, ToolResult
-from activity.presentation import Summary, ToolLabels, summarize, visible_lines
+from activity.presentation import (
+    DETAIL_ROOM,
+    WHOLE_MESSAGE,
+    Summary,
+    ToolLabels,
+    summarize,
+    visible_lines,
+)
+from chat.agent.tools import truncate_feedback
 
 LABELS = {
     "search_documents": ToolLabels(
@@ -99,7 +107,42 @@ def test_raw_detail_shows_the_arguments_in_history_too():
     assert lines[0].message == "Looking up salaries, query: salary"
 
 
-def test_history_lines_are_cut_to_the_width_with_the_full_text_kept():
-    lines = visible_lines(search_turn(), width=12)
-    assert lines[0].message == "Looking up…"
-    assert lines[0].full == "Looking up salaries"
+def test_a_line_shorter_than_the_longest_feedback_is_never_cut_whatever_the_width():
+    lines = visible_lines(search_turn(), width=20)
+    assert lines[0].message == "Looking up salaries"
+    assert lines[0].full == ""
+
+
+def test_the_longest_feedback_a_model_may_write_is_shown_whole_at_the_default_width():
+    feedback = truncate_feedback("Cerco " + "consigli per il colloquio di lavoro " * 5)
+    assert len(feedback) == WHOLE_MESSAGE  # 100 characters and the server's "..."
+    events = [Status("🔍", feedback, "in_progress", "search_documents", "c1", 1)]
+    for width in (20, 80):
+        (line,) = visible_lines(events, width=width)
+        assert (line.message, line.full) == (feedback, "")
+
+
+def test_a_long_calculation_keeps_its_result_and_shortens_its_expression():
+    expression = " + ".join(str(n) for n in range(1, 41))
+    done = f"Calculated {expression} = 820"
+    events = [Status("🧮", done, "done", "calculator", "c1", 1)]
+    (line,) = visible_lines(events)
+    assert len(done) > WHOLE_MESSAGE and len(line.message) == WHOLE_MESSAGE
+    assert line.message.startswith("Calculated 1 + 2 + 3")
+    assert line.message.endswith("+ 39 + 40 = 820")
+    assert "…" in line.message
+    assert line.full == done
+
+
+def test_a_raw_detail_still_shows_beside_a_long_feedback():
+    feedback = "Looking up how to prepare a job interview for a senior engineering role in Milan"
+    path = "/srv/knowledge/interviews/senior-engineering/milan/2026/preparation-guide.md"
+    events = [
+        Status("🔍", feedback, "in_progress", "search_documents", "c1", 1),
+        ToolCall("search_documents", "c1", {"path": path}, seq=2),
+    ]
+    (line,) = visible_lines(events, detail="raw")
+    shown_detail = line.message.removeprefix(feedback + ", ")
+    assert len(shown_detail) == DETAIL_ROOM
+    assert shown_detail.startswith("path: /srv") and shown_detail.endswith("guide.md")
+    assert line.full == f"{feedback}, path: {path}"

@@ -5,7 +5,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from activity.chain import link
+from activity.chain import GENESIS, link
 from activity.models import ActivityEvent, ActivityFeed
 from chat.models import Conversation, Message
 from chat.turns.admission import TurnRejected, admit
@@ -18,10 +18,9 @@ def stalled_turn(conversation, *, silent_for: float, beat_ago: float | None = No
     """A streaming turn whose process went quiet `silent_for` seconds ago."""
     turn = admit(conversation=conversation, text="How do I negotiate my salary?")
     Message.objects.filter(pk=turn.answer.pk).update(content="Partial answer")
-    ActivityEvent.objects.create(feed=turn.answer.feed, seq=1, kind="status", icon="🔍",
-                                 message="Looking up", state="in_progress")  # fmt: skip
     long_ago = timezone.now() - timedelta(seconds=silent_for)
-    ActivityEvent.objects.filter(feed=turn.answer.feed).update(created_at=long_ago)
+    ActivityEvent(feed=turn.answer.feed, seq=1, kind="status", icon="🔍", message="Looking up",
+                  state="in_progress", created_at=long_ago).seal(GENESIS).save()  # fmt: skip
     heartbeat = timezone.now() - timedelta(seconds=beat_ago) if beat_ago is not None else None
     ActivityFeed.objects.filter(pk=turn.answer.feed_id).update(
         started_at=long_ago, heartbeat_at=heartbeat

@@ -100,3 +100,19 @@ def test_the_session_store_remembers_the_row_it_read(client, alice):
     async_to_sync(loaded_async.aload)()
     assert loaded_async.stored == row.session_data
     assert store("no-such-session").stored is None
+
+
+def test_clearing_expired_sessions_is_one_statement_and_keeps_live_ones(client, alice, bob):
+    """`manage.py clearsessions` with a receiver of session deletions (the sockets') still
+    deletes in one statement, without loading the rows."""
+    from django.core.management import call_command
+    from django.test import Client
+
+    client.force_login(alice)
+    Session.objects.update(expire_date=timezone.now())
+    Client().force_login(bob)
+    assert Session.objects.count() == 2
+    with CaptureQueriesContext(connection) as queries:
+        call_command("clearsessions")
+    assert len(queries) == 1 and queries[0]["sql"].startswith("DELETE")
+    assert [s.get_decoded()["_auth_user_id"] for s in Session.objects.all()] == [str(bob.pk)]

@@ -39,6 +39,23 @@ async def test_asking_by_post_starts_the_turn_and_shows_the_page(
     assert (await client.get(url)).status_code == 405  # never a GET that carries a question
 
 
+async def test_each_refresh_of_an_open_turn_goes_to_a_new_address_keeping_the_answer_in_view(
+    alice, alice_conversation
+):
+    """A refresh to the page's own address with a #fragment is a jump within the page for a
+    browser (Chromium reloads nothing): each one names the next address instead."""
+    client = await logged_in(alice)
+    page_url = f"/c/{alice_conversation.pk}/"
+    await client.post(f"{page_url}act/", {"message": "Email advisor@example.com: can we meet?"})
+    await finish_all()  # the turn waits for its approval: open, with no task
+    answer = await Message.objects.aget(role="assistant")
+
+    for asked, next_count in (("", 1), ("?refresh=1", 2), ("?refresh=41", 42), ("?refresh=x", 1)):
+        page = (await client.get(page_url + asked)).content.decode()
+        refresh = f'content="3; url={page_url}?refresh={next_count}#m-{answer.pk}"'
+        assert f'<noscript><meta http-equiv="refresh" {refresh}></noscript>' in page
+
+
 async def test_a_refusal_answers_with_the_page_and_keeps_the_question(
     alice, alice_conversation, settings
 ):

@@ -120,7 +120,8 @@ def test_a_direct_answer_shows_no_feed_at_all(conversation):
         ),
         ("Simulate a failure while looking up salaries", "Knowledge base query failed"),
         ("What is 52,000 * 1.07 / 12?", "Did a calculation"),
-        ("Come posso negoziare lo stipendio?", "Searched the knowledge base"),
+        # One language per feed: the question's, on an English page.
+        ("Come posso negoziare lo stipendio?", "Ha cercato nella base di conoscenza"),
     ],
 )
 def test_each_try_asking_prompt_folds_into_its_summary(conversation, question, summary):

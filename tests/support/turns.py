@@ -14,3 +14,23 @@ def run_turn(conversation: Conversation, question: str, **options) -> Message:
     turn = admit(conversation=conversation, text=question)
     async_to_sync(runner.run)(answer=turn.answer, **options)
     return Message.objects.select_related("feed").get(pk=turn.answer.pk)
+
+
+def decided_turn(conversation: Conversation, question: str, *, user, approve: bool) -> Message:
+    """A turn whose tool asks first, run until it pauses, then decided by `user` and run to its
+    end (in one event loop: the decision launches the rest as a task)."""
+    from chat.models import ToolApproval
+    from chat.turns import approvals
+    from chat.turns.registry import finish_all
+
+    answer = run_turn(conversation, question)
+    call_id = ToolApproval.objects.get(answer=answer).call_id
+
+    async def decide() -> None:
+        await approvals.decide(
+            conversation_id=conversation.pk, call_id=call_id, user=user, approve=approve
+        )
+        await finish_all()
+
+    async_to_sync(decide)()
+    return Message.objects.select_related("feed").get(pk=answer.pk)
