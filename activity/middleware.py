@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.utils import translation
 from django.utils.deprecation import MiddlewareMixin
 
-from activity.selectors import settings_of
+from activity.selectors import reader_settings
 
 
 class UserLanguageMiddleware(MiddlewareMixin):
@@ -16,7 +16,7 @@ class UserLanguageMiddleware(MiddlewareMixin):
         user = getattr(request, "user", None)
         if user is None or not user.is_authenticated:
             return
-        _, language = settings_of(request)
+        language = reader_settings(request).language
         if language:
             translation.activate(language)
             request.LANGUAGE_CODE = translation.get_language()

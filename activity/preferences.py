@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.utils.translation import gettext, gettext_noop
 
@@ -114,3 +114,11 @@ def _coerce(name: str, value: Any) -> Any:
     if name == "show_after":
         return float(value)
     return value
+
+
+class ReaderSettings(NamedTuple):
+    """What a user chose for their pages: how the feed is shown, and the language they saved
+    ('' follows the browser)."""
+
+    feed: FeedPrefs
+    language: str

@@ -6,21 +6,28 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
+from weakref import WeakKeyDictionary
 
 from django.db.models import F, QuerySet
+from django.http import HttpRequest
 
 from activity.access import is_auditor
 from activity.events import thinking_id
 from activity.models import ActivityEvent, ActivityFeed, FeedPreferences, ModelCall
-from activity.preferences import FeedPrefs
+from activity.preferences import ReaderSettings
+
+# Per request, kept only while it lives: the language middleware and the page's view share
+# one read of the row.
+_read: WeakKeyDictionary[HttpRequest, ReaderSettings] = WeakKeyDictionary()
 
 
-def settings_of(request) -> tuple[FeedPrefs, str]:
-    """The logged-in user's feed preferences and saved language, read once per request: the
-    language middleware and the page's view share the row."""
-    if not hasattr(request, "_glassbox_settings"):
-        request._glassbox_settings = FeedPreferences.settings_for(request.user.pk)
-    return request._glassbox_settings
+def reader_settings(request: HttpRequest) -> ReaderSettings:
+    """The logged-in user's feed preferences and saved language, read once per request."""
+    if request not in _read:
+        user_id = request.user.pk
+        assert user_id is not None, "asked only for a logged-in user"
+        _read[request] = ReaderSettings(*FeedPreferences.settings_for(user_id))
+    return _read[request]
 
 
 def feeds_visible_to(user: Any) -> QuerySet[ActivityFeed]:

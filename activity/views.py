@@ -12,7 +12,7 @@ from django.views.decorators.http import require_POST
 
 from activity.forms import FeedPreferencesForm
 from activity.models import ActivityFeed, FeedPreferences
-from activity.selectors import settings_of
+from activity.selectors import reader_settings
 from project.languages import supported
 
 
@@ -30,7 +30,7 @@ def preferences(request):
         FeedPreferences.objects.filter(user=request.user).update(overrides={})
         messages.success(request, _("Your feed preferences are back to the defaults."))
         return redirect("activity:preferences")
-    current, language = settings_of(request)
+    current, language = reader_settings(request)
     if request.method == "POST":
         form = FeedPreferencesForm(request.POST)
         if form.is_valid():

@@ -9,7 +9,6 @@ from django.contrib.auth.admin import UserAdmin
 from django.contrib.auth.models import User
 from django.template.response import TemplateResponse
 
-from chat.agent.mcp import admin as mcp_admin  # noqa: F401  (the MCP servers' page registers itself)
 from chat.conversations.erasure import ErasureRefused, account_erase, terms
 from chat.conversations.services import conversation_delete
 from chat.models import (
@@ -20,12 +19,12 @@ from chat.models import (
     OutboxEmail,
     ToolApproval,
 )
+from chat.servers import admin as mcp_admin  # noqa: F401  (the MCP servers' page registers itself)
 
 
 class MessageInline(admin.TabularInline):
     model = Message
-    fields = ["role", "state", "content", "feed", "created_at"]
-    readonly_fields = fields
+    fields = readonly_fields = ("role", "state", "content", "feed", "created_at")
     extra = 0
     can_delete = False
     show_change_link = True

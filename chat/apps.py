@@ -9,14 +9,24 @@ class ChatConfig(AppConfig):
     verbose_name = "Chat"
 
     def ready(self) -> None:
-        """Connects the socket's receivers; a server declaration that cannot be used stops
-        start-up, naming the setting."""
+        """Connects the socket's receivers, registers the check of chat's sealed records and
+        hands the agent the knowledge base and the outbox; a server declaration that cannot
+        be used stops start-up, naming the setting."""
         from activity.audit import register_record_check
+        from chat.agent import services
         from chat.agent.mcp.config import ServerConfigError, declared_servers
+        from chat.conversations.outbox import outbox_add
         from chat.conversations.sealed_records import sealed_records_check
+        from chat.knowledge.search import fresh_index, search_documents
         from chat.socket import revocation  # noqa: F401 - connects the receivers
 
         register_record_check(sealed_records_check)
+
+        services.provide(
+            services.Services(
+                fresh_index=fresh_index, search_documents=search_documents, outbox_add=outbox_add
+            )
+        )
 
         try:
             declared_servers()

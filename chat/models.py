@@ -5,6 +5,7 @@ import uuid
 from django.conf import settings
 from django.db import models
 from django.urls import reverse
+from django.utils.functional import cached_property
 from django.utils.translation import gettext as _
 
 from activity.models import ActivityFeed
@@ -50,18 +51,21 @@ class Conversation(models.Model):
     @property
     def display_title(self) -> str:
         """The title a user gave it, else its first question: derived, not stored, so asking
-        costs no extra write. Lists annotate `first_question` to avoid a query per row."""
+        costs no extra write."""
         if self.title:
             return without_bidi_controls(self.title)
-        if not hasattr(self, "first_question"):
-            self.first_question = (
-                self.messages.filter(role=Message.Role.USER)
-                .order_by("id")
-                .values_list("content", flat=True)
-                .first()
-            )
         return (
             self.title_from(self.first_question) if self.first_question else _("New conversation")
+        )
+
+    @cached_property
+    def first_question(self) -> str | None:
+        """Read on first use; lists annotate it instead, to avoid a query per row."""
+        return (
+            self.messages.filter(role=Message.Role.USER)
+            .order_by("id")
+            .values_list("content", flat=True)
+            .first()
         )
 
     @property

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import Any, cast
 
 from django.core.asgi import get_asgi_application
 
@@ -26,7 +27,8 @@ application = ProtocolTypeRouter(
         # The socket reads its user itself, with the rest of what it opens on, in one trip
         # to the database thread (chat.socket.reads.opening): no auth middleware.
         "websocket": AllowedHostsOriginValidator(
-            SessionMiddlewareStack(URLRouter(websocket_urlpatterns))
+            # Channels' stubs type routes as its own; Django's path() is what it accepts.
+            SessionMiddlewareStack(URLRouter(cast(list[Any], websocket_urlpatterns)))
         ),
     }
 )

@@ -31,7 +31,7 @@ class SweptInMemoryChannelLayer(InMemoryChannelLayer):
         now = time.monotonic()
         if now - self._swept_at >= self.sweep_every:
             self._swept_at = now
-            super()._clean_expired()
+            super()._clean_expired()  # type: ignore[misc]  # private, untyped in channels
 
     async def group_send(self, group: str, message: dict) -> None:
         """As the stock layer, without a task per member: sending never waits here."""
@@ -85,7 +85,7 @@ class _LoopLayer(pubsub.RedisPubSubLoopLayer):
     def __init__(self, *args: Any, channel_layer: RedisPubSubChannelLayer, **kwargs: Any) -> None:
         super().__init__(*args, channel_layer=channel_layer, **kwargs)
         self.capacity = channel_layer.capacity
-        self._shards = [_Shard(shard.host, self) for shard in self._shards]
+        self._shards: list[_Shard] = [_Shard(shard.host, self) for shard in self._shards]
 
     async def _subscribe_to_channel(self, channel: str) -> None:
         self.channels[channel] = asyncio.Queue(maxsize=self.capacity)

@@ -17,12 +17,12 @@ class SessionStore(DatabaseSessionStore):
     stored: str | None = None
 
     def _get_session_from_db(self) -> Any:
-        row = super()._get_session_from_db()
+        row = super()._get_session_from_db()  # type: ignore[misc]  # not in django-stubs
         self.stored = row.session_data if row is not None else None
         return row
 
     async def _aget_session_from_db(self) -> Any:
-        row = await super()._aget_session_from_db()
+        row = await super()._aget_session_from_db()  # type: ignore[misc]  # not in django-stubs
         self.stored = row.session_data if row is not None else None
         return row
 

@@ -1,4 +1,7 @@
-"""The tools every Glassbox agent has; GLASSBOX_TOOLS lists them by dotted path."""
+"""The tools every Glassbox agent has; GLASSBOX_TOOLS lists them by dotted path.
+
+Two of them reach outside the agent runtime, to the knowledge base and the outbox, through
+what the app provided (chat.agent.services)."""
 
 from __future__ import annotations
 
@@ -16,9 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from activity.presentation import ToolLabels
 from chat.agent.arithmetic import ArithmeticError_, evaluate
+from chat.agent.services import provided
 from chat.agent.tools import Tool, ToolError, ToolOutcome, ToolRegistry
-from chat.conversations.outbox import outbox_add
-from chat.knowledge.search import fresh_index, search_documents
 
 
 class Arguments(BaseModel):
@@ -34,13 +36,14 @@ INLINE_SEARCH_DOCUMENTS = 500
 
 
 async def run_search_documents(arguments: SearchArguments) -> ToolOutcome:
-    index = fresh_index()
+    services = provided()
+    index = services.fresh_index()
     # In memory and known current: a small one is searched here, with no trip to a thread;
     # a large one's search would hold up every other turn on the event loop.
     if index is not None and len(index.documents) <= INLINE_SEARCH_DOCUMENTS:
         hits = index.search(arguments.query, limit=SEARCH_LIMIT)
     else:
-        hits = await sync_to_async(search_documents)(arguments.query, SEARCH_LIMIT)
+        hits = await sync_to_async(services.search_documents)(arguments.query, SEARCH_LIMIT)
     count = len(hits)
     return ToolOutcome(
         content=[{"title": h.title, "snippet": h.snippet, "score": h.score} for h in hits],
@@ -202,7 +205,7 @@ async def run_send_email(arguments: EmailArguments) -> ToolOutcome:
         validate_email(arguments.to)
     except ValidationError:
         raise ToolError(_("%(to)s is not an email address") % {"to": arguments.to}) from None
-    await outbox_add(to=arguments.to, subject=arguments.subject, body=arguments.body)
+    await provided().outbox_add(to=arguments.to, subject=arguments.subject, body=arguments.body)
     return ToolOutcome(
         content={"sent": True, "to": arguments.to, "subject": arguments.subject},
         summary=_("to %(to)s") % {"to": arguments.to},

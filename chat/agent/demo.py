@@ -16,7 +16,8 @@ from typing import Any
 from asgiref.sync import sync_to_async
 
 from chat.agent.demo_script import say
-from chat.knowledge.search import CJK, STOPWORDS, search_documents
+from chat.agent.services import provided
+from chat.knowledge.words import CJK, STOPWORDS
 
 MODEL = "glassbox-demo"
 TEXT_CHUNK = 4
@@ -163,7 +164,7 @@ class DemoModel:
             searches = [
                 self.search_call(part, language)
                 for part in parts
-                if await sync_to_async(search_documents)(part, limit=1)
+                if await sync_to_async(provided().search_documents)(part, 1)
             ]
             if searches:
                 rounds.append(searches)

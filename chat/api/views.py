@@ -56,8 +56,11 @@ class ConversationList(generics.ListCreateAPIView):
 
     def get_queryset(self) -> QuerySet[Conversation]:
         first = Message.objects.filter(conversation=OuterRef("pk"), role=Message.Role.USER)
-        # The title of an untitled conversation is its first question: read in the same query.
-        return conversations_owned(self.request.user).annotate(
+        # The title of an untitled conversation is its first question: read in the same query,
+        # into the model's cached property of that name.
+        return conversations_owned(
+            self.request.user
+        ).annotate(  # type: ignore[no-redef]
             first_question=Subquery(first.order_by("id").values("content")[:1])
         )
 
@@ -123,7 +126,7 @@ class TurnCreate(APIView):
                 conversation=conversation,
                 user=request.user,
                 # As on the pages: the saved choice, else the request's Accept-Language.
-                language=FeedPreferences.language_of(request.user.pk) or None,
+                language=FeedPreferences.language_of(conversation.owner_id) or None,
             )
         except actions.Unreadable as problem:
             raise refusal(problem) from None
@@ -137,10 +140,10 @@ class TurnCreate(APIView):
         assert isinstance(turn, turns.StartedTurn)
         if "text/event-stream" in request.headers.get("Accept", ""):
             events = (sse(event) async for event in turn_events(conversation, turn))
-            response = StreamingHttpResponse(events, content_type="text/event-stream")
-            response["Cache-Control"] = "no-cache"
-            response["X-Accel-Buffering"] = "no"
-            return response
+            stream = StreamingHttpResponse(events, content_type="text/event-stream")
+            stream["Cache-Control"] = "no-cache"
+            stream["X-Accel-Buffering"] = "no"
+            return stream
         # Streamed too, as one document once the turn is over: no request thread waits for it.
         return StreamingHttpResponse(_answer(conversation, turn), content_type="application/json")
 

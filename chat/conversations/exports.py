@@ -50,7 +50,7 @@ def _document(
                 emphasis(_("Regenerated: this answer replaces the earlier version above.")),
                 "",
             ]
-        if message.lines:
+        if feed is not None and message.lines:
             summary = f"{feed.summary_icon} {feed.summary_text}".strip() or _("Activity")
             parts += ["<details>", f"<summary>{_plain(summary)}</summary>", ""]
             for line in message.lines:

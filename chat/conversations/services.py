@@ -102,6 +102,8 @@ def contact_request_create(
         email=email,
         body=body,
     )
+    # The view offers the form only on an answer whose feed's tool opened it.
+    assert message.feed_id is not None
     language = ActivityFeed.objects.values_list("language", flat=True).get(pk=message.feed_id)
     # In the turn's language, like every other line of its feed.
     with translation.override(language):

@@ -15,20 +15,11 @@ from itertools import pairwise
 from django.db.models import Count, Max
 from django.db.models.signals import post_delete, post_save
 
+from chat.knowledge.words import CJK, STOPWORDS
 from chat.models import Document
 
 WORD = re.compile(r"[^\W\d_]+|\d+", re.UNICODE)
-CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 STEM_LENGTH = 6
-STOPWORDS = frozenset(
-    """a about all also am an and any are as at be been but by can could did do does for from
-    get give had has have help how i if in into is it its just know let like me more my need
-    of on or our please should so some tell than that the their them then there these they
-    this to us want was we what when where which who why will with would you your
-    il lo la gli le un una di da con su per tra fra che come cosa mi mio mia ho ha sono è
-    non del della dei delle al alla posso puoi può devo vorrei voglio fare qual quale quali
-    quanto questo questa""".split()
-)
 K1 = 1.5
 B = 0.75
 

@@ -14,7 +14,7 @@ from django.utils.text import slugify
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from activity.selectors import settings_of
+from activity.selectors import reader_settings
 from chat import turns
 from chat.api.serializers import ConversationDetailSerializer
 from chat.conversations import selectors, services
@@ -62,7 +62,7 @@ def conversation_detail(request, conversation_id):
 
 def _conversation_page(request, conversation, *, draft: str = "", status: int = 200):
     dead_turns_recover(conversation_id=conversation.pk)
-    prefs = settings_of(request)[0]
+    prefs = reader_settings(request).feed
     before = _message_id(request.GET.get("before"))
     history = selectors.messages_with_feeds(
         conversation, prefs, before=before, starting_at=_message_id(request.GET.get("from"))
@@ -181,7 +181,7 @@ def conversation_export(request, conversation_id, fmt):
     conversation = selectors.conversation_for(request.user, conversation_id)
     name = slugify(conversation.display_title)[:60] or "conversation"
     if fmt == "md":
-        prefs = settings_of(request)[0]
+        prefs = reader_settings(request).feed
         whole = selectors.messages_with_feeds(conversation, prefs, starting_at=0).messages
         body = conversation_markdown(conversation, whole)
         response = HttpResponse(body, content_type="text/markdown; charset=utf-8")
@@ -213,21 +213,23 @@ def message_source(request, conversation_id, message_id):
 @require_POST
 def contact_request(request, conversation_id, message_id):
     conversation = selectors.conversation_for(request.user, conversation_id)
-    prefs = settings_of(request)[0]
+    prefs = reader_settings(request).feed
     message = selectors.answer_with_feed(conversation, message_id, prefs)
     form = ContactForm(request.POST)
     if not message.contact_form_requested:
         return HttpResponse(_("The agent did not open a contact form here."), status=400)
+    sent = False
     if form.is_valid():
         try:
             services.contact_request_create(message=message.message, **form.cleaned_data)
         except services.ContactRefused as refusal:
             form.add_error(None, str(refusal))
         else:
-            message.contact_sent = True
-            form = None
+            message.contact_sent = sent = True
     if not request.htmx:
-        if form is not None:
+        if not sent:
             flash.error(request, _("The contact form has errors; please try again."))
         return redirect(f"{conversation.get_absolute_url()}#{message.dom_id}")
-    return render(request, "chat/_contact_form.html", {"message": message, "form": form})
+    # Once sent, the page shows that it was, in place of the form.
+    shown = None if sent else form
+    return render(request, "chat/_contact_form.html", {"message": message, "form": shown})

@@ -41,9 +41,9 @@ from chat.agent.client import make_client
 from chat.agent.errors import describe_failure
 from chat.agent.loop import run_agent
 from chat.agent.mcp import connected_tools
-from chat.agent.mcp.servers import configured_servers
 from chat.agent.tools import ToolRegistry
 from chat.models import Conversation, Message, ToolApproval
+from chat.servers.configured import configured_servers
 from chat.turns import registry
 from chat.turns.broadcast import send_turn_event
 from chat.turns.history import amodel_history

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import time
 
 import pytest
 from asgiref.sync import sync_to_async
@@ -63,18 +64,25 @@ async def test_a_call_that_asks_first_pauses_the_turn_holding_no_task(alice, ali
 
 
 async def test_approved_the_tool_runs_and_the_turn_goes_on(alice, alice_conversation):
+    before_asking = time.monotonic()
     socket, events = await paused_turn(alice_conversation, alice)
     call_id = events[-1]["call_id"]
 
     await socket.send_to(text_data=json.dumps({"approve": call_id}))
     rest = await json_until_done(socket)
+    held_ms = (time.monotonic() - before_asking) * 1000
     await finish_turns()
     await socket.disconnect()
 
     decision = rest[0]
     assert decision["type"] == "decision" and decision["decision"] == "approve"
     assert (decision["call_id"], decision["by"]) == (call_id, "alice")
-    assert decision["waited_ms"] >= 0
+    # The wait the audit shows is the one stored, from the question to the decision, and no
+    # longer than this test held the turn.
+    approval = await ToolApproval.objects.aget(call_id=call_id)
+    stored = (approval.decided_at - approval.asked_at).total_seconds() * 1000
+    assert decision["waited_ms"] == int(stored)
+    assert 0 <= decision["waited_ms"] <= held_ms
     (result,) = [e for e in rest if e["type"] == "tool_result"]
     assert result["ok"] is True
     assert "the email to advisor@example.com is in the outbox" in text(rest)

@@ -13,8 +13,8 @@ import pytest
 from asgiref.sync import async_to_sync
 
 from chat.agent.mcp.config import ServerConfigError, specs_from_setting
-from chat.agent.mcp.servers import configured_servers
 from chat.models import McpServer
+from chat.servers.configured import configured_servers
 from tests.support.mcp import ROOT, stdio
 
 SECRET = "Bearer s3cr3t-t0ken"

@@ -10,8 +10,8 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from django.test import Client
 
-from chat.agent.mcp.servers import configured_servers
 from chat.models import McpServer, McpServerChange
+from chat.servers.configured import configured_servers
 
 pytestmark = pytest.mark.django_db
 

@@ -281,7 +281,7 @@ async def test_a_question_reaches_the_model_after_one_trip_to_the_database_threa
 ):
     """Every socket and turn of a process shares one database thread: under a burst of
     questions each trip waits behind all the others, so a turn makes as few as it can."""
-    from chat.agent.mcp import servers as mcp_servers
+    from chat.servers import configured as mcp_servers
 
     settings.GLASSBOX_HEARTBEAT_SECONDS = 60  # no beat during the turn
     settings.GLASSBOX_COMMIT_SECONDS = 60  # and no timed commit: only those it waits for

@@ -9,7 +9,7 @@ import logging
 import weakref
 from collections.abc import Iterable
 from contextlib import suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -24,7 +24,6 @@ from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import MCP_SESSION_ID, streamable_http_client
 from mcp.client.subscriptions import ListenNotSupportedError
-from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.dispatcher import ProgressFnT
 
 from chat.agent.mcp.config import ServerSpec
@@ -53,34 +52,97 @@ class Forgotten(Exception):
     session lapse. The request never ran."""
 
 
+@dataclass(frozen=True, slots=True)
+class Connected:
+    """A session is open and its tools are listed."""
+
+    client: Client
+    since: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Down:
+    """No session: not opened yet (since None), or failed and retried with backoff."""
+
+    reason: str | Promise = ""
+    since: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Closing:
+    """The connection was closed (its declaration changed or went): nothing opens again."""
+
+
+State = Connected | Down | Closing
+
+
+@dataclass(slots=True)
+class Attempt:
+    """What one attempt at a session learns on the way, new for each attempt."""
+
+    # Set when the session breaks: the watch over it ends, and the next attempt begins.
+    broken: asyncio.Event = field(default_factory=asyncio.Event)
+    # The session's subscription to tool changes, once it is open.
+    listening: asyncio.Task[None] | None = None
+    # The last HTTP status the server answered: the SDK reports a refused session as a
+    # JSON-RPC error, which does not say that the credentials were the reason.
+    status: int | None = None
+    # The server answered a request of this session "not found" (HTTP 404, or 400 with
+    # a word on the session from servers that predate the rule).
+    forgotten: bool = False
+
+
 class Connection:
-    """The session with one server; the task that owns it lives as long as the process."""
+    """The session with one server; the task that owns it lives as long as the process.
+    Its state is one of Connected, Down and Closing, changed only by `_become`."""
 
     def __init__(self, spec: ServerSpec) -> None:
         self.spec = spec
-        self.client: Client | None = None
-        self.listed: tuple[types.Tool, ...] = ()
-        self.reason: str | Promise = ""
+        self.state: State = Down()
+        self.attempt = Attempt()
+        # Set while Connected.
+        self.up = asyncio.Event()
         # Set once the first attempt ended either way, so a turn waits for it at most once.
         self.tried = asyncio.Event()
-        self.broken = asyncio.Event()
-        self.up = asyncio.Event()
+        # Set when the server says its tools changed: the watch lists them again.
         self.stale = asyncio.Event()
+        # The tools as last listed (kept while down, for the health page).
+        self.listed: tuple[types.Tool, ...] = ()
         # Sessions opened so far, and the wait before each new attempt: for the health view
         # and to show the backoff holds.
         self.sessions = 0
         self.waits: list[float] = []
-        self.listening: asyncio.Task[None] | None = None
-        # Since when it has been up, or down (for operators: chat.agent.mcp.admin's health page).
-        self.since: datetime | None = None
-        # The last HTTP status the server answered: the SDK reports a refused session as a
-        # JSON-RPC error, which does not say that the credentials were the reason.
-        self.status: int | None = None
-        # The server answered a request of this session "not found" (HTTP 404, or 400 with
-        # a word on the session from servers that predate the rule).
-        self.forgotten = False
-        self.closing = False
         self.task = asyncio.create_task(self._keep_open(), name=f"mcp:{spec.name}")
+
+    def _become(self, state: State) -> None:
+        self.state = state
+        if isinstance(state, Connected):
+            self.up.set()
+        else:
+            self.up.clear()
+
+    @property
+    def client(self) -> Client | None:
+        return self.state.client if isinstance(self.state, Connected) else None
+
+    @property
+    def reason(self) -> str | Promise:
+        """Why there is no session, for people (no URL, no secrets); '' while connected."""
+        return self.state.reason if isinstance(self.state, Down) else ""
+
+    @property
+    def since(self) -> datetime | None:
+        """Since when it has been up, or down (for operators: chat.servers.admin's health
+        page)."""
+        return None if isinstance(self.state, Closing) else self.state.since
+
+    @property
+    def broken(self) -> asyncio.Event:
+        return self.attempt.broken
+
+    @property
+    def listening(self) -> asyncio.Task[None] | None:
+        return self.attempt.listening
 
     async def call(
         self, tool: str, arguments: dict[str, Any], progress: ProgressFnT
@@ -127,7 +189,7 @@ class Connection:
             if exc.code == types.CONNECTION_CLOSED:
                 self._lost(exc)
                 raise Unreachable(_("the connection was lost during the call")) from None
-            if self.forgotten:
+            if self.attempt.forgotten:
                 raise Forgotten from None
             raise
         except Exception as exc:
@@ -137,7 +199,7 @@ class Connection:
             raise
 
     async def close(self) -> None:
-        self.closing = True
+        self._become(Closing())
         self.task.cancel()
         # Bounded: a transport may shield its own clean-up (the SSE client waits on its read
         # timeout for a stream whose server is gone).
@@ -147,41 +209,39 @@ class Connection:
         logger.warning(
             "MCP server %s: %s (%s)", self.spec.name, reason, type(exc).__name__ if exc else "-"
         )
-        self.client = None
-        self.up.clear()
-        self.reason = reason
-        self.since = timezone.now()
-        self.broken.set()
+        if not isinstance(self.state, Closing):
+            self._become(Down(reason, timezone.now()))
+        self.attempt.broken.set()
 
     async def _keep_open(self) -> None:
         loop = asyncio.get_running_loop()
         delay = FIRST_RETRY
         while True:
-            self.broken.clear()
-            self.status = None
-            self.forgotten = False
+            self.attempt = Attempt()
             connected_at: float | None = None
             try:
                 async with self._client() as client:
                     await self._list(client)
-                    self.client, self.reason = client, ""
                     connected_at = loop.time()
-                    self.since = timezone.now()
+                    self._become(Connected(client, timezone.now()))
                     self.sessions += 1
-                    self.up.set()
                     self.tried.set()
                     logger.info("MCP server %s: connected", self.spec.name)
                     await self._watch(client)
             except asyncio.CancelledError:
                 raise
             except BaseException as exc:  # anyio wraps failures in exception groups
-                if self.client is not None or self.since is None:
-                    self.since = timezone.now()  # down from now (a failed retry keeps it)
-                self.reason = _describe(exc, self.status)
-                logger.warning("MCP server %s: %s", self.spec.name, self.reason)
+                if not isinstance(self.state, Closing):
+                    # Down from now; a failed retry keeps the time it went down.
+                    since = self.since
+                    if isinstance(self.state, Connected) or since is None:
+                        since = timezone.now()
+                    self._become(Down(_describe(exc, self.attempt.status), since))
+                    logger.warning("MCP server %s: %s", self.spec.name, self.reason)
             finally:
-                self.client = None
-                self.up.clear()
+                if isinstance(self.state, Connected):
+                    # Its watch ended without a word on why: the next attempt says.
+                    self._become(Down(LOST, timezone.now()))
             if connected_at is not None and loop.time() - connected_at >= STABLE:
                 delay = FIRST_RETRY
             self.tried.set()
@@ -201,7 +261,9 @@ class Connection:
             )
             return Client(legacy, message_handler=self._on_message, cache=None)
         if self.spec.url:
-            http = create_mcp_http_client(
+            # As the SDK's own client (mcp.shared._httpx_utils, private): no redirects
+            # followed, the transport follows those within the server's origin itself.
+            http = httpx2.AsyncClient(
                 headers=self.spec.headers,
                 timeout=httpx2.Timeout(timeout, read=settings.GLASSBOX_TOOL_TIMEOUT + 60),
             )
@@ -221,13 +283,13 @@ class Connection:
     def _exited(self) -> None:
         """The stdio server's output ended: it exited (or crashed) between calls, or this
         session is closing."""
-        if self.client is not None and not self.closing:
+        if isinstance(self.state, Connected):
             self._lost(None, _("its process exited"))
 
     async def _answered(self, response: httpx2.Response) -> None:
-        self.status = response.status_code
+        self.attempt.status = response.status_code
         if response.request.headers.get(MCP_SESSION_ID) and await _forgot(response):
-            self.forgotten = True
+            self.attempt.forgotten = True
             if response.request.method == "GET":
                 # The idle change stream came back to a server that restarted: a new
                 # session now, not a failed call later.
@@ -258,15 +320,15 @@ class Connection:
 
     async def _watch(self, client: Client) -> None:
         """Until the session breaks: lists the tools again whenever they change."""
-        self.listening = listening = asyncio.create_task(self._listen(client))
+        self.attempt.listening = listening = asyncio.create_task(self._listen(client))
         try:
             while True:
                 stale = asyncio.create_task(self.stale.wait())
-                broken = asyncio.create_task(self.broken.wait())
+                broken = asyncio.create_task(self.attempt.broken.wait())
                 await asyncio.wait({stale, broken}, return_when=asyncio.FIRST_COMPLETED)
                 stale.cancel()
                 broken.cancel()
-                if self.broken.is_set():
+                if self.attempt.broken.is_set():
                     return
                 self.stale.clear()
                 await self._list(client)

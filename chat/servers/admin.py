@@ -1,7 +1,7 @@
 """The admin page of MCP servers. Header and environment values are secrets: the form shows
 their names with the value masked, keeps a masked value as it was, and never puts a value in
 a page, a message or an error. Stdio servers (programs this machine runs) are a superuser's:
-other admins see them read-only and manage HTTP servers (chat.agent.mcp.changes). Every
+other admins see them read-only and manage HTTP servers (chat.servers.changes). Every
 change is recorded with who made it, on the page *MCP server changes*."""
 
 from __future__ import annotations
@@ -16,14 +16,6 @@ from django.db import transaction
 from django.template.response import TemplateResponse
 from django.urls import path
 
-from chat.agent.mcp.changes import (
-    MASK,
-    RUNS_PROGRAMS,
-    may_change,
-    may_run_programs,
-    server_save,
-    servers_delete,
-)
 from chat.agent.mcp.config import (
     ServerConfigError,
     ServerSpec,
@@ -31,6 +23,14 @@ from chat.agent.mcp.config import (
     spec_from_mapping,
 )
 from chat.models import McpServer, McpServerChange
+from chat.servers.changes import (
+    MASK,
+    RUNS_PROGRAMS,
+    may_change,
+    may_run_programs,
+    server_save,
+    servers_delete,
+)
 
 if TYPE_CHECKING:
     from chat.agent.mcp.connections import Health

@@ -1,0 +1,5 @@
+"""The MCP servers admins add: their rows' admin pages, the record of every change and the
+health page. The agent runtime (chat.agent.mcp) is handed the servers as plain declarations
+(ServerSpec) by the turn's runner, through `configured.configured_servers`."""
+
+from __future__ import annotations
