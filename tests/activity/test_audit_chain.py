@@ -12,12 +12,12 @@ from datetime import timedelta
 
 import pytest
 from django.core.management import CommandError, call_command
-from django.db import connection
 from django.utils import timezone
 
 from activity.chain import GENESIS, link
 from activity.models import ActivityEvent, ActivityFeed, ChainReseal
 from chat.conversations.services import contact_request_create
+from tests.support.audit import sql, verify
 from tests.support.turns import run_turn
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -29,20 +29,6 @@ def two_turns(alice, alice_conversation, knowledge_base):
     contact = run_turn(alice_conversation, "I would like to talk to a human advisor")
     contact_request_create(message=contact, name="Alice", email="a@example.com", body="Call")
     return searched, contact
-
-
-def verify(*args: str) -> tuple[int, str]:
-    out = io.StringIO()
-    try:
-        call_command("verify_audit", *args, stdout=out)
-    except CommandError as failed:
-        return failed.returncode, out.getvalue() + str(failed)
-    return 0, out.getvalue()
-
-
-def sql(statement: str, *params) -> None:
-    with connection.cursor() as cursor:
-        cursor.execute(statement, params)
 
 
 def test_every_event_is_sealed_after_the_one_before_it_and_the_feed_keeps_its_head(two_turns):

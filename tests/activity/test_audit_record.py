@@ -16,7 +16,7 @@ from datetime import timedelta
 
 import pytest
 from asgiref.sync import async_to_sync
-from django.core.management import CommandError, call_command
+from django.core.management import call_command
 from django.db import connection, transaction
 from django.test import AsyncClient
 from django.utils import timezone
@@ -28,25 +28,12 @@ from activity.models import ActivityEvent, ActivityFeed, LedgerEntry
 from chat.conversations.services import conversation_delete, deleted_conversations_purge
 from chat.models import Conversation, Message
 from chat.turns.recovery import dead_turns_recover
+from tests.support.audit import sql, verify
 from tests.support.turns import decided_turn, run_turn
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 EMAIL = "Email advisor@example.com: can we meet on Tuesday?"
-
-
-def verify(*args: str) -> tuple[int, str]:
-    out = io.StringIO()
-    try:
-        call_command("verify_audit", *args, stdout=out)
-    except CommandError as failed:
-        return failed.returncode, out.getvalue() + str(failed)
-    return 0, out.getvalue()
-
-
-def sql(statement: str, *params) -> None:
-    with connection.cursor() as cursor:
-        cursor.execute(statement, params)
 
 
 @pytest.fixture

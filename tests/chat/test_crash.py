@@ -37,6 +37,20 @@ class Follower(threading.Thread):
             pass  # the server died under us, as intended
 
 
+def killed_then_read(server, follower, token: str, conversation_id: str) -> dict:
+    """SIGKILLs `server` (no cleanup of any kind runs), then reads the conversation from a
+    new process on the same database, whose start recovers the dead process's turn."""
+    server.process.kill()
+    server.process.wait(timeout=10)
+    follower.join(timeout=10)
+    time.sleep(1.0)  # longer than four missed heartbeats: the turn is dead, not late
+    second = start_daphne(server.env)
+    try:
+        return json.load(api(second, token, f"/api/conversations/{conversation_id}/"))
+    finally:
+        second.stop()
+
+
 def test_a_turn_whose_process_is_killed_is_marked_interrupted_with_its_work_kept(tmp_path):
     settings = {"GLASSBOX_DEMO_DELAY": "0.03", "GLASSBOX_HEARTBEAT_SECONDS": "0.2"}
     with serve(tmp_path, **settings) as first:
@@ -47,16 +61,7 @@ def test_a_turn_whose_process_is_killed_is_marked_interrupted_with_its_work_kept
         reader.start()
         assert reader.writing.wait(timeout=20), reader.seen
         seen = reader.seen
-        first.process.kill()  # SIGKILL: no cleanup of any kind runs
-        first.process.wait(timeout=10)
-        reader.join(timeout=10)
-        time.sleep(1.0)  # longer than four missed heartbeats
-
-        second = start_daphne(first.env)  # its start recovers the dead process's turn
-        try:
-            data = json.load(api(second, token, f"/api/conversations/{conversation['id']}/"))
-        finally:
-            second.stop()
+        data = killed_then_read(first, reader, token, conversation["id"])
 
     _, answer = data["messages"]
     assert answer["state"] == "interrupted"
@@ -125,16 +130,7 @@ def test_a_server_killed_while_an_mcp_tool_runs_keeps_the_call_and_marks_its_out
         watcher.start()
         assert watcher.called.wait(timeout=30), watcher.seen
         (announced,) = [e for e in watcher.seen if e["type"] == "tool_call"]
-        first.process.kill()  # SIGKILL while the tool runs
-        first.process.wait(timeout=10)
-        watcher.join(timeout=10)
-        time.sleep(1.0)  # longer than four missed heartbeats
-
-        second = start_daphne(first.env)  # its start recovers the dead process's turn
-        try:
-            data = json.load(api(second, token, f"/api/conversations/{conversation['id']}/"))
-        finally:
-            second.stop()
+        data = killed_then_read(first, watcher, token, conversation["id"])  # while the tool runs
 
     _, answer = data["messages"]
     assert answer["state"] == "interrupted"

@@ -9,6 +9,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
+from tests.support.browser import log_in, new_conversation
 from tests.support.servers import manage
 
 pytestmark = pytest.mark.e2e
@@ -28,13 +29,8 @@ def narrow_conversation(browser, live_server_url):
     context = browser.new_context(viewport={"width": 560, "height": 900}, locale="en-US")
     context.set_default_timeout(20_000)
     page = context.new_page()
-    page.goto(f"{live_server_url}/accounts/login/")
-    page.fill("[name=username]", "demo")
-    page.fill("[name=password]", "demo")
-    page.click("main form button[type=submit]")
-    expect(page).to_have_url(f"{live_server_url}/")
-    page.click("main button:text('New conversation')")
-    expect(page).to_have_url(re.compile(r"/c/[0-9a-f-]+/$"))
+    log_in(page, live_server_url)
+    new_conversation(page, live_server_url)
     yield page
     context.close()
 
@@ -56,13 +52,8 @@ def raw_detail_conversation(browser, glassbox_server):
     context = browser.new_context(viewport={"width": 560, "height": 900}, locale="en-US")
     context.set_default_timeout(20_000)
     page = context.new_page()
-    page.goto(f"{url}/accounts/login/")
-    page.fill("[name=username]", "raw")
-    page.fill("[name=password]", "raw-password")
-    page.click("main form button[type=submit]")
-    expect(page).to_have_url(f"{url}/")
-    page.click("main button:text('New conversation')")
-    expect(page).to_have_url(re.compile(r"/c/[0-9a-f-]+/$"))
+    log_in(page, url, "raw", "raw-password")
+    new_conversation(page, url)
     yield page
     context.close()
 

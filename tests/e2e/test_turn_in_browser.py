@@ -5,6 +5,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
+from tests.support.browser import log_in, new_conversation
 from tests.support.servers import manage
 
 pytestmark = pytest.mark.e2e
@@ -21,13 +22,8 @@ def conversation(page, live_server_url):
             page.console_errors.append(message.text) if message.type == "error" else None
         ),
     )
-    page.goto(f"{live_server_url}/accounts/login/")
-    page.fill("[name=username]", "demo")
-    page.fill("[name=password]", "demo")
-    page.click("main form button[type=submit]")
-    expect(page).to_have_url(f"{live_server_url}/")
-    page.click("main button:text('New conversation')")
-    expect(page).to_have_url(re.compile(r"/c/[0-9a-f-]+/$"))
+    log_in(page, live_server_url)
+    new_conversation(page, live_server_url)
     return page
 
 

@@ -9,6 +9,7 @@ import time
 import pytest
 from playwright.sync_api import expect
 
+from tests.support.browser import log_in
 from tests.support.servers import serve
 
 pytestmark = pytest.mark.e2e
@@ -29,11 +30,7 @@ def page_without_javascript(browser, slow_server_url):
     context = browser.new_context(java_script_enabled=False)
     context.set_default_timeout(20_000)
     page = context.new_page()
-    page.goto(f"{slow_server_url}/accounts/login/")
-    page.fill("[name=username]", "demo")
-    page.fill("[name=password]", "demo")
-    page.click("main form button[type=submit]")
-    expect(page).to_have_url(f"{slow_server_url}/")
+    log_in(page, slow_server_url)
     yield page
     context.close()
 
