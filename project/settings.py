@@ -109,6 +109,9 @@ REDIS_URL = env_str("REDIS_URL", "")
 # see chat/turns/follow.py).
 CHANNEL_CAPACITY = env_int("GLASSBOX_CHANNEL_CAPACITY", 100)
 REDIS_MAX_CONNECTIONS = env_int("GLASSBOX_REDIS_MAX_CONNECTIONS", 1000)
+# What keeps apart the sockets of deployments that share one Redis: groups are named after
+# users and sessions, whose ids repeat from one database to the next.
+CHANNEL_PREFIX = env_str("GLASSBOX_CHANNEL_PREFIX", "asgi")
 # An open socket checks its right this often, besides being told when it is taken away and
 # checking before each new turn: for a login that expires while the socket is idle.
 GLASSBOX_SOCKET_RECHECK_SECONDS = env_float("GLASSBOX_SOCKET_RECHECK_SECONDS", 60.0)
@@ -131,6 +134,7 @@ if REDIS_URL:
                     }
                 ],
                 "capacity": CHANNEL_CAPACITY,
+                "prefix": CHANNEL_PREFIX,
             },
         }
     }

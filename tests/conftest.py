@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import uuid
+
 import pytest
 from django.contrib.auth import get_user_model
 from django.utils import translation
@@ -7,6 +9,19 @@ from django.utils import translation
 from chat.knowledge import search
 from chat.knowledge.documents import DOCUMENTS
 from chat.models import Conversation, Document
+
+
+@pytest.fixture(autouse=True, scope="session")
+def own_channel_prefix():
+    """Test processes running side by side share the Redis, and their databases hold users
+    and sessions of the same ids: each speaks under a prefix of its own."""
+    from channels.layers import channel_layers
+    from django.conf import settings
+
+    config = settings.CHANNEL_LAYERS["default"].get("CONFIG", {})
+    if "prefix" in config:
+        config["prefix"] = f"test-{uuid.uuid4().hex[:8]}"
+        channel_layers.backends.clear()
 
 
 @pytest.fixture(autouse=True)

@@ -18,7 +18,7 @@ from tests.support.revocation import (
     live_silent_socket,
     live_turn_over_the_api,
 )
-from tests.support.servers import manage, two_servers
+from tests.support.servers import manage, serve, services, two_servers
 
 pytestmark = pytest.mark.server
 
@@ -149,3 +149,35 @@ def test_without_any_signal_the_next_turn_still_reaches_nothing_but_the_close(se
         return await live_close_code(socket, within=1.0)
 
     assert asyncio.run(scenario()) == LOGIN
+
+
+def test_deployments_sharing_one_redis_revoke_only_their_own_sockets(tmp_path):
+    """Two deployments, each with its own database (where `demo` is user 1 in both) and its
+    own GLASSBOX_CHANNEL_PREFIX, share one Redis: a password changed on one closes nothing
+    on the other."""
+    _, redis = services()
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    with (
+        serve(tmp_path / "a", REDIS_URL=redis, GLASSBOX_DEMO_DELAY="0.005") as a,
+        serve(tmp_path / "b", REDIS_URL=redis, GLASSBOX_DEMO_DELAY="0.005") as b,
+    ):
+        on_a, on_b = Browser(a.url, "demo", "demo"), Browser(b.url, "demo", "demo")
+        conversation = on_b.new_conversation()
+
+        async def scenario() -> None:
+            socket = await live_silent_socket(b.url, conversation, on_b.cookies)
+            await asyncio.to_thread(
+                on_a.post,
+                "/accounts/password_change/",
+                {"old_password": "demo", "new_password1": PASSWORD,
+                 "new_password2": PASSWORD},
+            )  # fmt: skip
+            with pytest.raises(TimeoutError):
+                await live_close_code(socket, within=1.5)
+            await socket.send(json.dumps({"message": "Tell me a joke"}))
+            while json.loads(await asyncio.wait_for(socket.recv(), 30))["type"] != "done":
+                pass
+            await socket.close()
+
+        asyncio.run(scenario())

@@ -46,6 +46,8 @@ def serve(work: Path, daphne_args: tuple[str, ...] = (), **settings: str) -> Ite
         "OPENAI_API_KEY": "",
         # One demo user asks every browser test's questions within a minute or two.
         "GLASSBOX_TURNS_PER_MINUTE": "1000",
+        # Servers of other tests share the Redis, with users and sessions of the same ids.
+        "GLASSBOX_CHANNEL_PREFIX": f"test-{uuid.uuid4().hex[:8]}",
         **settings,
     }
     for command in (["migrate", "--noinput"], ["collectstatic", "--noinput"], ["seed_demo"]):
