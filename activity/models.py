@@ -32,7 +32,7 @@ from activity.events import (
     with_seq,
 )
 from activity.preferences import FeedPrefs
-from activity.writes import update_row
+from activity.writes import insert_rows, update_row
 
 # Seqs a running turn may number ahead of what is on disk (see ActivityFeed.seq_reserved).
 SEQ_AHEAD = 32
@@ -127,6 +127,21 @@ class ActivityFeed(models.Model):
         appends its closing to the ledger, in the caller's transaction."""
         update_row(cls, feed_id, fields)
         LedgerEntry.append([(feed_id, fields["closing"])])
+
+    @classmethod
+    def end_unsealed(cls, feed_id: int, fields: dict[str, Any]) -> None:
+        """Ends a feed whose record fails its check, without a line, a seal or a ledger
+        entry: sealing after it would make the damage read intact."""
+        update_row(cls, feed_id, fields)
+
+    @classmethod
+    def keep_held(cls, feed_id: int, events: list[ActivityEvent], calls: list[ModelCall]) -> None:
+        """Writes what a turn numbered and sealed but could not commit (its end met a
+        database outage) past the events already stored, in the caller's transaction."""
+        stored = ActivityEvent.objects.filter(feed_id=feed_id).aggregate(seq=models.Max("seq"))
+        last = stored["seq"] or 0
+        insert_rows([row for row in events if row.seq > last])
+        insert_rows(calls)
 
     @classmethod
     def closing_of(cls, feed_id: int) -> str:

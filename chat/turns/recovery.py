@@ -29,7 +29,6 @@ from django.utils.translation import gettext as _
 from activity.chain import text_digest
 from activity.events import Done, Status, to_json, with_seq
 from activity.models import ActivityEvent, ActivityFeed
-from activity.writes import insert_rows
 from chat.models import Conversation, Message
 from chat.turns import registry
 from chat.turns.broadcast import send_turn_event
@@ -113,9 +112,7 @@ def _keep_what_was_held(answer: Message, feed: ActivityFeed) -> None:
     held = registry.released(answer.pk)
     if held is None:
         return
-    last = feed.events.aggregate(seq=Max("seq"))["seq"] or 0
-    insert_rows([row for row in held.events if row.seq > last])
-    insert_rows(held.calls)
+    ActivityFeed.keep_held(feed.pk, held.events, held.calls)
     if len(held.text) > len(answer.content):
         Message.objects.filter(pk=answer.pk).update(content=held.text)
 
@@ -151,7 +148,7 @@ def _interrupt(answer: Message, feed: ActivityFeed) -> int | None:
             feed.pk,
             answer.pk,
         )
-        ActivityFeed.objects.filter(pk=feed.pk).update(**ended)
+        ActivityFeed.end_unsealed(feed.pk, ended)
         return above + 1
     head = ActivityEvent.head_of(feed.pk)[1]
     for seq, line in enumerate(lines, start=above + 1):
