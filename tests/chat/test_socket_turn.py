@@ -241,6 +241,8 @@ async def test_answer_text_is_written_in_batches_not_per_token(
     settings, alice, alice_conversation, knowledge_base, monkeypatch
 ):
     settings.GLASSBOX_TEXT_FLUSH_CHARS = 200
+    # Every token its own frame, however busy the machine: the writes still come in batches.
+    settings.GLASSBOX_TEXT_FRAME_SECONDS = 0
     # No beat and no timed commit during the turn: only its batches, its call and its end write.
     settings.GLASSBOX_HEARTBEAT_SECONDS = 60
     settings.GLASSBOX_COMMIT_SECONDS = 60
