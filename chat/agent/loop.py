@@ -26,6 +26,7 @@ from chat.agent.calls import PendingCall, ToolCallAssembler, is_json
 from chat.agent.chunks import stream_completion, tokens
 from chat.agent.errors import ProviderError
 from chat.agent.lines import finished, settle, writing
+from chat.agent.outcome import CallOutcome
 from chat.agent.reasoning import Thinking
 from chat.agent.replies import readable
 from chat.agent.running import run_call, the_call
@@ -112,9 +113,9 @@ async def run_agent(
                     ],
                 )
                 return
+            outcome: CallOutcome | None = None
             if decided is not None and not decided.approved:
-                result, statuses, content = refused(call, decided)
-                yield result
+                outcome = refused(call, decided)
             else:
                 if decided is None:  # a decided call's arguments were recorded when it asked
                     # Write-ahead: whoever runs this loop records the call before asking for
@@ -124,15 +125,18 @@ async def run_agent(
                 async for ran in run_call(
                     registry, call, tool_timeout, shown.get(call.call_id, ""), together
                 ):
-                    if isinstance(ran, Status):
-                        yield ran
+                    if isinstance(ran, CallOutcome):
+                        outcome = ran
                     else:
-                        result, statuses, content = ran
-                yield result
-            for status in statuses:
+                        yield ran
+            assert outcome is not None  # run_call ends with the call's outcome
+            yield outcome.result
+            for status in outcome.lines:
                 yield status
-            falling_back += [status for status in statuses if status.tool == FALLBACK]
-            conversation.append({"role": "tool", "tool_call_id": call.call_id, "content": content})
+            falling_back += [status for status in outcome.lines if status.tool == FALLBACK]
+            conversation.append(
+                {"role": "tool", "tool_call_id": call.call_id, "content": outcome.told}
+            )
     # Only reached when the model asked for tools even though none were offered.
     for status in settle(falling_back):
         yield status
