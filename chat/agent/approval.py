@@ -7,14 +7,12 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from django.conf import settings
 from django.utils.translation import gettext as _
 
 from activity.events import Status, ToolResult
 from chat.agent.calls import PendingCall
 from chat.agent.lines import fallback
 from chat.agent.outcome import CallOutcome
-from chat.agent.tools import AgentTool
 
 
 @dataclass
@@ -50,11 +48,6 @@ class Verdict:
     approved: bool
     # What the model is told when the call did not run.
     reason: str = ""
-
-
-def asks_first(tool: AgentTool) -> bool:
-    """The tool's own flag, unless GLASSBOX_APPROVAL overrides it by name."""
-    return bool(settings.GLASSBOX_APPROVAL.get(tool.name, tool.needs_approval))
 
 
 def waiting(call: PendingCall, shown: str) -> Status:

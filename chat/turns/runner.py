@@ -47,6 +47,7 @@ from chat.servers.configured import configured_servers
 from chat.turns import registry
 from chat.turns.broadcast import send_turn_event
 from chat.turns.history import amodel_history
+from chat.turns.policy import agent_policy
 
 logger = logging.getLogger("glassbox.turns")
 
@@ -217,12 +218,10 @@ async def _turn_run(
             # The client is shared by the turns of this process (see make_client).
             async for event in run_agent(
                 client=client_factory(),
-                model=settings.GLASSBOX_MODEL,
                 messages=history,
                 language=recorder.feed.language,
                 registry=tools,
-                max_tool_rounds=settings.GLASSBOX_MAX_TOOL_ROUNDS,
-                tool_timeout=settings.GLASSBOX_TOOL_TIMEOUT,
+                policy=agent_policy(),
                 resume=resume,
                 verdict=verdict,
             ):

@@ -278,19 +278,19 @@ async def test_the_conversation_list_shows_a_turn_waiting(alice, alice_conversat
 
 
 async def test_an_mcp_tool_that_destroys_asks_first_unless_settings_say_otherwise(settings):
-    from chat.agent.approval import asks_first
     from chat.agent.mcp.connections import pool
     from chat.agent.mcp.tools import tools_of
+    from chat.turns.policy import agent_policy
     from tests.support.mcp import stdio
 
     try:
         connections = await pool().connect([stdio("bench")])
         tools = {tool.name: tool for tool in tools_of(connections)}
-        assert asks_first(tools["bench__delete_record"])
-        assert not asks_first(tools["bench__count"])
+        assert agent_policy().asks_first(tools["bench__delete_record"])
+        assert not agent_policy().asks_first(tools["bench__count"])
         settings.GLASSBOX_APPROVAL = {"bench__delete_record": False, "bench__count": True}
-        assert not asks_first(tools["bench__delete_record"])
-        assert asks_first(tools["bench__count"])
+        assert not agent_policy().asks_first(tools["bench__delete_record"])
+        assert agent_policy().asks_first(tools["bench__count"])
     finally:
         await pool().close()
 

@@ -18,6 +18,7 @@ from activity.models import ActivityFeed, FeedPreferences, ModelCall
 from activity.usage import prices_from_setting
 from chat.agent.builtin_tools import default_registry
 from chat.agent.loop import run_agent
+from chat.agent.policy import AgentPolicy
 from chat.models import Conversation
 from chat.turns.admission import TurnLimited, admit
 from tests.support.api import client_for
@@ -44,11 +45,9 @@ def replay(*fixtures: str):
                 event
                 async for event in run_agent(
                     client=client,
-                    model="asked-model",
                     messages=[{"role": "user", "content": "How do I negotiate my salary?"}],
                     registry=default_registry(),
-                    max_tool_rounds=2,
-                    tool_timeout=5,
+                    policy=AgentPolicy(model="asked-model", max_tool_rounds=2, tool_timeout=5),
                 )
             ]
 
