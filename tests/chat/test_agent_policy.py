@@ -9,6 +9,7 @@ import pytest
 
 import chat.agent
 from chat.models import ToolApproval
+from chat.turns.deps import Dependencies
 from tests.support.fakes import RecordedProvider, scripted_client
 from tests.support.turns import run_turn
 
@@ -36,7 +37,9 @@ def test_a_turn_asks_for_usage_in_the_stream_only_when_the_deployment_says_so(
 ):
     settings.GLASSBOX_STREAM_USAGE = False
     transport = RecordedProvider("openai_text.sse")
-    run_turn(alice_conversation, "Hi", client_factory=lambda: scripted_client(transport))
+    run_turn(
+        alice_conversation, "Hi", Dependencies(client_factory=lambda: scripted_client(transport))
+    )
 
     assert "stream_options" not in transport.requests[0]
 
