@@ -221,10 +221,14 @@ async def test_programs_decide_over_rest_and_only_the_owner_may(
     )
     assert denied.status_code == 200
     stored = await ActivityEvent.objects.aget(kind="decision")
-    assert denied.json() | {"waited_ms": 0} == {
+    approval = await ToolApproval.objects.aget(call_id=call_id)
+    # The wait the program is told is the stored one, from the question to the decision.
+    waited_ms = int((approval.decided_at - approval.asked_at).total_seconds() * 1000)
+    assert denied.json() == {
         "type": "decision", "seq": stored.seq, "call_id": call_id, "tool": "send_email",
-        "decision": "deny", "by": "alice", "reason": "wrong person", "waited_ms": 0,
+        "decision": "deny", "by": "alice", "reason": "wrong person", "waited_ms": waited_ms,
     }  # fmt: skip
+    assert stored.duration_ms == waited_ms  # and the audit keeps the same
     assert stored.seq == events[-1]["seq"] + 1  # right after the ⏸ line
     again = await owner.post(url, {"decision": "approve"}, content_type="application/json")
     assert again.status_code == 409
