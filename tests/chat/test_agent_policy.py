@@ -13,8 +13,6 @@ from chat.turns.deps import Dependencies
 from tests.support.fakes import RecordedProvider, scripted_client
 from tests.support.turns import run_turn
 
-pytestmark = pytest.mark.django_db(transaction=True)
-
 # The agent's modules that decide what it does; the client and the tools' own configuration
 # (keys, GLASSBOX_TOOLS, MCP servers) are read where those are built.
 DECIDING = ("loop", "approval", "running", "calls", "tools", "policy", "outcome")
@@ -32,6 +30,8 @@ def test_the_agent_s_deciding_modules_read_no_settings(module):
     assert not {name for name in imported if name.startswith(("django.conf", "project.settings"))}
 
 
+# Transactions of their own: a turn closes its database connections as a request would.
+@pytest.mark.django_db(transaction=True)
 def test_a_turn_asks_for_usage_in_the_stream_only_when_the_deployment_says_so(
     alice_conversation, settings
 ):
@@ -44,6 +44,7 @@ def test_a_turn_asks_for_usage_in_the_stream_only_when_the_deployment_says_so(
     assert "stream_options" not in transport.requests[0]
 
 
+@pytest.mark.django_db(transaction=True)
 def test_a_tool_the_deployment_names_asks_first_though_it_would_not_by_itself(
     alice_conversation, settings
 ):
