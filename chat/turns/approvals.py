@@ -44,7 +44,6 @@ async def decide(
     user: Any,
     approve: bool,
     reason: str = "",
-    **options: Any,
 ) -> Decision:
     """The owner's decision on a waiting call; the caller has checked that `user` owns the
     conversation. The first decision wins; a later one is AlreadyDecided."""
@@ -58,13 +57,13 @@ async def decide(
         " ".join(reason.split())[:REASON_LIMIT],
     )
     approval, decision = claimed
-    _go_on(approval, decision, **options)
+    _go_on(approval, decision)
     if decision.decision == "timeout":
         raise AlreadyDecided(_("This call waited too long and was denied as timed out."))
     return decision
 
 
-async def settle_expired(**options: Any) -> int:
+async def settle_expired() -> int:
     """Denies as timed out every call whose wait passed GLASSBOX_APPROVAL_TIMEOUT."""
     settled = 0
     for approval_id in await database_sync_to_async(_expired)():
@@ -74,7 +73,7 @@ async def settle_expired(**options: Any) -> int:
             )
         except TurnRejected:
             continue  # another process got there first
-        _go_on(*claimed, **options)
+        _go_on(*claimed)
         settled += 1
     return settled
 
@@ -151,7 +150,7 @@ def _claim(
     return approval, decision
 
 
-def _go_on(approval: ToolApproval, decision: Decision, **options: Any) -> None:
+def _go_on(approval: ToolApproval, decision: Decision) -> None:
     if decision.decision == "approve":
         told = ""
     elif decision.decision == "deny":
@@ -168,7 +167,6 @@ def _go_on(approval: ToolApproval, decision: Decision, **options: Any) -> None:
             resume=Paused.from_state(approval.state),
             verdict=verdict,
             decided=decision,
-            **options,
         ),
     )
 

@@ -70,7 +70,7 @@ def replay(view: TurnView) -> list[dict[str, Any]]:
     return events
 
 
-async def follow(
+async def follow_turn(
     answer_id: int,
     inbox: Inbox,
     *,
