@@ -20,6 +20,7 @@ from activity.events import (
     RecordedEvent,
     Status,
     TextDelta,
+    ToolFeedback,
 )
 from chat.agent.approval import Paused, Verdict, asks_first, refused, waiting
 from chat.agent.calls import PendingCall, ToolCallAssembler, is_json
@@ -62,7 +63,7 @@ async def run_agent(
     language: str | None = None,
     resume: Paused | None = None,
     verdict: Verdict | None = None,
-) -> AsyncIterator[RecordedEvent | TextDelta | ModelCallDone | Paused]:
+) -> AsyncIterator[RecordedEvent | TextDelta | ToolFeedback | ModelCallDone | Paused]:
     """Yields Status, ToolCall, ToolResult and TextDelta events, and a ModelCallDone after
     each request to the model; the caller adds Done. A ToolCall comes before its tool runs,
     which waits until the caller asks for the next item. A call that must be approved first ends
@@ -149,7 +150,7 @@ async def _model_round(
     calls: ToolCallAssembler,
     used_tools: bool,
     falling_back: list[Status],
-) -> AsyncIterator[RecordedEvent | TextDelta | ModelCallDone]:
+) -> AsyncIterator[RecordedEvent | TextDelta | ToolFeedback | ModelCallDone]:
     """One request to the model, streamed: its thinking, text and tool calls as they come;
     the calls it asked for are left in `calls` and in the conversation. The 🔄 lines in
     `falling_back` are done once the answer or another call begins."""

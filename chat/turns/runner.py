@@ -26,6 +26,7 @@ from activity.events import (
     Status,
     TextDelta,
     ToolCall,
+    ToolFeedback,
     to_json,
     turn_state,
 )
@@ -230,6 +231,9 @@ async def _turn_run(
                     await text.add(event.content)
                 elif isinstance(event, ModelCallDone):
                     recorder.add_call(event)
+                elif isinstance(event, ToolFeedback):
+                    # The seed's event for programs: live only, the status line keeps it.
+                    await send_turn_event(group, answer_id=answer.pk, event=to_json(event))
                 elif isinstance(event, Paused):
                     paused = event
                     await _pause(answer, recorder, text, paused)
