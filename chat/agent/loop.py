@@ -183,10 +183,10 @@ async def _model_round(
             text.append(chunk.content)
             yield TextDelta(chunk.content)
         for tool_delta in chunk.tool_calls:
-            for status in calls.feed(tool_delta):
+            for shown in calls.feed(tool_delta):
                 for done in settle(falling_back):
                     yield done
-                yield status
+                yield shown
     if status := thinking.finish():
         yield status
     yield ModelCallDone(
