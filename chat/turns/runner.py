@@ -11,12 +11,14 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
+from channels.db import database_sync_to_async
 from django.conf import settings
 from django.db import DatabaseError, InterfaceError, OperationalError
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 from openai import AsyncOpenAI
 
+from activity import telemetry
 from activity.commits import Ride
 from activity.events import (
     Decision,
@@ -399,3 +401,14 @@ async def _finish(
         event=to_json(done),
         written={"seq": recorder.last_seq, "text": len(content)},
     )
+    if telemetry.enabled():
+        await _trace_sent(recorder.feed.pk)
+
+
+async def _trace_sent(feed_id: int) -> None:
+    """The turn's trace, read back from what was just written; a backend that is away costs
+    the trace, never the turn (the SDK's batch thread does the sending)."""
+    try:
+        await database_sync_to_async(telemetry.turn_ended)(feed_id)
+    except Exception:
+        logger.warning("the trace of feed %s could not be sent", feed_id, exc_info=True)

@@ -1,0 +1,140 @@
+"""The planned spans (spans.py) sent through the OpenTelemetry SDK: each becomes the SDK's
+own finished span, with its recorded times and derived ids, and goes to the OTLP/HTTP
+exporter through a batch processor (its own thread: a turn never waits on the network).
+Imported only when OTEL_EXPORTER_OTLP_ENDPOINT is set."""
+
+from __future__ import annotations
+
+import atexit
+import threading
+from collections.abc import Iterable, Iterator
+from datetime import datetime
+
+from django.conf import settings
+from django.db.models import QuerySet
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import Event, ReadableSpan
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExportResult
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
+
+from activity.models import ActivityFeed
+from activity.telemetry.spans import Options, SpanPlan, TracePlan, trace_plan
+
+SCOPE = InstrumentationScope("glassbox.activity.telemetry")
+_KINDS = {"internal": SpanKind.INTERNAL, "client": SpanKind.CLIENT}
+_lock = threading.Lock()
+_processors: dict[str, BatchSpanProcessor] = {}
+
+
+def processor_endpoint() -> str:
+    """Where traces go: the OTLP/HTTP traces path under the configured endpoint."""
+    return settings.OTEL_EXPORTER_OTLP_ENDPOINT.rstrip("/") + "/v1/traces"
+
+
+def processor() -> BatchSpanProcessor:
+    """This process's batch processor for the configured endpoint."""
+    endpoint = processor_endpoint()
+    with _lock:
+        if endpoint not in _processors:
+            _processors[endpoint] = BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint))
+            atexit.register(_processors[endpoint].shutdown)
+        return _processors[endpoint]
+
+
+def options() -> Options:
+    provider = "openai" if settings.OPENAI_API_KEY else "glassbox.demo"
+    return Options(provider=provider, content=settings.OTEL_CAPTURE_MESSAGE_CONTENT)
+
+
+def resource() -> Resource:
+    # Resource.create also reads OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES.
+    return Resource.create({"service.name": "glassbox"})
+
+
+def finished_feeds(feeds: QuerySet[ActivityFeed]) -> Iterator[ActivityFeed]:
+    """Feeds whose turn is over, with their model calls and events, a hundred at a time."""
+    finished = feeds.filter(finished_at__isnull=False).order_by("started_at", "pk")
+    return finished.prefetch_related("model_calls", "events").iterator(chunk_size=100)
+
+
+def plans(feeds: QuerySet[ActivityFeed]) -> Iterator[TracePlan]:
+    chosen = options()
+    for feed in finished_feeds(feeds):
+        yield trace_plan(feed, feed.model_calls.all(), feed.events.all(), chosen)
+
+
+def sdk_spans(plan: TracePlan, on: Resource) -> list[ReadableSpan]:
+    contexts = {span.span_id: _context(plan.trace_id, span.span_id) for span in plan.spans}
+    return [_sdk_span(span, contexts, on) for span in plan.spans]
+
+
+def _context(trace: int, span: int) -> SpanContext:
+    return SpanContext(trace, span, is_remote=False, trace_flags=TraceFlags(TraceFlags.SAMPLED))
+
+
+def _sdk_span(span: SpanPlan, contexts: dict[int, SpanContext], on: Resource) -> ReadableSpan:
+    status = Status(StatusCode.ERROR, span.error) if span.error else Status(StatusCode.OK)
+    return ReadableSpan(
+        name=span.name,
+        context=contexts[span.span_id],
+        parent=contexts[span.parent_id] if span.parent_id is not None else None,
+        resource=on,
+        attributes=span.attributes,
+        events=[Event(e.name, e.attributes, timestamp=e.at_ns) for e in span.events],
+        kind=_KINDS[span.kind],
+        status=status,
+        start_time=span.start_ns,
+        end_time=span.end_ns,
+        instrumentation_scope=SCOPE,
+    )
+
+
+def send(traces: Iterable[TracePlan]) -> int:
+    """Hands the traces' spans to the batch processor; how many traces."""
+    sending, on, count = processor(), resource(), 0
+    for plan in traces:
+        for span in sdk_spans(plan, on):
+            sending.on_end(span)
+        count += 1
+    return count
+
+
+def feeds_export(feed_ids: list[int]) -> int:
+    return send(plans(ActivityFeed.objects.filter(pk__in=feed_ids)))
+
+
+def period_export(since: datetime, until: datetime, batch: int = 512) -> int:
+    """Every finished turn that began in [since, until), sent in batches of about `batch`
+    spans, each waited for: a backend that does not take one is an error that names it.
+    Returns how many turns were sent."""
+    feeds = ActivityFeed.objects.filter(started_at__gte=since, started_at__lt=until)
+    exporter, on = OTLPSpanExporter(endpoint=processor_endpoint()), resource()
+    pending: list[ReadableSpan] = []
+    count = 0
+    try:
+        for plan in plans(feeds):
+            pending += sdk_spans(plan, on)
+            count += 1
+            if len(pending) >= batch:
+                _sent(exporter, pending)
+                pending = []
+        if pending:
+            _sent(exporter, pending)
+    finally:
+        exporter.shutdown()
+    return count
+
+
+def _sent(exporter: OTLPSpanExporter, spans: list[ReadableSpan]) -> None:
+    if exporter.export(spans) is not SpanExportResult.SUCCESS:
+        raise ExportFailed(f"{processor_endpoint()} did not take the traces.")
+
+
+class ExportFailed(Exception):
+    pass
+
+
+def flush(timeout_ms: int = 30_000) -> bool:
+    return processor().force_flush(timeout_ms)
