@@ -26,4 +26,4 @@ def turn_ended(feed_id: int) -> None:
         return
     from activity.telemetry import export
 
-    export.feeds_export([feed_id])
+    export.turn_export(feed_id)

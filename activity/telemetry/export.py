@@ -6,12 +6,13 @@ Imported only when OTEL_EXPORTER_OTLP_ENDPOINT is set."""
 from __future__ import annotations
 
 import atexit
+import functools
 import threading
 from collections.abc import Iterable, Iterator
 from datetime import datetime
 
 from django.conf import settings
-from django.db.models import QuerySet
+from django.db.models import Prefetch, QuerySet
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import Event, ReadableSpan
@@ -19,7 +20,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExportResult
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
-from activity.models import ActivityFeed
+from activity.models import ActivityEvent, ActivityFeed, ModelCall
 from activity.telemetry.spans import Options, SpanPlan, TracePlan, trace_plan
 
 SCOPE = InstrumentationScope("glassbox.activity.telemetry")
@@ -48,21 +49,46 @@ def options() -> Options:
     return Options(provider=provider, content=settings.OTEL_CAPTURE_MESSAGE_CONTENT)
 
 
+@functools.cache
 def resource() -> Resource:
-    # Resource.create also reads OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES.
+    """This process as the traces name it. Once: Resource.create runs the SDK's detectors
+    (OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES are read there)."""
     return Resource.create({"service.name": "glassbox"})
 
 
-def finished_feeds(feeds: QuerySet[ActivityFeed]) -> Iterator[ActivityFeed]:
+# The columns a span reads; what was said only when content is captured.
+EVENT_COLUMNS = (
+    "feed_id", "seq", "kind", "icon", "message", "state", "tool", "call_id", "ok",
+    "result_summary", "duration_ms", "server", "progress", "progress_total", "progress_message",
+    "progress_count", "created_at",
+)  # fmt: skip
+CONTENT_COLUMNS = ("arguments", "result_content")
+
+
+def finished_feeds(feeds: QuerySet[ActivityFeed], chosen: Options) -> Iterator[ActivityFeed]:
     """Feeds whose turn is over, with their model calls and events, a hundred at a time."""
+    columns = EVENT_COLUMNS + (CONTENT_COLUMNS if chosen.content else ())
+    events = Prefetch("events", ActivityEvent.objects.order_by().only(*columns))
     finished = feeds.filter(finished_at__isnull=False).order_by("started_at", "pk")
-    return finished.prefetch_related("model_calls", "events").iterator(chunk_size=100)
+    return finished.prefetch_related("model_calls", events).iterator(chunk_size=100)
 
 
 def plans(feeds: QuerySet[ActivityFeed]) -> Iterator[TracePlan]:
     chosen = options()
-    for feed in finished_feeds(feeds):
+    for feed in finished_feeds(feeds, chosen):
         yield trace_plan(feed, feed.model_calls.all(), feed.events.all(), chosen)
+
+
+def feed_plan(feed_id: int) -> TracePlan | None:
+    """One finished turn's trace, read in three plain queries (a turn's end pays them)."""
+    feed = ActivityFeed.objects.filter(pk=feed_id, finished_at__isnull=False).first()
+    if feed is None:
+        return None
+    chosen = options()
+    columns = EVENT_COLUMNS + (CONTENT_COLUMNS if chosen.content else ())
+    calls = ModelCall.objects.filter(feed_id=feed_id).order_by()
+    events = ActivityEvent.objects.filter(feed_id=feed_id).order_by().only(*columns)
+    return trace_plan(feed, calls, events, chosen)
 
 
 def sdk_spans(plan: TracePlan, on: Resource) -> list[ReadableSpan]:
@@ -101,8 +127,10 @@ def send(traces: Iterable[TracePlan]) -> int:
     return count
 
 
-def feeds_export(feed_ids: list[int]) -> int:
-    return send(plans(ActivityFeed.objects.filter(pk__in=feed_ids)))
+def turn_export(feed_id: int) -> None:
+    """A turn that just ended: its spans to the batch processor."""
+    if (plan := feed_plan(feed_id)) is not None:
+        send([plan])
 
 
 def period_export(since: datetime, until: datetime, batch: int = 512) -> int:
