@@ -3,6 +3,7 @@ is complete, over the socket and over SSE, beside the status line that shows it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 
 import pytest
@@ -10,7 +11,7 @@ import pytest
 from chat.turns.registry import finish_all
 from tests.support.api import ask, client_for, sse_events
 from tests.support.fakes import text_response, tool_call_response
-from tests.support.provider_server import scripted_provider
+from tests.support.provider_server import Provider, scripted_provider
 from tests.support.sockets import json_until_done, open_socket
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
@@ -59,20 +60,16 @@ def quiet_call(feedback: str) -> list[list[dict]]:
 @pytest.fixture
 def provider(settings):
     """The configured provider is a scripted one; its first answer waits to be let go."""
+    with contextlib.ExitStack() as stack:
 
-    def serve(feedback: str):
-        context = scripted_provider(quiet_call(feedback), held=True)
-        running = context.__enter__()
-        settings.OPENAI_API_KEY = "sk-test"
-        settings.OPENAI_BASE_URL = running.url
-        settings.GLASSBOX_MODEL = "scripted"
-        made.append(context)
-        return running
+        def serve(feedback: str) -> Provider:
+            running = stack.enter_context(scripted_provider(quiet_call(feedback), held=True))
+            settings.OPENAI_API_KEY = "sk-test"
+            settings.OPENAI_BASE_URL = running.url
+            settings.GLASSBOX_MODEL = "scripted"
+            return running
 
-    made: list = []
-    yield serve
-    for context in made:
-        context.__exit__(None, None, None)
+        yield serve
 
 
 async def test_an_empty_feedback_is_sent_as_an_empty_tool_feedback_over_sse(
@@ -114,3 +111,28 @@ async def test_a_long_feedback_is_cut_to_a_hundred_characters_and_dots(
 
     (feedback,) = [e["feedback"] for e in events if e["type"] == "tool_feedback"]
     assert feedback == "x" * 100 + "..."
+
+
+async def test_a_late_follower_gets_each_recorded_calls_feedback_where_it_was_sent_live():
+    from chat.turns.feedback import with_feedback
+
+    def status(call_id: str, message: str) -> dict:
+        return {"type": "status", "seq": 0, "icon": "🔍", "message": message,
+                "state": "in_progress", "tool": "t", "call_id": call_id}  # fmt: skip
+
+    def call(call_id: str, feedback: str) -> dict:
+        arguments = {"feedback_to_user": feedback, "query": "q"}
+        return {"type": "tool_call", "seq": 0, "tool": "t", "call_id": call_id,
+                "arguments": arguments}  # fmt: skip
+
+    recorded = [
+        status("a", "Searching…"), status("b", "Searching…"), status("a", "Looking up pay"),
+        call("a", " Looking   up pay "), call("b", ""), status("c", "Searching…"),
+    ]  # fmt: skip
+
+    assert [(e["type"], e.get("call_id"), e.get("feedback")) for e in with_feedback(recorded)] == [
+        ("status", "a", None), ("status", "b", None), ("status", "a", None),
+        ("tool_feedback", "a", "Looking up pay"), ("tool_call", "a", None),
+        ("tool_feedback", "b", ""), ("tool_call", "b", None),
+        ("status", "c", None),  # its call is not recorded yet: its feedback comes live
+    ]  # fmt: skip
