@@ -228,3 +228,21 @@ def test_export_otel_names_an_endpoint_that_does_not_take_the_traces(
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_a_trace_backend_that_does_not_take_the_trace_costs_the_trace_never_the_turn(
+    settings, alice, knowledge_base
+):
+    server = ThreadingHTTPServer(("127.0.0.1", 0), NotATraceBackend)
+    Thread(target=server.serve_forever, daemon=True).start()
+    settings.OTEL_EXPORTER_OTLP_ENDPOINT = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        answer = run_turn(Conversation.objects.create(owner=alice), QUESTION)
+        from activity.telemetry import export
+
+        assert export.flush(10_000)  # the batch was tried, and dropped
+    finally:
+        server.shutdown()
+        server.server_close()
+
+    assert answer.state == "complete" and "salary" in answer.content.lower()
