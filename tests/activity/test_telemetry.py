@@ -246,3 +246,20 @@ def test_a_trace_backend_that_does_not_take_the_trace_costs_the_trace_never_the_
         server.server_close()
 
     assert answer.state == "complete" and "salary" in answer.content.lower()
+
+
+@pytest.mark.parametrize("content", [False, True])
+def test_a_turn_read_at_its_end_and_read_from_history_is_the_same_trace(
+    settings, alice, knowledge_base, content
+):
+    from activity.telemetry import export
+
+    settings.OTEL_CAPTURE_MESSAGE_CONTENT = content
+    conversation = Conversation.objects.create(owner=alice)
+    answers = [run_turn(conversation, QUESTION), run_turn(conversation, "Tell me a joke")]
+    feeds = ActivityFeed.objects.filter(pk__in=[a.feed_id for a in answers])
+
+    from_history = list(export.plans(feeds))
+    at_the_end = [export.feed_plan(answer.feed_id) for answer in answers]
+    assert from_history == at_the_end
+    assert [len(plan.spans) for plan in from_history] == [4, 2]
