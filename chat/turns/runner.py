@@ -11,11 +11,13 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
+from channels.db import database_sync_to_async
 from django.conf import settings
 from django.db import DatabaseError, InterfaceError, OperationalError
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 
+from activity import telemetry
 from activity.commits import Ride
 from activity.events import (
     Decision,
@@ -25,6 +27,7 @@ from activity.events import (
     Status,
     TextDelta,
     ToolCall,
+    ToolFeedback,
     to_json,
     turn_state,
 )
@@ -223,6 +226,9 @@ async def _turn_run(
                     await text.add(event.content)
                 elif isinstance(event, ModelCallDone):
                     recorder.add_call(event)
+                elif isinstance(event, ToolFeedback):
+                    # The seed's event for programs: live only, the status line keeps it.
+                    await send_turn_event(group, answer_id=answer.pk, event=to_json(event))
                 elif isinstance(event, Paused):
                     paused = event
                     await _pause(answer, recorder, text, paused)
@@ -383,3 +389,14 @@ async def _finish(
         event=to_json(done),
         written={"seq": recorder.last_seq, "text": len(content)},
     )
+    if telemetry.enabled():
+        await _trace_sent(recorder.feed.pk)
+
+
+async def _trace_sent(feed_id: int) -> None:
+    """The turn's trace, read back from what was just written; a backend that is away costs
+    the trace, never the turn (the SDK's batch thread does the sending)."""
+    try:
+        await database_sync_to_async(telemetry.turn_ended)(feed_id)
+    except Exception:
+        logger.warning("the trace of feed %s could not be sent", feed_id, exc_info=True)

@@ -60,8 +60,8 @@ async def test_one_turn_gives_the_same_events_over_the_socket_and_over_sse(
     }
     assert over_sse[-1]["message_id"] == str(answer.pk)
     assert [e["type"] for e in merged(over_sse)] == [
-        "turn", "status", "status", "tool_call", "tool_result", "status", "status", "text",
-        "status", "done",
+        "turn", "status", "status", "tool_feedback", "tool_call", "tool_result", "status",
+        "status", "text", "status", "done",
     ]  # fmt: skip
 
 
