@@ -19,13 +19,15 @@ import pytest
 from tests.support.servers import ROOT, free_port
 
 PHOENIX = Path(os.environ.get("GLASSBOX_PHOENIX") or ROOT / ".venv-phoenix" / "bin" / "phoenix")
+# A Phoenix already serving (CI starts one beside the lint, so its slow start costs no test).
+RUNNING = os.environ.get("GLASSBOX_PHOENIX_URL", "")
 # Its start (imports, then its database's migrations) takes about a minute on an idle
 # machine, two and a half on a busy one.
 START_SECONDS = 300
 
 
 def phoenix_or_skip() -> Path:
-    if PHOENIX.exists():
+    if PHOENIX.exists() or RUNNING:
         return PHOENIX
     if os.environ.get("REQUIRE_PHOENIX") == "1":
         pytest.fail(f"REQUIRE_PHOENIX=1 but {PHOENIX} is missing (make phoenix installs it)")
@@ -37,6 +39,10 @@ def phoenix_server(work: Path) -> Iterator[str]:
     """A Phoenix of its own on loopback ports, its database in `work`; yields its URL, the
     OTLP/HTTP endpoint to set and the base of its API."""
     binary = phoenix_or_skip()
+    if RUNNING:
+        _wait_up(RUNNING, None, None)
+        yield RUNNING
+        return
     port = free_port()
     env = {name: value for name, value in os.environ.items() if not name.startswith("OTEL_")} | {
         "PHOENIX_WORKING_DIR": str(work),
@@ -62,10 +68,10 @@ def phoenix_server(work: Path) -> Iterator[str]:
                 process.wait()
 
 
-def _wait_up(url: str, process: subprocess.Popen, log: Path) -> None:
+def _wait_up(url: str, process: subprocess.Popen | None, log: Path | None) -> None:
     deadline = time.monotonic() + START_SECONDS
     while time.monotonic() < deadline:
-        if process.poll() is not None:
+        if process is not None and log is not None and process.poll() is not None:
             pytest.fail(f"Phoenix stopped: {log.read_text(errors='replace')[-2000:]}")
         try:
             with urllib.request.urlopen(f"{url}/healthz", timeout=2) as response:
