@@ -41,11 +41,13 @@ from chat.agent.client import make_client
 from chat.agent.errors import describe_failure
 from chat.agent.loop import run_agent
 from chat.agent.mcp import connected_tools
+from chat.agent.questions import ask_with
 from chat.agent.tools import ToolRegistry
 from chat.models import Conversation, Message, ToolApproval
 from chat.servers.configured import configured_servers
 from chat.turns import registry
 from chat.turns.broadcast import send_turn_event
+from chat.turns.elicitations import TurnAsker
 from chat.turns.history import amodel_history
 
 logger = logging.getLogger("glassbox.turns")
@@ -197,6 +199,8 @@ async def _turn_run(
             unsaved=[to_json(e) for e in recorder.unsaved(before=recorded.seq or 0)],
         )
 
+    # An MCP server's question during a call is shown and answered as this turn's.
+    ask_with(TurnAsker(answer, emit))
     state = Message.State.COMPLETE
     if decided is not None:
         # Recorded and numbered with its claim (chat.turns.approvals): only shown here.
