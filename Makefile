@@ -17,7 +17,7 @@ DAPHNE_LIMITS := --websocket-max-message-size 65536 --websocket-max-frame-size 6
 CATALOGUES := $(patsubst %.po,%.mo,$(wildcard locale/*/LC_MESSAGES/django.po))
 LANGUAGES := it zh_Hant
 
-.PHONY: run test lint format bench fuzz messages clean
+.PHONY: run test lint format bench fuzz messages clean conformance conformance-all
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	@test -x $(PY) || test -n "$(PYTHON)" || { echo "Glassbox needs Python 3.12 or newer (Django 6)." >&2; exit 1; }
@@ -73,6 +73,31 @@ $(FUZZ_VENV)/.installed: requirements-fuzz.txt
 
 fuzz: $(VENV)/.installed $(FUZZ_VENV)/.installed $(CATALOGUES)
 	$(PY) tests/fuzz_api.py $(FUZZ_VENV)/bin/st
+
+# The MCP conformance suite (npm @modelcontextprotocol/conformance) drives Glassbox's own MCP
+# client (conformance/client.py). It needs Node 22, which comes from the npm registry as the
+# `node` package: both pinned in conformance/package.json and its lock, installed there.
+CONFORMANCE_BIN := $(abspath conformance/node_modules/.bin)
+CONFORMANCE_CLIENT := $(abspath $(PY)) $(abspath conformance/client.py)
+# The elicitation scenarios; `make conformance-all` runs every client scenario.
+CONFORMANCE_SCENARIOS ?= elicitation-sep1034-client-defaults
+
+conformance/node_modules/.installed: conformance/package.json conformance/package-lock.json
+	cd conformance && npm ci --no-audit --no-fund
+	touch $@
+
+conformance: $(VENV)/.installed conformance/node_modules/.installed
+	@for scenario in $(CONFORMANCE_SCENARIOS); do \
+	  PATH="$(CONFORMANCE_BIN):$$PATH" conformance client --command "$(CONFORMANCE_CLIENT)" \
+	    --scenario $$scenario -o conformance/results || exit 1; \
+	done
+
+# Every client scenario, against the baseline of those Glassbox does not pass yet
+# (conformance/expected-failures.yml); a scenario that starts passing fails until removed.
+conformance-all: $(VENV)/.installed conformance/node_modules/.installed
+	PATH="$(CONFORMANCE_BIN):$$PATH" conformance client --command "$(CONFORMANCE_CLIENT)" \
+	  --suite all --timeout 90000 --expected-failures conformance/expected-failures.yml \
+	  -o conformance/results
 
 BENCHMARKS := first_status event_overhead concurrency db_writes turn_statements question_checks history_page export markdown_frames mcp_progress html_clients workers audit_chain
 

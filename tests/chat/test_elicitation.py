@@ -5,6 +5,7 @@ deadline, a turn that ends first, and the audit."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from datetime import timedelta
 
@@ -289,3 +290,31 @@ async def test_a_url_question_shows_its_link_and_waits_for_the_servers_word(
     assert row.state == "accept" and row.content is None
     closed = [e for e in events if e["type"] == "questions"][-1]["questions"][0]
     assert closed["outcome"] == "Accepted by alice"
+
+
+async def test_a_field_the_server_marks_secret_is_sent_but_kept_only_as_a_hash(
+    settings, sessions, alice, alice_conversation
+):
+    settings.GLASSBOX_MCP_SERVERS = [stdio("bench")]
+    socket, _events, card = await _asked(alice_conversation, alice, "bench__sign_in {}")
+
+    fields = {f["name"]: f for f in card["fields"]}
+    assert fields["pin"]["sensitive"] and fields["token"]["sensitive"]
+    assert not fields["account"]["sensitive"]
+    await answer(socket, card, account="ada", pin="4242", token="t0k3n")
+    events = await json_until_done(socket, 20)
+    await finish_turns()
+    await socket.disconnect()
+
+    # The server got the values in clear...
+    assert "('pin', '4242')" in text(events) and "('token', 't0k3n')" in text(events)
+    # ...Glassbox kept their hashes only, and the feed says "(withheld)".
+    row = await Elicitation.objects.aget()
+    assert row.content == {
+        "account": "ada",
+        "pin": "sha256:" + hashlib.sha256(b"4242").hexdigest(),
+        "token": "sha256:" + hashlib.sha256(b"t0k3n").hexdigest(),
+    }
+    assert "Answered by alice: Account: ada; PIN: (withheld); Token: (withheld)" in lines(events)
+    stored = [e.message async for e in ActivityEvent.objects.all()]
+    assert not any("4242" in m or "t0k3n" in m for m in stored)

@@ -166,6 +166,30 @@ async def summarize(text: str) -> str:
     return f"summary of {text}"
 
 
+# A form the spec has no word for: a secret asked in form mode (servers should use URL mode).
+SECRET_FORM = {
+    "type": "object",
+    "properties": {
+        "account": {"type": "string", "title": "Account"},
+        "pin": {"type": "string", "title": "PIN", "format": "password"},
+        "token": {"type": "string", "title": "Token", "writeOnly": True},
+    },
+    "required": ["account", "pin"],
+}
+
+
+@server.tool(title="Sign in")
+async def sign_in(ctx: Context) -> str | types.InputRequiredResult:
+    """Asks for an account and its PIN, and says what it received (to show it was sent)."""
+    answered = (ctx.input_responses or {}).get("secret")
+    if not isinstance(answered, types.ElicitResult):
+        form = types.ElicitRequestFormParams(message="Sign in", requested_schema=SECRET_FORM)
+        return types.InputRequiredResult(
+            input_requests={"secret": types.ElicitRequest(params=form)}
+        )
+    return f"{answered.action}: {sorted((answered.content or {}).items())}"
+
+
 async def grown() -> str:
     return "I was added later"
 
