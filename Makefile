@@ -108,7 +108,7 @@ bench: $(VENV)/.installed $(CATALOGUES)
 # xgettext), then translate what is new in each locale/*/LC_MESSAGES/django.po.
 messages: $(VENV)/.installed
 	$(PY) manage.py makemessages $(addprefix -l ,$(LANGUAGES)) --add-location file --no-obsolete \
-	  -i ".venv/*" -i "staticfiles/*" -i "tests/*" -i "bench/*" -i "docs/*"
+	  -i ".venv/*" -i "staticfiles/*" -i "tests/*" -i "bench/*" -i "docs/*" -i "conformance/*"
 
 clean:
 	rm -rf $(VENV) $(FUZZ_VENV) staticfiles db.sqlite3 $(CATALOGUES)
