@@ -121,8 +121,14 @@ class TurnAsker:
         finally:
             _waiting.pop(row.pk, None)
         await self.emit(_answered_line(row, fields))
+        if row.state == Elicitation.State.ACCEPTED and question.mode == "url":
+            return Reply("accept")
+        if row.state == Elicitation.State.ACCEPTED and clear is not None:
+            return Reply("accept", clear)
         if row.state == Elicitation.State.ACCEPTED:
-            return Reply("accept", clear if question.mode == "form" else None)
+            # Answered in another process whose message was lost: the secret fields exist
+            # only as hashes now, and a hash is not the answer.
+            logger.warning("question %s: its answer's secret fields were lost", row.pk)
         if row.state == Elicitation.State.DECLINED:
             return Reply("decline")
         return Reply("cancel")

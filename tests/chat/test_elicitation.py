@@ -11,6 +11,7 @@ from datetime import timedelta
 
 import pytest
 from asgiref.sync import sync_to_async
+from django.urls import reverse
 from django.utils import timezone
 
 from activity.models import ActivityEvent
@@ -318,3 +319,31 @@ async def test_a_field_the_server_marks_secret_is_sent_but_kept_only_as_a_hash(
     assert "Answered by alice: Account: ada; PIN: (withheld); Token: (withheld)" in lines(events)
     stored = [e.message async for e in ActivityEvent.objects.all()]
     assert not any("4242" in m or "t0k3n" in m for m in stored)
+
+
+async def test_a_reloaded_page_shows_the_waiting_card_and_answers_it_without_javascript(
+    demo, client, alice, alice_conversation
+):
+    socket, _events, card = await _asked(alice_conversation, alice)
+    await sync_to_async(client.force_login)(alice)
+    url = f"/c/{alice_conversation.pk}/"
+
+    page = (await sync_to_async(client.get)(url)).content.decode()
+    assert f'id="question-{card["id"]}"' in page
+    assert "Who is the offer for engineer addressed to?" in page
+    posted = await sync_to_async(client.post)(
+        reverse("chat:conversation_act", args=[alice_conversation.pk]),
+        {
+            "elicitation": card["id"],
+            "action": "accept",
+            "answer.candidate": "Ada",
+            "answer.salary_eur": "50000",
+            "answer.remote": "false",
+            "answer.tone": "formal",
+        },
+    )
+    assert posted.status_code == 302
+    events = await json_until_done(socket, 20)
+    await finish_turns()
+    await socket.disconnect()
+    assert "Dear Ada" in text(events)
