@@ -244,11 +244,13 @@ def outcome_of(row: Elicitation, fields: tuple[Field, ...]) -> str:
 
 
 def shown_answer(content: dict[str, Any], fields: tuple[Field, ...]) -> str:
-    """An answer in one line, a sensitive value as "(withheld)"."""
+    """An answer in one line, in the form's order (PostgreSQL's jsonb keeps no order), a
+    sensitive value as "(withheld)"."""
     titles = {f.name: f for f in fields}
+    order = [f.name for f in fields if f.name in content]
     parts = []
-    for name, value in content.items():
-        field = titles.get(name)
+    for name in order + sorted(set(content) - set(order)):
+        value, field = content[name], titles.get(name)
         if field is not None and field.sensitive:
             value = WITHHELD
         elif isinstance(value, bool):
