@@ -11,6 +11,7 @@ from datetime import timedelta
 
 import pytest
 from asgiref.sync import sync_to_async
+from django.db import connections
 from django.urls import reverse
 from django.utils import timezone
 
@@ -331,19 +332,26 @@ async def test_a_reloaded_page_shows_the_waiting_card_and_answers_it_without_jav
     page = (await sync_to_async(client.get)(url)).content.decode()
     assert f'id="question-{card["id"]}"' in page
     assert "Who is the offer for engineer addressed to?" in page
-    posted = await sync_to_async(client.post)(
-        reverse("chat:conversation_act", args=[alice_conversation.pk]),
-        {
-            "elicitation": card["id"],
-            "action": "accept",
-            "answer.candidate": "Ada",
-            "answer.salary_eur": "50000",
-            "answer.remote": "false",
-            "answer.tone": "formal",
-        },
-    )
+    form = {
+        "elicitation": card["id"],
+        "action": "accept",
+        "answer.candidate": "Ada",
+        "answer.salary_eur": "50000",
+        "answer.remote": "false",
+        "answer.tone": "formal",
+    }
+    posted = await sync_to_async(_post)(client, alice_conversation, form)
     assert posted.status_code == 302
     events = await json_until_done(socket, 20)
     await finish_turns()
     await socket.disconnect()
     assert "Dear Ada" in text(events)
+
+
+def _post(client, conversation, form: dict):
+    """The page's form posted without JavaScript; the view's database connection (its thread
+    is the test's executor) is closed after it, as a request's would be."""
+    try:
+        return client.post(reverse("chat:conversation_act", args=[conversation.pk]), form)
+    finally:
+        connections.close_all()
