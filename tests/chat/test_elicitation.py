@@ -355,3 +355,21 @@ def _post(client, conversation, form: dict):
         return client.post(reverse("chat:conversation_act", args=[conversation.pk]), form)
     finally:
         connections.close_all()
+
+
+async def test_a_2025_server_asks_during_the_call_and_says_when_the_page_is_done(
+    settings, sessions, alice, alice_conversation
+):
+    with http_server(TESTBENCH_LEGACY="1") as url:
+        settings.GLASSBOX_MCP_SERVERS = [spec_from_mapping({"name": "bench", "url": url})]
+        socket, _events, card = await _asked(alice_conversation, alice, "bench__visit_portal {}")
+        assert card["mode"] == "url" and card["url"] == "https://portal.example.com/go"
+        await answer(socket, card)
+        events = await json_until_done(socket, 20)
+        await finish_turns()
+        await socket.disconnect()
+
+    assert "portal: accept" in text(events)
+    row = await Elicitation.objects.aget()
+    assert row.state == "accept" and row.server_elicitation_id == "visit-1"
+    assert row.completed_at is not None

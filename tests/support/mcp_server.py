@@ -190,6 +190,16 @@ async def sign_in(ctx: Context) -> str | types.InputRequiredResult:
     return f"{answered.action}: {sorted((answered.content or {}).items())}"
 
 
+@server.tool(title="Visit the portal")
+async def visit_portal(ctx: Context) -> str:
+    """Asks the user to visit a page (URL mode, the 2025-11-25 way: during the call) and says
+    it is done at once."""
+    asked = await ctx.elicit_url("Visit the portal", "https://portal.example.com/go", "visit-1")
+    if asked.action == "accept":
+        await ctx.request_context.session.send_elicit_complete("visit-1")
+    return f"portal: {asked.action}"
+
+
 async def grown() -> str:
     return "I was added later"
 
