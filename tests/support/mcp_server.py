@@ -1,5 +1,6 @@
 """An MCP server for the tests, built with the `mcp` SDK like any team's server: tools that
-report progress, flood, fail, hang, die mid-call, change the tool list and write hostile text.
+report progress, flood, fail, hang, die mid-call, change the tool list, write hostile text and
+ask the user questions (a secret in form mode, a page to visit the 2025-11-25 way).
 Run over stdio: `python -m tests.support.mcp_server`; over HTTP: `... --http PORT`.
 
 Two ways of behaving like servers nobody here wrote, by environment: TESTBENCH_NO_LISTEN=1
