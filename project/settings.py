@@ -268,6 +268,9 @@ except ValueError as exc:
     raise ImproperlyConfigured(f"GLASSBOX_APPROVAL: {exc}") from None
 # Seconds a tool call waits for its approval before it is denied as timed out.
 GLASSBOX_APPROVAL_TIMEOUT = env_float("GLASSBOX_APPROVAL_TIMEOUT", 600.0)
+# Seconds an MCP server's question (elicitation) waits for its answer before it is cancelled;
+# the call's own time limit stands still meanwhile, the turn's (GLASSBOX_TURN_TIMEOUT) does not.
+GLASSBOX_ELICITATION_TIMEOUT = env_float("GLASSBOX_ELICITATION_TIMEOUT", 120.0)
 # Ask the provider for token usage in the stream (stream_options.include_usage).
 GLASSBOX_STREAM_USAGE = env_bool("GLASSBOX_STREAM_USAGE", True)
 # Traces (activity.telemetry): each finished turn goes to this OTLP/HTTP endpoint (empty: none,

@@ -41,10 +41,12 @@ from chat.agent.approval import Paused, Verdict
 from chat.agent.builtin_tools import default_registry
 from chat.agent.errors import describe_failure
 from chat.agent.loop import run_agent
+from chat.agent.questions import ask_with
 from chat.agent.tools import ToolRegistry
 from chat.models import Conversation, Message, ToolApproval
 from chat.turns import deps, registry
 from chat.turns.broadcast import send_turn_event
+from chat.turns.elicitations import TurnAsker
 from chat.turns.history import amodel_history
 from chat.turns.policy import agent_policy
 
@@ -196,6 +198,8 @@ async def _turn_run(
             unsaved=[to_json(e) for e in recorder.unsaved(before=recorded.seq or 0)],
         )
 
+    # An MCP server's question during a call is shown and answered as this turn's.
+    ask_with(TurnAsker(answer, emit))
     state = Message.State.COMPLETE
     if decided is not None:
         # Recorded and numbered with its claim (chat.turns.approvals): only shown here.
