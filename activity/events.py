@@ -2,12 +2,19 @@
 
 Plain Python on purpose: the agent loop yields these, the recorder stores them, and every
 consumer renders them, so they must be cheap and import nothing heavy.
+
+Each field is declared once, here (activity.declared): its JSON key and when the key is left
+out, and the ActivityEvent column a recorded event keeps it in (or why none). The JSON form,
+the row and the seal's list of columns are derived from that.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
+
+from activity.declared import declare, read_wire, wire_form
 
 # The `tool` of the 💭 lines: a model thinking is no tool, but its line is updated in place.
 REASONING = "reasoning"
@@ -21,6 +28,8 @@ STATUS_STATES: tuple[StatusState, ...] = ("in_progress", "waiting", "done", "fai
 DecisionKind = Literal["approve", "deny", "timeout"]
 DECISIONS: tuple[DecisionKind, ...] = ("approve", "deny", "timeout")
 TURN_STATES: tuple[TurnState, ...] = ("complete", "failed", "interrupted")
+# Why a field of a recorded event has no column.
+LIVE_ONLY = "live only: a status with progress is never stored"
 
 
 def status_state(value: str) -> StatusState:
@@ -39,25 +48,11 @@ def turn_state(value: str) -> TurnState:
     raise ValueError(f"not the end state of a turn: {value!r}")
 
 
-@dataclass(frozen=True, slots=True)
-class Status:
-    icon: str
-    message: str
-    state: StatusState
-    tool: str = ""
-    # Set when the line belongs to one tool call; a later in-progress status of the same call
-    # (the model's feedback_to_user) replaces the line in place instead of adding another.
-    call_id: str = ""
-    seq: int | None = None
-    # A running tool's own report of how far it is. Such a status is live only: it has no
-    # seq and is never stored; the call's tool_result keeps the last one.
-    progress: float | None = None
-    total: float | None = None
-    type: Literal["status"] = "status"
-
-    @property
-    def live_only(self) -> bool:
-        return self.progress is not None
+def decision_kind(value: str) -> DecisionKind:
+    for kind in DECISIONS:
+        if value == kind:
+            return kind
+    raise ValueError(f"not a decision: {value!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,39 +86,115 @@ def links_from_json(data: Any) -> tuple[Link, ...]:
     return tuple(link for item in data if (link := Link.from_json(item)) is not None)
 
 
+def _links_json(links: tuple[Link, ...]) -> list[dict[str, str]]:
+    return [link.to_json() for link in links]
+
+
+def _links_column(links: tuple[Link, ...]) -> list[dict[str, str]] | None:
+    return _links_json(links) or None
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _or_zero(value: int | None) -> int:
+    return value or 0
+
+
+def _or_empty(value: dict[str, Any] | None) -> dict[str, Any]:
+    return value or {}
+
+
+@dataclass(frozen=True, slots=True)
+class Status:
+    icon: str = field(metadata=declare(column="icon"))
+    message: str = field(metadata=declare(column="message"))
+    state: StatusState = field(
+        metadata=declare(read=status_state, column="state", from_column=status_state)
+    )
+    tool: str = field(default="", metadata=declare(column="tool"))
+    # Set when the line belongs to one tool call; a later in-progress status of the same call
+    # (the model's feedback_to_user) replaces the line in place instead of adding another.
+    call_id: str = field(default="", metadata=declare(omit_default=True, column="call_id"))
+    seq: int | None = field(default=None, metadata=declare(omit_default=True, column="seq"))
+    # A running tool's own report of how far it is. Such a status is live only: it has no
+    # seq and is never stored; the call's tool_result keeps the last one.
+    progress: float | None = field(
+        default=None, metadata=declare(omit_default=True, read=_number, unstored=LIVE_ONLY)
+    )
+    total: float | None = field(
+        default=None,
+        metadata=declare(
+            omit_default=True, shown_with="progress", read=_number, unstored=LIVE_ONLY
+        ),
+    )
+    type: Literal["status"] = field(default="status", metadata=declare(column="kind"))
+
+    @property
+    def live_only(self) -> bool:
+        return self.progress is not None
+
+
 @dataclass(frozen=True, slots=True)
 class ToolCall:
-    tool: str
-    call_id: str
-    arguments: dict[str, Any]
-    seq: int | None = None
-    type: Literal["tool_call"] = "tool_call"
+    tool: str = field(metadata=declare(column="tool"))
+    call_id: str = field(metadata=declare(column="call_id"))
+    arguments: dict[str, Any] = field(metadata=declare(column="arguments", from_column=_or_empty))
+    seq: int | None = field(default=None, metadata=declare(column="seq"))
+    type: Literal["tool_call"] = field(default="tool_call", metadata=declare(column="kind"))
 
 
 @dataclass(frozen=True, slots=True)
 class ToolResult:
-    call_id: str
-    ok: bool
-    summary: str
-    duration_ms: int
-    tool: str = ""
+    call_id: str = field(metadata=declare(column="call_id"))
+    ok: bool = field(metadata=declare(column="ok", from_column=bool))
+    summary: str = field(metadata=declare(column="result_summary"))
+    duration_ms: int = field(metadata=declare(column="duration_ms", from_column=_or_zero))
+    tool: str = field(default="", metadata=declare(key=False, column="tool"))
     # The full error is kept for admins only; it never goes to the user or the model.
-    error: str = field(default="", repr=False)
+    error: str = field(default="", repr=False, metadata=declare(key=False, column="error"))
     # What the model was given, so later turns can show it the same result again.
-    content: str = field(default="", repr=False)
+    content: str = field(
+        default="", repr=False, metadata=declare(key=False, column="result_content")
+    )
     # The MCP server the tool came from ("" for a built-in tool).
-    server: str = ""
-    # The last progress the tool reported, and how many reports it sent.
-    progress: float | None = None
-    total: float | None = None
-    progress_message: str = ""
-    progress_count: int = 0
+    server: str = field(default="", metadata=declare(key=False, column="server"))
+    # The last progress the tool reported, and how many reports it sent (on the wire only
+    # when it sent any).
+    progress: float | None = field(
+        default=None,
+        metadata=declare(shown_with="progress_count", read=_number, column="progress"),
+    )
+    total: float | None = field(
+        default=None,
+        metadata=declare(shown_with="progress_count", read=_number, column="progress_total"),
+    )
+    progress_message: str = field(
+        default="",
+        metadata=declare(shown_with="progress_count", column="progress_message", limit=400),
+    )
+    progress_count: int = field(
+        default=0, metadata=declare(omit_default=True, column="progress_count")
+    )
     # The tool's structured result, for the audit only.
-    structured: Any = field(default=None, repr=False)
+    structured: Any = field(
+        default=None, repr=False, metadata=declare(key=False, column="result_structured")
+    )
     # The resources its result pointed to.
-    links: tuple[Link, ...] = ()
-    seq: int | None = None
-    type: Literal["tool_result"] = "tool_result"
+    links: tuple[Link, ...] = field(
+        default=(),
+        metadata=declare(
+            omit_default=True,
+            read=links_from_json,
+            write=_links_json,
+            column="result_links",
+            to_column=_links_column,
+            from_column=links_from_json,
+        ),
+    )
+    seq: int | None = field(default=None, metadata=declare(column="seq"))
+    type: Literal["tool_result"] = field(default="tool_result", metadata=declare(column="kind"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,25 +202,24 @@ class Decision:
     """The owner's answer to a tool call that asked first (or its timing out): who, what,
     why, and how long the call waited."""
 
-    call_id: str
-    tool: str
-    decision: DecisionKind
-    by: str = ""
-    reason: str = ""
-    waited_ms: int = 0
-    seq: int | None = None
-    type: Literal["decision"] = "decision"
+    call_id: str = field(metadata=declare(column="call_id"))
+    tool: str = field(metadata=declare(missing="", column="tool"))
+    decision: DecisionKind = field(
+        metadata=declare(read=decision_kind, column="state", from_column=decision_kind)
+    )
+    by: str = field(default="", metadata=declare(column="message", limit=400))
+    reason: str = field(default="", metadata=declare(column="result_summary", limit=400))
+    waited_ms: int = field(default=0, metadata=declare(column="duration_ms", from_column=_or_zero))
+    seq: int | None = field(default=None, metadata=declare(column="seq"))
+    type: Literal["decision"] = field(default="decision", metadata=declare(column="kind"))
+    # Its `ok` column says whether the call went ahead, for the audit's filters.
+    COMPUTED_COLUMNS: ClassVar[Mapping[str, Callable[[Any], Any]]] = {
+        "ok": lambda decision: decision.approved
+    }
 
     @property
     def approved(self) -> bool:
         return self.decision == "approve"
-
-
-def decision_kind(value: str) -> DecisionKind:
-    for kind in DECISIONS:
-        if value == kind:
-            return kind
-    raise ValueError(f"not a decision: {value!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,41 +250,56 @@ def thinking_id(round_number: int) -> str:
 
 @dataclass(frozen=True, slots=True)
 class TextDelta:
-    content: str
-    type: Literal["text"] = "text"
+    content: str = field(metadata=declare())
+    type: Literal["text"] = field(default="text", metadata=declare())
 
 
 @dataclass(frozen=True, slots=True)
 class Done:
-    message_id: str
-    state: TurnState
-    summary_icon: str = ""
-    summary_text: str = ""
-    type: Literal["done"] = "done"
+    message_id: str = field(metadata=declare())
+    state: TurnState = field(metadata=declare(read=turn_state))
+    summary_icon: str = field(default="", metadata=declare(key="summary.icon"))
+    summary_text: str = field(default="", metadata=declare(key="summary.text"))
+    type: Literal["done"] = field(default="done", metadata=declare())
 
 
 @dataclass(frozen=True, slots=True)
 class TurnStarted:
     """A question was accepted and its answer begins: the first event of every turn."""
 
-    question_id: str
-    message_id: str
+    question_id: str = field(metadata=declare())
+    message_id: str = field(metadata=declare())
     # A regenerated answer: the id of the answer it replaces.
-    replaces: str = ""
-    type: Literal["turn"] = "turn"
+    replaces: str = field(default="", metadata=declare(omit_default=True))
+    type: Literal["turn"] = field(default="turn", metadata=declare())
 
 
 @dataclass(frozen=True, slots=True)
 class Error:
     """A request that was refused or could not be read; the message is for people."""
 
-    message: str
-    type: Literal["error"] = "error"
+    message: str = field(metadata=declare())
+    type: Literal["error"] = field(default="error", metadata=declare())
 
 
 Event = Status | ToolCall | ToolResult | Decision | TextDelta | Done
 RecordedEvent = Status | ToolCall | ToolResult | Decision
 WireEvent = Event | TurnStarted | Error
+
+# Every event by its `type`; the recorded ones are those an ActivityEvent row holds.
+RECORDED_TYPES: dict[str, type[RecordedEvent]] = {
+    "status": Status,
+    "tool_call": ToolCall,
+    "tool_result": ToolResult,
+    "decision": Decision,
+}
+WIRE_TYPES: dict[str, type[WireEvent]] = {
+    **RECORDED_TYPES,
+    "text": TextDelta,
+    "done": Done,
+    "turn": TurnStarted,
+    "error": Error,
+}
 
 
 def with_seq(event: RecordedEvent, seq: int) -> RecordedEvent:
@@ -223,156 +308,15 @@ def with_seq(event: RecordedEvent, seq: int) -> RecordedEvent:
 
 def to_json(event: WireEvent) -> dict[str, Any]:
     """The wire form of an event, the same on the socket, over SSE and in exports."""
-    match event:
-        case TurnStarted():
-            started = {
-                "type": "turn",
-                "question_id": event.question_id,
-                "message_id": event.message_id,
-            }
-            return started | ({"replaces": event.replaces} if event.replaces else {})
-        case Error():
-            return {"type": "error", "message": event.message}
-        case Status():
-            data: dict[str, Any] = {"type": "status"}
-            if event.seq is not None:
-                data["seq"] = event.seq
-            data |= {
-                "icon": event.icon,
-                "message": event.message,
-                "state": event.state,
-                "tool": event.tool,
-            }
-            if event.call_id:
-                data["call_id"] = event.call_id
-            if event.progress is not None:
-                data["progress"] = event.progress
-                if event.total is not None:
-                    data["total"] = event.total
-            return data
-        case ToolCall():
-            return {
-                "type": "tool_call",
-                "seq": event.seq,
-                "tool": event.tool,
-                "call_id": event.call_id,
-                "arguments": event.arguments,
-            }
-        case ToolResult():
-            return (
-                {
-                    "type": "tool_result",
-                    "seq": event.seq,
-                    "call_id": event.call_id,
-                    "ok": event.ok,
-                    "summary": event.summary,
-                    "duration_ms": event.duration_ms,
-                }
-                | _progress_of(event)
-                | _links_of(event)
-            )
-        case Decision():
-            return {
-                "type": "decision",
-                "seq": event.seq,
-                "call_id": event.call_id,
-                "tool": event.tool,
-                "decision": event.decision,
-                "by": event.by,
-                "reason": event.reason,
-                "waited_ms": event.waited_ms,
-            }
-        case TextDelta():
-            return {"type": "text", "content": event.content}
-        case Done():
-            return {
-                "type": "done",
-                "message_id": event.message_id,
-                "state": event.state,
-                "summary": {"icon": event.summary_icon, "text": event.summary_text},
-            }
-    raise TypeError(f"not an event: {event!r}")
-
-
-def _progress_of(result: ToolResult) -> dict[str, Any]:
-    if not result.progress_count:
-        return {}
-    return {
-        "progress": result.progress,
-        "total": result.total,
-        "progress_message": result.progress_message,
-        "progress_count": result.progress_count,
-    }
-
-
-def _links_of(result: ToolResult) -> dict[str, Any]:
-    return {"links": [link.to_json() for link in result.links]} if result.links else {}
-
-
-def _number(value: Any) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+    if WIRE_TYPES.get(getattr(event, "type", "")) is not type(event):
+        raise TypeError(f"not an event: {event!r}")
+    return wire_form(event)
 
 
 def from_json(data: dict[str, Any]) -> WireEvent:
     """The inverse of to_json, for events that cross the channel layer."""
     kind = data.get("type")
-    if kind == "status":
-        return Status(
-            icon=data["icon"],
-            message=data["message"],
-            state=status_state(data["state"]),
-            tool=data.get("tool", ""),
-            call_id=data.get("call_id", ""),
-            seq=data.get("seq"),
-            progress=_number(data.get("progress")),
-            total=_number(data.get("total")),
-        )
-    if kind == "tool_call":
-        return ToolCall(
-            tool=data["tool"],
-            call_id=data["call_id"],
-            arguments=data["arguments"],
-            seq=data.get("seq"),
-        )
-    if kind == "tool_result":
-        return ToolResult(
-            call_id=data["call_id"],
-            ok=data["ok"],
-            summary=data["summary"],
-            duration_ms=data["duration_ms"],
-            seq=data.get("seq"),
-            progress=_number(data.get("progress")),
-            total=_number(data.get("total")),
-            progress_message=data.get("progress_message", ""),
-            progress_count=data.get("progress_count", 0),
-            links=links_from_json(data.get("links")),
-        )
-    if kind == "decision":
-        return Decision(
-            call_id=data["call_id"],
-            tool=data.get("tool", ""),
-            decision=decision_kind(data["decision"]),
-            by=data.get("by", ""),
-            reason=data.get("reason", ""),
-            waited_ms=data.get("waited_ms", 0),
-            seq=data.get("seq"),
-        )
-    if kind == "text":
-        return TextDelta(content=data["content"])
-    if kind == "done":
-        summary = data.get("summary") or {}
-        return Done(
-            message_id=data["message_id"],
-            state=turn_state(data["state"]),
-            summary_icon=summary.get("icon", ""),
-            summary_text=summary.get("text", ""),
-        )
-    if kind == "turn":
-        return TurnStarted(
-            question_id=data["question_id"],
-            message_id=data["message_id"],
-            replaces=data.get("replaces", ""),
-        )
-    if kind == "error":
-        return Error(message=data["message"])
-    raise ValueError(f"unknown event type {kind!r}")
+    cls = WIRE_TYPES.get(kind) if isinstance(kind, str) else None
+    if cls is None:
+        raise ValueError(f"unknown event type {kind!r}")
+    return read_wire(cls, data)

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from django.conf import settings
@@ -19,18 +20,8 @@ from activity.chain import (
     ledger_entry,
     link,
 )
-from activity.events import (
-    Decision,
-    ModelCallDone,
-    RecordedEvent,
-    Status,
-    ToolCall,
-    ToolResult,
-    decision_kind,
-    links_from_json,
-    status_state,
-    with_seq,
-)
+from activity.declared import from_row, row_values
+from activity.events import RECORDED_TYPES, ModelCallDone, RecordedEvent, with_seq
 from activity.preferences import FeedPrefs
 from activity.writes import insert_rows, update_row
 
@@ -347,106 +338,13 @@ class ActivityEvent(models.Model):
 
     @classmethod
     def from_event(cls, feed: ActivityFeed, event: RecordedEvent) -> ActivityEvent:
+        """The row of an event, its columns as activity.events declares them."""
         if event.seq is None:
             raise ValueError("an event is numbered (FeedRecorder.number) before it is stored")
-        seq: int = event.seq
-        match event:
-            case Status():
-                return cls(
-                    feed=feed,
-                    seq=seq,
-                    kind=cls.Kind.STATUS,
-                    icon=event.icon,
-                    message=event.message,
-                    state=event.state,
-                    tool=event.tool,
-                    call_id=event.call_id,
-                )
-            case ToolCall():
-                return cls(
-                    feed=feed,
-                    seq=seq,
-                    kind=cls.Kind.TOOL_CALL,
-                    tool=event.tool,
-                    call_id=event.call_id,
-                    arguments=event.arguments,
-                )
-            case ToolResult():
-                return cls(
-                    feed=feed,
-                    seq=seq,
-                    kind=cls.Kind.TOOL_RESULT,
-                    tool=event.tool,
-                    call_id=event.call_id,
-                    ok=event.ok,
-                    result_summary=event.summary,
-                    error=event.error,
-                    result_content=event.content,
-                    duration_ms=event.duration_ms,
-                    server=event.server,
-                    progress=event.progress,
-                    progress_total=event.total,
-                    progress_message=event.progress_message[:400],
-                    progress_count=event.progress_count,
-                    result_structured=event.structured,
-                    result_links=[link.to_json() for link in event.links] or None,
-                )
-            case Decision():
-                return cls(
-                    feed=feed,
-                    seq=seq,
-                    kind=cls.Kind.DECISION,
-                    tool=event.tool,
-                    call_id=event.call_id,
-                    state=event.decision,
-                    ok=event.approved,
-                    message=event.by[:400],
-                    result_summary=event.reason[:400],
-                    duration_ms=event.waited_ms,
-                )
-        raise TypeError(f"not a recorded event: {event!r}")
+        return cls(feed=feed, **row_values(event))
 
     def to_event(self) -> RecordedEvent:
-        if self.kind == self.Kind.STATUS:
-            return Status(
-                icon=self.icon,
-                message=self.message,
-                state=status_state(self.state),
-                tool=self.tool,
-                call_id=self.call_id,
-                seq=self.seq,
-            )
-        if self.kind == self.Kind.DECISION:
-            return Decision(
-                call_id=self.call_id,
-                tool=self.tool,
-                decision=decision_kind(self.state),
-                by=self.message,
-                reason=self.result_summary,
-                waited_ms=self.duration_ms or 0,
-                seq=self.seq,
-            )
-        if self.kind == self.Kind.TOOL_CALL:
-            return ToolCall(
-                tool=self.tool, call_id=self.call_id, arguments=self.arguments or {}, seq=self.seq
-            )
-        return ToolResult(
-            call_id=self.call_id,
-            ok=bool(self.ok),
-            summary=self.result_summary,
-            duration_ms=self.duration_ms or 0,
-            tool=self.tool,
-            error=self.error,
-            content=self.result_content,
-            server=self.server,
-            progress=self.progress,
-            total=self.progress_total,
-            progress_message=self.progress_message,
-            progress_count=self.progress_count,
-            structured=self.result_structured,
-            links=links_from_json(self.result_links),
-            seq=self.seq,
-        )
+        return from_row(RECORDED_TYPES[self.kind], functools.partial(getattr, self))
 
 
 class FeedPreferences(models.Model):
