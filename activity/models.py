@@ -21,7 +21,7 @@ from activity.chain import (
     link,
 )
 from activity.declared import from_row, row_values
-from activity.events import RECORDED_TYPES, ModelCallDone, RecordedEvent, with_seq
+from activity.events import RECORDED_TYPES, ModelCallDone, RecordedEvent
 from activity.preferences import FeedPrefs
 from activity.writes import insert_rows, update_row
 
@@ -174,22 +174,6 @@ class ActivityFeed(models.Model):
         return not feed["closing"] or feed["closing"] == cls.closing_of(feed_id)
 
     @classmethod
-    def append_line(cls, feed_id: int, event: RecordedEvent) -> ActivityEvent:
-        """Writes one event at the end of a feed that no turn is writing (a contact request
-        after the answer), sealed after its last one, with the feed's count and head, and
-        closes it anew if it had ended; in one transaction (the caller's, if any), feed row
-        locked. A record that failed its check before stays as it was: not sealed over."""
-        with transaction.atomic():
-            feed = cls.objects.select_for_update().get(pk=feed_id)
-            holds = cls.holds(feed_id)
-            last, head = ActivityEvent.head_of(feed_id)
-            sealed = ActivityEvent.append(feed, with_seq(event, last + 1), after=head)
-            cls.objects.filter(pk=feed_id).update(event_count=last + 1, chain_head=sealed.chain)
-            if holds and feed.closing:
-                cls.seal_end(feed_id)
-            return sealed
-
-    @classmethod
     def record_opened(cls, *, feed_id: int, owner: Any) -> bool:
         """Its owner expanded this finished feed: one UPDATE, False if it is not theirs to
         open (another user's, hidden, or still running)."""
@@ -327,14 +311,6 @@ class ActivityEvent(models.Model):
         """The seq and hash of a feed's last stored event: (0, GENESIS) for none."""
         last = cls.objects.filter(feed_id=feed_id).order_by("-seq").values_list("seq", "chain")
         return last.first() or (0, GENESIS)
-
-    @classmethod
-    def append(cls, feed: ActivityFeed, event: RecordedEvent, after: str) -> ActivityEvent:
-        """Writes one event sealed after the row whose hash is `after` (`head_of`): for
-        writers outside a running turn, inside their transaction."""
-        row = cls.from_event(feed, event).seal(after)
-        row.save()
-        return row
 
     @classmethod
     def from_event(cls, feed: ActivityFeed, event: RecordedEvent) -> ActivityEvent:

@@ -25,6 +25,7 @@ from django.utils import timezone
 from activity.chain import CLOSED_CALL_FIELDS, GENESIS, closing, text_digest
 from activity.commits import Part, Rider, group_commit
 from activity.events import ModelCallDone, RecordedEvent, ToolCall, ToolResult, with_seq
+from activity.feeds import sealed_rows
 from activity.models import SEQ_AHEAD, ActivityEvent, ActivityFeed, ModelCall
 from activity.presentation import Summary
 from activity.usage import ModelPrice, call_cost, totals
@@ -76,9 +77,9 @@ class FeedRecorder:
         the reservation: the write extends it)."""
         if self.last_seq + 1 > self.feed.seq_reserved:
             await self.write()
-        numbered = with_seq(event, self.last_seq + 1)
+        (row,) = sealed_rows(self.feed, [event], self.last_seq + 1, self.head)
+        numbered = with_seq(event, row.seq)
         self.events.append(numbered)
-        row = ActivityEvent.from_event(self.feed, numbered).seal(self.head)
         self.head = row.chain
         self.pending.append(row)
         return numbered

@@ -17,7 +17,7 @@ from typing import Any
 from channels.db import database_sync_to_async
 from django.utils.translation import gettext as _
 
-from activity.models import ActivityFeed
+from activity import feeds
 from chat.models import Conversation, Message
 from chat.turns import approvals, registry, runner
 from chat.turns.admission import (
@@ -130,5 +130,5 @@ async def stop(*, conversation_id: uuid.UUID, answer_id: int) -> bool:
             conversation_id=conversation_id, answer_id=answer_id
         )
     if not registry.cancel(answer_id):
-        await ActivityFeed.objects.filter(pk=feed_id).aupdate(stop_requested=True)
+        await feeds.request_stop(feed_id)
     return True
