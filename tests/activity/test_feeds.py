@@ -84,21 +84,21 @@ def test_an_append_to_a_feed_that_is_not_there_is_refused_and_writes_nothing(ans
     assert not ActivityEvent.objects.filter(message="Lost").exists()
 
 
-def test_two_writers_at_once_number_one_after_the_other(answered):
+def test_two_writers_at_once_number_one_after_the_other_and_the_feed_verifies(answered):
     if connection.vendor != "postgresql":
         pytest.skip("SQLite has one writer at a time: nothing to meet")
     first_in, release = threading.Event(), threading.Event()
 
     def first() -> None:
         with transaction.atomic():
-            feeds.append(answered.feed_id, [line("First")])
+            feeds.append_late(answered.feed_id, line("First"))
             first_in.set()
             release.wait(10)
         connection.close()
 
     def second() -> None:
         first_in.wait(10)
-        feeds.append(answered.feed_id, [line("Second")])
+        feeds.append_late(answered.feed_id, line("Second"))
         connection.close()
 
     threads = [threading.Thread(target=first), threading.Thread(target=second)]
