@@ -9,7 +9,8 @@ from django.db.models import F
 from django.db.models.functions import Coalesce, Now
 from django.utils import timezone
 
-from activity.chain import (
+from activity.preferences.feed_prefs import FeedPrefs
+from activity.recording.chain import (
     ALL_SEALED,
     CLOSED_CALL_FIELDS,
     CLOSED_FEED_FIELDS,
@@ -20,10 +21,9 @@ from activity.chain import (
     ledger_entry,
     link,
 )
-from activity.declared import from_row, row_values
-from activity.events import RECORDED_TYPES, ModelCallDone, RecordedEvent
-from activity.preferences import FeedPrefs
-from activity.writes import insert_rows, update_row
+from activity.recording.declared import from_row, row_values
+from activity.recording.events import RECORDED_TYPES, ModelCallDone, RecordedEvent
+from activity.recording.writes import insert_rows, update_row
 
 # Seqs a running turn may number ahead of what is on disk (see ActivityFeed.seq_reserved).
 SEQ_AHEAD = 32
@@ -58,8 +58,9 @@ class ActivityFeed(models.Model):
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     # Set by a Stop from another process; the runner sees it at its next heartbeat.
     stop_requested = models.BooleanField(default=False)
-    # A running turn shows its lines before it writes them (activity.recorder), never past
-    # this seq: who closes it after a crash numbers the last line above any it may have shown.
+    # A running turn shows its lines before it writes them (activity.recording.recorder),
+    # never past this seq: who closes it after a crash numbers the last line above any it may
+    # have shown.
     seq_reserved = models.PositiveIntegerField(default=SEQ_AHEAD)
     # The language the owner used when asking: the built-in lines and summary are written in
     # it, and the model was told it.
@@ -87,8 +88,8 @@ class ActivityFeed(models.Model):
     # The SHA-256 of the answer's text at the end (the answer lives in chat, which checks it).
     answer_sha256 = models.CharField(max_length=64, blank=True, default="")
     # Set when the turn ends: a hash over its head, this row and its model calls
-    # (activity.chain.closing), also appended to the ledger of all feeds. Blank while it runs,
-    # and on feeds that ended before it existed.
+    # (activity.recording.chain.closing), also appended to the ledger of all feeds. Blank
+    # while it runs, and on feeds that ended before it existed.
     closing = models.CharField(max_length=64, blank=True, default="")
 
     class Meta:
@@ -109,7 +110,8 @@ class ActivityFeed(models.Model):
             return None
         return int((self.finished_at - self.started_at).total_seconds() * 1000)
 
-    # The states a feed ends in; it is closed (activity.chain.closing) when it reaches one.
+    # The states a feed ends in; it is closed (activity.recording.chain.closing) when it
+    # reaches one.
     ENDED = (State.COMPLETE, State.FAILED, State.INTERRUPTED)
 
     @classmethod
@@ -273,14 +275,14 @@ class ActivityEvent(models.Model):
     progress_message = models.CharField(max_length=400, blank=True)
     progress_count = models.PositiveIntegerField(default=0)
     result_structured = models.JSONField(null=True, blank=True)
-    # The resources the result pointed to (activity.events.Link); null when none.
+    # The resources the result pointed to (activity.recording.events.Link); null when none.
     result_links = models.JSONField(null=True, blank=True)
     # When it happened: rows are written in batches, a beat after some of them.
     created_at = models.DateTimeField(default=timezone.now)
-    # SHA-256 over this row and the previous row's `chain` in its feed (activity.chain).
+    # SHA-256 over this row and the previous row's `chain` in its feed (activity.recording.chain).
     chain = models.CharField(max_length=64, blank=True, default="")
-    # How `chain` was computed (activity.chain.SEAL_V1, SEAL_V2): rows keep the version they
-    # were sealed with.
+    # How `chain` was computed (activity.recording.chain.SEAL_V1, SEAL_V2): rows keep the
+    # version they were sealed with.
     seal_version = models.PositiveSmallIntegerField(default=SEAL_CURRENT)
 
     class Meta:
@@ -314,7 +316,7 @@ class ActivityEvent(models.Model):
 
     @classmethod
     def from_event(cls, feed: ActivityFeed, event: RecordedEvent) -> ActivityEvent:
-        """The row of an event, its columns as activity.events declares them."""
+        """The row of an event, its columns as activity.recording.events declares them."""
         if event.seq is None:
             raise ValueError("an event is numbered (FeedRecorder.number) before it is stored")
         return cls(feed=feed, **row_values(event))

@@ -14,10 +14,10 @@ from django.db import connection
 from django.db.models import F, QuerySet, Sum
 from django.http import HttpRequest
 
-from activity.access import is_auditor
-from activity.events import thinking_id
+from activity.auditing.access import is_auditor
 from activity.models import ActivityEvent, ActivityFeed, FeedPreferences, ModelCall
-from activity.preferences import ReaderSettings
+from activity.preferences.feed_prefs import ReaderSettings
+from activity.recording.events import thinking_id
 from project.sql import column, table
 
 # Per request, kept only while it lives: the language middleware and the page's view share
@@ -35,7 +35,8 @@ def reader_settings(request: HttpRequest) -> ReaderSettings:
 
 
 def feeds_visible_to(user: Any) -> QuerySet[ActivityFeed]:
-    """Auditors (activity.access.is_auditor) see every feed; anyone else only their own."""
+    """Auditors (activity.auditing.access.is_auditor) see every feed; anyone else only their
+    own."""
     feeds = ActivityFeed.objects.all()
     if not is_auditor(user):
         feeds = feeds.filter(owner=user, hidden_from_owner=False)

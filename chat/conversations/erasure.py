@@ -10,7 +10,7 @@ from django.db import transaction
 from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
-from activity import feeds
+from activity.recording import feeds
 from chat.conversations.access import conversations_closed
 from chat.models import ContactRequest, Conversation, Message
 
@@ -46,7 +46,7 @@ def account_erase(*, user: Any) -> str:
     Message.objects.filter(conversation__in=conversations).update(content="", client_id=None)
     conversations.update(title="", deleted_at=now)
     # Their chains and closings no longer match what they hold: sealed again, and the reseal
-    # recorded (activity.feeds.erase_for).
+    # recorded (activity.recording.feeds.erase_for).
     feeds.erase_for(user, reason=f"account erasure of user {user.pk}")
     ContactRequest.objects.filter(owner=user).delete()
     Token.objects.filter(user=user).delete()

@@ -9,9 +9,9 @@ from django.db import transaction
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 
-from activity import feeds
-from activity.audit import purge
-from activity.events import Status
+from activity.auditing.audit import purge
+from activity.recording import feeds
+from activity.recording.events import Status
 from activity.selectors import feed_ids_of_conversations, feed_language
 from chat.conversations.access import conversations_closed
 from chat.conversations.selectors import CONTACT_TOOL

@@ -17,7 +17,7 @@ from typing import Any
 from channels.db import database_sync_to_async
 from django.utils.translation import gettext as _
 
-from activity import feeds
+from activity.recording import feeds
 from chat.models import Conversation, Message
 from chat.turns import approvals, registry, runner
 from chat.turns.admission import (

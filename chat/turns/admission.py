@@ -16,7 +16,7 @@ from django.utils.formats import number_format
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
-from activity.feeds import open_feed
+from activity.recording.feeds import open_feed
 from activity.selectors import running_and_recent, tokens_since
 from chat.conversations.text_rules import looks_empty, unstorable
 from chat.models import Conversation, Message

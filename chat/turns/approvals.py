@@ -18,8 +18,8 @@ from django.db.models import QuerySet
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from activity import feeds
-from activity.events import Decision, decision_kind
+from activity.recording import feeds
+from activity.recording.events import Decision, decision_kind
 from chat.agent.approval import Paused, Verdict
 from chat.models import Message, ToolApproval
 from chat.turns import registry, runner
@@ -140,7 +140,7 @@ def _claim(
         Message.objects.filter(pk=approval.answer_id).update(state=Message.State.STREAMING)
         (decision,) = feeds.append(feed.pk, [asked], state="running", heartbeat_at=now).events
         assert isinstance(decision, Decision)
-        # The resumed run numbers on from here (activity.recorder).
+        # The resumed run numbers on from here (activity.recording.recorder).
         feed.seq_reserved = max(feed.seq_reserved, decision.seq or 0)
     approval.answer.state = Message.State.STREAMING
     return approval, decision

@@ -2,7 +2,8 @@
 
 The policy, stated once:
 - a running turn beats every GLASSBOX_HEARTBEAT_SECONDS (chat.turns.runner); its events and
-  text are written every GLASSBOX_COMMIT_SECONDS (activity.commits), a tool call before it runs;
+  text are written every GLASSBOX_COMMIT_SECONDS (activity.recording.commits), a tool call
+  before it runs;
 - a follower that hears nothing of a turn for QUIET_BEATS beats reads its end from the
   database (its `done` may have been dropped) and, when no runner of this process holds it,
   looks for a dead runner here;
@@ -27,8 +28,8 @@ from django.db.models import Max
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 
-from activity import feeds
-from activity.events import Done, Status, to_json, with_seq
+from activity.recording import feeds
+from activity.recording.events import Done, Status, to_json, with_seq
 from activity.selectors import calls_without_result
 from chat.models import Conversation, Message
 from chat.turns import registry
@@ -129,7 +130,7 @@ def _keep_what_was_held(answer: Message, feed_id: int) -> None:
 def _interrupt(answer: Message, feed: ReservedFeed) -> int | None:
     """Closes the turn with a ❔ line for each call that had no result and the ⚠️ line; its
     last seq, or None if another process closed it. A feed whose record fails its check (its
-    last events removed, say) is closed without a line and without a seal (activity.feeds
+    last events removed, say) is closed without a line and without a seal (activity.recording.feeds
     .interrupt)."""
     # Only one process may close a turn: the state check makes the update the lock.
     closed = Message.objects.filter(pk=answer.pk, state=Message.State.STREAMING).update(

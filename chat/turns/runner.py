@@ -17,9 +17,11 @@ from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 from openai import AsyncOpenAI
 
-from activity import feeds
-from activity.commits import Ride
-from activity.events import (
+from activity.preferences.feed_prefs import FeedPrefs
+from activity.presenting.presentation import summarize
+from activity.recording import feeds
+from activity.recording.commits import Ride
+from activity.recording.events import (
     Decision,
     Done,
     ModelCallDone,
@@ -30,11 +32,9 @@ from activity.events import (
     to_json,
     turn_state,
 )
-from activity.preferences import FeedPrefs
-from activity.presentation import summarize
-from activity.recorder import FeedRecorder
+from activity.recording.recorder import FeedRecorder
+from activity.recording.writes import update_row
 from activity.usage import configured_prices
-from activity.writes import update_row
 from chat.agent.approval import Paused, Verdict
 from chat.agent.builtin_tools import default_registry
 from chat.agent.client import make_client

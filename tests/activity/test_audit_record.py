@@ -21,11 +21,11 @@ from django.db import connection, transaction
 from django.test import AsyncClient
 from django.utils import timezone
 
-from activity import feeds
-from activity.audit import ledger_problems
-from activity.chain import GENESIS, SEAL_V1, link
-from activity.events import ToolResult
+from activity.auditing.audit import ledger_problems
 from activity.models import ActivityEvent, ActivityFeed, LedgerEntry
+from activity.recording import feeds
+from activity.recording.chain import GENESIS, SEAL_V1, link
+from activity.recording.events import ToolResult
 from chat.conversations.services import conversation_delete, deleted_conversations_purge
 from chat.models import Conversation, Message
 from chat.turns.recovery import dead_turns_recover

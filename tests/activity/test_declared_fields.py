@@ -8,7 +8,14 @@ from typing import Literal
 
 import pytest
 
-from activity.declared import columns_of, declare, from_row, read_wire, row_values, wire_form
+from activity.recording.declared import (
+    columns_of,
+    declare,
+    from_row,
+    read_wire,
+    row_values,
+    wire_form,
+)
 
 
 @dataclass(frozen=True, slots=True)

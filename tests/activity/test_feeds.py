@@ -1,7 +1,7 @@
-"""Appending to a feed is one verb of activity (activity.feeds.append): every writer outside
-a running turn (a decision, a recovered turn's last lines, a contact request) numbers after
-the feed's last event, seals after its head and moves its count and head the same way, and
-two writers at once number one after the other."""
+"""Appending to a feed is one verb of activity (activity.recording.feeds.append): every
+writer outside a running turn (a decision, a recovered turn's last lines, a contact request)
+numbers after the feed's last event, seals after its head and moves its count and head the
+same way, and two writers at once number one after the other."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ import time
 import pytest
 from django.db import connection, transaction
 
-from activity import feeds
-from activity.chain import GENESIS, link
-from activity.events import Status
 from activity.models import ActivityEvent, ActivityFeed
+from activity.recording import feeds
+from activity.recording.chain import GENESIS, link
+from activity.recording.events import Status
 from tests.support.audit import verify
 from tests.support.turns import run_turn
 

@@ -1,14 +1,15 @@
 """Nothing is left out of the seal by accident: a column added to an event or to a feed
 fails here until it is sealed, or said on purpose not to be. An event's columns are sealed
-as activity.events declares them, so a field declared with a column is sealed with no other
-edit, and the hashes of the events stored before it stay as they were."""
+as activity.recording.events declares them, so a field declared with a column is sealed with
+no other edit, and the hashes of the events stored before it stay as they were."""
 
 from __future__ import annotations
 
 import pytest
 
-from activity import chain
-from activity.chain import (
+from activity.models import ActivityEvent, ActivityFeed, ModelCall
+from activity.recording import chain
+from activity.recording.chain import (
     ADDED_SINCE_V2,
     ALL_SEALED,
     CLOSED_CALL_FIELDS,
@@ -20,9 +21,8 @@ from activity.chain import (
     UNSEALED,
     link,
 )
-from activity.declared import fields_of
-from activity.events import RECORDED_TYPES
-from activity.models import ActivityEvent, ActivityFeed, ModelCall
+from activity.recording.declared import fields_of
+from activity.recording.events import RECORDED_TYPES
 from tests.support.stored_format import AT, RECORDED
 
 # A feed's columns its closing leaves out, and why: they change after it ends (its owner

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from activity.chain import GENESIS, SEAL_V1, SEAL_V2
-from activity.events import from_json, to_json
 from activity.models import ActivityEvent, ActivityFeed
+from activity.recording.chain import GENESIS, SEAL_V1, SEAL_V2
+from activity.recording.events import from_json, to_json
 from tests.support.stored_format import AT, RECORDED, WIRE
 
 HASHES = {

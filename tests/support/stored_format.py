@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from activity.events import (
+from activity.recording.events import (
     Decision,
     Done,
     Error,

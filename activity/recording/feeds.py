@@ -4,8 +4,9 @@ these (an import-linter contract in pyproject.toml keeps chat's writers off acti
 `append` is the one way an event is added after a feed's head from outside its running turn
 (a decision, a recovered turn's last lines, a contact request): it numbers, seals and writes
 the events and moves the feed's count and head, the feed's row locked. A running turn's own
-recorder (activity.recorder) numbers and seals with `sealed_rows` too, in memory, and writes
-through the group commit (activity.commits): it is its feed's single writer while it runs.
+recorder (activity.recording.recorder) numbers and seals with `sealed_rows` too, in memory,
+and writes through the group commit (activity.recording.commits): it is its feed's single
+writer while it runs.
 """
 
 from __future__ import annotations
@@ -19,11 +20,11 @@ from django.db import transaction
 from django.db.models import Count, Max
 from django.utils import timezone
 
-from activity.audit import reseal
-from activity.chain import text_digest
-from activity.events import RecordedEvent, with_seq
+from activity.auditing.audit import reseal
 from activity.models import ActivityEvent, ActivityFeed, FeedPreferences, ModelCall
-from activity.writes import insert_rows, update_row
+from activity.recording.chain import text_digest
+from activity.recording.events import RecordedEvent, with_seq
+from activity.recording.writes import insert_rows, update_row
 
 
 @dataclass(frozen=True, slots=True)

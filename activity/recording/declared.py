@@ -1,10 +1,10 @@
 """How an event's fields are declared once, and the forms derived from that declaration: its
-JSON form on the wire (activity.events.to_json, from_json) and its row (activity.models:
-ActivityEvent.from_event, to_event); the seal follows the rows' columns (activity.chain).
+JSON form on the wire (activity.recording.events.to_json, from_json) and its row (activity.models:
+ActivityEvent.from_event, to_event); the seal follows the rows' columns (activity.recording.chain).
 
 Each field of an event dataclass carries `declare(...)` as its metadata: its JSON key (or
 none: it never leaves the server), when the key is left out, and the `ActivityEvent` column
-it is stored in (or why it is not stored). Plain Python, as activity.events is.
+it is stored in (or why it is not stored). Plain Python, as activity.recording.events is.
 """
 
 from __future__ import annotations
@@ -106,7 +106,9 @@ def fields_of(cls: type) -> tuple[Field, ...]:
     for field in dataclasses.fields(cls):
         declared = field.metadata.get(KEY)
         if declared is None:
-            raise TypeError(f"{cls.__name__}.{field.name} is not declared (activity.declared)")
+            raise TypeError(
+                f"{cls.__name__}.{field.name} is not declared (activity.recording.declared)"
+            )
         found.append(Field(field.name, declared, _default_of(field)))
     first = {"type": 0, "seq": 1}
     return tuple(sorted(found, key=lambda field: first.get(field.name, 2)))

@@ -3,9 +3,9 @@
 Plain Python on purpose: the agent loop yields these, the recorder stores them, and every
 consumer renders them, so they must be cheap and import nothing heavy.
 
-Each field is declared once, here (activity.declared): its JSON key and when the key is left
-out, and the ActivityEvent column a recorded event keeps it in (or why none). The JSON form,
-the row and the seal's list of columns are derived from that.
+Each field is declared once, here (activity.recording.declared): its JSON key and when the
+key is left out, and the ActivityEvent column a recorded event keeps it in (or why none). The
+JSON form, the row and the seal's list of columns are derived from that.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Literal
 
-from activity.declared import declare, read_wire, wire_form
+from activity.recording.declared import declare, read_wire, wire_form
 
 # The `tool` of the 💭 lines: a model thinking is no tool, but its line is updated in place.
 REASONING = "reasoning"

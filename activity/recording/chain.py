@@ -18,8 +18,8 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-from activity.declared import columns_of
-from activity.events import RECORDED_TYPES
+from activity.recording.declared import columns_of
+from activity.recording.events import RECORDED_TYPES
 
 # The first event of a feed links to this, and the first entry of the ledger.
 GENESIS = ""
@@ -37,7 +37,7 @@ SEALED_FIELDS = (
 )  # fmt: skip
 # What version 2 seals in full, its own version included. Frozen as well.
 SEALED_V2_BASE = (*SEALED_FIELDS, "result_links", "seal_version")
-# The columns of a row that are not an event's fields (activity.events declares those).
+# The columns of a row that are not an event's fields (activity.recording.events declares those).
 ROW_COLUMNS = ("feed_id", "created_at", "seal_version")
 # The columns no seal covers, and why (tests/activity/test_sealed_columns.py checks that
 # every column is sealed or named here).
