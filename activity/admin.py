@@ -18,9 +18,9 @@ from django.utils import timezone
 from django.utils.html import format_html
 
 from activity import telemetry
-from activity.access import is_auditor
 from activity.api.views import export_response
-from activity.audit import evidence_stream, feed_integrity, period
+from activity.auditing.access import is_auditor
+from activity.auditing.audit import evidence_stream, feed_integrity, period
 from activity.models import (
     ActivityEvent,
     ActivityFeed,
@@ -33,7 +33,7 @@ from activity.models import (
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
-    """Audit data: read by auditors only (activity.access.is_auditor, as the API and the
+    """Audit data: read by auditors only (activity.auditing.access.is_auditor, as the API and the
     exports), never added, changed or deleted through admin, by anyone."""
 
     def has_view_permission(self, request, obj=None):

@@ -11,7 +11,7 @@ from typing import Any
 import jiter
 from django.utils.translation import gettext as _
 
-from activity.events import Status, ToolFeedback
+from activity.recording.events import Status, ToolFeedback
 from chat.agent.chunks import ToolDelta
 from chat.agent.tools import FEEDBACK_ARG, AgentTool, ToolError, ToolRegistry, truncate_feedback
 

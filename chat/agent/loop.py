@@ -13,7 +13,7 @@ from django.utils.translation import get_language
 from django.utils.translation import gettext as _
 from openai import AsyncOpenAI
 
-from activity.events import (
+from activity.recording.events import (
     FALLBACK,
     ModelCallDone,
     RecordedEvent,

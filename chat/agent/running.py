@@ -14,7 +14,7 @@ from functools import partial
 
 from django.utils.translation import gettext as _
 
-from activity.events import Status, ToolCall, ToolResult
+from activity.recording.events import Status, ToolCall, ToolResult
 from chat.agent.calls import PendingCall, parse_arguments, raw_arguments
 from chat.agent.lines import fallback
 from chat.agent.outcome import CallOutcome

@@ -11,7 +11,7 @@ from channels.db import database_sync_to_async
 from django.utils import translation
 from django.utils.translation import gettext as _
 
-from activity.preferences import FeedPrefs
+from activity.preferences.feed_prefs import FeedPrefs
 from chat import turns
 from chat.models import Conversation
 from chat.socket import inbound, questions, reads, render

@@ -15,7 +15,7 @@ from typing import Any
 
 from django.utils.translation import gettext as _
 
-from activity.events import Decision
+from activity.recording.events import Decision
 from chat import turns
 from chat.models import Conversation
 from chat.turns import elicitations

@@ -22,7 +22,7 @@ from django.conf import settings
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from activity.events import RecordedEvent, Status
+from activity.recording.events import RecordedEvent, Status
 from chat.agent.mcp.elicit_schema import WITHHELD, Field, Invalid, check_answer, kept, read_form
 from chat.agent.questions import Question, Reply
 from chat.models import Conversation, Elicitation, Message

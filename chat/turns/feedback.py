@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from activity.events import ToolFeedback, to_json
+from activity.recording.events import ToolFeedback, to_json
 from chat.agent.tools import FEEDBACK_ARG, truncate_feedback
 
 

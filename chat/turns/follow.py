@@ -3,12 +3,12 @@ nothing out of order, and an end for every turn.
 
 The channel layer may drop messages to a slow reader (channels-redis drops silently at a full
 channel), so a gap is filled: a status or tool event is broadcast with the events before it
-that are not written yet (they are written in batches, activity.recorder), and every event
-before those is in the database; a missing stretch of answer text comes from the running
-process's buffer or the stored text, or, if neither has it yet, from the finished answer just
-before `done` (which also brings any text lost at the very end). A turn that goes quiet is
-looked up in the database: a `done` that was dropped is found there, and a runner that died
-is recovered (chat.turns.recovery)."""
+that are not written yet (they are written in batches, activity.recording.recorder), and
+every event before those is in the database; a missing stretch of answer text comes from the
+running process's buffer or the stored text, or, if neither has it yet, from the finished
+answer just before `done` (which also brings any text lost at the very end). A turn that goes
+quiet is looked up in the database: a `done` that was dropped is found there, and a runner
+that died is recovered (chat.turns.recovery)."""
 
 from __future__ import annotations
 
@@ -22,9 +22,9 @@ from typing import Any, Protocol
 
 from channels.db import database_sync_to_async
 
-from activity.events import Done, TextDelta, TurnStarted, to_json, turn_state
 from activity.models import ActivityEvent
-from activity.preferences import FeedPrefs
+from activity.preferences.feed_prefs import FeedPrefs
+from activity.recording.events import Done, TextDelta, TurnStarted, to_json, turn_state
 from chat.conversations.selectors import TurnView, aturn_view
 from chat.models import Message
 from chat.turns import registry

@@ -18,8 +18,11 @@ from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 
 from activity import telemetry
-from activity.commits import Ride
-from activity.events import (
+from activity.preferences.feed_prefs import FeedPrefs
+from activity.presenting.presentation import summarize
+from activity.recording import feeds
+from activity.recording.commits import Ride
+from activity.recording.events import (
     Decision,
     Done,
     ModelCallDone,
@@ -31,12 +34,9 @@ from activity.events import (
     to_json,
     turn_state,
 )
-from activity.models import ActivityFeed
-from activity.preferences import FeedPrefs
-from activity.presentation import summarize
-from activity.recorder import FeedRecorder
+from activity.recording.recorder import FeedRecorder
+from activity.recording.writes import update_row
 from activity.usage import configured_prices
-from activity.writes import update_row
 from chat.agent.approval import Paused, Verdict
 from chat.agent.builtin_tools import default_registry
 from chat.agent.errors import describe_failure
@@ -57,7 +57,7 @@ async def heartbeat(recorder: FeedRecorder, turn: asyncio.Task) -> None:
     """Proves the turn alive, with the group commit that writes what it did meanwhile, and
     picks up a Stop from another process."""
     interval = settings.GLASSBOX_HEARTBEAT_SECONDS
-    beat = functools.partial(_beat, recorder.feed.pk)
+    beat = functools.partial(_stop_asked, recorder.feed.pk)
     while True:
         await asyncio.sleep(interval)
         try:
@@ -73,13 +73,10 @@ async def heartbeat(recorder: FeedRecorder, turn: asyncio.Task) -> None:
             return
 
 
-def _beat(feed_id: int) -> bool:
-    """In a commit's transaction; True when a Stop was asked for (the feed is then not
-    marked alive: it is about to end)."""
-    alive = update_row(
-        ActivityFeed, feed_id, {"heartbeat_at": timezone.now()}, stop_requested=False
-    )
-    return not alive
+def _stop_asked(feed_id: int) -> bool:
+    """The beat, in a commit's transaction; True when a Stop was asked for (the feed is then
+    not marked alive: it is about to end)."""
+    return not feeds.beat(feed_id)
 
 
 class AnswerText:
@@ -288,9 +285,7 @@ async def _pause(
             deadline=timezone.now() + timedelta(seconds=settings.GLASSBOX_APPROVAL_TIMEOUT),
         )
         Message.objects.filter(pk=answer.pk).update(content=content, state=Message.State.WAITING)
-        ActivityFeed.objects.filter(pk=answer.answer_feed.pk).update(
-            state=ActivityFeed.State.WAITING, event_count=count, chain_head=head
-        )
+        feeds.pause(answer.answer_feed.pk, event_count=count, head=head)
 
     recorder.leave()  # the text is written with the pause
     await recorder.write(store)
@@ -362,7 +357,7 @@ async def _finish(
         # and this process could not prove it alive): rolled back then, its rows with it.
         if not update_row(Message, answer.pk, {"content": content, "state": state}, state=opened):
             raise ClosedElsewhere
-        ActivityFeed.close(recorder.feed.pk, feed)
+        feeds.finish(recorder.feed.pk, feed)
 
     # Every event, the text and the end in one transaction, before `done` goes out.
     recorder.leave()

@@ -13,8 +13,8 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.utils import timezone
 
-from activity.events import Status, to_json, with_seq
 from activity.models import ActivityFeed
+from activity.recording.events import Status, to_json, with_seq
 from chat.models import Message
 from chat.socket import reads
 from chat.turns import follow
