@@ -40,9 +40,10 @@ from chat.agent.builtin_tools import default_registry
 from chat.agent.client import make_client
 from chat.agent.errors import describe_failure
 from chat.agent.loop import run_agent
-from chat.agent.mcp import connected_tools
+from chat.agent.mcp import connected_tools, release_asker, user_tools
 from chat.agent.tools import ToolRegistry
 from chat.models import Conversation, Message, ToolApproval
+from chat.servers.asking import TurnAsker
 from chat.servers.configured import configured_servers
 from chat.turns import registry
 from chat.turns.broadcast import send_turn_event
@@ -205,9 +206,10 @@ async def _turn_run(
     assert this is not None  # a turn runs as a task of its own (registry.launch)
     recorder.join(text)
     beating = asyncio.create_task(heartbeat(recorder, this))
+    asker = TurnAsker(recorder.feed.owner_id, emit)
     try:
         async with asyncio.timeout(settings.GLASSBOX_TURN_TIMEOUT):
-            tools = tools or await turn_tools()
+            tools = tools or await turn_tools(asker)
             # A turn lives outside the request cycle that closes expired or broken database
             # connections: its trips to the database thread (database_sync_to_async) do.
             if resume is not None:
@@ -248,6 +250,7 @@ async def _turn_run(
         await emit(Status(icon="❌", message=reason[0].upper() + reason[1:], state="failed"))
     finally:
         beating.cancel()
+        release_asker(asker)
     if paused is not None and state == Message.State.COMPLETE:
         registry.text_finished(answer.pk, text)
         return Message.State.WAITING
@@ -340,9 +343,14 @@ async def _end_written(recorder: FeedRecorder, end: Callable[[], None]) -> None:
         wait = min(wait * 2, 1.0)
 
 
-async def turn_tools() -> ToolRegistry:
-    """The built-in tools and those of the MCP servers that are connected now."""
-    return default_registry().with_tools(await connected_tools(await configured_servers()))
+async def turn_tools(asker: TurnAsker | None = None) -> ToolRegistry:
+    """The built-in tools and those of the MCP servers that are connected now; with an
+    asker, those its user connects to with their own grant too (asked for in the feed)."""
+    specs = await configured_servers()
+    tools = await connected_tools(specs)
+    if asker is not None:
+        tools += await user_tools(specs, asker)
+    return default_registry().with_tools(tools)
 
 
 async def _finish(

@@ -266,6 +266,7 @@ class Connection:
             http = httpx2.AsyncClient(
                 headers=self.spec.headers,
                 timeout=httpx2.Timeout(timeout, read=settings.GLASSBOX_TOOL_TIMEOUT + 60),
+                auth=self._auth(),
             )
             http.event_hooks["response"].append(self._answered)
             transport = streamable_http_client(self.spec.url, http_client=http)
@@ -279,6 +280,11 @@ class Connection:
         return Client(
             watched_stdio(params, self._exited), message_handler=self._on_message, cache=None
         )
+
+    def _auth(self) -> httpx2.Auth | None:
+        """How requests to an HTTP server authenticate beyond its headers: a user's own OAuth
+        grant (chat.agent.mcp.oauth), or nothing."""
+        return None
 
     def _exited(self) -> None:
         """The stdio server's output ended: it exited (or crashed) between calls, or this
