@@ -8,7 +8,6 @@ from __future__ import annotations
 import logging
 
 from channels.db import database_sync_to_async
-from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
@@ -49,16 +48,6 @@ class GrantStorage:
         await database_sync_to_async(_store_tokens)(self.user_id, self.spec.name, tokens, action)
 
     async def get_client_info(self) -> OAuthClientInformationFull | None:
-        entered = self.spec.oauth_client
-        if entered:
-            secret = entered.get("client_secret") or None
-            return OAuthClientInformationFull(
-                client_id=entered["client_id"],
-                client_secret=secret,
-                token_endpoint_auth_method="client_secret_post" if secret else "none",
-                redirect_uris=[settings.GLASSBOX_OAUTH_REDIRECT_URL],  # type: ignore[list-item]
-                scope=entered.get("scope") or None,
-            )
         row = await self._row()
         if row is None or not row.client:
             return None

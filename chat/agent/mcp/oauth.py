@@ -18,8 +18,8 @@ from contextlib import suppress
 import httpx2
 from django.conf import settings
 from django.utils.translation import gettext as _
-from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider
-from mcp.shared.auth import OAuthClientMetadata
+from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider, TokenStorage
+from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
 
 from chat.agent.mcp.asker import Asker, NotConnected
 from chat.agent.mcp.config import ServerSpec
@@ -28,6 +28,39 @@ from chat.agent.mcp.connections import Connection
 logger = logging.getLogger("glassbox.mcp")
 
 CLIENT_NAME = "Glassbox"
+
+
+class EnteredClient:
+    """A user's storage, holding the client an admin entered for the server, if any (then
+    nothing registers: the SDK asks the storage first)."""
+
+    def __init__(self, storage: TokenStorage, spec: ServerSpec) -> None:
+        self.storage = storage
+        self.spec = spec
+
+    async def get_tokens(self) -> OAuthToken | None:
+        return await self.storage.get_tokens()
+
+    async def set_tokens(self, tokens: OAuthToken) -> None:
+        await self.storage.set_tokens(tokens)
+
+    async def get_client_info(self) -> OAuthClientInformationFull | None:
+        entered = self.spec.oauth_client
+        if not entered:
+            return await self.storage.get_client_info()
+        secret = entered.get("client_secret") or None
+        return OAuthClientInformationFull(
+            client_id=entered["client_id"],
+            client_secret=secret,
+            # RFC 7591 §2: a client with a secret that says nothing else uses HTTP Basic.
+            token_endpoint_auth_method="client_secret_basic" if secret else "none",
+            redirect_uris=[settings.GLASSBOX_OAUTH_REDIRECT_URL],  # type: ignore[list-item]
+            scope=entered.get("scope") or None,
+        )
+
+    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
+        if not self.spec.oauth_client:
+            await self.storage.set_client_info(client_info)
 
 
 class UserConnection(Connection):
@@ -48,7 +81,7 @@ class UserConnection(Connection):
                 response_types=["code"],
                 application_type="web",
             ),
-            storage=asker.storage(spec),
+            storage=EnteredClient(asker.storage(spec), spec),
             redirect_handler=self._redirect,
             callback_handler=self._callback,
             client_metadata_url=settings.GLASSBOX_OAUTH_CLIENT_METADATA_URL,
