@@ -6,15 +6,18 @@ to the SDK's client, which sends it to its own server."""
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
 from channels.db import database_sync_to_async
 from django.db import transaction
 from django.utils import timezone
-from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
 from chat.agent.mcp.config import ServerSpec
 from chat.models import McpGrant, McpGrantRecord
 from chat.servers.secrets import Unreadable, seal, unseal
+
+if TYPE_CHECKING:
+    from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
 logger = logging.getLogger("glassbox.mcp")
 
@@ -33,6 +36,10 @@ class GrantStorage:
         self.granting = False
 
     async def get_tokens(self) -> OAuthToken | None:
+        # The SDK loads with the first server a turn connects to (chat.agent.mcp), not with
+        # the account pages that import this module.
+        from mcp.shared.auth import OAuthToken
+
         row = await self._row()
         if row is None or not row.tokens:
             return None
@@ -48,6 +55,8 @@ class GrantStorage:
         await database_sync_to_async(_store_tokens)(self.user_id, self.spec.name, tokens, action)
 
     async def get_client_info(self) -> OAuthClientInformationFull | None:
+        from mcp.shared.auth import OAuthClientInformationFull
+
         row = await self._row()
         if row is None or not row.client:
             return None

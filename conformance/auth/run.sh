@@ -11,7 +11,8 @@ EXPECTED="auth/2025-03-26-oauth-metadata-backcompat auth/client-credentials-jwt
 auth/client-credentials-basic auth/cross-app-access-complete-flow"
 status=0
 for scenario in $($SUITE list 2>/dev/null | sed -n 's/^  - \(auth\/[^ ]*\).*/\1/p'); do
-    out=$($SUITE client --command "$PYTHON client.py" --scenario "$scenario" 2>&1)
+    # A generous limit: on a busy machine Django alone takes seconds to start.
+    out=$($SUITE client --command "$PYTHON client.py" --scenario "$scenario" --timeout 90000 2>&1)
     verdict=$(printf '%s\n' "$out" | sed -n 's/^Passed: \(.*\)$/\1/p' | tail -1)
     overall=$(printf '%s\n' "$out" | grep -o 'OVERALL: [A-Z]*' | tail -1)
     expected=""
