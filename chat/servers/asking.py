@@ -14,7 +14,7 @@ from urllib.parse import parse_qs, urlsplit
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from django.conf import settings
-from django.utils import timezone
+from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
@@ -51,10 +51,22 @@ class TurnAsker:
 
     def __init__(self, user_id: int, announce: Callable[[Status], Awaitable[None]]) -> None:
         self.user_id = user_id
-        self.announce = announce
+        self._announce = announce
+        # The session's own task may ask (a refresh refused, a step-up mid-call): its lines
+        # speak the turn's language, and stop once the turn has ended.
+        self.language = translation.get_language()
+        self.closed = False
         self.wait_seconds = settings.GLASSBOX_OAUTH_CONSENT_TIMEOUT
         self._storages: dict[str, GrantStorage] = {}
         self._consents: dict[str, McpConsent] = {}
+
+    def close(self) -> None:
+        """The turn ended: nothing more is written to its feed."""
+        self.closed = True
+
+    async def announce(self, line: Status) -> None:
+        if not self.closed:
+            await self._announce(line)
 
     def storage(self, spec: ServerSpec) -> GrantStorage:
         # The SDK loads with the first server a turn connects to (chat.agent.mcp).
@@ -65,6 +77,10 @@ class TurnAsker:
         return self._storages[spec.name]
 
     async def ask(self, spec: ServerSpec, authorization_url: str) -> None:
+        with translation.override(self.language):
+            await self._ask(spec, authorization_url)
+
+    async def _ask(self, spec: ServerSpec, authorization_url: str) -> None:
         consent = await consent_open(
             user_id=self.user_id, server=spec.name, authorization_url=authorization_url
         )
@@ -80,6 +96,10 @@ class TurnAsker:
         await self.announce(connect_line(spec.name, "in_progress", message))
 
     async def answer(self, spec: ServerSpec, authorization_url: str) -> AuthorizationCodeResult:
+        with translation.override(self.language):
+            return await self._answer(spec, authorization_url)
+
+    async def _answer(self, spec: ServerSpec, authorization_url: str) -> AuthorizationCodeResult:
         from mcp.client.auth import AuthorizationCodeResult
 
         consent = await _answered(self._consents[spec.name])
@@ -102,6 +122,10 @@ class TurnAsker:
         )
 
     async def settled(self, spec: ServerSpec, connected: bool, reason: str) -> None:
+        with translation.override(self.language):
+            await self._settled(spec, connected, reason)
+
+    async def _settled(self, spec: ServerSpec, connected: bool, reason: str) -> None:
         consent = self._consents.pop(spec.name, None)
         if connected:
             message = _("Connected to %(server)s") % {"server": spec.name}

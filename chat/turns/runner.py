@@ -250,6 +250,7 @@ async def _turn_run(
         await emit(Status(icon="❌", message=reason[0].upper() + reason[1:], state="failed"))
     finally:
         beating.cancel()
+        asker.close()
         release_asker(asker)
     if paused is not None and state == Message.State.COMPLETE:
         registry.text_finished(answer.pk, text)

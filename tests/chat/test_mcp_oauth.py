@@ -6,6 +6,7 @@ is ever shown, exported or logged."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
@@ -15,6 +16,7 @@ import pytest_asyncio
 from asgiref.sync import sync_to_async
 from django.test import AsyncClient, Client
 
+from activity.models import ActivityEvent
 from chat.agent.mcp.oauth import user_pool
 from chat.models import Conversation, McpGrant, McpGrantRecord
 from chat.servers.secrets import unseal
@@ -42,12 +44,12 @@ def connect_lines(events: list[dict]) -> list[dict]:
     return [e for e in events if e["type"] == "status" and e.get("tool") == "connect"]
 
 
-async def until_asked(socket) -> dict:
+async def until_asked(socket) -> list[dict]:
     """The turn's events up to its 🔑 line."""
-    while True:
-        event = json.loads(await socket.receive_from(timeout=20))
-        if event["type"] == "status" and event.get("tool") == "connect":
-            return event
+    events: list[dict] = []
+    while not connect_lines(events):
+        events.append(json.loads(await socket.receive_from(timeout=20)))
+    return events
 
 
 async def connected_turn(conversation, user, *, person: str, decision: str = "grant"):
@@ -60,7 +62,7 @@ async def connected_turn(conversation, user, *, person: str, decision: str = "gr
     client = Client()
     await sync_to_async(client.force_login)(user)
     answered = await sync_to_async(consent)(client, "notes", person=person, decision=decision)
-    events = [asked, *await json_until_done(socket, 20)]
+    events = [*asked, *await json_until_done(socket, 20)]
     frames = []
     while not await page.receive_nothing(timeout=0.05):
         frames.append(await page.receive_from())
@@ -221,3 +223,29 @@ async def test_no_token_appears_in_the_admin_the_exports_or_the_logs(
     assert "notes:read" in (await owner.get("/accounts/connections/")).text
     assert not any(secret in grant.tokens for secret in secrets)  # encrypted at rest
     assert not any(secret in caplog.text for secret in secrets)
+
+
+async def test_a_turn_stopped_while_it_waits_for_consent_ends_and_a_later_grant_adds_nothing(
+    settings, user_sessions, alice, alice_conversation
+):
+    with oauth_server() as spec:
+        settings.GLASSBOX_MCP_SERVERS = [spec]
+        socket = await open_socket(alice_conversation, alice, as_json=True)
+        await ask(socket, WHOAMI)
+        events = await until_asked(socket)
+        answer_id = next(e["message_id"] for e in events if e["type"] == "turn")
+        await socket.send_to(text_data=json.dumps({"stop": answer_id}))
+        events += await json_until_done(socket)
+        await finish_turns()
+        await socket.disconnect()
+        written = await ActivityEvent.objects.acount()
+        # The user grants afterwards, in the tab they opened: the grant is theirs to keep.
+        client = Client()
+        await sync_to_async(client.force_login)(alice)
+        await sync_to_async(consent)(client, "notes", person="alice@notes")
+        async with asyncio.timeout(20):
+            await user_sessions.connections["notes", alice.pk].up.wait()
+
+    assert events[-1]["state"] == "interrupted"
+    assert await ActivityEvent.objects.acount() == written
+    assert await McpGrant.objects.exclude(tokens="").filter(user=alice).aexists()
