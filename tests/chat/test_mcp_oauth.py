@@ -36,6 +36,13 @@ async def user_sessions(settings, sessions):
     await user_pool().close()
 
 
+@pytest.fixture(scope="module")
+def notes():
+    """One OAuth server for the tests that need no special one (each has its own users)."""
+    with oauth_server() as spec:
+        yield spec
+
+
 def text(events: list[dict]) -> str:
     return "".join(e["content"] for e in events if e["type"] == "text")
 
@@ -73,13 +80,10 @@ async def connected_turn(conversation, user, *, person: str, decision: str = "gr
 
 
 async def test_a_turn_asks_its_user_to_connect_and_goes_on_with_the_tools_answer(
-    settings, user_sessions, alice, alice_conversation
+    settings, notes, user_sessions, alice, alice_conversation
 ):
-    with oauth_server() as spec:
-        settings.GLASSBOX_MCP_SERVERS = [spec]
-        events, answered, html = await connected_turn(
-            alice_conversation, alice, person="alice@notes"
-        )
+    settings.GLASSBOX_MCP_SERVERS = [notes]
+    events, answered, html = await connected_turn(alice_conversation, alice, person="alice@notes")
 
     asked, *_ = connect_lines(events)
     assert asked["message"] == "Connect to notes — it asks for: notes:read"
@@ -98,16 +102,15 @@ async def test_a_turn_asks_its_user_to_connect_and_goes_on_with_the_tools_answer
 
 
 async def test_two_users_two_tokens_each_tool_call_acts_for_its_own_user(
-    settings, user_sessions, alice, bob, alice_conversation
+    settings, notes, user_sessions, alice, bob, alice_conversation
 ):
     bob_conversation = await Conversation.objects.acreate(owner=bob)
-    with oauth_server() as spec:
-        settings.GLASSBOX_MCP_SERVERS = [spec]
-        await connected_turn(alice_conversation, alice, person="alice@notes")
-        await connected_turn(bob_conversation, bob, person="bob@notes")
-        # Both connected now: their next turns ask nobody.
-        alice_again = await json_turn(alice_conversation, alice, WHOAMI)
-        bob_again = await json_turn(bob_conversation, bob, WHOAMI)
+    settings.GLASSBOX_MCP_SERVERS = [notes]
+    await connected_turn(alice_conversation, alice, person="alice@notes")
+    await connected_turn(bob_conversation, bob, person="bob@notes")
+    # Both connected now: their next turns ask nobody.
+    alice_again = await json_turn(alice_conversation, alice, WHOAMI)
+    bob_again = await json_turn(bob_conversation, bob, WHOAMI)
 
     assert not connect_lines(alice_again) and not connect_lines(bob_again)
     assert "you are alice@notes" in text(alice_again)
@@ -120,13 +123,12 @@ async def test_two_users_two_tokens_each_tool_call_acts_for_its_own_user(
 
 
 async def test_a_user_who_declines_is_not_connected_and_the_turn_goes_on_without_the_server(
-    settings, user_sessions, alice, alice_conversation
+    settings, notes, user_sessions, alice, alice_conversation
 ):
-    with oauth_server() as spec:
-        settings.GLASSBOX_MCP_SERVERS = [spec]
-        events, answered, _ = await connected_turn(
-            alice_conversation, alice, person="alice@notes", decision="deny"
-        )
+    settings.GLASSBOX_MCP_SERVERS = [notes]
+    events, answered, _ = await connected_turn(
+        alice_conversation, alice, person="alice@notes", decision="deny"
+    )
 
     assert "Not connected to notes" in answered.content.decode()
     assert connect_lines(events)[-1]["message"] == "Not connected to notes: you declined"
@@ -139,12 +141,11 @@ async def test_a_user_who_declines_is_not_connected_and_the_turn_goes_on_without
 
 
 async def test_a_consent_nobody_answers_ends_at_its_deadline_as_refused(
-    settings, user_sessions, alice, alice_conversation
+    settings, notes, user_sessions, alice, alice_conversation
 ):
     settings.GLASSBOX_OAUTH_CONSENT_TIMEOUT = 0.3
-    with oauth_server() as spec:
-        settings.GLASSBOX_MCP_SERVERS = [spec]
-        events = await json_turn(alice_conversation, alice, WHOAMI)
+    settings.GLASSBOX_MCP_SERVERS = [notes]
+    events = await json_turn(alice_conversation, alice, WHOAMI)
 
     assert connect_lines(events)[-1]["message"] == "Not connected to notes: no answer in time"
     assert events[-1]["state"] == "complete"
@@ -166,16 +167,15 @@ async def test_an_answer_naming_another_issuer_is_refused_and_stores_no_token(
 
 
 async def test_an_expired_token_is_refreshed_and_the_refresh_recorded(
-    settings, user_sessions, alice, alice_conversation
+    settings, notes, user_sessions, alice, alice_conversation
 ):
-    with oauth_server() as spec:
-        settings.GLASSBOX_MCP_SERVERS = [spec]
-        await connected_turn(alice_conversation, alice, person="alice@notes")
-        first = json.loads(unseal((await McpGrant.objects.aget(user=alice)).tokens))
-        # The access token's lifetime ends (as the authorization server said it would).
-        connection = user_sessions.connections["notes", alice.pk]
-        connection.provider.context.token_expiry_time = time.time() - 1
-        events = await json_turn(alice_conversation, alice, WHOAMI)
+    settings.GLASSBOX_MCP_SERVERS = [notes]
+    await connected_turn(alice_conversation, alice, person="alice@notes")
+    first = json.loads(unseal((await McpGrant.objects.aget(user=alice)).tokens))
+    # The access token's lifetime ends (as the authorization server said it would).
+    connection = user_sessions.connections["notes", alice.pk]
+    connection.provider.context.token_expiry_time = time.time() - 1
+    events = await json_turn(alice_conversation, alice, WHOAMI)
 
     assert not connect_lines(events)  # refreshed, nobody asked
     assert "you are alice@notes" in text(events)
@@ -187,13 +187,12 @@ async def test_an_expired_token_is_refreshed_and_the_refresh_recorded(
 
 
 async def test_no_token_appears_in_the_admin_the_exports_or_the_logs(
-    settings, user_sessions, alice, alice_conversation, admin_user, caplog
+    settings, notes, user_sessions, alice, alice_conversation, admin_user, caplog
 ):
     caplog.set_level(logging.DEBUG)
-    with oauth_server() as spec:
-        settings.GLASSBOX_MCP_SERVERS = [spec]
-        await connected_turn(alice_conversation, alice, person="alice@notes")
-        await json_turn(alice_conversation, alice, WHOAMI)
+    settings.GLASSBOX_MCP_SERVERS = [notes]
+    await connected_turn(alice_conversation, alice, person="alice@notes")
+    await json_turn(alice_conversation, alice, WHOAMI)
     grant = await McpGrant.objects.aget(user=alice)
     stored = json.loads(unseal(grant.tokens))
     secrets = [stored["access_token"], stored["refresh_token"]]
@@ -226,26 +225,49 @@ async def test_no_token_appears_in_the_admin_the_exports_or_the_logs(
 
 
 async def test_a_turn_stopped_while_it_waits_for_consent_ends_and_a_later_grant_adds_nothing(
-    settings, user_sessions, alice, alice_conversation
+    settings, notes, user_sessions, alice, alice_conversation
 ):
-    with oauth_server() as spec:
-        settings.GLASSBOX_MCP_SERVERS = [spec]
-        socket = await open_socket(alice_conversation, alice, as_json=True)
-        await ask(socket, WHOAMI)
-        events = await until_asked(socket)
-        answer_id = next(e["message_id"] for e in events if e["type"] == "turn")
-        await socket.send_to(text_data=json.dumps({"stop": answer_id}))
-        events += await json_until_done(socket)
-        await finish_turns()
-        await socket.disconnect()
-        written = await ActivityEvent.objects.acount()
-        # The user grants afterwards, in the tab they opened: the grant is theirs to keep.
-        client = Client()
-        await sync_to_async(client.force_login)(alice)
-        await sync_to_async(consent)(client, "notes", person="alice@notes")
-        async with asyncio.timeout(20):
-            await user_sessions.connections["notes", alice.pk].up.wait()
+    settings.GLASSBOX_MCP_SERVERS = [notes]
+    socket = await open_socket(alice_conversation, alice, as_json=True)
+    await ask(socket, WHOAMI)
+    events = await until_asked(socket)
+    answer_id = next(e["message_id"] for e in events if e["type"] == "turn")
+    await socket.send_to(text_data=json.dumps({"stop": answer_id}))
+    events += await json_until_done(socket)
+    await finish_turns()
+    await socket.disconnect()
+    written = await ActivityEvent.objects.acount()
+    # The user grants afterwards, in the tab they opened: the grant is theirs to keep.
+    client = Client()
+    await sync_to_async(client.force_login)(alice)
+    await sync_to_async(consent)(client, "notes", person="alice@notes")
+    async with asyncio.timeout(20):
+        await user_sessions.connections["notes", alice.pk].up.wait()
 
     assert events[-1]["state"] == "interrupted"
     assert await ActivityEvent.objects.acount() == written
     assert await McpGrant.objects.exclude(tokens="").filter(user=alice).aexists()
+
+
+async def test_a_call_that_needs_a_wider_scope_asks_again_and_goes_on(
+    settings, notes, user_sessions, alice, alice_conversation
+):
+    settings.GLASSBOX_MCP_SERVERS = [notes]
+    await connected_turn(alice_conversation, alice, person="alice@notes")
+    # The server answers this call 403 insufficient_scope: the same turn asks for more.
+    socket = await open_socket(alice_conversation, alice, as_json=True)
+    await ask(socket, 'notes__write_note {"text": "hello"}')
+    events = await until_asked(socket)
+    client = Client()
+    await sync_to_async(client.force_login)(alice)
+    await sync_to_async(consent)(client, "notes", person="alice@notes")
+    events += await json_until_done(socket, 20)
+    await finish_turns()
+    await socket.disconnect()
+
+    asked = connect_lines(events)[0]
+    assert asked["message"] == "Connect to notes — it asks for: notes:read, notes:write"
+    assert "alice@notes wrote hello" in text(events)
+    assert events[-1]["state"] == "complete"
+    grant = await McpGrant.objects.aget(user=alice)
+    assert set(grant.scopes.split()) == {"notes:read", "notes:write"}

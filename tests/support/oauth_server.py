@@ -51,6 +51,9 @@ class Authority:
 
     async def register_client(self, client_info: OAuthClientInformationFull) -> None:
         assert client_info.client_id is not None
+        # The server may widen what a client registered for (RFC 7591 §3.2.1): every scope
+        # it has, so a later step-up may ask for more than the first authorization did.
+        client_info.scope = " ".join(SCOPES)
         self.clients[client_info.client_id] = client_info
 
     async def authorize(
@@ -140,7 +143,7 @@ class Authority:
         )
 
 
-def build(port: int) -> MCPServer:
+def build(port: int) -> tuple[MCPServer, Authority]:
     issuer = f"http://127.0.0.1:{port}"
     authority = Authority(issuer)
     server = MCPServer(
@@ -156,6 +159,12 @@ def build(port: int) -> MCPServer:
             ),
         ),
     )
+
+    @server.tool(title="Write a note")
+    async def write_note(text: str) -> str:
+        """Writes a note: it needs the notes:write scope (asked for by step-up)."""
+        token = get_access_token()
+        return f"{token.subject if token else 'nobody'} wrote {text}"
 
     @server.tool(title="Who am I")
     async def whoami() -> str:
@@ -180,14 +189,59 @@ def build(port: int) -> MCPServer:
         )
         return RedirectResponse(target, status_code=302)
 
-    return server
+    return server, authority
+
+
+def needing_write_scope(app, authority: Authority, issuer: str):
+    """The MCP endpoint answers a call of `write_note` with `403 insufficient_scope` unless
+    the token holds notes:write: the step-up the MCP authorization spec describes."""
+
+    async def guarded(scope, receive, send):
+        if scope["type"] != "http" or scope["method"] != "POST":
+            return await app(scope, receive, send)
+        body, more = b"", True
+        while more:
+            message = await receive()
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+        headers = dict(scope["headers"])
+        bearer = headers.get(b"authorization", b"").decode().removeprefix("Bearer ")
+        token = authority.access.get(bearer)
+        if b'"write_note"' in body and token is not None and SCOPES[1] not in token.scopes:
+            challenge = (
+                f'Bearer error="insufficient_scope", scope="{" ".join(SCOPES)}", '
+                f'resource_metadata="{issuer}/.well-known/oauth-protected-resource/mcp"'
+            )
+            response = Response(
+                '{"error": "insufficient_scope"}',
+                status_code=403,
+                headers={"WWW-Authenticate": challenge},
+                media_type="application/json",
+            )
+            return await response(scope, receive, send)
+        sent = False
+
+        async def again():
+            nonlocal sent
+            if sent:
+                return await receive()
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        return await app(scope, again, send)
+
+    return guarded
 
 
 def main() -> None:
+    import uvicorn
+
     parser = argparse.ArgumentParser()
     parser.add_argument("--http", type=int, metavar="PORT", required=True)
     port = parser.parse_args().http
-    build(port).run("streamable-http", host="127.0.0.1", port=port)
+    server, authority = build(port)
+    app = needing_write_scope(server.streamable_http_app(), authority, f"http://127.0.0.1:{port}")
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
 
 
 if __name__ == "__main__":
