@@ -93,7 +93,7 @@ def connected(user_id: int) -> list[McpGrant]:
     return list(McpGrant.objects.filter(user_id=user_id).exclude(tokens=""))
 
 
-def disconnect(*, user_id: int, server: str) -> bool:
+def disconnect(*, user_id: int, server: str, detail: str = "") -> bool:
     """Forgets the user's grant at this server (its tokens and registration); the next turn
     that needs the server asks again. False if there was none."""
     with transaction.atomic():
@@ -102,6 +102,10 @@ def disconnect(*, user_id: int, server: str) -> bool:
             return False
         grant.delete()
         McpGrantRecord.objects.create(
-            user_id=user_id, server=server, action=Action.DISCONNECTED, scopes=grant.scopes
+            user_id=user_id,
+            server=server,
+            action=Action.DISCONNECTED,
+            scopes=grant.scopes,
+            detail=detail,
         )
     return True

@@ -197,3 +197,15 @@ def test_admins_see_grants_and_their_record_and_change_neither(admin_client, ali
     assert admin_client.get("/admin/chat/mcpgrant/add/").status_code == 403
     grant = McpGrant.objects.get()
     assert admin_client.post(f"/admin/chat/mcpgrant/{grant.pk}/delete/").status_code == 403
+
+
+@pytest.mark.django_db
+def test_erasing_an_account_deletes_its_grants_and_records_the_disconnection(alice):
+    from chat.conversations.erasure import account_erase
+
+    McpGrant.objects.create(user=alice, server="notes", tokens=secrets.seal("{}"), scopes="a")
+    _consent(alice)
+    account_erase(user=alice)
+    assert not McpGrant.objects.exists() and not McpConsent.objects.exists()
+    record = McpGrantRecord.objects.get()
+    assert (record.action, record.detail) == ("disconnected", "account erased")
