@@ -31,6 +31,11 @@ urlpatterns = [
         name="mcp_connection_callback",
     ),
     path(
+        "oauth/client-metadata.json",
+        connection_views.client_metadata,
+        name="oauth_client_metadata",
+    ),
+    path(
         "accounts/connections/<str:server>/authorize/",
         connection_views.connection_authorize,
         name="mcp_connection_authorize",

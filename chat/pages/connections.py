@@ -4,8 +4,10 @@ authorization server sends the user back to, which hands the waiting turn its an
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib import messages
-from django.http import HttpResponseRedirect
+from django.contrib.auth.decorators import login_not_required
+from django.http import Http404, HttpResponseRedirect, JsonResponse
 from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
 from django.views.decorators.cache import never_cache
@@ -68,4 +70,26 @@ def connection_callback(request):
         request,
         "chat/connection_answered.html",
         {"server": consent.server, "granted": not consent.error},
+    )
+
+
+@login_not_required
+@require_GET
+def client_metadata(request):
+    """This site's OAuth client metadata document (a client ID metadata document): where
+    GLASSBOX_OAUTH_CLIENT_METADATA_URL points, authorization servers that accept such client
+    IDs read who Glassbox is and where it may send users back, and need no registration."""
+    url = settings.GLASSBOX_OAUTH_CLIENT_METADATA_URL
+    if not url:
+        raise Http404
+    return JsonResponse(
+        {
+            "client_id": url,
+            "client_name": "Glassbox",
+            "redirect_uris": [settings.GLASSBOX_OAUTH_REDIRECT_URL],
+            "grant_types": ["authorization_code", "refresh_token"],
+            "response_types": ["code"],
+            "token_endpoint_auth_method": "none",
+            "application_type": "web",
+        }
     )

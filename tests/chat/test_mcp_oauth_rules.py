@@ -209,3 +209,18 @@ def test_erasing_an_account_deletes_its_grants_and_records_the_disconnection(ali
     assert not McpGrant.objects.exists() and not McpConsent.objects.exists()
     record = McpGrantRecord.objects.get()
     assert (record.action, record.detail) == ("disconnected", "account erased")
+
+
+@pytest.mark.django_db
+def test_the_client_metadata_document_names_the_site_and_its_callback(client, settings):
+    assert client.get("/oauth/client-metadata.json").status_code == 404  # none configured
+    settings.GLASSBOX_OAUTH_CLIENT_METADATA_URL = (
+        "https://glassbox.example/oauth/client-metadata.json"
+    )
+    settings.GLASSBOX_OAUTH_REDIRECT_URL = (
+        "https://glassbox.example/accounts/connections/callback/"
+    )
+    document = client.get("/oauth/client-metadata.json").json()  # no login needed
+    assert document["client_id"] == settings.GLASSBOX_OAUTH_CLIENT_METADATA_URL
+    assert document["redirect_uris"] == [settings.GLASSBOX_OAUTH_REDIRECT_URL]
+    assert "refresh_token" in document["grant_types"]
