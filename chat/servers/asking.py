@@ -116,6 +116,10 @@ class TurnAsker:
             )
             raise NotConnected(reason)
         self.storage(spec).granting = True
+        # Said now, also for an authorization asked mid-call (a step-up): the session's
+        # own outcome only corrects it if the grant then fails (`settled`).
+        connected = _("Connected to %(server)s") % {"server": spec.name}
+        await self.announce(connect_line(spec.name, "done", connected))
         state = _query(authorization_url, "state")
         return AuthorizationCodeResult(
             code=unseal(consent.code), state=state, iss=consent.iss or None
@@ -128,8 +132,6 @@ class TurnAsker:
     async def _settled(self, spec: ServerSpec, connected: bool, reason: str) -> None:
         consent = self._consents.pop(spec.name, None)
         if connected:
-            message = _("Connected to %(server)s") % {"server": spec.name}
-            await self.announce(connect_line(spec.name, "done", message))
             return
         if consent is not None and consent.code and not consent.error:
             # The user granted it, and the grant did not work (a token exchange refused, an

@@ -265,8 +265,9 @@ async def test_a_call_that_needs_a_wider_scope_asks_again_and_goes_on(
     await finish_turns()
     await socket.disconnect()
 
-    asked = connect_lines(events)[0]
+    asked, connected = connect_lines(events)
     assert asked["message"] == "Connect to notes — it asks for: notes:read, notes:write"
+    assert (connected["message"], connected["state"]) == ("Connected to notes", "done")
     assert "alice@notes wrote hello" in text(events)
     assert events[-1]["state"] == "complete"
     grant = await McpGrant.objects.aget(user=alice)

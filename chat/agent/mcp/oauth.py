@@ -142,6 +142,7 @@ class UserPool:
                 connection = UserConnection(spec, asker)
                 self.connections[spec.name, asker.user_id] = connection
             connection.asker = asker
+            connection.asked = False  # what an earlier turn asked was settled there
             connection.spec = spec
             mine.append(connection)
         await asyncio.gather(*(self._settle(c, asker) for c in mine))
