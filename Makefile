@@ -17,7 +17,7 @@ DAPHNE_LIMITS := --websocket-max-message-size 65536 --websocket-max-frame-size 6
 CATALOGUES := $(patsubst %.po,%.mo,$(wildcard locale/*/LC_MESSAGES/django.po))
 LANGUAGES := it zh_Hant
 
-.PHONY: run test lint format bench fuzz phoenix messages clean conformance conformance-all
+.PHONY: run test lint format bench fuzz phoenix messages clean conformance conformance-all conformance-auth
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	@test -x $(PY) || test -n "$(PYTHON)" || { echo "Glassbox needs Python 3.12 or newer (Django 6)." >&2; exit 1; }
@@ -110,6 +110,17 @@ conformance-all: $(VENV)/.installed conformance/node_modules/.installed
 	PATH="$(CONFORMANCE_BIN):$$PATH" conformance client --command "$(CONFORMANCE_CLIENT)" \
 	  --suite all --timeout 90000 --expected-failures conformance/expected-failures.yml \
 	  -o conformance/results
+
+# The MCP conformance suite's client authorization scenarios against the per-user OAuth
+# client; Node 22 and the suite are pinned npm packages (conformance/auth/package-lock.json).
+AUTH_SUITE := conformance/auth
+$(AUTH_SUITE)/node_modules/.installed: $(AUTH_SUITE)/package-lock.json
+	cd $(AUTH_SUITE) && npm ci --no-audit --no-fund
+	touch $@
+
+conformance-auth: $(VENV)/.installed $(AUTH_SUITE)/node_modules/.installed
+	PYTHON=$(CURDIR)/$(PY) $(AUTH_SUITE)/run.sh
+
 
 BENCHMARKS := first_status event_overhead concurrency db_writes turn_statements question_checks history_page export markdown_frames mcp_progress html_clients workers audit_chain otel_turn
 

@@ -29,6 +29,10 @@ class ChatConfig(AppConfig):
         )
 
         try:
-            declared_servers()
+            declared = declared_servers()
         except ServerConfigError as exc:
             raise ImproperlyConfigured(f"GLASSBOX_MCP_SERVERS: {exc}") from None
+        if any(spec.oauth for spec in declared):
+            from chat.servers.secrets import token_key
+
+            token_key()  # a production site without GLASSBOX_TOKEN_KEY stops here, saying so

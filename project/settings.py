@@ -258,6 +258,21 @@ GLASSBOX_MCP_SERVERS = env_str("GLASSBOX_MCP_SERVERS", "")
 # Seconds to open a session with an MCP server (and list its tools); a turn waits for a
 # server's first attempt at most this long, never for its retries.
 GLASSBOX_MCP_CONNECT_TIMEOUT = env_float("GLASSBOX_MCP_CONNECT_TIMEOUT", 10.0)
+# Per-user OAuth for MCP servers declared with "auth": "oauth". Tokens are stored encrypted
+# with this Fernet key (`python -c "from cryptography.fernet import Fernet;
+# print(Fernet.generate_key().decode())"`); only DEBUG and the demo fall back to a key made
+# from SECRET_KEY (chat.servers.secrets).
+GLASSBOX_TOKEN_KEY = env_str("GLASSBOX_TOKEN_KEY", "")
+# Where the authorization server sends the user back: this site's connections callback.
+GLASSBOX_OAUTH_REDIRECT_URL = env_str(
+    "GLASSBOX_OAUTH_REDIRECT_URL", "http://localhost:8000/accounts/connections/callback/"
+)
+# An https URL serving this site's client metadata document (CIMD), if it has one: servers
+# that accept such client IDs then need no registration.
+GLASSBOX_OAUTH_CLIENT_METADATA_URL = env_str("GLASSBOX_OAUTH_CLIENT_METADATA_URL", "") or None
+# Seconds a turn waits for its user to connect a server it needs (within the turn's own
+# GLASSBOX_TURN_TIMEOUT).
+GLASSBOX_OAUTH_CONSENT_TIMEOUT = env_float("GLASSBOX_OAUTH_CONSENT_TIMEOUT", 240.0)
 # Characters of an MCP tool's text result the model is given.
 GLASSBOX_MCP_RESULT_CHARS = env_int("GLASSBOX_MCP_RESULT_CHARS", 8000)
 # Which tools ask their user before each call, by name, over each tool's own setting (a

@@ -21,7 +21,9 @@ REASONING = "reasoning"
 # The `tool` of the 🔄 lines (answering without a tool that failed or was refused): in progress
 # until the answer begins, then done on the same line.
 FALLBACK = "fallback"
-IN_PLACE = (REASONING, FALLBACK)
+# A user connecting an MCP server (chat.servers.asking): its 🔑 line becomes its outcome.
+CONNECT = "connect"
+IN_PLACE = (REASONING, FALLBACK, CONNECT)
 StatusState = Literal["in_progress", "waiting", "done", "failed"]
 TurnState = Literal["complete", "failed", "interrupted"]
 STATUS_STATES: tuple[StatusState, ...] = ("in_progress", "waiting", "done", "failed")

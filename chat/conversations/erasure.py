@@ -12,7 +12,8 @@ from rest_framework.authtoken.models import Token
 
 from activity.recording import feeds
 from chat.conversations.access import conversations_closed
-from chat.models import ContactRequest, Conversation, Message
+from chat.models import ContactRequest, Conversation, McpConsent, Message
+from chat.servers.grants import connected, disconnect
 
 
 class ErasureRefused(Exception):
@@ -24,7 +25,8 @@ def terms() -> list[str]:
     return [
         "At once: the username, name, email and password are replaced (the account is "
         "renamed erased-<id>, deactivated and cannot log in; its sessions stop working), and "
-        "its API token, preferences and contact requests are deleted.",
+        "its API token, preferences, contact requests and connections to MCP servers (their "
+        "OAuth tokens) are deleted.",
         "At once: every question, answer and title of its conversations is emptied, and the "
         "conversations are deleted as their owner would delete them.",
         "Kept for the audit: each turn's feed as a skeleton (which tools ran, when, for how "
@@ -50,6 +52,9 @@ def account_erase(*, user: Any) -> str:
     feeds.erase_for(user, reason=f"account erasure of user {user.pk}")
     ContactRequest.objects.filter(owner=user).delete()
     Token.objects.filter(user=user).delete()
+    for grant in connected(user.pk):
+        disconnect(user_id=user.pk, server=grant.server, detail="account erased")
+    McpConsent.objects.filter(user=user).delete()
     user.username = f"erased-{user.pk}"
     user.first_name = user.last_name = user.email = ""
     user.is_active = user.is_staff = user.is_superuser = False

@@ -41,9 +41,11 @@ from chat.agent.approval import Paused, Verdict
 from chat.agent.builtin_tools import default_registry
 from chat.agent.errors import describe_failure
 from chat.agent.loop import run_agent
+from chat.agent.mcp import release_asker
 from chat.agent.questions import ask_with
 from chat.agent.tools import ToolRegistry
 from chat.models import Conversation, Message, ToolApproval
+from chat.servers.asking import ConnectAsker
 from chat.turns import deps, registry
 from chat.turns.broadcast import send_turn_event
 from chat.turns.elicitations import TurnAsker
@@ -205,9 +207,10 @@ async def _turn_run(
     assert this is not None  # a turn runs as a task of its own (registry.launch)
     recorder.join(text)
     beating = asyncio.create_task(heartbeat(recorder, this))
+    asker = ConnectAsker(recorder.feed.owner_id, emit)
     try:
         async with asyncio.timeout(settings.GLASSBOX_TURN_TIMEOUT):
-            tools = await dependencies.tools()
+            tools = await dependencies.tools(asker)
             # A turn lives outside the request cycle that closes expired or broken database
             # connections: its trips to the database thread (database_sync_to_async) do.
             if resume is not None:
@@ -248,6 +251,8 @@ async def _turn_run(
         await emit(Status(icon="❌", message=reason[0].upper() + reason[1:], state="failed"))
     finally:
         beating.cancel()
+        asker.close()
+        release_asker(asker)
     if paused is not None and state == Message.State.COMPLETE:
         registry.text_finished(answer.pk, text)
         return Message.State.WAITING

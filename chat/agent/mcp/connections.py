@@ -269,6 +269,7 @@ class Connection:
             http = httpx2.AsyncClient(
                 headers=self.spec.headers,
                 timeout=httpx2.Timeout(timeout, read=settings.GLASSBOX_TOOL_TIMEOUT + 60),
+                auth=self._auth(),
             )
             http.event_hooks["response"].append(self._answered)
             transport = streamable_http_client(self.spec.url, http_client=http)
@@ -291,6 +292,11 @@ class Connection:
     def _asking(self) -> dict[str, Any]:
         """A server may ask the person a question mid-call (chat.agent.mcp.elicitation)."""
         return {"elicitation_callback": functools.partial(elicitation.on_elicit, self)}
+
+    def _auth(self) -> httpx2.Auth | None:
+        """How requests to an HTTP server authenticate beyond its headers: a user's own OAuth
+        grant (chat.agent.mcp.oauth), or nothing."""
+        return None
 
     def _exited(self) -> None:
         """The stdio server's output ended: it exited (or crashed) between calls, or this
