@@ -138,6 +138,10 @@ class Decision:
     reason: str = ""
     waited_ms: int = 0
     seq: int | None = None
+    # The receipt (activity.receipts): the fingerprint of the arguments decided on, and the
+    # arguments the owner changed them to before approving (None: approved as asked).
+    fingerprint: str = ""
+    edited_arguments: dict[str, Any] | None = None
     type: Literal["decision"] = "decision"
 
     @property
@@ -281,6 +285,8 @@ def to_json(event: WireEvent) -> dict[str, Any]:
                 "by": event.by,
                 "reason": event.reason,
                 "waited_ms": event.waited_ms,
+                "fingerprint": event.fingerprint,
+                "edited_arguments": event.edited_arguments,
             }
         case TextDelta():
             return {"type": "text", "content": event.content}
@@ -356,6 +362,8 @@ def from_json(data: dict[str, Any]) -> WireEvent:
             reason=data.get("reason", ""),
             waited_ms=data.get("waited_ms", 0),
             seq=data.get("seq"),
+            fingerprint=data.get("fingerprint", ""),
+            edited_arguments=data.get("edited_arguments"),
         )
     if kind == "text":
         return TextDelta(content=data["content"])

@@ -32,6 +32,7 @@ from activity.events import (
     with_seq,
 )
 from activity.preferences import FeedPrefs
+from activity.receipts import receipt_json
 from activity.writes import insert_rows, update_row
 
 # Seqs a running turn may number ahead of what is on disk (see ActivityFeed.seq_reserved).
@@ -403,6 +404,8 @@ class ActivityEvent(models.Model):
                     message=event.by[:400],
                     result_summary=event.reason[:400],
                     duration_ms=event.waited_ms,
+                    # The receipt is sealed with the decision, in the column no decision used.
+                    arguments=receipt_json(event.fingerprint, event.edited_arguments),
                 )
         raise TypeError(f"not a recorded event: {event!r}")
 
@@ -417,6 +420,7 @@ class ActivityEvent(models.Model):
                 seq=self.seq,
             )
         if self.kind == self.Kind.DECISION:
+            receipt = self.arguments or {}
             return Decision(
                 call_id=self.call_id,
                 tool=self.tool,
@@ -425,6 +429,8 @@ class ActivityEvent(models.Model):
                 reason=self.result_summary,
                 waited_ms=self.duration_ms or 0,
                 seq=self.seq,
+                fingerprint=receipt.get("fingerprint", ""),
+                edited_arguments=receipt.get("edited_arguments"),
             )
         if self.kind == self.Kind.TOOL_CALL:
             return ToolCall(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Any
 
 from django.conf import settings
@@ -22,7 +23,8 @@ from activity.events import (
     TextDelta,
 )
 from chat.agent.approval import Paused, Verdict, asks_first, refused, waiting
-from chat.agent.calls import PendingCall, ToolCallAssembler, is_json
+from chat.agent.approved import not_as_approved, to_run, told_of_edits
+from chat.agent.calls import PendingCall, ToolCallAssembler, is_json, raw_arguments
 from chat.agent.chunks import stream_completion, tokens
 from chat.agent.errors import ProviderError
 from chat.agent.lines import finished, settle, writing
@@ -104,6 +106,7 @@ async def run_agent(
                 yield the_call(call)
                 yield Paused(
                     waiting=waiting(call, shown.get(call.call_id, "")),
+                    parameters=tool.schema.get("function", {}).get("parameters"),
                     conversation=conversation,
                     round=round_number,
                     pending=[
@@ -112,10 +115,16 @@ async def run_agent(
                     ],
                 )
                 return
+            # Approved, it runs only as approved (chat.agent.approved), edits included.
+            approved = to_run(call, decided) if decided is not None and decided.approved else call
             if decided is not None and not decided.approved:
                 result, statuses, content = refused(call, decided)
                 yield result
+            elif approved is None:
+                result, statuses, content = not_as_approved(call)
+                yield result
             else:
+                asked, call = call, approved
                 if decided is None:  # a decided call's arguments were recorded when it asked
                     # Write-ahead: whoever runs this loop records the call before asking for
                     # the next item, and only then does its tool start.
@@ -128,6 +137,11 @@ async def run_agent(
                         yield ran
                     else:
                         result, statuses, content = ran
+                if decided is not None:
+                    content = told_of_edits(
+                        content, raw_arguments(asked.arguments), decided.edited_arguments
+                    )
+                    result = replace(result, content=content)
                 yield result
             for status in statuses:
                 yield status

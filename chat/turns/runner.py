@@ -32,6 +32,7 @@ from activity.events import (
 from activity.models import ActivityFeed
 from activity.preferences import FeedPrefs
 from activity.presentation import summarize
+from activity.receipts import fingerprint_or_blank
 from activity.recorder import FeedRecorder
 from activity.usage import configured_prices
 from activity.writes import update_row
@@ -281,6 +282,8 @@ async def _pause(
             call_id=call["call_id"],
             tool=call["name"],
             arguments=arguments,
+            fingerprint=fingerprint_or_blank(arguments),
+            parameters=paused.parameters,
             state=paused.as_state(),
             deadline=timezone.now() + timedelta(seconds=settings.GLASSBOX_APPROVAL_TIMEOUT),
         )

@@ -13,6 +13,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
 from activity.models import ActivityEvent, ActivityFeed
+from activity.receipts import fingerprint
 from chat.models import Message, OutboxEmail, ToolApproval
 from chat.turns import approvals
 from tests.support.api import client_for
@@ -224,6 +225,7 @@ async def test_programs_decide_over_rest_and_only_the_owner_may(
     assert denied.json() | {"waited_ms": 0} == {
         "type": "decision", "seq": stored.seq, "call_id": call_id, "tool": "send_email",
         "decision": "deny", "by": "alice", "reason": "wrong person", "waited_ms": 0,
+        "fingerprint": fingerprint(events[-2]["arguments"]), "edited_arguments": None,
     }  # fmt: skip
     assert stored.seq == events[-1]["seq"] + 1  # right after the ⏸ line
     again = await owner.post(url, {"decision": "approve"}, content_type="application/json")
