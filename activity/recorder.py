@@ -26,7 +26,7 @@ from activity.chain import CLOSED_CALL_FIELDS, GENESIS, closing, text_digest
 from activity.commits import Part, Rider, group_commit
 from activity.events import ModelCallDone, RecordedEvent, ToolCall, ToolResult, with_seq
 from activity.models import SEQ_AHEAD, ActivityEvent, ActivityFeed, ModelCall
-from activity.presentation import Summary
+from activity.presentation import Summary, refused_calls
 from activity.usage import ModelPrice, call_cost, totals
 
 # The places of a feed's `cost` column.
@@ -135,7 +135,12 @@ class FeedRecorder:
         `closing` seals them with the head, the model calls and the text's SHA-256 (write
         them with ActivityFeed.close)."""
         calls = [e for e in self.events if isinstance(e, ToolCall)]
-        failures = [e for e in self.events if isinstance(e, ToolResult) and not e.ok]
+        refused = refused_calls(self.events)
+        failures = [
+            e
+            for e in self.events
+            if isinstance(e, ToolResult) and not e.ok and e.call_id not in refused
+        ]
         usage = totals(self.calls, self.prices)
         usage["model"] = usage["model"][:100]
         if usage["cost"] is not None:

@@ -399,3 +399,22 @@ async def test_a_regenerated_answer_asks_again_and_is_decided_over_the_socket_an
     ]
     assert decided == [(answer, "approve") for answer in answers]
     assert await OutboxEmail.objects.acount() == 3
+
+
+async def test_a_denial_reads_as_denied_in_the_list_and_the_folded_line_not_as_a_failure(
+    alice, alice_conversation
+):
+    socket, events = await paused_turn(alice_conversation, alice)
+    await socket.send_to(text_data=json.dumps({"deny": events[-1]["call_id"]}))
+    rest = await json_until_done(socket)
+    await finish_turns()
+    await socket.disconnect()
+
+    assert rest[-1]["summary"] == {"icon": "🚫", "text": "Denied"}
+    feed = await ActivityFeed.objects.aget()
+    assert (feed.summary_icon, feed.summary_text, feed.failed_tool_count) == ("🚫", "Denied", 0)
+    client = await client_for(alice)
+    row = (await client.get("/")).content.decode().split('<li class="conversation-row">')[1]
+    assert "🚫 Denied" in row and "tool failed" not in row
+    page = (await client.get(f"/c/{alice_conversation.pk}/")).content.decode()
+    assert "Denied" in page and "Email not sent" not in page
