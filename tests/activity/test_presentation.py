@@ -172,4 +172,4 @@ def test_a_denied_call_folds_into_denied_not_into_a_tool_failure():
 def test_a_failed_calls_running_line_reads_failed_in_history_not_done():
     lines = visible_lines(search_turn(ok=False))
     assert (lines[0].icon, lines[0].state) == ("🔍", "failed")
-    assert [line.state for line in visible_lines(search_turn())][0] == "in_progress"
+    assert visible_lines(search_turn())[0].state == "in_progress"
