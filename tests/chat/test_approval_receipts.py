@@ -5,10 +5,14 @@ release still resumes."""
 
 from __future__ import annotations
 
+import io
 import json
+from datetime import timedelta
 
 import pytest
 from asgiref.sync import sync_to_async
+from django.core.management import call_command
+from django.utils import timezone
 
 from activity.models import ActivityEvent
 from activity.receipts import fingerprint
@@ -220,3 +224,36 @@ async def test_a_pause_stored_by_the_last_release_without_a_version_still_resume
     assert approved.status_code == 200 and approved.json()["fingerprint"] == ""
     assert rest[-1]["state"] == "complete"
     assert (await OutboxEmail.objects.aget()).to == "advisor@example.com"
+
+
+def evidence() -> list[dict]:
+    out = io.StringIO()
+    day = timezone.now().date()
+    call_command("export_evidence", "--since", day.isoformat(),
+                 "--until", (day + timedelta(days=1)).isoformat(), stdout=out)  # fmt: skip
+    return [json.loads(line) for line in out.getvalue().splitlines()]
+
+
+async def test_the_evidence_and_the_feed_export_carry_each_receipt_checked_again(
+    alice, alice_conversation
+):
+    socket, call, url = await paused(alice_conversation, alice)
+    edited = call["arguments"] | {"to": "dean@example.com"}
+    owner = await client_for(alice)
+    await post(owner, url, {"decision": "approve", "edited_arguments": edited})
+    await json_until_done(socket)
+    await finish_turns()
+    await socket.disconnect()
+
+    records = await sync_to_async(evidence)()
+    (receipt,) = [r for r in records if r["record"] == "receipt"]
+    assert receipt["fingerprint"] == fingerprint(edited) and receipt["matches"] is True
+    assert (receipt["by"], receipt["decision"], receipt["edited"]) == ("alice", "approve", True)
+    assert (
+        receipt["edited_arguments"] == edited and receipt["asked_arguments"] == call["arguments"]
+    )
+    assert receipt["at"] and records[-1]["counts"]["receipts"] == 1
+    (feed,) = (await owner.get("/api/feeds/")).json()["results"]
+    (decision,) = [e for e in feed["events"] if e["type"] == "decision"]
+    assert decision["fingerprint"] == receipt["fingerprint"]
+    assert decision["edited_arguments"] == edited
