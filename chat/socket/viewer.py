@@ -170,6 +170,9 @@ class Screen:
         view, position = await turns.snapshot(answer_id, prefs)
         for frame in render.joined(view, as_json=self.wants_json):
             await self.send(frame)
+        if view.state == Message.State.WAITING and not self.wants_json:
+            card = await database_sync_to_async(waiting_card)(answer_id)
+            await self.send(render.approval_card(answer_id, card))
         if view.state in Message.OPEN_STATES:  # else it ended before the snapshot
             self._view(answer_id, prefs, presenter_after(view, prefs), position)
 

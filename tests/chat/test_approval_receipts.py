@@ -22,6 +22,7 @@ from tests.support.audit import sql, verify
 from tests.support.sockets import (
     ask,
     finish_turns,
+    frames_until,
     json_until_done,
     json_until_waiting,
     open_socket,
@@ -257,3 +258,29 @@ async def test_the_evidence_and_the_feed_export_carry_each_receipt_checked_again
     (decision,) = [e for e in feed["events"] if e["type"] == "decision"]
     assert decision["fingerprint"] == receipt["fingerprint"]
     assert decision["edited_arguments"] == edited
+
+
+async def test_a_page_gets_the_card_live_and_again_when_it_joins_and_loses_it_once_decided(
+    alice, alice_conversation
+):
+    page = await open_socket(alice_conversation, alice)
+    await ask(page, EMAIL)
+    frames = await frames_until(page, lambda frame: "approval-card" in frame)
+    approval = await ToolApproval.objects.aget()
+    card = frames[-1]
+    assert f'<section id="approval-{approval.answer_id}"' in card
+    assert f'data-fingerprint="{approval.fingerprint}"' in card
+    assert 'name="argument.to" value="advisor@example.com"' in card
+    await page.disconnect()
+
+    # A page that opens while the call waits (a reload) gets the card with the turn.
+    again = await open_socket(alice_conversation, alice)
+    await again.send_to(text_data=json.dumps({"resume": [approval.answer_id]}))
+    frames = await frames_until(again, lambda frame: "approval-card" in frame)
+    assert f'data-fingerprint="{approval.fingerprint}"' in frames[-1]
+    await again.send_to(text_data=json.dumps({"approve": approval.call_id}))
+    emptied = f'<div id="approval-{approval.answer_id}" class="approval-slot" hx-swap-oob="true">'
+    await frames_until(again, lambda frame: emptied in frame)
+    await frames_until(again, lambda frame: "state-complete" in frame)
+    await finish_turns()
+    await again.disconnect()
