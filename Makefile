@@ -17,7 +17,7 @@ DAPHNE_LIMITS := --websocket-max-message-size 65536 --websocket-max-frame-size 6
 CATALOGUES := $(patsubst %.po,%.mo,$(wildcard locale/*/LC_MESSAGES/django.po))
 LANGUAGES := it zh_Hant
 
-.PHONY: run test lint format bench fuzz messages clean
+.PHONY: run test lint format bench fuzz phoenix messages clean
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	@test -x $(PY) || test -n "$(PYTHON)" || { echo "Glassbox needs Python 3.12 or newer (Django 6)." >&2; exit 1; }
@@ -74,7 +74,19 @@ $(FUZZ_VENV)/.installed: requirements-fuzz.txt
 fuzz: $(VENV)/.installed $(FUZZ_VENV)/.installed $(CATALOGUES)
 	$(PY) tests/fuzz_api.py $(FUZZ_VENV)/bin/st
 
-BENCHMARKS := first_status event_overhead concurrency db_writes turn_statements question_checks history_page export markdown_frames mcp_progress html_clients workers audit_chain
+# Arize Phoenix, a trace backend (README, "Traces"), in a virtualenv of its own: the trace
+# tests send to it when it is installed (CI installs it).
+PHOENIX_VENV := .venv-phoenix
+
+$(PHOENIX_VENV)/.installed: requirements-phoenix.txt
+	@test -x $(PHOENIX_VENV)/bin/python || test -n "$(PYTHON)" || { echo "Glassbox needs Python 3.12 or newer (Django 6)." >&2; exit 1; }
+	test -x $(PHOENIX_VENV)/bin/python || $(PYTHON) -m venv $(PHOENIX_VENV)
+	$(PHOENIX_VENV)/bin/pip install --quiet -r requirements-phoenix.txt
+	touch $@
+
+phoenix: $(PHOENIX_VENV)/.installed
+
+BENCHMARKS := first_status event_overhead concurrency db_writes turn_statements question_checks history_page export markdown_frames mcp_progress html_clients workers audit_chain otel_turn
 
 bench: $(VENV)/.installed $(CATALOGUES)
 	@for name in $(BENCHMARKS); do echo "== bench/$$name.py"; PYTHONPATH=. $(PY) bench/$$name.py || exit 1; done

@@ -17,6 +17,7 @@ from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.html import format_html
 
+from activity import telemetry
 from activity.access import is_auditor
 from activity.api.views import export_response
 from activity.audit import evidence_stream, feed_integrity, period
@@ -221,7 +222,7 @@ class ActivityFeedAdmin(ReadOnlyAdmin):
     show_full_result_count = False
     inlines = [ActivityEventInline, ModelCallInline]
     actions = [export_ndjson, export_csv, export_evidence]
-    readonly_fields = ["conversation_link", "message_link", "took", "integrity"]
+    readonly_fields = ["conversation_link", "message_link", "took", "integrity", "trace_id"]
 
     def get_queryset(self, request):
         return super().get_queryset(request).annotate(message_id=F("message__id"))
@@ -252,6 +253,12 @@ class ActivityFeedAdmin(ReadOnlyAdmin):
         for reseal in feed.reseals.all():
             text += f" (resealed {reseal.at:%Y-%m-%d %H:%M} UTC: {reseal.reason})"
         return text
+
+    @admin.display(description="trace id")
+    def trace_id(self, feed):
+        """The OpenTelemetry trace this turn is sent as (derived from the feed, so a turn
+        sent live and again by `manage.py export_otel` is one trace)."""
+        return telemetry.trace_id_hex(feed.pk, feed.started_at)
 
     @admin.display(description="conversation")
     def conversation_link(self, feed):

@@ -209,6 +209,17 @@ class TurnStarted:
 
 
 @dataclass(frozen=True, slots=True)
+class ToolFeedback:
+    """The model's feedback_to_user for one call, the moment that string is complete (cut to
+    100 characters + "..."; "" when the model left it empty), as the seed's `tool_feedback`
+    event. Live only, like a tool's progress: the call's status line keeps the text."""
+
+    call_id: str
+    feedback: str
+    type: Literal["tool_feedback"] = "tool_feedback"
+
+
+@dataclass(frozen=True, slots=True)
 class Error:
     """A request that was refused or could not be read; the message is for people."""
 
@@ -218,7 +229,7 @@ class Error:
 
 Event = Status | ToolCall | ToolResult | Decision | TextDelta | Done
 RecordedEvent = Status | ToolCall | ToolResult | Decision
-WireEvent = Event | TurnStarted | Error
+WireEvent = Event | TurnStarted | Error | ToolFeedback
 
 
 def with_seq(event: RecordedEvent, seq: int) -> RecordedEvent:
@@ -290,6 +301,8 @@ def to_json(event: WireEvent) -> dict[str, Any]:
             }
         case TextDelta():
             return {"type": "text", "content": event.content}
+        case ToolFeedback():
+            return {"type": "tool_feedback", "call_id": event.call_id, "feedback": event.feedback}
         case Done():
             return {
                 "type": "done",
@@ -367,6 +380,8 @@ def from_json(data: dict[str, Any]) -> WireEvent:
         )
     if kind == "text":
         return TextDelta(content=data["content"])
+    if kind == "tool_feedback":
+        return ToolFeedback(call_id=data["call_id"], feedback=data["feedback"])
     if kind == "done":
         summary = data.get("summary") or {}
         return Done(

@@ -270,6 +270,11 @@ except ValueError as exc:
 GLASSBOX_APPROVAL_TIMEOUT = env_float("GLASSBOX_APPROVAL_TIMEOUT", 600.0)
 # Ask the provider for token usage in the stream (stream_options.include_usage).
 GLASSBOX_STREAM_USAGE = env_bool("GLASSBOX_STREAM_USAGE", True)
+# Traces (activity.telemetry): each finished turn goes to this OTLP/HTTP endpoint (empty: none,
+# and OpenTelemetry's SDK is not even imported); what was said goes only when the GenAI
+# conventions' own switch asks for it.
+OTEL_EXPORTER_OTLP_ENDPOINT = env_str("OTEL_EXPORTER_OTLP_ENDPOINT", "")
+OTEL_CAPTURE_MESSAGE_CONTENT = env_bool("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT")
 # Prices per million tokens by model, as JSON: {"gpt-4o-mini": {"prompt": 0.15,
 # "completion": 0.6, "cached": 0.075}}; turns of a priced model show their cost.
 # Read, and checked at start-up, by activity.usage.configured_prices().

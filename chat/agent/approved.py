@@ -16,6 +16,7 @@ from activity.receipts import NotFingerprintable, fingerprint
 from chat.agent.approval import Verdict
 from chat.agent.calls import PendingCall, raw_arguments
 from chat.agent.lines import fallback
+from chat.agent.outcome import CallOutcome
 from chat.agent.tools import FEEDBACK_ARG
 
 
@@ -38,7 +39,7 @@ def to_run(call: PendingCall, verdict: Verdict) -> PendingCall | None:
     return replace(call, arguments=json.dumps(verdict.edited_arguments, ensure_ascii=False))
 
 
-def not_as_approved(call: PendingCall) -> tuple[ToolResult, list[Status], str]:
+def not_as_approved(call: PendingCall) -> CallOutcome:
     """The call differs from what the owner approved: it does not run, and the feed says why."""
     reason = _("its arguments are not the ones you approved, so it did not run")
     content = json.dumps({"error": reason}, ensure_ascii=False)
@@ -53,7 +54,7 @@ def not_as_approved(call: PendingCall) -> tuple[ToolResult, list[Status], str]:
         tool=call.name,
         call_id=call.call_id,
     )
-    return result, [failed, fallback(call.call_id, _("Answering without it"))], content
+    return CallOutcome(result, (failed, fallback(call.call_id, _("Answering without it"))))
 
 
 def changes(asked: dict[str, Any], edited: dict[str, Any]) -> dict[str, dict[str, Any]]:

@@ -144,6 +144,9 @@ class TurnView:
     superseded: bool = False
     # The viewer's choice: tokens and cost on the folded feed.
     show_usage: bool = False
+    # Progress mode (seed 001): the finished answer takes the draft's place, its folded feed
+    # one click away below it rather than above.
+    answer_first: bool = False
 
     role = Message.Role.ASSISTANT
 
@@ -325,6 +328,7 @@ def _turn_view(
         contact_sent=bool(getattr(message, "contact_sent", False)),
         superseded=bool(getattr(message, "superseded", False)),
         show_usage=prefs.show_usage,
+        answer_first=prefs.mode == "progress",
     )
 
 

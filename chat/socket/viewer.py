@@ -52,7 +52,9 @@ class Viewer:
         self.wants_json = wants_json
         self.ended = ended
         self.inbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
-        events = turns.follow(answer_id, self.inbox, conversation_id=conversation_id, after=after)
+        events = turns.follow_turn(
+            answer_id, self.inbox, conversation_id=conversation_id, after=after
+        )
         self.task = asyncio.create_task(self._show_all(events))
         self.timer: asyncio.Task[None] | None = None
         if prefs.mode == "progress" and not presenter.draft_shown:

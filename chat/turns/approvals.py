@@ -47,7 +47,6 @@ async def decide(
     reason: str = "",
     edits: Edits | None = None,
     shown: str = "",
-    **options: Any,
 ) -> Decision:
     """The owner's decision on a waiting call; the caller has checked that `user` owns the
     conversation. The first decision wins; a later one is AlreadyDecided. An approval may
@@ -64,13 +63,13 @@ async def decide(
         Receipt(edits if approve else None, shown),
     )
     approval, decision = claimed
-    _go_on(approval, decision, **options)
+    _go_on(approval, decision)
     if decision.decision == "timeout":
         raise AlreadyDecided(_("This call waited too long and was denied as timed out."))
     return decision
 
 
-async def settle_expired(**options: Any) -> int:
+async def settle_expired() -> int:
     """Denies as timed out every call whose wait passed GLASSBOX_APPROVAL_TIMEOUT."""
     settled = 0
     for approval_id in await database_sync_to_async(_expired)():
@@ -80,7 +79,7 @@ async def settle_expired(**options: Any) -> int:
             )
         except TurnRejected:
             continue  # another process got there first
-        _go_on(*claimed, **options)
+        _go_on(*claimed)
         settled += 1
     return settled
 
@@ -163,7 +162,7 @@ def _claim(
     return approval, decision
 
 
-def _go_on(approval: ToolApproval, decision: Decision, **options: Any) -> None:
+def _go_on(approval: ToolApproval, decision: Decision) -> None:
     if decision.decision == "approve":
         told = ""
     elif decision.decision == "deny":
@@ -186,7 +185,6 @@ def _go_on(approval: ToolApproval, decision: Decision, **options: Any) -> None:
             resume=Paused.from_state(approval.state),
             verdict=verdict,
             decided=decision,
-            **options,
         ),
     )
 

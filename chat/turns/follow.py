@@ -28,6 +28,7 @@ from activity.preferences import FeedPrefs
 from chat.conversations.selectors import TurnView, aturn_view
 from chat.models import Message
 from chat.turns import registry
+from chat.turns.feedback import feedback_of, with_feedback
 from chat.turns.recovery import dead_turns_recover, quiet_seconds
 
 
@@ -43,6 +44,8 @@ class Position:
 
     seq: int = 0
     text: int = 0
+    # The calls whose tool_feedback it has (a live-only event, so not counted by seq).
+    feedback: frozenset[str] = frozenset()
 
 
 async def snapshot(answer_id: int, prefs: FeedPrefs | None = None) -> tuple[TurnView, Position]:
@@ -53,14 +56,15 @@ async def snapshot(answer_id: int, prefs: FeedPrefs | None = None) -> tuple[Turn
     # No wait since the pending events were taken: the text is from the same moment.
     view = dataclasses.replace(view, content=registry.text_so_far(answer_id, view.content))
     last = view.events[-1].seq if view.events else 0
-    return view, Position(seq=last or 0, text=len(view.content))
+    given = frozenset(feedback_of([to_json(event) for event in view.events]))
+    return view, Position(seq=last or 0, text=len(view.content), feedback=given)
 
 
 def replay(view: TurnView) -> list[dict[str, Any]]:
     """A snapshot as the events a follower that joins now has missed: `turn`, what is
     recorded, the text so far, and `done` if the turn is already over."""
     events = [to_json(TurnStarted(str(view.question_id), str(view.pk)))]
-    events += [to_json(event) for event in view.events]
+    events += with_feedback([to_json(event) for event in view.events])
     if view.content:
         events.append(to_json(TextDelta(view.content)))
     if view.state not in Message.OPEN_STATES:
@@ -70,7 +74,7 @@ def replay(view: TurnView) -> list[dict[str, Any]]:
     return events
 
 
-async def follow(
+async def follow_turn(
     answer_id: int,
     inbox: Inbox,
     *,
@@ -112,6 +116,7 @@ class _Gaps:
         self.text = position.text
         self.text_gap = False
         self.finished = False
+        self.feedback = set(position.feedback)
 
     async def admit(self, message: dict[str, Any]) -> list[dict[str, Any]]:
         """The events of a `turn.event` group message as this follower should get them, in
@@ -134,6 +139,12 @@ class _Gaps:
             if written["text"] is None or written["text"] > self.text or self.text_gap:
                 rest = await self._missing_text_at_end()
             return [*lines, *rest, event]
+        if event["type"] == "tool_feedback":
+            # Live only: given once, whether the snapshot or the group brought it first.
+            if self.finished or event["call_id"] in self.feedback:
+                return []
+            self.feedback.add(event["call_id"])
+            return [event]
         if "seq" not in event:
             # A tool's progress: live only, and the next one supersedes it.
             return [] if self.finished else [event]

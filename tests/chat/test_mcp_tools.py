@@ -305,9 +305,9 @@ async def test_the_admin_audits_mcp_calls_by_server(
 
 
 async def test_tools_are_namespaced_and_ask_for_feedback_first(bench):
-    from chat.turns.runner import turn_tools
+    from chat.turns.deps import configured_tools
 
-    tools = await turn_tools()
+    tools = await configured_tools()
     count = tools.get("bench__count")
     assert tools.get("search_documents") is not None and count is not None
     function = count.schema["function"]
