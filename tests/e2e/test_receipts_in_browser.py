@@ -55,7 +55,7 @@ def test_the_inbox_answers_a_call_and_the_conversation_goes_on_in_its_tab(
     log_in(chat, live_server_url)
     new_conversation(chat, live_server_url)
     conversation = chat.url.removeprefix(live_server_url)
-    chat.fill("#question", "Email team@example.com: the report is ready")
+    chat.fill("#question", "Email board@example.com: the report is ready")
     chat.click("#composer button.send")
     expect(chat.locator(WAITING)).to_be_visible()
 
@@ -66,7 +66,7 @@ def test_the_inbox_answers_a_call_and_the_conversation_goes_on_in_its_tab(
     expect(inbox).to_have_url(f"{live_server_url}/inbox/")
     item = inbox.locator("li.waiting-item", has=inbox.locator(f"a[href='{conversation}']"))
     expect(item.locator("p.where .deadline time")).to_be_visible()
-    expect(item.locator("pre.arguments")).to_contain_text("team@example.com")
+    expect(item.locator("pre.arguments")).to_contain_text("board@example.com")
     item.locator("form.approve button").click()
 
     expect(inbox).to_have_url(f"{live_server_url}/inbox/")
@@ -74,6 +74,6 @@ def test_the_inbox_answers_a_call_and_the_conversation_goes_on_in_its_tab(
     expect(inbox.locator(f"li.waiting-item a[href='{conversation}']")).to_have_count(0)
     expect(chat.locator(DONE)).to_be_visible()
     expect(chat.locator(f"{DONE} .answer")).to_contain_text(
-        "the email to team@example.com is in the outbox"
+        "the email to board@example.com is in the outbox"
     )
     context.close()
