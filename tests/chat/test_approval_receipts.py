@@ -141,7 +141,7 @@ async def test_a_decision_on_a_card_that_showed_other_arguments_decides_nothing(
 
 
 async def test_approved_with_edits_the_edited_arguments_run_both_are_sealed_and_the_model_is_told(
-    alice, alice_conversation
+    alice, alice_conversation, admin_user
 ):
     socket, call, url = await paused(alice_conversation, alice)
     edited = call["arguments"] | {"to": "dean@example.com", "subject": "Tuesday?"}
@@ -169,8 +169,13 @@ async def test_approved_with_edits_the_edited_arguments_run_both_are_sealed_and_
     }  # fmt: skip
     assert told["to"] == "dean@example.com" and told["sent"] is True
     assert rest[-1]["state"] == "complete"
-    assert (await ToolApproval.objects.aget()).edited_arguments == edited
+    approval = await ToolApproval.objects.aget()
+    assert approval.edited_arguments == edited
     assert (await sync_to_async(verify)())[0] == 0
+    # The admin's Tool approvals show the receipt beside what the model asked.
+    admin = await client_for(admin_user)
+    page = (await admin.get(f"/admin/chat/toolapproval/{approval.pk}/change/")).content.decode()
+    assert approval.fingerprint in page and "dean@example.com" in page
 
 
 @pytest.mark.parametrize(
