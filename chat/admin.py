@@ -128,9 +128,10 @@ class ToolApprovalAdmin(admin.ModelAdmin):
     list_filter = ["decision", "tool"]
     list_select_related = ["answer__conversation__owner", "decided_by"]
     search_fields = ["tool", "call_id", "reason", "answer__conversation__owner__username"]
-    readonly_fields = ["answer", "call_id", "tool", "arguments", "asked_at", "deadline",
-                       "decision", "decided_at", "decided_by", "reason"]  # fmt: skip
-    exclude = ["state"]
+    readonly_fields = ["answer", "call_id", "tool", "arguments", "fingerprint", "asked_at",
+                       "deadline", "decision", "decided_at", "decided_by", "reason",
+                       "edited_arguments"]  # fmt: skip
+    exclude = ["state", "parameters"]
 
     @admin.display(description="owner")
     def owner(self, row):

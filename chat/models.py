@@ -272,6 +272,12 @@ class ToolApproval(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True
     )
     reason = models.CharField(max_length=500, blank=True)
+    # The receipt (activity.recording.receipts): the fingerprint of `arguments` as the card
+    # showed them, the tool's parameters (JSON schema) an edit is checked against, and the
+    # arguments the owner approved instead, if they changed them.
+    fingerprint = models.CharField(max_length=80, blank=True)
+    parameters = models.JSONField(null=True, blank=True)
+    edited_arguments = models.JSONField(null=True, blank=True)
 
     objects = ToolApprovals.as_manager()
 

@@ -2,13 +2,16 @@ from __future__ import annotations
 
 from django.urls import path
 
-from chat.pages import views
+from chat.pages import inbox, views
 
 app_name = "chat"
 
 urlpatterns = [
     path("", views.conversation_list, name="conversation_list"),
     path("c/new/", views.conversation_new, name="conversation_new"),
+    path("inbox/", inbox.inbox, name="inbox"),
+    path("inbox/badge/", inbox.inbox_badge, name="inbox_badge"),
+    path("inbox/<uuid:conversation_id>/act/", inbox.inbox_act, name="inbox_act"),
     path("c/<uuid:conversation_id>/", views.conversation_detail, name="conversation_detail"),
     path("c/<uuid:conversation_id>/act/", views.conversation_act, name="conversation_act"),
     path(

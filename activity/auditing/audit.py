@@ -31,6 +31,7 @@ from activity.recording.chain import (
     link,
     text_digest,
 )
+from activity.recording.receipts import receipt_check
 
 CHUNK = 500
 EVENT_COLUMNS = ("id", "chain", *ALL_SEALED)
@@ -291,6 +292,19 @@ def _line(record: dict[str, Any]) -> str:
     return json.dumps(record, ensure_ascii=False, default=str) + "\n"
 
 
+def _receipts(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each decision's receipt beside its call as asked, the fingerprint recomputed now from
+    the sealed arguments (activity.receipts.receipt_check)."""
+    asked = {row["call_id"]: row for row in rows if row["kind"] == ActivityEvent.Kind.TOOL_CALL}
+    found = []
+    for row in rows:
+        if row["kind"] == ActivityEvent.Kind.DECISION:
+            receipt = receipt_check(row, asked.get(row["call_id"]))
+            if receipt is not None:
+                found.append({k: _plain(v) for k, v in receipt.items()})
+    return found
+
+
 def evidence_lines(
     feeds: QuerySet[ActivityFeed],
     *,
@@ -306,7 +320,10 @@ def evidence_lines(
     this file was changed. `selection` says how the feeds differ from the period's, if so."""
     body = hashlib.sha256()
     heads = hashlib.sha256()
-    counts = {"feeds": 0, "events": 0, "tool_calls": 0, "approvals": 0, "model_calls": 0}
+    counts = {
+        "feeds": 0, "events": 0, "tool_calls": 0, "approvals": 0, "receipts": 0,
+        "model_calls": 0,
+    }  # fmt: skip
     broken: list[int] = []
 
     def emit(record: dict[str, Any]) -> str:
@@ -348,6 +365,9 @@ def evidence_lines(
                 record = {"record": "event", "feed": row["feed_id"]}
                 record |= {k: _plain(v) for k, v in row.items() if k not in ("id", "feed_id")}
                 yield emit(record)
+            for receipt in _receipts(events[feed.pk]):
+                counts["receipts"] += 1
+                yield emit({"record": "receipt", "feed": feed.pk} | receipt)
             for call in calls[feed.pk]:
                 counts["model_calls"] += 1
                 sealed = list(SEALED_CALL_RECORD) if integrity.sealed else []

@@ -200,6 +200,17 @@ def decision_status(decision: Decision) -> Status:
     )  # fmt: skip
 
 
+def refused_summary(decision: Decision) -> Summary:
+    if decision.decision == "deny":
+        return Summary("🚫", _("Denied"))
+    return Summary("⌛", _("Not approved in time"))
+
+
+def refused_calls(events: Iterable[RecordedEvent]) -> set[str]:
+    """The calls a decision kept from running: their failed results are no tool failures."""
+    return {e.call_id for e in events if isinstance(e, Decision) and not e.approved}
+
+
 def decision_line(decision: Decision, width: int = 80) -> Line:
     """Keyed as the call's running line, so it replaces the waiting one (and its buttons)."""
     line = line_for(decision_status(decision), width=width)
@@ -228,6 +239,8 @@ def visible_lines(
         if isinstance(e, ToolResult) and e.progress_count and e.progress is not None
     }
     pointed = {e.call_id: e.links for e in events if isinstance(e, ToolResult) and e.links}
+    # A call that failed (or was refused) did not finish its step: its running line says so.
+    failed_calls = {e.call_id for e in events if isinstance(e, ToolResult) and not e.ok}
     lines: dict[str, Line] = {}
     made_by: dict[str, Status] = {}
     started: dict[str, datetime] = {}
@@ -251,6 +264,8 @@ def visible_lines(
         if event.state != "in_progress" and event.call_id in reported:
             progress, total = reported[event.call_id]
             line = replace(line, progress=progress, total=total)
+        if event.state == "in_progress" and event.call_id in failed_calls:
+            line = replace(line, state="failed")
         if event.state == "done" and event.call_id in pointed:
             line = replace(line, links=shown_links(pointed[event.call_id]))
         if event.tool == REASONING and show_reasoning == "full" and reasoning:
@@ -298,8 +313,11 @@ def summarize(
     tools_by_call: dict[str, str] = {}
     results: list[ToolResult] = []
     last_status: Status | None = None
+    refused: dict[str, Decision] = {}
     for event in events:
-        if isinstance(event, ToolCall):
+        if isinstance(event, Decision) and not event.approved:
+            refused[event.call_id] = event
+        elif isinstance(event, ToolCall):
             tools_by_call[event.call_id] = event.tool
         elif isinstance(event, ToolResult):
             results.append(event)
@@ -316,7 +334,10 @@ def summarize(
         return Summary(last_status.icon, last_status.message)
 
     fallback = ToolLabels(icon="🛠️", done=_("Used a tool"), failed=_("A tool failed"))
-    failed = [r for r in results if not r.ok]
+    # A call the owner denied (or nobody approved in time) did not fail: it was decided.
+    failed = [r for r in results if not r.ok and r.call_id not in refused]
+    if not failed and refused:
+        return refused_summary(next(iter(refused.values())))
     if failed:
         tool = failed[0].tool or tools_by_call.get(failed[0].call_id, "")
         return Summary("⚠️", str(labels.get(tool, fallback).failed))

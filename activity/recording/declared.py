@@ -35,7 +35,8 @@ class Declared:
     read: Callable[[Any], Any] | None
     # The value as JSON writes it.
     write: Callable[[Any], Any] | None
-    # Its column of ActivityEvent, or None with `unstored` saying why.
+    # Its column of ActivityEvent, or None with `unstored` saying why; "a.b" keeps it under
+    # key "b" of JSON column "a" (left out at its default), beside the other fields kept there.
     column: str | None
     unstored: str
     # Longer text is cut to this many characters when it is stored.
@@ -210,11 +211,16 @@ def row_values(event: Any) -> dict[str, Any]:
     for field in stored_fields(cls):
         declared = field.declared
         value = getattr(event, field.name)
+        outer, _, inner = str(declared.column).partition(".")
+        if inner:
+            if value != field.default:
+                values.setdefault(outer, {})[inner] = value
+            continue
         if declared.to_column is not None:
             value = declared.to_column(value)
         if declared.limit is not None:
             value = value[: declared.limit]
-        values[str(declared.column)] = value
+        values[outer] = value
     return values
 
 
@@ -225,7 +231,10 @@ def from_row(cls: type, column: Callable[[str], Any]) -> Any:
         if field.name == "type":
             continue
         declared = field.declared
-        value = column(str(declared.column))
+        outer, _, inner = str(declared.column).partition(".")
+        value = column(outer)
+        if inner:
+            value = (value or {}).get(inner, field.default)
         values[field.name] = declared.from_column(value) if declared.from_column else value
     return cls(**values)
 
@@ -235,6 +244,6 @@ def columns_of(classes: tuple[type, ...]) -> tuple[str, ...]:
     names: dict[str, None] = {}
     for cls in classes:
         for field in stored_fields(cls):
-            names[str(field.declared.column)] = None
+            names[str(field.declared.column).partition(".")[0]] = None
         names |= dict.fromkeys(computed_columns(cls))
     return tuple(names)

@@ -213,6 +213,15 @@ class Decision:
     reason: str = field(default="", metadata=declare(column="result_summary", limit=400))
     waited_ms: int = field(default=0, metadata=declare(column="duration_ms", from_column=_or_zero))
     seq: int | None = field(default=None, metadata=declare(column="seq"))
+    # The receipt (activity.recording.receipts): the fingerprint of the arguments decided on,
+    # and the arguments the owner changed them to before approving (None: approved as asked),
+    # sealed in the `arguments` column no decision used before.
+    fingerprint: str = field(
+        default="", metadata=declare(omit_default=True, column="arguments.fingerprint")
+    )
+    edited_arguments: dict[str, Any] | None = field(
+        default=None, metadata=declare(omit_default=True, column="arguments.edited_arguments")
+    )
     type: Literal["decision"] = field(default="decision", metadata=declare(column="kind"))
     # Its `ok` column says whether the call went ahead, for the audit's filters.
     COMPUTED_COLUMNS: ClassVar[Mapping[str, Callable[[Any], Any]]] = {

@@ -23,7 +23,7 @@ from typing import Any
 from django.utils import timezone
 
 from activity.models import SEQ_AHEAD, ActivityEvent, ActivityFeed, ModelCall
-from activity.presenting.presentation import Summary
+from activity.presenting.presentation import Summary, refused_calls
 from activity.recording.chain import CLOSED_CALL_FIELDS, GENESIS, closing, text_digest
 from activity.recording.commits import Part, Rider, group_commit
 from activity.recording.events import ModelCallDone, RecordedEvent, ToolCall, ToolResult, with_seq
@@ -136,7 +136,12 @@ class FeedRecorder:
         `closing` seals them with the head, the model calls and the text's SHA-256 (write
         them with ActivityFeed.close)."""
         calls = [e for e in self.events if isinstance(e, ToolCall)]
-        failures = [e for e in self.events if isinstance(e, ToolResult) and not e.ok]
+        refused = refused_calls(self.events)
+        failures = [
+            e
+            for e in self.events
+            if isinstance(e, ToolResult) and not e.ok and e.call_id not in refused
+        ]
         usage = totals(self.calls, self.prices)
         usage["model"] = usage["model"][:100]
         if usage["cost"] is not None:

@@ -26,6 +26,9 @@ class Paused:
     pending: list[dict[str, str]]
     # The call's ⏸ line: recorded with the pause, in one transaction, then shown.
     waiting: Status | None = None
+    # The waiting tool's parameters (its JSON schema), kept beside the state for the card's
+    # edit form; not part of the state.
+    parameters: dict[str, Any] | None = None
     type: str = "paused"
 
     @property
@@ -33,11 +36,31 @@ class Paused:
         return self.pending[0]
 
     def as_state(self) -> dict[str, Any]:
-        return {"conversation": self.conversation, "round": self.round, "pending": self.pending}
+        return {
+            "version": STATE_VERSION,
+            "conversation": self.conversation,
+            "round": self.round,
+            "pending": self.pending,
+        }
 
     @classmethod
     def from_state(cls, data: dict[str, Any]) -> Paused:
+        """A stored pause of this release or an earlier one: version 1 (written without a
+        version) has the same three fields. A newer version than this code knows is refused
+        rather than half read (a process of the last release while another is deployed)."""
+        version = data.get("version", 1)
+        if version not in READABLE_VERSIONS:
+            raise UnknownPause(f"paused state version {version!r} is newer than this code")
         return cls(conversation=data["conversation"], round=data["round"], pending=data["pending"])
+
+
+# The shape of Paused.as_state; bump it when the state changes, and keep reading the old ones.
+STATE_VERSION = 2
+READABLE_VERSIONS = (1, 2)
+
+
+class UnknownPause(ValueError):
+    """A stored pause this code cannot read."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +71,10 @@ class Verdict:
     approved: bool
     # What the model is told when the call did not run.
     reason: str = ""
+    # The receipt: the fingerprint of the arguments approved, checked just before the call
+    # runs, and the arguments the owner changed them to (None: as the model asked).
+    fingerprint: str = ""
+    edited_arguments: dict[str, Any] | None = None
 
 
 def waiting(call: PendingCall, shown: str) -> Status:

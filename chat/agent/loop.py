@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Any
 
 from django.utils.translation import get_language
@@ -22,7 +23,8 @@ from activity.recording.events import (
     ToolFeedback,
 )
 from chat.agent.approval import Paused, Verdict, refused, waiting
-from chat.agent.calls import PendingCall, ToolCallAssembler, is_json
+from chat.agent.approved import not_as_approved, to_run, told_of_edits
+from chat.agent.calls import PendingCall, ToolCallAssembler, is_json, raw_arguments
 from chat.agent.chunks import stream_completion, tokens
 from chat.agent.errors import ProviderError
 from chat.agent.lines import finished, settle, writing
@@ -105,6 +107,7 @@ async def run_agent(
                 yield the_call(call)
                 yield Paused(
                     waiting=waiting(call, shown.get(call.call_id, "")),
+                    parameters=tool.schema.get("function", {}).get("parameters"),
                     conversation=conversation,
                     round=round_number,
                     pending=[
@@ -114,9 +117,14 @@ async def run_agent(
                 )
                 return
             outcome: CallOutcome | None = None
+            # Approved, it runs only as approved (chat.agent.approved), edits included.
+            approved = to_run(call, decided) if decided is not None and decided.approved else call
             if decided is not None and not decided.approved:
                 outcome = refused(call, decided)
+            elif approved is None:
+                outcome = not_as_approved(call)
             else:
+                asked, call = call, approved
                 if decided is None:  # a decided call's arguments were recorded when it asked
                     # Write-ahead: whoever runs this loop records the call before asking for
                     # the next item, and only then does its tool start.
@@ -129,6 +137,11 @@ async def run_agent(
                         outcome = ran
                     else:
                         yield ran
+                if decided is not None and outcome is not None:
+                    told = told_of_edits(
+                        outcome.told, raw_arguments(asked.arguments), decided.edited_arguments
+                    )
+                    outcome = replace(outcome, result=replace(outcome.result, content=told))
             assert outcome is not None  # run_call ends with the call's outcome
             yield outcome.result
             for status in outcome.lines:

@@ -129,6 +129,23 @@ class ApprovalRequestSerializer(serializers.Serializer):
         max_length=actions.REASON_LIMIT,
         help_text="Why, for a denial.",
     )
+    edited_arguments = serializers.DictField(
+        required=False,
+        help_text=(
+            "With `approve`: the arguments to run instead of the ones the model asked for, "
+            "checked against the tool's parameters (an invalid edit is a 400 and the call "
+            "still waits). `feedback_to_user` is kept from the model's. The model is told "
+            "what was changed."
+        ),
+    )
+    fingerprint = StrictCharField(
+        required=False,
+        max_length=80,
+        help_text=(
+            "The fingerprint of the arguments as you saw them (`GET` of this URL): a call "
+            "that no longer has it is a 409 and nothing is decided."
+        ),
+    )
 
 
 class DecisionSerializer(serializers.Serializer):
@@ -142,3 +159,37 @@ class DecisionSerializer(serializers.Serializer):
     by = serializers.CharField()
     reason = serializers.CharField()
     waited_ms = serializers.IntegerField()
+    fingerprint = serializers.CharField(
+        help_text="SHA-256 over the RFC 8785 canonical JSON of the arguments decided on."
+    )
+    edited_arguments = serializers.DictField(
+        allow_null=True, help_text="The arguments approved instead of the model's, if edited."
+    )
+
+
+class ApprovalReceiptSerializer(serializers.Serializer):
+    """A call that asks first, as its card shows it."""
+
+    call_id = serializers.CharField()
+    tool = serializers.CharField()
+    arguments = serializers.DictField()
+    fingerprint = serializers.CharField(
+        help_text="SHA-256 over the RFC 8785 canonical JSON of `arguments`."
+    )
+    parameters = serializers.DictField(allow_null=True)
+    asked_at = serializers.DateTimeField()
+    deadline = serializers.DateTimeField()
+    decision = serializers.CharField(help_text="Blank while it waits.")
+    decided_at = serializers.DateTimeField(allow_null=True)
+    edited_arguments = serializers.DictField(allow_null=True)
+
+
+class InboxItemSerializer(serializers.Serializer):
+    """One thing that waits for you."""
+
+    kind = serializers.CharField()
+    conversation = serializers.UUIDField(source="conversation_id")
+    conversation_title = serializers.CharField()
+    title = serializers.CharField()
+    deadline = serializers.DateTimeField()
+    api_url = serializers.CharField()

@@ -5,6 +5,7 @@ from django.urls import path
 from chat.api import views
 
 urlpatterns = [
+    path("inbox/", views.Inbox.as_view(), name="api-inbox"),
     path("conversations/", views.ConversationList.as_view(), name="api-conversations"),
     path(
         "conversations/<uuid:conversation_id>/",

@@ -24,18 +24,21 @@ from activity.recording.events import Decision, Error, to_json
 from chat import turns
 from chat.api.parsers import RequestParser
 from chat.api.serializers import (
+    ApprovalReceiptSerializer,
     ApprovalRequestSerializer,
     ConversationDetailSerializer,
     ConversationSerializer,
     DecisionSerializer,
+    InboxItemSerializer,
     MessageSerializer,
     TurnRequestSerializer,
     refusal,
 )
 from chat.api.sse import sse, turn_events
 from chat.conversations.selectors import message_records
-from chat.models import Conversation, Message
+from chat.models import Conversation, Message, ToolApproval
 from chat.turns import actions
+from chat.turns.inbox import waiting_items
 from chat.turns.recovery import dead_turns_recover
 
 
@@ -169,6 +172,20 @@ class TurnCreate(APIView):
 class ApprovalDecide(APIView):
     parser_classes = [RequestParser]
 
+    @extend_schema(
+        request=None,
+        responses=ApprovalReceiptSerializer,
+        description=(
+            "The call as its card shows it: the arguments that will run, their fingerprint "
+            "(SHA-256 over their RFC 8785 canonical JSON), the tool's parameters an edit must "
+            "fit, its deadline, and its decision once taken."
+        ),
+    )
+    def get(self, request: Request, conversation_id: Any, call_id: str) -> Response:
+        conversation = get_object_or_404(conversations_owned(request.user), pk=conversation_id)
+        approval = get_object_or_404(ToolApproval.objects.of_call(conversation.pk, call_id)[:1])
+        return Response(ApprovalReceiptSerializer(approval).data)
+
     def post(self, request: Request, conversation_id: Any, call_id: str) -> Response:
         conversation = get_object_or_404(conversations_owned(request.user), pk=conversation_id)
         try:
@@ -191,3 +208,15 @@ async def _answer(conversation: Conversation, turn: turns.StartedTurn) -> AsyncI
         pass
     (answer,) = await sync_to_async(message_records)(conversation, answer=turn.answer.pk)
     yield JSONRenderer().render(MessageSerializer(answer).data)
+
+
+@extend_schema(
+    responses=InboxItemSerializer(many=True),
+    description=(
+        "Everything that waits for you across your conversations (tool calls to approve), "
+        "the nearest deadline first; each is answered at its `api_url`."
+    ),
+)
+class Inbox(APIView):
+    def get(self, request: Request) -> Response:
+        return Response(InboxItemSerializer(waiting_items(request.user), many=True).data)

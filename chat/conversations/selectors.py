@@ -27,7 +27,7 @@ from activity.selectors import (
     events_by_feed,
     reasoning_by_feed,
 )
-from chat.models import ContactRequest, Conversation, Message
+from chat.models import ContactRequest, Conversation, Message, ToolApproval
 
 
 def conversations_of(
@@ -53,6 +53,12 @@ def conversations_of(
             ),
             waiting=Exists(
                 Message.objects.filter(conversation=OuterRef("pk"), state=Message.State.WAITING)
+            ),
+            # A denial is a decision, not a tool failure (chat.turns.approvals).
+            denied=Exists(
+                ToolApproval.objects.filter(
+                    answer__conversation=OuterRef("pk"), decision=ToolApproval.Decision.DENY
+                )
             ),
         )
         .order_by("-last_activity", "-created_at")

@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 from django.template.loader import render_to_string
+from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 from django.utils.translation import gettext as _
@@ -18,6 +19,7 @@ from chat.conversations.markdown import render_markdown
 from chat.conversations.selectors import TurnView
 from chat.models import Message
 from chat.turns import replay
+from chat.turns.receipts import ApprovalCard
 
 
 def json_frame(event: dict[str, Any]) -> str:
@@ -85,6 +87,17 @@ def _live_op(answer_id: int, op: Op) -> str:
                 text,
             )
     raise TypeError(f"not a live operation: {op!r}")
+
+
+def approval_card(answer_id: int, card: ApprovalCard | None) -> str:
+    """A waiting call's card into its turn's slot, or the slot emptied (decided)."""
+    if card is None:
+        return format_html(
+            '<div id="approval-{}" class="approval-slot" hx-swap-oob="true"></div>', answer_id
+        )
+    answer_url = reverse("chat:conversation_act", args=[card.conversation_id])
+    context = {"card": card, "oob": True, "answer_url": answer_url}
+    return render_to_string("chat/_approval_card.html", context)
 
 
 def assistant_message(message: TurnView) -> str:

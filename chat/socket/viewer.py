@@ -18,6 +18,7 @@ from chat import turns
 from chat.conversations.selectors import TurnView, aturn_view
 from chat.models import Message
 from chat.socket import reads, render
+from chat.turns.receipts import waiting_card
 
 
 def presenter_after(view: TurnView, prefs: FeedPrefs) -> LivePresenter:
@@ -84,8 +85,21 @@ class Viewer:
             if ops := self.presenter.finish():
                 await self.send(render.live_ops(self.answer_id, ops))
             await self.send(render.assistant_message(await aturn_view(self.answer_id, self.prefs)))
-        elif ops := self.presenter.on_event(event):
-            await self.send(render.live_ops(self.answer_id, ops))
+        else:
+            if ops := self.presenter.on_event(event):
+                await self.send(render.live_ops(self.answer_id, ops))
+            if frame := await self._approval_card(event):
+                await self.send(frame)
+
+    async def _approval_card(self, event: dict[str, Any]) -> str:
+        """A call that waits shows its card (read after the pause stored it, before its line
+        was sent); a decision takes it away."""
+        if event["type"] == "decision":
+            return render.approval_card(self.answer_id, None)
+        if event["type"] == "status" and event.get("state") == "waiting":
+            card = await database_sync_to_async(waiting_card)(self.answer_id)
+            return render.approval_card(self.answer_id, card)
+        return ""
 
     async def _draft_later(self) -> None:
         await asyncio.sleep(self.prefs.show_after)
@@ -158,6 +172,9 @@ class Screen:
         view, position = await turns.snapshot(answer_id, prefs)
         for frame in render.joined(view, as_json=self.wants_json):
             await self.send(frame)
+        if view.state == Message.State.WAITING and not self.wants_json:
+            card = await database_sync_to_async(waiting_card)(answer_id)
+            await self.send(render.approval_card(answer_id, card))
         if view.state in Message.OPEN_STATES:  # else it ended before the snapshot
             self._view(answer_id, prefs, presenter_after(view, prefs), position)
 

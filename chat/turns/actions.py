@@ -20,6 +20,7 @@ from chat import turns
 from chat.models import Conversation
 from chat.turns import elicitations
 from chat.turns.approvals import REASON_LIMIT
+from chat.turns.receipts import ARGUMENT_FIELD, Edits
 
 # Each request is named by one field; the fields after it may come with it.
 REQUESTS: dict[str, frozenset[str]] = {
@@ -27,10 +28,15 @@ REQUESTS: dict[str, frozenset[str]] = {
     "stop": frozenset(),
     "regenerate": frozenset(),
     "resume": frozenset(),
-    "approve": frozenset({"reason"}),
-    "deny": frozenset({"reason"}),
+    "approve": frozenset({"reason", "edited_arguments", "fingerprint"}),
+    "deny": frozenset({"reason", "fingerprint"}),
 }
-FIELDS = {"message", "client_id", "stop", "resume", "approve", "deny", "reason", "regenerate"}
+FIELDS = {
+    "message", "client_id", "stop", "resume", "approve", "deny", "reason", "regenerate",
+    "edited_arguments", "fingerprint",
+}  # fmt: skip
+# Besides those, an approval's edit form sends one field per argument (ARGUMENT_FIELD + name).
+EDITED_LIMIT = 64
 # Besides those: htmx's ws-send adds HEADERS to every form message, and a form posted without
 # JavaScript carries its CSRF token.
 CARRIED = {"HEADERS", "csrfmiddlewaretoken"}
@@ -43,7 +49,10 @@ RESUME_LIMIT = 20
 DEPTH_LIMIT = 8
 # The REST API's bodies, by endpoint: each of its fields and the page's field it is.
 QUESTION_BODY = {"content": "message", "client_id": "client_id"}
-DECISION_BODY = {"decision": "decision", "reason": "reason"}
+DECISION_BODY = {
+    "decision": "decision", "reason": "reason", "edited_arguments": "edited_arguments",
+    "fingerprint": "fingerprint",
+}  # fmt: skip
 DECISIONS = ("approve", "deny")
 
 
@@ -84,6 +93,9 @@ class Decide:
     call_id: str
     approve: bool
     reason: str = ""
+    # The arguments to run instead (an approval only), and the fingerprint the card showed.
+    edits: Edits | None = None
+    fingerprint: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,8 +169,14 @@ def read(data: object) -> Request:
     is refused."""
     if isinstance(data, Mapping) and "elicitation" in data:
         return read_answer(data)
+    form_edits = _argument_fields(data)
+    if form_edits:
+        assert isinstance(data, Mapping)  # _argument_fields found some
+        data = {k: v for k, v in data.items() if not k.startswith(ARGUMENT_FIELD)}
     data = fields_of(data, FIELDS | CARRIED)
     _one_request(data)
+    if form_edits and "approve" not in data:
+        raise Unreadable(_("Only an approval can change the call's arguments."))
     if "stop" in data:
         try:
             return Stop(_answer_id(data["stop"]))
@@ -185,7 +203,13 @@ def read(data: object) -> Request:
                 _("The reason is at most %(limit)s characters long.") % {"limit": REASON_LIMIT},
                 field="reason",
             )
-        return Decide(call_id=call_id, approve=approve, reason=reason)
+        return Decide(
+            call_id=call_id,
+            approve=approve,
+            reason=reason,
+            edits=_edits(data.get("edited_arguments"), form_edits),
+            fingerprint=_fingerprint(data.get("fingerprint", "")),
+        )
     if "resume" in data:
         ids = data["resume"]
         if not isinstance(ids, list) or len(ids) > RESUME_LIMIT:
@@ -227,6 +251,43 @@ def read_answer(data: Mapping[str, Any]) -> AnswerQuestion:
     return AnswerQuestion(question_id=question_id, action=action, values=values)
 
 
+def _argument_fields(data: object) -> dict[str, Any]:
+    """The edit form's fields (`argument.to`: "…"), by argument name."""
+    if not isinstance(data, Mapping):
+        return {}
+    found = {
+        key.removeprefix(ARGUMENT_FIELD): value
+        for key, value in data.items()
+        if isinstance(key, str) and key.startswith(ARGUMENT_FIELD)
+    }
+    if len(found) > EDITED_LIMIT:
+        raise Unreadable(_("Too many edited arguments."), field="edited_arguments")
+    return found
+
+
+def _edits(edited: object, form_edits: dict[str, Any]) -> Edits | None:
+    if edited is not None and form_edits:
+        raise Unreadable(
+            _("Send the edited arguments as one object or as form fields, not both."),
+            field="edited_arguments",
+        )
+    if form_edits:
+        return Edits(form_edits, from_form=True)
+    if edited is None:
+        return None
+    if not isinstance(edited, Mapping):
+        raise Unreadable(
+            _("The edited arguments must be a JSON object."), field="edited_arguments"
+        )
+    return Edits(dict(edited))
+
+
+def _fingerprint(value: object) -> str:
+    if not isinstance(value, str) or len(value) > 80:
+        raise Unreadable(_("The fingerprint must be the text a card shows."), field="fingerprint")
+    return value
+
+
 def _one_request(data: Mapping[str, Any]) -> None:
     """Two requests in one are refused, not half carried out: a decision with a question
     would decide and drop the question."""
@@ -261,7 +322,8 @@ def read_decision(body: object, *, call_id: str) -> Decide:
     decision = fields.pop("decision", None)
     if decision not in DECISIONS:
         raise Unreadable(_("The decision must be approve or deny."), field="decision")
-    request = _read_as({"call_id": decision, "reason": "reason"}, {decision: call_id, **fields})
+    names = {"call_id": decision, "reason": "reason", "edited_arguments": "edited_arguments"}
+    request = _read_as(names | {"fingerprint": "fingerprint"}, {decision: call_id, **fields})
     assert isinstance(request, Decide)
     return request
 
@@ -314,6 +376,8 @@ async def perform(
                 user=user,
                 approve=request.approve,
                 reason=request.reason,
+                edits=request.edits,
+                shown=request.fingerprint,
             )
         case AnswerQuestion():
             await elicitations.answer(

@@ -24,6 +24,7 @@ from chat.agent.approval import Paused, Verdict
 from chat.models import Message, ToolApproval
 from chat.turns import registry, runner
 from chat.turns.admission import TurnRejected
+from chat.turns.receipts import NO_RECEIPT, Edits, Receipt, bound
 
 logger = logging.getLogger("glassbox.turns")
 REASON_LIMIT = 500
@@ -44,9 +45,13 @@ async def decide(
     user: Any,
     approve: bool,
     reason: str = "",
+    edits: Edits | None = None,
+    shown: str = "",
 ) -> Decision:
     """The owner's decision on a waiting call; the caller has checked that `user` owns the
-    conversation. The first decision wins; a later one is AlreadyDecided."""
+    conversation. The first decision wins; a later one is AlreadyDecided. An approval may
+    come with `edits` (the arguments to run instead) and with the fingerprint its card
+    `shown`: a card that no longer shows what would run decides nothing."""
     if not isinstance(reason, str):
         raise TurnRejected(_("The reason must be text."))
     kind = "approve" if approve else "deny"
@@ -55,6 +60,7 @@ async def decide(
         user,
         kind,
         " ".join(reason.split())[:REASON_LIMIT],
+        Receipt(edits if approve else None, shown),
     )
     approval, decision = claimed
     _go_on(approval, decision)
@@ -103,7 +109,7 @@ async def stop_waiting(answer_id: int) -> bool:
 
 
 def _claim(
-    found: QuerySet[ToolApproval], user: Any, kind: str, reason: str
+    found: QuerySet[ToolApproval], user: Any, kind: str, reason: str, asked: Receipt = NO_RECEIPT
 ) -> tuple[ToolApproval, Decision]:
     """Decides the first approval `found` holds."""
     with transaction.atomic():
@@ -118,26 +124,32 @@ def _claim(
             raise AlreadyDecided(_("That tool call was already decided."))
         now = timezone.now()
         if approval.deadline <= now:
-            kind, user, reason = "timeout", None, ""
+            kind, user, reason, asked = "timeout", None, "", NO_RECEIPT
+        receipt = bound(approval, asked)  # refuses before anything is saved
         approval.decision, approval.decided_at, approval.reason = kind, now, reason
         approval.decided_by = user if user is not None and user.is_authenticated else None
-        approval.save(update_fields=["decision", "decided_at", "reason", "decided_by"])
+        approval.edited_arguments = receipt.edited_arguments
+        approval.save(
+            update_fields=["decision", "decided_at", "reason", "decided_by", "edited_arguments"]
+        )
         feed = approval.answer.answer_feed
         # The decision is recorded with its claim, numbered after the pause's last line (a
         # paused turn has nothing unwritten): whoever asked gets its seq, and a process that
         # dies before the turn goes on still leaves it in the audit.
-        asked = Decision(
+        decided = Decision(
             call_id=approval.call_id,
             tool=approval.tool,
             decision=decision_kind(kind),
             by=approval.decided_by.get_username() if approval.decided_by else "",
             reason=reason,
             waited_ms=int((now - approval.asked_at).total_seconds() * 1000),
+            fingerprint=receipt.fingerprint,
+            edited_arguments=receipt.edited_arguments,
         )
         # Running again: the conversation's one open turn stays this one. The answer's row
         # is locked before its feed's, in the order recovery locks them.
         Message.objects.filter(pk=approval.answer_id).update(state=Message.State.STREAMING)
-        (decision,) = feeds.append(feed.pk, [asked], state="running", heartbeat_at=now).events
+        (decision,) = feeds.append(feed.pk, [decided], state="running", heartbeat_at=now).events
         assert isinstance(decision, Decision)
         # The resumed run numbers on from here (activity.recording.recorder).
         feed.seq_reserved = max(feed.seq_reserved, decision.seq or 0)
@@ -154,7 +166,13 @@ def _go_on(approval: ToolApproval, decision: Decision) -> None:
             told = _("%(what)s: %(reason)s") % {"what": told, "reason": decision.reason}
     else:
         told = _("Nobody approved this call in time; it did not run")
-    verdict = Verdict(call_id=approval.call_id, approved=decision.approved, reason=told)
+    verdict = Verdict(
+        call_id=approval.call_id,
+        approved=decision.approved,
+        reason=told,
+        fingerprint=decision.fingerprint,
+        edited_arguments=decision.edited_arguments,
+    )
     registry.launch(
         approval.answer_id,
         runner.run(

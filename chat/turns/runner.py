@@ -34,6 +34,7 @@ from activity.recording.events import (
     to_json,
     turn_state,
 )
+from activity.recording.receipts import fingerprint_or_blank
 from activity.recording.recorder import FeedRecorder
 from activity.recording.writes import update_row
 from activity.usage import configured_prices
@@ -286,6 +287,8 @@ async def _pause(
             call_id=call["call_id"],
             tool=call["name"],
             arguments=arguments,
+            fingerprint=fingerprint_or_blank(arguments),
+            parameters=paused.parameters,
             state=paused.as_state(),
             deadline=timezone.now() + timedelta(seconds=settings.GLASSBOX_APPROVAL_TIMEOUT),
         )

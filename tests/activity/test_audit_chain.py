@@ -173,6 +173,7 @@ def test_the_evidence_for_a_period_holds_feeds_events_approvals_and_a_manifest(
         "events": len(events),
         "tool_calls": sum(e["kind"] == "tool_call" for e in events),
         "approvals": 0,
+        "receipts": 0,
         "model_calls": sum(r["record"] == "model_call" for r in records),
     }
     assert manifest["counts"]["tool_calls"] == 2 and manifest["counts"]["model_calls"] >= 4

@@ -8,7 +8,7 @@ from activity.presenting.presentation import (
     summarize,
     visible_lines,
 )
-from activity.recording.events import Status, ToolCall, ToolResult
+from activity.recording.events import Decision, Status, ToolCall, ToolResult
 from chat.agent.tools import truncate_feedback
 
 LABELS = {
@@ -146,3 +146,30 @@ def test_a_raw_detail_still_shows_beside_a_long_feedback():
     assert len(shown_detail) == DETAIL_ROOM
     assert shown_detail.startswith("path: /srv") and shown_detail.endswith("guide.md")
     assert line.full == f"{feedback}, path: {path}"
+
+
+def denied_email(decision: str = "deny"):
+    return [
+        Status("📧", "Writing an email…", "in_progress", "send_email", "e1", 1),
+        ToolCall("send_email", "e1", {"to": "a@example.com"}, seq=2),
+        Status("⏸", "Writing an email — waiting for your approval", "waiting", "send_email",
+               "e1", 3),
+        Decision("e1", "send_email", decision, by="alice", seq=4),
+        ToolResult("e1", False, "The user denied this call", 0, tool="send_email", seq=5),
+        Status("🔄", "Answering without it", "done", "fallback", "e1-fallback", 6),
+    ]  # fmt: skip
+
+
+def test_a_denied_call_folds_into_denied_not_into_a_tool_failure():
+    labels = {"send_email": ToolLabels("📧", "Sent an email", "Email not sent")}
+    assert summarize(denied_email(), labels) == Summary("🚫", "Denied")
+    assert summarize(denied_email("timeout"), labels) == Summary("⌛", "Not approved in time")
+    # A call approved that then failed is a failure, whatever was decided before it.
+    approved = [*denied_email("approve")]
+    assert summarize(approved, labels) == Summary("⚠️", "Email not sent")
+
+
+def test_a_failed_calls_running_line_reads_failed_in_history_not_done():
+    lines = visible_lines(search_turn(ok=False))
+    assert (lines[0].icon, lines[0].state) == ("🔍", "failed")
+    assert visible_lines(search_turn())[0].state == "in_progress"

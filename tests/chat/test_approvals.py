@@ -13,6 +13,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
 from activity.models import ActivityEvent, ActivityFeed
+from activity.recording.receipts import fingerprint
 from chat.models import Message, OutboxEmail, ToolApproval
 from chat.turns import approvals
 from tests.support.api import client_for
@@ -227,6 +228,7 @@ async def test_programs_decide_over_rest_and_only_the_owner_may(
     assert denied.json() == {
         "type": "decision", "seq": stored.seq, "call_id": call_id, "tool": "send_email",
         "decision": "deny", "by": "alice", "reason": "wrong person", "waited_ms": waited_ms,
+        "fingerprint": fingerprint(events[-2]["arguments"]),
     }  # fmt: skip
     assert stored.duration_ms == waited_ms  # and the audit keeps the same
     assert stored.seq == events[-1]["seq"] + 1  # right after the ⏸ line
@@ -401,3 +403,22 @@ async def test_a_regenerated_answer_asks_again_and_is_decided_over_the_socket_an
     ]
     assert decided == [(answer, "approve") for answer in answers]
     assert await OutboxEmail.objects.acount() == 3
+
+
+async def test_a_denial_reads_as_denied_in_the_list_and_the_folded_line_not_as_a_failure(
+    alice, alice_conversation
+):
+    socket, events = await paused_turn(alice_conversation, alice)
+    await socket.send_to(text_data=json.dumps({"deny": events[-1]["call_id"]}))
+    rest = await json_until_done(socket)
+    await finish_turns()
+    await socket.disconnect()
+
+    assert rest[-1]["summary"] == {"icon": "🚫", "text": "Denied"}
+    feed = await ActivityFeed.objects.aget()
+    assert (feed.summary_icon, feed.summary_text, feed.failed_tool_count) == ("🚫", "Denied", 0)
+    client = await client_for(alice)
+    row = (await client.get("/")).content.decode().split('<li class="conversation-row">')[1]
+    assert "🚫 Denied" in row and "tool failed" not in row
+    page = (await client.get(f"/c/{alice_conversation.pk}/")).content.decode()
+    assert "Denied" in page and "Email not sent" not in page

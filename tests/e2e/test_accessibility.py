@@ -40,3 +40,18 @@ def test_the_conversation_list_a_conversation_and_the_preferences(conversation):
     for path in ("/", "/preferences/"):
         page.goto(base + path)
         assert serious_violations(page) == [], path
+
+
+def test_a_waiting_call_with_its_card_open_and_the_inbox(conversation):  # noqa: F811
+    page = conversation
+    ask(page, "Email advisor@example.com: can we meet on Tuesday?")
+    card = page.locator("section.approval-card")
+    expect(card.locator("pre.arguments")).to_be_visible()
+    card.locator("details.edit-arguments > summary").click()
+    assert serious_violations(page) == []
+    here = re.sub(r"^https?://[^/]+", "", page.url)
+    page.goto(re.sub(r"/c/.*", "", page.url) + "/inbox/")
+    assert serious_violations(page) == []
+    item = page.locator("li.waiting-item", has=page.locator(f"a[href='{here}']"))
+    item.locator("form.approve button").click()  # leaves nothing waiting for other tests
+    expect(page.locator(f"li.waiting-item a[href='{here}']")).to_have_count(0)

@@ -144,3 +144,12 @@ def live_render(frames: list[str]) -> str:
 
 def final_render(frames: list[str]) -> str:
     return BLOCKS.search(frames[-1]).group(1)
+
+
+async def frames_until(socket, found, limit: float = 10) -> list[str]:
+    """A page's frames up to the first one `found(frame)` holds."""
+    frames = []
+    async with asyncio.timeout(limit):
+        while not frames or not found(frames[-1]):
+            frames.append(await socket.receive_from(timeout=limit))
+    return frames

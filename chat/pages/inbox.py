@@ -1,0 +1,55 @@
+"""The inbox: everything that waits for the user, across conversations, answerable here from
+any tab or device; the turn goes on wherever it runs (chat.turns.approvals)."""
+
+from __future__ import annotations
+
+from asgiref.sync import async_to_sync
+from django.contrib import messages as flash
+from django.shortcuts import redirect, render
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_GET, require_POST
+
+from chat import turns
+from chat.conversations import selectors
+from chat.turns import actions
+from chat.turns.inbox import waiting_count, waiting_items
+
+
+@require_GET
+def inbox(request):
+    return _inbox_page(request)
+
+
+@require_GET
+def inbox_badge(request):
+    return render(request, "chat/_inbox_badge.html", {"count": waiting_count(request.user)})
+
+
+@require_POST
+def inbox_act(request, conversation_id):
+    """An answer from the inbox: the conversation's own fields and rules
+    (chat.turns.actions), then the inbox again."""
+    conversation = selectors.conversation_for(request.user, conversation_id)
+    try:
+        action = actions.read({key: request.POST.get(key) for key in request.POST})
+        if not isinstance(action, actions.Decide):
+            raise actions.Unreadable(_("The inbox only approves and denies."))
+        async_to_sync(actions.perform)(
+            action, conversation=conversation, user=request.user, language=request.LANGUAGE_CODE
+        )
+    except actions.Unreadable as problem:
+        return _refused(request, str(problem), 400)
+    except turns.TurnRejected as refusal:
+        return _refused(request, str(refusal), refusal.status)
+    flash.success(request, _("Decided: the conversation goes on."))
+    return redirect("chat:inbox")
+
+
+def _refused(request, text: str, status: int):
+    flash.error(request, text)
+    return _inbox_page(request, status=status)
+
+
+def _inbox_page(request, status: int = 200):
+    items = waiting_items(request.user)
+    return render(request, "chat/inbox.html", {"items": items}, status=status)
