@@ -3,16 +3,17 @@ limits, one running turn per conversation, and `client_id` joins of a repeated s
 
 from __future__ import annotations
 
-import functools
 import math
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, connection, transaction
-from django.db.models import Sum
+from django.contrib.auth import get_user_model
+from django.db import IntegrityError, transaction
+from django.db.models import F, Func, IntegerField, OuterRef, QuerySet, Subquery, Sum
 from django.utils import timezone, translation
 from django.utils.formats import number_format
 from django.utils.translation import gettext as _
@@ -23,7 +24,7 @@ from chat.conversations.text_rules import looks_empty, unstorable
 from chat.models import Conversation, Message
 from chat.turns.recovery import dead_turns_recover
 from project.languages import written_language
-from project.sql import column, table
+from project.sql import Compiled, Param
 
 
 class TurnRejected(Exception):
@@ -184,37 +185,29 @@ def _check_limits(owner_id: int) -> None:
 
 def _counts(owner_id: int) -> tuple[int, int]:
     """The user's running turns and the turns they began in the last minute."""
-    started = ActivityFeed._meta.get_field("started_at")
-    with connection.cursor() as cursor:
-        cursor.execute(
-            _counts_sql(),
-            [
-                owner_id,
-                False,
-                ActivityFeed.State.RUNNING,
-                owner_id,
-                False,
-                started.get_db_prep_value(timezone.now() - timedelta(minutes=1), connection),
-            ],
-        )
-        running, asked = cursor.fetchone()
-    return running, asked
+    row = _COUNTS.fetchone(owner=owner_id, since=timezone.now() - timedelta(minutes=1))
+    return row if row is not None else (0, 0)  # a user deleted meanwhile has no turns
 
 
-@functools.cache
-def _counts_sql() -> str:
-    """Both counts in one statement written once, each read through its own index: every
+def _counts_query() -> QuerySet[Any]:
+    """Both counts in one statement compiled once, each read through its own index: every
     question runs it, and the ORM took longer to build two counts than SQLite to run them."""
-    feeds, owner, hidden = (
-        table(ActivityFeed),
-        column(ActivityFeed, "owner"),
-        column(ActivityFeed, "hidden_from_owner"),
+    user = get_user_model()
+    feeds = ActivityFeed.objects.filter(owner_id=OuterRef("pk"), hidden_from_owner=False)
+
+    def count(feeds: QuerySet[ActivityFeed]) -> Subquery:
+        # COUNT without GROUP BY: one row, 0 when no feed matches.
+        number = Func(F("pk"), function="COUNT", output_field=IntegerField())
+        return Subquery(feeds.order_by().values(n=number))
+
+    since = Param("since", ActivityFeed._meta.get_field("started_at"))
+    return user.objects.filter(pk=Param("owner", user._meta.pk)).values_list(
+        count(feeds.filter(state=ActivityFeed.State.RUNNING)),
+        count(feeds.filter(started_at__gte=since)),
     )
-    of_owner = f"FROM {feeds} WHERE {owner} = %s AND {hidden} = %s"
-    return (
-        f"SELECT (SELECT COUNT(*) {of_owner} AND {column(ActivityFeed, 'state')} = %s),"
-        f" (SELECT COUNT(*) {of_owner} AND {column(ActivityFeed, 'started_at')} >= %s)"
-    )
+
+
+_COUNTS = Compiled(_counts_query)
 
 
 def tokens_today(owner_id: int) -> int:
