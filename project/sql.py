@@ -53,16 +53,15 @@ class Compiled:
         self._exists = exists  # as QuerySet.exists() asks: one row or none, no columns
         self._compiled: dict[str, tuple[str, tuple[Any, ...]]] = {}
 
-    def sql(self, using: str | None = None) -> tuple[str, tuple[Any, ...]]:
-        """The statement and its parameters, Params still unfilled (for tests and EXPLAIN)."""
-        alias = using or self._queryset().db
-        compiled = self._compiled.get(alias)
+    def sql(self, using: str = "default") -> tuple[str, tuple[Any, ...]]:
+        """The statement and its parameters, Params still unfilled (also for EXPLAIN)."""
+        compiled = self._compiled.get(using)
         if compiled is None:  # two threads may both compile it: the same statement
             query = self._queryset().query
             if self._exists:
                 query = query.exists()
-            sql, params = query.get_compiler(using=alias).as_sql()
-            compiled = self._compiled[alias] = (sql, tuple(params))
+            sql, params = query.get_compiler(using=using).as_sql()
+            compiled = self._compiled[using] = (sql, tuple(params))
         return compiled
 
     def fetchone(self, using: str = "default", **values: Any) -> tuple[Any, ...] | None:
