@@ -74,8 +74,10 @@ $(FUZZ_VENV)/.installed: requirements-fuzz.txt
 fuzz: $(VENV)/.installed $(FUZZ_VENV)/.installed $(CATALOGUES)
 	$(PY) tests/fuzz_api.py $(FUZZ_VENV)/bin/st
 
-BENCHMARKS := first_status event_overhead concurrency db_writes turn_statements question_checks hand_sql history_page export markdown_frames mcp_progress html_clients workers audit_chain
+BENCHMARKS := first_status event_overhead concurrency db_writes turn_statements question_checks history_page export markdown_frames mcp_progress html_clients workers audit_chain
 
+# What each statement kept in project.sql costs next to its ORM twin.
+BENCHMARKS += hand_sql
 bench: $(VENV)/.installed $(CATALOGUES)
 	@for name in $(BENCHMARKS); do echo "== bench/$$name.py"; PYTHONPATH=. $(PY) bench/$$name.py || exit 1; done
 
