@@ -68,10 +68,13 @@ class Compiled:
         """The first row, in the caller's transaction; `values` names every Param."""
         connection = connections[using]
         sql, params = self.sql(using)
-        filled = [
-            p.field.get_db_prep_value(values[p.name], connection) if type(p) is _Slot else p
-            for p in params
-        ]
+        try:
+            filled = [
+                p.field.get_db_prep_value(values[p.name], connection) if type(p) is _Slot else p
+                for p in params
+            ]
+        except KeyError as missing:
+            raise TypeError(f"no value for the statement's Param {missing.args[0]!r}") from None
         with connection.cursor() as cursor:
             cursor.execute(sql, filled)
             return cursor.fetchone()

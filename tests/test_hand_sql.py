@@ -10,14 +10,16 @@ from pathlib import Path
 
 import pytest
 from django.contrib.sessions.models import Session
+from django.db import connection
 from django.db.models import Exists
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from activity.models import ActivityEvent, ActivityFeed, FeedPreferences, ModelCall
 from activity.writes import insert_rows, update_row, update_rows
 from chat.models import Conversation, Message
 from chat.socket.reads import _UNCHANGED, _open_answer, _settings_and_open_answer
-from chat.turns.admission import _counts
+from chat.turns.admission import _COUNTS, _counts
 
 pytestmark = pytest.mark.django_db
 
@@ -225,6 +227,15 @@ def test_feeds_updated_together_are_those_bulk_update_writes(alice_conversation)
 
     assert read(mine) == read(twins)
     assert [row[0] for row in read(mine)] == [1, 7, 0]
+
+
+def test_a_compiled_statement_missing_a_value_names_it_and_runs_nothing(alice):
+    with (
+        CaptureQueriesContext(connection) as statements,
+        pytest.raises(TypeError, match="no value for the statement's Param 'since'"),
+    ):
+        _COUNTS.fetchone(owner=alice.pk)
+    assert len(statements) == 0
 
 
 # A statement's text in a string: a keyword starting it, or a clause of one.
