@@ -336,3 +336,55 @@ class McpServerChange(models.Model):
 
     def delete(self, *args, **kwargs):
         raise ValueError("MCP server changes are append-only and cannot be deleted.")
+
+
+class Elicitation(models.Model):
+    """A question an MCP server asked the person during a tool call (form or URL mode), and
+    its answer: what, who and when. What a server marks sensitive is kept as a SHA-256, never
+    in clear (chat.agent.mcp.elicit_schema.kept)."""
+
+    class Mode(models.TextChoices):
+        FORM = "form"
+        URL = "url"
+
+    class State(models.TextChoices):
+        WAITING = "waiting"
+        ACCEPTED = "accept"
+        DECLINED = "decline"
+        CANCELLED = "cancel"
+        # Nobody answered before the deadline: the server was told `cancel`.
+        EXPIRED = "expired"
+        # The call, its turn or the server's session ended first: nobody can answer now.
+        ENDED = "ended"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    answer = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="elicitations")
+    call_id = models.CharField(max_length=64)
+    server = models.CharField(max_length=64)
+    mode = models.CharField(max_length=8, choices=Mode.choices)
+    # As the server sent them: untrusted text.
+    message = models.TextField()
+    requested_schema = models.JSONField(default=dict, blank=True)
+    url = models.TextField(blank=True)
+    server_elicitation_id = models.CharField(max_length=200, blank=True)
+    asked_at = models.DateTimeField(auto_now_add=True)
+    deadline = models.DateTimeField(db_index=True)
+    state = models.CharField(
+        max_length=8, choices=State.choices, default=State.WAITING, db_index=True
+    )
+    # The answer as kept: sensitive fields as "sha256:<hex>".
+    content = models.JSONField(null=True, blank=True)
+    answered_at = models.DateTimeField(null=True, blank=True)
+    answered_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True
+    )
+    # Why it ended without an answer, for people.
+    reason = models.CharField(max_length=300, blank=True)
+    # A URL-mode question the server said was completed.
+    completed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["asked_at"]
+
+    def __str__(self) -> str:
+        return f"{self.server}: {self.get_state_display()}"

@@ -232,7 +232,7 @@ GLASSBOX_DEMO_DELAY = env_float("GLASSBOX_DEMO_DELAY", 0.03)
 # as interrupted (its process died).
 GLASSBOX_HEARTBEAT_SECONDS = env_float("GLASSBOX_HEARTBEAT_SECONDS", 2.0)
 # What every running turn has shown (events, text) is written together this often, in one
-# transaction: a crash loses at most this window of it (activity.commits).
+# transaction: a crash loses at most this window of it (activity.recording.commits).
 GLASSBOX_COMMIT_SECONDS = env_float("GLASSBOX_COMMIT_SECONDS", 0.1)
 # Answer text is written at once past this many characters (else with the next commit).
 GLASSBOX_TEXT_FLUSH_CHARS = env_int("GLASSBOX_TEXT_FLUSH_CHARS", 2000)
@@ -268,8 +268,16 @@ except ValueError as exc:
     raise ImproperlyConfigured(f"GLASSBOX_APPROVAL: {exc}") from None
 # Seconds a tool call waits for its approval before it is denied as timed out.
 GLASSBOX_APPROVAL_TIMEOUT = env_float("GLASSBOX_APPROVAL_TIMEOUT", 600.0)
+# Seconds an MCP server's question (elicitation) waits for its answer before it is cancelled;
+# the call's own time limit stands still meanwhile, the turn's (GLASSBOX_TURN_TIMEOUT) does not.
+GLASSBOX_ELICITATION_TIMEOUT = env_float("GLASSBOX_ELICITATION_TIMEOUT", 120.0)
 # Ask the provider for token usage in the stream (stream_options.include_usage).
 GLASSBOX_STREAM_USAGE = env_bool("GLASSBOX_STREAM_USAGE", True)
+# Traces (activity.telemetry): each finished turn goes to this OTLP/HTTP endpoint (empty: none,
+# and OpenTelemetry's SDK is not even imported); what was said goes only when the GenAI
+# conventions' own switch asks for it.
+OTEL_EXPORTER_OTLP_ENDPOINT = env_str("OTEL_EXPORTER_OTLP_ENDPOINT", "")
+OTEL_CAPTURE_MESSAGE_CONTENT = env_bool("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT")
 # Prices per million tokens by model, as JSON: {"gpt-4o-mini": {"prompt": 0.15,
 # "completion": 0.6, "cached": 0.075}}; turns of a priced model show their cost.
 # Read, and checked at start-up, by activity.usage.configured_prices().

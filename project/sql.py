@@ -82,7 +82,7 @@ class Compiled:
 
 def insert_statement(model: type[models.Model], alias: str) -> tuple[str, list[models.Field]]:
     """INSERT of one row of `model` without its automatic primary key, and the fields whose
-    prepared values fill it, in order (activity.writes.insert_rows)."""
+    prepared values fill it, in order (activity.recording.writes.insert_rows)."""
     quote = connections[alias].ops.quote_name
     fields = [field for field in model._meta.concrete_fields if not field.primary_key]
     columns = ", ".join(quote(str(field.column)) for field in fields)
@@ -95,7 +95,7 @@ def update_statement(
 ) -> tuple[str, list[models.Field], list[models.Field]]:
     """UPDATE of the columns `names` of the row matched by its primary key and the columns
     `where`; the fields whose values fill the SET, then those of the WHERE, in order
-    (activity.writes.update_row, update_rows)."""
+    (activity.recording.writes.update_row, update_rows)."""
     quote = connections[alias].ops.quote_name
     meta = model._meta
     fields = [_field(model, name) for name in names]

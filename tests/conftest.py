@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import contextlib
 import uuid
 
 import pytest
@@ -105,3 +106,14 @@ def gate():
     for held in made:
         held.open()
     install_gate(None)
+
+
+@pytest.fixture
+def dependencies():
+    """Hands the turns this test starts, however they start (a socket, the API, a decision),
+    what they run with: `dependencies(Dependencies(...))` (chat.turns.deps); the configured
+    ones again at its end."""
+    from chat.turns import deps
+
+    with contextlib.ExitStack() as stack:
+        yield lambda replacement: stack.enter_context(deps.using(replacement))

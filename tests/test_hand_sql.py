@@ -16,10 +16,10 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from activity.models import ActivityEvent, ActivityFeed, FeedPreferences, ModelCall
-from activity.writes import insert_rows, update_row, update_rows
+from activity.recording.writes import insert_rows, update_row, update_rows
+from activity.selectors import _RUNNING_AND_RECENT, running_and_recent
 from chat.models import Conversation, Message
 from chat.socket.reads import _UNCHANGED, _open_answer, _settings_and_open_answer
-from chat.turns.admission import _COUNTS, _counts
 
 pytestmark = pytest.mark.django_db
 
@@ -133,8 +133,8 @@ def test_a_question_counts_the_running_and_recent_turns_the_orm_counts(
         feeds.filter(state=ActivityFeed.State.RUNNING).count(),
         feeds.filter(started_at__gte=since).count(),
     )
-    assert _counts(alice.pk) == twin == (2, 2)
-    assert _counts(bob.pk) == (1, 1)
+    assert running_and_recent(alice.pk, since) == twin == (2, 2)
+    assert running_and_recent(bob.pk, since) == (1, 1)
 
 
 def _feed(conversation: Conversation) -> ActivityFeed:
@@ -234,7 +234,7 @@ def test_a_compiled_statement_missing_a_value_names_it_and_runs_nothing(alice):
         CaptureQueriesContext(connection) as statements,
         pytest.raises(TypeError, match="no value for the statement's Param 'since'"),
     ):
-        _COUNTS.fetchone(owner=alice.pk)
+        _RUNNING_AND_RECENT.fetchone(owner=alice.pk)
     assert len(statements) == 0
 
 

@@ -70,7 +70,8 @@ def watch_a_turn(first, second, *, kill_first: bool = False) -> tuple[list, list
 
     async def scenario():
         watcher = asyncio.create_task(watch(second, conversation, cookies, ready))
-        await asyncio.to_thread(ready.wait, 10)
+        # The question is asked only once the other process's socket is live.
+        assert await asyncio.to_thread(ready.wait, 10), "the watching socket never opened"
         asker = threading.Thread(
             target=ask_over_sse,
             args=(first, token, conversation, "How do I negotiate my salary?", seen, writing),
@@ -82,6 +83,7 @@ def watch_a_turn(first, second, *, kill_first: bool = False) -> tuple[list, list
             first.process.kill()  # SIGKILL mid-turn: no cleanup of any kind runs
         watched = await watcher
         await asyncio.to_thread(asker.join, 30)
+        assert not asker.is_alive(), "the asker's stream never ended"
         return watched
 
     return asyncio.run(scenario()), seen

@@ -7,13 +7,12 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from django.conf import settings
 from django.utils.translation import gettext as _
 
-from activity.events import Status, ToolResult
+from activity.recording.events import Status, ToolResult
 from chat.agent.calls import PendingCall
 from chat.agent.lines import fallback
-from chat.agent.tools import AgentTool
+from chat.agent.outcome import CallOutcome
 
 
 @dataclass
@@ -51,11 +50,6 @@ class Verdict:
     reason: str = ""
 
 
-def asks_first(tool: AgentTool) -> bool:
-    """The tool's own flag, unless GLASSBOX_APPROVAL overrides it by name."""
-    return bool(settings.GLASSBOX_APPROVAL.get(tool.name, tool.needs_approval))
-
-
 def waiting(call: PendingCall, shown: str) -> Status:
     what = shown or _("Running %(tool)s…") % {"tool": call.name}
     return Status(
@@ -67,11 +61,11 @@ def waiting(call: PendingCall, shown: str) -> Status:
     )
 
 
-def refused(call: PendingCall, verdict: Verdict) -> tuple[ToolResult, list[Status], str]:
+def refused(call: PendingCall, verdict: Verdict) -> CallOutcome:
     """A call that was denied or timed out: the model learns why, and answers without it."""
     content = json.dumps({"error": verdict.reason}, ensure_ascii=False)
     result = ToolResult(
         call_id=call.call_id, ok=False, summary=verdict.reason, duration_ms=0, tool=call.name,
         content=content,
     )  # fmt: skip
-    return result, [fallback(call.call_id, _("Answering without it"))], content
+    return CallOutcome(result, (fallback(call.call_id, _("Answering without it")),))

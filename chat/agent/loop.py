@@ -9,23 +9,25 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
-from django.conf import settings
 from django.utils.translation import get_language
 from django.utils.translation import gettext as _
 from openai import AsyncOpenAI
 
-from activity.events import (
+from activity.recording.events import (
     FALLBACK,
     ModelCallDone,
     RecordedEvent,
     Status,
     TextDelta,
+    ToolFeedback,
 )
-from chat.agent.approval import Paused, Verdict, asks_first, refused, waiting
+from chat.agent.approval import Paused, Verdict, refused, waiting
 from chat.agent.calls import PendingCall, ToolCallAssembler, is_json
 from chat.agent.chunks import stream_completion, tokens
 from chat.agent.errors import ProviderError
 from chat.agent.lines import finished, settle, writing
+from chat.agent.outcome import CallOutcome
+from chat.agent.policy import AgentPolicy
 from chat.agent.reasoning import Thinking
 from chat.agent.replies import readable
 from chat.agent.running import run_call, the_call
@@ -54,27 +56,26 @@ def system_prompt(language: str) -> str:
 async def run_agent(
     *,
     client: AsyncOpenAI,
-    model: str,
     messages: list[dict[str, Any]],
     registry: ToolRegistry,
-    max_tool_rounds: int,
-    tool_timeout: float,
+    policy: AgentPolicy,
     language: str | None = None,
     resume: Paused | None = None,
     verdict: Verdict | None = None,
-) -> AsyncIterator[RecordedEvent | TextDelta | ModelCallDone | Paused]:
+) -> AsyncIterator[RecordedEvent | TextDelta | ToolFeedback | ModelCallDone | Paused]:
     """Yields Status, ToolCall, ToolResult and TextDelta events, and a ModelCallDone after
     each request to the model; the caller adds Done. A ToolCall comes before its tool runs,
     which waits until the caller asks for the next item. A call that must be approved first ends
-    the run with Paused; `resume` with the `verdict` goes on from there."""
-    language = language or get_language() or settings.LANGUAGE_CODE
+    the run with Paused; `resume` with the `verdict` goes on from there. What the agent may
+    do (the model, its rounds, time limits, which tools ask first) is `policy`'s."""
+    language = language or get_language() or policy.language
     if resume is None:
         conversation = [{"role": "system", "content": system_prompt(language)}, *messages]
         first_round, used_tools = 0, False
     else:
         conversation, first_round, used_tools = list(resume.conversation), resume.round, True
     falling_back: list[Status] = []
-    for round_number in range(first_round, max_tool_rounds + 1):
+    for round_number in range(first_round, policy.max_tool_rounds + 1):
         if resume is not None:
             pending = [
                 PendingCall(index, c["call_id"], c["name"], c["arguments"])
@@ -85,8 +86,8 @@ async def run_agent(
         else:
             calls = ToolCallAssembler(registry, round_number)
             async for item in _model_round(
-                client, model, conversation, registry, round_number, max_tool_rounds, calls,
-                used_tools, falling_back,
+                client, policy, conversation, registry, round_number, calls, used_tools,
+                falling_back,
             ):  # fmt: skip
                 yield item
             if not calls:
@@ -100,7 +101,7 @@ async def run_agent(
         for position, call in enumerate(pending):
             tool = registry.get(call.name)
             decided = verdict if verdict is not None and verdict.call_id == call.call_id else None
-            if decided is None and tool is not None and asks_first(tool):
+            if decided is None and tool is not None and policy.asks_first(tool):
                 yield the_call(call)
                 yield Paused(
                     waiting=waiting(call, shown.get(call.call_id, "")),
@@ -112,9 +113,9 @@ async def run_agent(
                     ],
                 )
                 return
+            outcome: CallOutcome | None = None
             if decided is not None and not decided.approved:
-                result, statuses, content = refused(call, decided)
-                yield result
+                outcome = refused(call, decided)
             else:
                 if decided is None:  # a decided call's arguments were recorded when it asked
                     # Write-ahead: whoever runs this loop records the call before asking for
@@ -122,17 +123,20 @@ async def run_agent(
                     yield the_call(call)
                 together = sum(1 for other in pending if other.name == call.name)
                 async for ran in run_call(
-                    registry, call, tool_timeout, shown.get(call.call_id, ""), together
+                    registry, call, policy.tool_timeout, shown.get(call.call_id, ""), together
                 ):
-                    if isinstance(ran, Status):
-                        yield ran
+                    if isinstance(ran, CallOutcome):
+                        outcome = ran
                     else:
-                        result, statuses, content = ran
-                yield result
-            for status in statuses:
+                        yield ran
+            assert outcome is not None  # run_call ends with the call's outcome
+            yield outcome.result
+            for status in outcome.lines:
                 yield status
-            falling_back += [status for status in statuses if status.tool == FALLBACK]
-            conversation.append({"role": "tool", "tool_call_id": call.call_id, "content": content})
+            falling_back += [status for status in outcome.lines if status.tool == FALLBACK]
+            conversation.append(
+                {"role": "tool", "tool_call_id": call.call_id, "content": outcome.told}
+            )
     # Only reached when the model asked for tools even though none were offered.
     for status in settle(falling_back):
         yield status
@@ -141,21 +145,21 @@ async def run_agent(
 
 async def _model_round(
     client: AsyncOpenAI,
-    model: str,
+    policy: AgentPolicy,
     conversation: list[dict[str, Any]],
     registry: ToolRegistry,
     round_number: int,
-    max_tool_rounds: int,
     calls: ToolCallAssembler,
     used_tools: bool,
     falling_back: list[Status],
-) -> AsyncIterator[RecordedEvent | TextDelta | ModelCallDone]:
+) -> AsyncIterator[RecordedEvent | TextDelta | ToolFeedback | ModelCallDone]:
     """One request to the model, streamed: its thinking, text and tool calls as they come;
     the calls it asked for are left in `calls` and in the conversation. The 🔄 lines in
     `falling_back` are done once the answer or another call begins."""
-    offer_tools = bool(registry) and round_number < max_tool_rounds
+    model = policy.model
+    offer_tools = bool(registry) and round_number < policy.max_tool_rounds
     options: dict[str, Any] = {"tools": registry.schemas()} if offer_tools else {}
-    if settings.GLASSBOX_STREAM_USAGE:
+    if policy.stream_usage:
         options["stream_options"] = {"include_usage": True}
     started = time.monotonic()
     stream = await stream_completion(client, {"model": model, "messages": conversation, **options})
@@ -182,10 +186,10 @@ async def _model_round(
             text.append(chunk.content)
             yield TextDelta(chunk.content)
         for tool_delta in chunk.tool_calls:
-            for status in calls.feed(tool_delta):
+            for shown in calls.feed(tool_delta):
                 for done in settle(falling_back):
                     yield done
-                yield status
+                yield shown
     if status := thinking.finish():
         yield status
     yield ModelCallDone(

@@ -14,9 +14,11 @@ from functools import partial
 
 from django.utils.translation import gettext as _
 
-from activity.events import Status, ToolCall, ToolResult
+from activity.recording.events import Status, ToolCall, ToolResult
 from chat.agent.calls import PendingCall, parse_arguments, raw_arguments
 from chat.agent.lines import fallback
+from chat.agent.outcome import CallOutcome
+from chat.agent.questions import in_call
 from chat.agent.tools import ToolError, ToolOutcome, ToolRegistry, report_progress_to
 
 logger = logging.getLogger("glassbox.agent")
@@ -50,7 +52,7 @@ class Progress:
 
 async def run_call(
     registry: ToolRegistry, call: PendingCall, time_limit: float, shown: str, together: int = 1
-) -> AsyncIterator[Status | tuple[ToolResult, list[Status], str]]:
+) -> AsyncIterator[Status | CallOutcome]:
     """Runs one call as a task of its own and yields its progress as live statuses (at most
     PROGRESS_PER_SECOND a second, the latest always shown), then its outcome. The call itself
     (ToolCall) is the caller's to record before this starts: see the_call."""
@@ -114,7 +116,7 @@ async def run_tool(
     time_limit: float,
     progress: Progress | None = None,
     together: int = 1,
-) -> tuple[ToolResult, list[Status], str]:
+) -> CallOutcome:
     """Runs one call. Never raises: a failure becomes events and a short error for the model."""
     progress = progress or Progress()
     tool = registry.get(call.name)
@@ -125,7 +127,10 @@ async def run_tool(
         if tool is None:
             raise ToolError(_("unknown tool"))
         parsed = parse_arguments(tool, call.arguments)[1]
-        outcome = await asyncio.wait_for(tool.run(parsed), time_limit)
+        async with asyncio.timeout(time_limit) as clock:
+            # A question the tool asks reaches this call, and stops its clock meanwhile.
+            in_call(call.call_id, clock)
+            outcome = await tool.run(parsed)
     except ToolError as exc:
         reason = error = str(exc)
     except TimeoutError:
@@ -168,7 +173,7 @@ async def run_tool(
             tool=call.name,
             call_id=call.call_id,
         )
-        return result, [done], content
+        return CallOutcome(result, (done,))
     content = json.dumps({"error": reason})
     result = reported(ok=False, summary=reason, error=error, content=content)
     what = str(tool.labels.failed) if tool else _("Unknown tool %(tool)s") % {"tool": call.name}
@@ -180,4 +185,4 @@ async def run_tool(
         call_id=call.call_id,
     )
     general = fallback(call.call_id, _("Answering from general knowledge"))
-    return result, [failed, general], content
+    return CallOutcome(result, (failed, general))

@@ -31,7 +31,7 @@ async def _events(
             yield event
             if event["type"] == "done":
                 return
-        async for event in turns.follow(
+        async for event in turns.follow_turn(
             turn.answer.pk, inbox, conversation_id=conversation.pk, after=position
         ):
             yield event

@@ -16,11 +16,11 @@ from django.db.models.functions import Coalesce
 from django.shortcuts import get_object_or_404
 from django.utils import translation
 
-from activity.events import RecordedEvent, Status
-from activity.export import FeedData, feed_data
+from activity.auditing.export import FeedData, feed_data
 from activity.models import ActivityEvent, ActivityFeed
-from activity.preferences import FeedPrefs
-from activity.presentation import Line, visible_lines
+from activity.preferences.feed_prefs import FeedPrefs
+from activity.presenting.presentation import Line, visible_lines
+from activity.recording.events import RecordedEvent, Status
 from activity.selectors import (
     aevents_by_feed,
     areasoning_by_feed,
@@ -138,6 +138,9 @@ class TurnView:
     superseded: bool = False
     # The viewer's choice: tokens and cost on the folded feed.
     show_usage: bool = False
+    # Progress mode (seed 001): the finished answer takes the draft's place, its folded feed
+    # one click away below it rather than above.
+    answer_first: bool = False
 
     role = Message.Role.ASSISTANT
 
@@ -319,6 +322,7 @@ def _turn_view(
         contact_sent=bool(getattr(message, "contact_sent", False)),
         superseded=bool(getattr(message, "superseded", False)),
         show_usage=prefs.show_usage,
+        answer_first=prefs.mode == "progress",
     )
 
 

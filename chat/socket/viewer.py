@@ -10,10 +10,10 @@ from typing import Any
 
 from channels.db import database_sync_to_async
 
-from activity.events import TurnStarted, to_json
-from activity.live import LivePresenter
-from activity.live_markdown import split_settled
-from activity.preferences import FeedPrefs
+from activity.preferences.feed_prefs import FeedPrefs
+from activity.presenting.live import LivePresenter
+from activity.presenting.live_markdown import split_settled
+from activity.recording.events import TurnStarted, to_json
 from chat import turns
 from chat.conversations.selectors import TurnView, aturn_view
 from chat.models import Message
@@ -51,7 +51,9 @@ class Viewer:
         self.wants_json = wants_json
         self.ended = ended
         self.inbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
-        events = turns.follow(answer_id, self.inbox, conversation_id=conversation_id, after=after)
+        events = turns.follow_turn(
+            answer_id, self.inbox, conversation_id=conversation_id, after=after
+        )
         self.task = asyncio.create_task(self._show_all(events))
         self.timer: asyncio.Task[None] | None = None
         if prefs.mode == "progress" and not presenter.draft_shown:

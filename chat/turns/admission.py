@@ -8,23 +8,20 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 from django.conf import settings
-from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
-from django.db.models import F, Func, IntegerField, OuterRef, QuerySet, Subquery, Sum
 from django.utils import timezone, translation
 from django.utils.formats import number_format
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
-from activity.models import ActivityFeed
+from activity.recording.feeds import open_feed
+from activity.selectors import running_and_recent, tokens_since
 from chat.conversations.text_rules import looks_empty, unstorable
 from chat.models import Conversation, Message
 from chat.turns.recovery import dead_turns_recover
 from project.languages import written_language
-from project.sql import Compiled, Param
 
 
 class TurnRejected(Exception):
@@ -185,35 +182,12 @@ def _check_limits(owner_id: int) -> None:
 
 def _counts(owner_id: int) -> tuple[int, int]:
     """The user's running turns and the turns they began in the last minute."""
-    row = _COUNTS.fetchone(owner=owner_id, since=timezone.now() - timedelta(minutes=1))
-    return row if row is not None else (0, 0)  # a user deleted meanwhile has no turns
-
-
-def _counts_query() -> QuerySet[Any]:
-    """Both counts in one statement compiled once, each read through its own index: every
-    question runs it, and the ORM took longer to build two counts than SQLite to run them."""
-    user = get_user_model()
-    feeds = ActivityFeed.objects.filter(owner_id=OuterRef("pk"), hidden_from_owner=False)
-
-    def count(feeds: QuerySet[ActivityFeed]) -> Subquery:
-        # COUNT without GROUP BY: one row, 0 when no feed matches.
-        number = Func(F("pk"), function="COUNT", output_field=IntegerField())
-        return Subquery(feeds.order_by().values(n=number))
-
-    since = Param("since", ActivityFeed._meta.get_field("started_at"))
-    return user.objects.filter(pk=Param("owner", user._meta.pk)).values_list(
-        count(feeds.filter(state=ActivityFeed.State.RUNNING)),
-        count(feeds.filter(started_at__gte=since)),
-    )
-
-
-_COUNTS = Compiled(_counts_query)
+    return running_and_recent(owner_id, timezone.now() - timedelta(minutes=1))
 
 
 def tokens_today(owner_id: int) -> int:
     """Tokens the user's turns used since midnight UTC; a turn with unknown usage counts 0."""
-    feeds = ActivityFeed.objects.filter(owner_id=owner_id, started_at__gte=_midnight())
-    return feeds.aggregate(used=Sum("total_tokens"))["used"] or 0
+    return tokens_since(owner_id, _midnight())
 
 
 def _midnight() -> datetime:
@@ -260,7 +234,7 @@ def _turn_create(
 
 def _answer_create(conversation: Conversation, language: str, **fields) -> Message:
     """A streaming answer with its feed; the caller holds the transaction."""
-    feed = ActivityFeed.objects.create(
+    feed = open_feed(
         owner_id=conversation.owner_id, conversation_id=conversation.pk, language=language
     )
     return Message.objects.create(

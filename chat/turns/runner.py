@@ -1,6 +1,6 @@
 """Runs the agent for one answer: records its feed, saves its text, proves it alive, and
 broadcasts every event to the conversation's followers. It outlives the socket or request
-that began it (chat.turns.begin)."""
+that began it (chat.turns.starting)."""
 
 from __future__ import annotations
 
@@ -11,14 +11,18 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
+from channels.db import database_sync_to_async
 from django.conf import settings
 from django.db import DatabaseError, InterfaceError, OperationalError
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
-from openai import AsyncOpenAI
 
-from activity.commits import Ride
-from activity.events import (
+from activity import telemetry
+from activity.preferences.feed_prefs import FeedPrefs
+from activity.presenting.presentation import summarize
+from activity.recording import feeds
+from activity.recording.commits import Ride
+from activity.recording.events import (
     Decision,
     Done,
     ModelCallDone,
@@ -26,27 +30,25 @@ from activity.events import (
     Status,
     TextDelta,
     ToolCall,
+    ToolFeedback,
     to_json,
     turn_state,
 )
-from activity.models import ActivityFeed
-from activity.preferences import FeedPrefs
-from activity.presentation import summarize
-from activity.recorder import FeedRecorder
+from activity.recording.recorder import FeedRecorder
+from activity.recording.writes import update_row
 from activity.usage import configured_prices
-from activity.writes import update_row
 from chat.agent.approval import Paused, Verdict
 from chat.agent.builtin_tools import default_registry
-from chat.agent.client import make_client
 from chat.agent.errors import describe_failure
 from chat.agent.loop import run_agent
-from chat.agent.mcp import connected_tools
+from chat.agent.questions import ask_with
 from chat.agent.tools import ToolRegistry
 from chat.models import Conversation, Message, ToolApproval
-from chat.servers.configured import configured_servers
-from chat.turns import registry
+from chat.turns import deps, registry
 from chat.turns.broadcast import send_turn_event
+from chat.turns.elicitations import TurnAsker
 from chat.turns.history import amodel_history
+from chat.turns.policy import agent_policy
 
 logger = logging.getLogger("glassbox.turns")
 
@@ -55,7 +57,7 @@ async def heartbeat(recorder: FeedRecorder, turn: asyncio.Task) -> None:
     """Proves the turn alive, with the group commit that writes what it did meanwhile, and
     picks up a Stop from another process."""
     interval = settings.GLASSBOX_HEARTBEAT_SECONDS
-    beat = functools.partial(_beat, recorder.feed.pk)
+    beat = functools.partial(_stop_asked, recorder.feed.pk)
     while True:
         await asyncio.sleep(interval)
         try:
@@ -71,13 +73,10 @@ async def heartbeat(recorder: FeedRecorder, turn: asyncio.Task) -> None:
             return
 
 
-def _beat(feed_id: int) -> bool:
-    """In a commit's transaction; True when a Stop was asked for (the feed is then not
-    marked alive: it is about to end)."""
-    alive = update_row(
-        ActivityFeed, feed_id, {"heartbeat_at": timezone.now()}, stop_requested=False
-    )
-    return not alive
+def _stop_asked(feed_id: int) -> bool:
+    """The beat, in a commit's transaction; True when a Stop was asked for (the feed is then
+    not marked alive: it is about to end)."""
+    return not feeds.beat(feed_id)
 
 
 class AnswerText:
@@ -142,8 +141,6 @@ async def run(
     *,
     answer: Message,
     history: list[dict[str, Any]] | None = None,
-    tools: ToolRegistry | None = None,
-    client_factory: Callable[[], AsyncOpenAI] = make_client,
     resume: Paused | None = None,
     verdict: Verdict | None = None,
     decided: Decision | None = None,
@@ -151,18 +148,18 @@ async def run(
     """Runs a turn to its end, or to a tool call that must be approved first (the turn is
     then `waiting` and no task holds it). `resume` goes on from such a pause, with the
     decision in `verdict`, in whichever process received it. `history` is what the model is
-    told, if it was read with the turn's admission (else it is read here)."""
+    told, if it was read with the turn's admission (else it is read here). Its client and
+    tools are those of chat.turns.deps."""
     # Every line and the summary are written in the asker's language; the override holds
     # for this task only, whatever the sockets watching it speak.
     with translation.override(answer.answer_feed.language):
-        return await _turn_run(answer, history, tools, client_factory, resume, verdict, decided)
+        return await _turn_run(answer, history, deps.current(), resume, verdict, decided)
 
 
 async def _turn_run(
     answer: Message,
     history: list[dict[str, Any]] | None,
-    tools: ToolRegistry | None,
-    client_factory: Callable[[], AsyncOpenAI],
+    dependencies: deps.Dependencies,
     resume: Paused | None,
     verdict: Verdict | None,
     decided: Decision | None,
@@ -176,6 +173,7 @@ async def _turn_run(
         text.stored = text.sent = len(answer.content)
     registry.text_started(answer.pk, text, recorder)
     paused: Paused | None = None
+    tools: ToolRegistry | None = None
 
     async def emit(event: RecordedEvent) -> None:
         await text.send()
@@ -197,6 +195,8 @@ async def _turn_run(
             unsaved=[to_json(e) for e in recorder.unsaved(before=recorded.seq or 0)],
         )
 
+    # An MCP server's question during a call is shown and answered as this turn's.
+    ask_with(TurnAsker(answer, emit))
     state = Message.State.COMPLETE
     if decided is not None:
         # Recorded and numbered with its claim (chat.turns.approvals): only shown here.
@@ -207,22 +207,19 @@ async def _turn_run(
     beating = asyncio.create_task(heartbeat(recorder, this))
     try:
         async with asyncio.timeout(settings.GLASSBOX_TURN_TIMEOUT):
-            tools = tools or await turn_tools()
+            tools = await dependencies.tools()
             # A turn lives outside the request cycle that closes expired or broken database
             # connections: its trips to the database thread (database_sync_to_async) do.
             if resume is not None:
                 history = []
             elif history is None:
                 history = await amodel_history(answer)
-            # The client is shared by the turns of this process (see make_client).
             async for event in run_agent(
-                client=client_factory(),
-                model=settings.GLASSBOX_MODEL,
+                client=dependencies.client_factory(),
                 messages=history,
                 language=recorder.feed.language,
                 registry=tools,
-                max_tool_rounds=settings.GLASSBOX_MAX_TOOL_ROUNDS,
-                tool_timeout=settings.GLASSBOX_TOOL_TIMEOUT,
+                policy=agent_policy(),
                 resume=resume,
                 verdict=verdict,
             ):
@@ -230,6 +227,9 @@ async def _turn_run(
                     await text.add(event.content)
                 elif isinstance(event, ModelCallDone):
                     recorder.add_call(event)
+                elif isinstance(event, ToolFeedback):
+                    # The seed's event for programs: live only, the status line keeps it.
+                    await send_turn_event(group, answer_id=answer.pk, event=to_json(event))
                 elif isinstance(event, Paused):
                     paused = event
                     await _pause(answer, recorder, text, paused)
@@ -285,9 +285,7 @@ async def _pause(
             deadline=timezone.now() + timedelta(seconds=settings.GLASSBOX_APPROVAL_TIMEOUT),
         )
         Message.objects.filter(pk=answer.pk).update(content=content, state=Message.State.WAITING)
-        ActivityFeed.objects.filter(pk=answer.answer_feed.pk).update(
-            state=ActivityFeed.State.WAITING, event_count=count, chain_head=head
-        )
+        feeds.pause(answer.answer_feed.pk, event_count=count, head=head)
 
     recorder.leave()  # the text is written with the pause
     await recorder.write(store)
@@ -340,11 +338,6 @@ async def _end_written(recorder: FeedRecorder, end: Callable[[], None]) -> None:
         wait = min(wait * 2, 1.0)
 
 
-async def turn_tools() -> ToolRegistry:
-    """The built-in tools and those of the MCP servers that are connected now."""
-    return default_registry().with_tools(await connected_tools(await configured_servers()))
-
-
 async def _finish(
     answer: Message,
     recorder: FeedRecorder,
@@ -364,7 +357,7 @@ async def _finish(
         # and this process could not prove it alive): rolled back then, its rows with it.
         if not update_row(Message, answer.pk, {"content": content, "state": state}, state=opened):
             raise ClosedElsewhere
-        ActivityFeed.close(recorder.feed.pk, feed)
+        feeds.finish(recorder.feed.pk, feed)
 
     # Every event, the text and the end in one transaction, before `done` goes out.
     recorder.leave()
@@ -395,3 +388,14 @@ async def _finish(
         event=to_json(done),
         written={"seq": recorder.last_seq, "text": len(content)},
     )
+    if telemetry.enabled():
+        await _trace_sent(recorder.feed.pk)
+
+
+async def _trace_sent(feed_id: int) -> None:
+    """The turn's trace, read back from what was just written; a backend that is away costs
+    the trace, never the turn (the SDK's batch thread does the sending)."""
+    try:
+        await database_sync_to_async(telemetry.turn_ended)(feed_id)
+    except Exception:
+        logger.warning("the trace of feed %s could not be sent", feed_id, exc_info=True)

@@ -7,11 +7,12 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel, ConfigDict
 
-from activity.events import Status, TextDelta, ToolCall, ToolResult
-from activity.presentation import ToolLabels, line_key
+from activity.presenting.presentation import ToolLabels, line_key
+from activity.recording.events import Status, TextDelta, ToolCall, ToolResult
 from chat.agent.builtin_tools import default_registry
 from chat.agent.client import make_client
 from chat.agent.loop import run_agent
+from chat.agent.policy import AgentPolicy
 from chat.agent.tools import Tool, ToolError, ToolRegistry
 from tests.support.fakes import (
     RecordedProvider,
@@ -31,11 +32,11 @@ async def collect(client, question: str, registry=None, rounds: int = 3, time_li
     async with client:
         async for event in run_agent(
             client=client,
-            model="test-model",
             messages=[{"role": "user", "content": question}],
             registry=registry or default_registry(),
-            max_tool_rounds=rounds,
-            tool_timeout=time_limit,
+            policy=AgentPolicy(
+                model="test-model", max_tool_rounds=rounds, tool_timeout=time_limit
+            ),
         ):
             events.append(event)
     return events
@@ -87,11 +88,9 @@ async def test_feedback_is_shown_before_the_arguments_are_complete():
     async with client:
         async for event in run_agent(
             client=client,
-            model="m",
             messages=[{"role": "user", "content": "pay?"}],
             registry=default_registry(),
-            max_tool_rounds=2,
-            tool_timeout=5,
+            policy=AgentPolicy(model="m", max_tool_rounds=2, tool_timeout=5),
         ):
             if isinstance(event, Status) and event.message == "Looking up pay bands":
                 feedback = event

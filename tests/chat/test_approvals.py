@@ -221,10 +221,14 @@ async def test_programs_decide_over_rest_and_only_the_owner_may(
     )
     assert denied.status_code == 200
     stored = await ActivityEvent.objects.aget(kind="decision")
-    assert denied.json() | {"waited_ms": 0} == {
+    approval = await ToolApproval.objects.aget(call_id=call_id)
+    # The wait the program is told is the stored one, from the question to the decision.
+    waited_ms = int((approval.decided_at - approval.asked_at).total_seconds() * 1000)
+    assert denied.json() == {
         "type": "decision", "seq": stored.seq, "call_id": call_id, "tool": "send_email",
-        "decision": "deny", "by": "alice", "reason": "wrong person", "waited_ms": 0,
+        "decision": "deny", "by": "alice", "reason": "wrong person", "waited_ms": waited_ms,
     }  # fmt: skip
+    assert stored.duration_ms == waited_ms  # and the audit keeps the same
     assert stored.seq == events[-1]["seq"] + 1  # right after the ⏸ line
     again = await owner.post(url, {"decision": "approve"}, content_type="application/json")
     assert again.status_code == 409
@@ -278,19 +282,19 @@ async def test_the_conversation_list_shows_a_turn_waiting(alice, alice_conversat
 
 
 async def test_an_mcp_tool_that_destroys_asks_first_unless_settings_say_otherwise(settings):
-    from chat.agent.approval import asks_first
     from chat.agent.mcp.connections import pool
     from chat.agent.mcp.tools import tools_of
+    from chat.turns.policy import agent_policy
     from tests.support.mcp import stdio
 
     try:
         connections = await pool().connect([stdio("bench")])
         tools = {tool.name: tool for tool in tools_of(connections)}
-        assert asks_first(tools["bench__delete_record"])
-        assert not asks_first(tools["bench__count"])
+        assert agent_policy().asks_first(tools["bench__delete_record"])
+        assert not agent_policy().asks_first(tools["bench__count"])
         settings.GLASSBOX_APPROVAL = {"bench__delete_record": False, "bench__count": True}
-        assert not asks_first(tools["bench__delete_record"])
-        assert asks_first(tools["bench__count"])
+        assert not agent_policy().asks_first(tools["bench__delete_record"])
+        assert agent_policy().asks_first(tools["bench__count"])
     finally:
         await pool().close()
 

@@ -39,14 +39,21 @@ class Follower(threading.Thread):
 
 def killed_then_read(server, follower, token: str, conversation_id: str) -> dict:
     """SIGKILLs `server` (no cleanup of any kind runs), then reads the conversation from a
-    new process on the same database, whose start recovers the dead process's turn."""
+    new process on the same database until it has recovered the dead process's turn: each
+    read closes a turn that has missed four heartbeats, and leaves one that is only late."""
     server.process.kill()
     server.process.wait(timeout=10)
     follower.join(timeout=10)
-    time.sleep(1.0)  # longer than four missed heartbeats: the turn is dead, not late
+    assert not follower.is_alive()
     second = start_daphne(server.env)
+    deadline = time.monotonic() + 20
     try:
-        return json.load(api(second, token, f"/api/conversations/{conversation_id}/"))
+        while True:
+            data = json.load(api(second, token, f"/api/conversations/{conversation_id}/"))
+            if data["messages"][-1]["state"] != "streaming":
+                return data
+            assert time.monotonic() < deadline, data["messages"][-1]
+            time.sleep(0.05)  # between two reads: the heartbeats are 0.2 s apart
     finally:
         second.stop()
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from activity.events import Status, TextDelta, ToolCall, ToolResult
+from activity.recording.events import Status, TextDelta, ToolCall, ToolResult
 from chat.agent.builtin_tools import default_registry
 from chat.agent.client import make_client
 from chat.agent.loop import run_agent
+from chat.agent.policy import AgentPolicy
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 
@@ -17,11 +18,9 @@ async def turn(question: str):
     async with make_client() as client:
         async for event in run_agent(
             client=client,
-            model="glassbox-demo",
             messages=[{"role": "user", "content": question}],
             registry=default_registry(),
-            max_tool_rounds=4,
-            tool_timeout=5,
+            policy=AgentPolicy(model="glassbox-demo", tool_timeout=5),
         ):
             events.append(event)
     lines = [(e.icon, e.message) for e in events if isinstance(e, Status)]

@@ -305,9 +305,9 @@ async def test_the_admin_audits_mcp_calls_by_server(
 
 
 async def test_tools_are_namespaced_and_ask_for_feedback_first(bench):
-    from chat.turns.runner import turn_tools
+    from chat.turns.deps import configured_tools
 
-    tools = await turn_tools()
+    tools = await configured_tools()
     count = tools.get("bench__count")
     assert tools.get("search_documents") is not None and count is not None
     function = count.schema["function"]
@@ -391,7 +391,7 @@ async def test_sse_clients_get_the_same_live_progress(bench, alice, alice_conver
 async def test_links_in_a_result_are_kept_for_the_audit_and_shown_on_the_tools_line(
     bench, alice, alice_conversation
 ):
-    from activity.audit import feed_integrity
+    from activity.auditing.audit import feed_integrity
     from activity.models import ActivityFeed
     from tests.support.mcp_server import HOSTILE
 

@@ -5,6 +5,7 @@ import json
 import pytest
 
 from chat.agent.memory import trim
+from chat.turns.deps import Dependencies
 from tests.support.fakes import ScriptedTransport, scripted_client, text_response
 from tests.support.turns import run_turn
 
@@ -12,8 +13,8 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def ask(conversation, question: str, transport=None) -> None:
-    options = {"client_factory": lambda: scripted_client(transport)} if transport else {}
-    run_turn(conversation, question, **options)
+    provider = Dependencies(client_factory=lambda: scripted_client(transport))
+    run_turn(conversation, question, provider if transport else None)
 
 
 def test_a_follow_up_reaches_the_model_with_the_earlier_turn_and_its_tools(

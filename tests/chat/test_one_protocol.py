@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import importlib
 import json
 import threading
 import time
@@ -14,10 +13,11 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.utils import timezone
 
-from activity.events import Status, to_json, with_seq
 from activity.models import ActivityFeed
+from activity.recording.events import Status, to_json, with_seq
 from chat.models import Message
 from chat.socket import reads
+from chat.turns import follow
 from chat.turns.admission import admit
 from chat.turns.broadcast import send_turn_event
 from chat.turns.recovery import GRACE_BEATS
@@ -60,8 +60,8 @@ async def test_one_turn_gives_the_same_events_over_the_socket_and_over_sse(
     }
     assert over_sse[-1]["message_id"] == str(answer.pk)
     assert [e["type"] for e in merged(over_sse)] == [
-        "turn", "status", "status", "tool_call", "tool_result", "status", "status", "text",
-        "status", "done",
+        "turn", "status", "status", "tool_feedback", "tool_call", "tool_result", "status",
+        "status", "text", "status", "done",
     ]  # fmt: skip
 
 
@@ -139,7 +139,6 @@ async def test_a_socket_that_saw_lines_the_dead_process_never_wrote_still_sees_i
     line that closes the turn must not take the seq of one the client already has."""
     settings.GLASSBOX_HEARTBEAT_SECONDS = 0.1
     seen = threading.Event()
-    follow = importlib.import_module("chat.turns.follow")  # the package exports its function
     recover = follow.dead_turns_recover
 
     def once_the_line_was_seen(**scope):

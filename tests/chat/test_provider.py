@@ -10,6 +10,7 @@ from chat.agent.client import make_client, uses_demo_model
 from chat.agent.demo_script import say
 from chat.agent.demo_wire import SSEStream
 from chat.models import Message
+from chat.turns.deps import Dependencies
 from tests.support.fakes import text_response
 from tests.support.turns import run_turn
 
@@ -52,7 +53,9 @@ class FlakyProvider(httpx2.AsyncBaseTransport):
 
 
 def run(conversation, transport) -> Message:
-    return run_turn(conversation, "Hi", client_factory=lambda: make_client(transport))
+    return run_turn(
+        conversation, "Hi", Dependencies(client_factory=lambda: make_client(transport))
+    )
 
 
 def test_a_key_selects_the_real_provider_and_its_settings(real_provider, settings):

@@ -13,13 +13,15 @@ import pytest
 from asgiref.sync import async_to_sync
 from django.test import Client
 
-from activity.events import ModelCallDone, Status
 from activity.models import ActivityFeed, FeedPreferences, ModelCall
+from activity.recording.events import ModelCallDone, Status
 from activity.usage import prices_from_setting
 from chat.agent.builtin_tools import default_registry
 from chat.agent.loop import run_agent
+from chat.agent.policy import AgentPolicy
 from chat.models import Conversation
 from chat.turns.admission import TurnLimited, admit
+from chat.turns.deps import Dependencies
 from tests.support.api import client_for
 from tests.support.fakes import FIXTURES, RecordedProvider, scripted_client
 from tests.support.turns import run_turn
@@ -44,11 +46,9 @@ def replay(*fixtures: str):
                 event
                 async for event in run_agent(
                     client=client,
-                    model="asked-model",
                     messages=[{"role": "user", "content": "How do I negotiate my salary?"}],
                     registry=default_registry(),
-                    max_tool_rounds=2,
-                    tool_timeout=5,
+                    policy=AgentPolicy(model="asked-model", max_tool_rounds=2, tool_timeout=5),
                 )
             ]
 
@@ -132,7 +132,7 @@ def deepseek_turn(alice_conversation, settings):
     transport = RecordedProvider("deepseek_reasoning.sse")
     answer = run_turn(
         alice_conversation, "How do I negotiate my salary?",
-        client_factory=lambda: scripted_client(transport),
+        Dependencies(client_factory=lambda: scripted_client(transport)),
     )  # fmt: skip
     return answer, transport
 
@@ -157,7 +157,11 @@ def test_a_turn_stores_its_usage_reasoning_and_cost(deepseek_turn):
 def test_the_reasoning_is_never_sent_back_to_the_model(deepseek_turn, alice_conversation):
     _, transport = deepseek_turn
     transport.files.append(FIXTURES / "openai_text.sse")
-    run_turn(alice_conversation, "And then?", client_factory=lambda: scripted_client(transport))
+    run_turn(
+        alice_conversation,
+        "And then?",
+        Dependencies(client_factory=lambda: scripted_client(transport)),
+    )
 
     later = json.dumps(transport.requests[-1]["messages"])
     assert "Research the market range first" in later  # the answer is history
@@ -166,7 +170,9 @@ def test_the_reasoning_is_never_sent_back_to_the_model(deepseek_turn, alice_conv
 
 def test_a_provider_without_usage_is_unknown_never_zero(alice_conversation):
     transport = RecordedProvider("ollama_reasoning.sse")
-    answer = run_turn(alice_conversation, "Hi", client_factory=lambda: scripted_client(transport))
+    answer = run_turn(
+        alice_conversation, "Hi", Dependencies(client_factory=lambda: scripted_client(transport))
+    )
 
     feed = ActivityFeed.objects.get(pk=answer.feed_id)
     assert (feed.prompt_tokens, feed.total_tokens, feed.cost) == (None, None, None)
@@ -207,7 +213,7 @@ def test_what_users_see_of_the_reasoning_follows_the_setting(
     settings.GLASSBOX_FEED = {**settings.GLASSBOX_FEED, "SHOW_REASONING": shown}
     transport = RecordedProvider("deepseek_reasoning.sse")
     answer = run_turn(
-        alice_conversation, "How?", client_factory=lambda: scripted_client(transport)
+        alice_conversation, "How?", Dependencies(client_factory=lambda: scripted_client(transport))
     )
     page = _page(alice_conversation)
 

@@ -14,6 +14,7 @@ from chat.agent.builtin_tools import (
     default_registry,
 )
 from chat.agent.loop import run_agent
+from chat.agent.policy import AgentPolicy
 from chat.agent.tools import FEEDBACK_ARG, ToolError, ToolRegistry, truncate_feedback
 from tests.support.fakes import (
     ScriptedTransport,
@@ -157,11 +158,9 @@ def test_a_deployment_adds_its_own_tool_through_the_setting(settings):
                 event
                 async for event in run_agent(
                     client=client,
-                    model="m",
                     messages=[{"role": "user", "content": "Weather in Rome?"}],
                     registry=registry,
-                    max_tool_rounds=2,
-                    tool_timeout=5,
+                    policy=AgentPolicy(model="m", max_tool_rounds=2, tool_timeout=5),
                 )
             ]
 

@@ -9,6 +9,7 @@ import pytest
 
 from activity.models import ActivityEvent
 from chat.agent.tools import ToolRegistry
+from chat.turns.deps import Dependencies
 from tests.support.fakes import (
     ScriptedTransport,
     scripted_client,
@@ -17,7 +18,7 @@ from tests.support.fakes import (
 )
 from tests.support.mcp import stdio
 from tests.support.sockets import json_turn
-from tests.support.turns import run_turn
+from tests.support.turns import fixed_tools, run_turn
 
 CHANGE = {"record": "customer 42", "change": "close the account"}
 
@@ -28,8 +29,9 @@ def change_turn(conversation, *calls: tuple[str, str, str]):
     answer = run_turn(
         conversation,
         "Close the account of customer 42",
-        tools=registry,
-        client_factory=lambda: scripted_client(transport),
+        Dependencies(
+            client_factory=lambda: scripted_client(transport), tools=fixed_tools(registry)
+        ),
     )
     rows = ActivityEvent.objects.filter(feed_id=answer.feed_id).order_by("seq")
     return answer, list(rows)

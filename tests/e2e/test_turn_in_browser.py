@@ -157,16 +157,35 @@ def test_progress_mode_shows_a_draft_that_turns_into_the_answer(conversation, li
     ask(page, "How do I negotiate my salary?")
     draft = page.locator("article.assistant.state-streaming details.feed li")
     expect(draft.first).to_have_text("Sifting...")
+    card = page.locator("article.assistant.state-streaming")
+    card_id = card.get_attribute("id")
+    draft_top = card.locator("details.feed").bounding_box()["y"]
     # No answer text streams into the draft.
     assert page.locator("article.assistant.state-streaming .answer").inner_text() == ""
     expect(page.locator(DONE)).to_be_visible()
     expect(page.locator(f"{DONE} .answer strong").first).to_contain_text("Salary negotiation")
     expect(page.locator(f"{DONE} details.feed summary")).to_contain_text("Searched")
+    # The answer takes the draft's place, in the same card; its folded feed follows it.
+    answer_in_place(page, card_id, draft_top)
+    page.reload()
+    answer_in_place(page, card_id)
     # The label was only the draft's: history keeps the recorded steps.
     assert "Sifting..." not in " ".join(feed_lines(page))
 
     page.goto(f"{live_server_url}/preferences/")
     page.click("button:text('Reset the feed settings to defaults')")
+
+
+def answer_in_place(page, card_id, draft_top=None):
+    card = page.locator(f"article#{card_id}.state-complete")
+    if draft_top is not None:  # where the draft began, within half a line
+        assert abs(card.locator(".answer").bounding_box()["y"] - draft_top) < 8
+    feed_after_answer = card.evaluate(
+        "c => !!(c.querySelector('.answer').compareDocumentPosition("
+        "c.querySelector('details.feed')) & Node.DOCUMENT_POSITION_FOLLOWING)"
+    )
+    assert feed_after_answer
+    expect(card.locator("details.feed")).not_to_have_attribute("open", "")
 
 
 def test_markup_in_a_question_is_shown_as_text_never_run(conversation):

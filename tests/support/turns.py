@@ -2,18 +2,34 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 from asgiref.sync import async_to_sync
 
+from chat.agent.tools import ToolRegistry
 from chat.models import Conversation, Message
-from chat.turns import runner
+from chat.turns import deps, runner
 from chat.turns.admission import admit
 
 
-def run_turn(conversation: Conversation, question: str, **options) -> Message:
-    """The answer, finished; `options` go to the runner (tools, a scripted provider)."""
+def run_turn(
+    conversation: Conversation, question: str, dependencies: deps.Dependencies | None = None
+) -> Message:
+    """The answer, finished; run with `dependencies` (a scripted provider, tools of the
+    test's own) instead of the configured ones when given."""
     turn = admit(conversation=conversation, text=question)
-    async_to_sync(runner.run)(answer=turn.answer, **options)
+    with deps.using(dependencies or deps.current()):
+        async_to_sync(runner.run)(answer=turn.answer)
     return Message.objects.select_related("feed").get(pk=turn.answer.pk)
+
+
+def fixed_tools(tools: ToolRegistry) -> Callable[[], Awaitable[ToolRegistry]]:
+    """For Dependencies.tools: these tools, whatever the settings configure."""
+
+    async def fixed() -> ToolRegistry:
+        return tools
+
+    return fixed
 
 
 def decided_turn(conversation: Conversation, question: str, *, user, approve: bool) -> Message:

@@ -17,7 +17,7 @@ from django.utils.functional import Promise
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
-from activity.events import (
+from activity.recording.events import (
     IN_PLACE,
     REASONING,
     Decision,

@@ -1,0 +1,32 @@
+"""Stop: a running turn ends on purpose, wherever it runs; a waiting one at once."""
+
+from __future__ import annotations
+
+import uuid
+
+from activity.recording import feeds
+from chat.models import Message
+from chat.turns import approvals, registry
+
+
+async def stop(*, conversation_id: uuid.UUID, answer_id: int) -> bool:
+    """Stops a running turn on purpose: at once if this process runs it, otherwise at the
+    running process's next heartbeat; a waiting turn ends at once. False when that answer is
+    not running."""
+    row = await (
+        Message.objects.filter(
+            pk=answer_id, conversation_id=conversation_id, state__in=Message.OPEN_STATES
+        )
+        .values_list("feed_id", "state")
+        .afirst()
+    )
+    if row is None:
+        return False
+    feed_id, state = row
+    if state == Message.State.WAITING:
+        return await approvals.stop_waiting(answer_id) or await stop(
+            conversation_id=conversation_id, answer_id=answer_id
+        )
+    if not registry.cancel(answer_id):
+        await feeds.request_stop(feed_id)
+    return True
