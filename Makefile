@@ -124,6 +124,8 @@ conformance-auth: $(VENV)/.installed $(AUTH_SUITE)/node_modules/.installed
 
 BENCHMARKS := first_status event_overhead concurrency db_writes turn_statements question_checks history_page export markdown_frames mcp_progress html_clients workers audit_chain otel_turn
 
+# What each statement kept in project.sql costs next to its ORM twin.
+BENCHMARKS += hand_sql
 bench: $(VENV)/.installed $(CATALOGUES)
 	@for name in $(BENCHMARKS); do echo "== bench/$$name.py"; PYTHONPATH=. $(PY) bench/$$name.py || exit 1; done
 

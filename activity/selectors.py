@@ -3,22 +3,21 @@ these, so the access rule is written once."""
 
 from __future__ import annotations
 
-import functools
 from collections import defaultdict
 from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 from weakref import WeakKeyDictionary
 
-from django.db import connection
-from django.db.models import F, QuerySet, Sum
+from django.contrib.auth import get_user_model
+from django.db.models import F, Func, IntegerField, OuterRef, QuerySet, Subquery, Sum
 from django.http import HttpRequest
 
 from activity.auditing.access import is_auditor
 from activity.models import ActivityEvent, ActivityFeed, FeedPreferences, ModelCall
 from activity.preferences.feed_prefs import ReaderSettings
 from activity.recording.events import thinking_id
-from project.sql import column, table
+from project.sql import Compiled, Param
 
 # Per request, kept only while it lives: the language middleware and the page's view share
 # one read of the row.
@@ -147,37 +146,29 @@ def calls_without_result(feed_id: int) -> list[tuple[str, str]]:
 def running_and_recent(owner_id: int, since: datetime) -> tuple[int, int]:
     """The user's running turns and the turns they began since `since` (their feeds still
     shown to them)."""
-    started = ActivityFeed._meta.get_field("started_at")
-    with connection.cursor() as cursor:
-        cursor.execute(
-            _counts_sql(),
-            [
-                owner_id,
-                False,
-                ActivityFeed.State.RUNNING,
-                owner_id,
-                False,
-                started.get_db_prep_value(since, connection),
-            ],
-        )
-        running, recent = cursor.fetchone()
-    return running, recent
+    row = _RUNNING_AND_RECENT.fetchone(owner=owner_id, since=since)
+    return row if row is not None else (0, 0)  # a user deleted meanwhile has no turns
 
 
-@functools.cache
-def _counts_sql() -> str:
-    """Both counts in one statement written once, each read through its own index: every
+def _running_and_recent_query() -> QuerySet[Any]:
+    """Both counts in one statement compiled once, each read through its own index: every
     question runs it, and the ORM took longer to build two counts than SQLite to run them."""
-    feeds, owner, hidden = (
-        table(ActivityFeed),
-        column(ActivityFeed, "owner"),
-        column(ActivityFeed, "hidden_from_owner"),
+    user = get_user_model()
+    feeds = ActivityFeed.objects.filter(owner_id=OuterRef("pk"), hidden_from_owner=False)
+
+    def count(feeds: QuerySet[ActivityFeed]) -> Subquery:
+        # COUNT without GROUP BY: one row, 0 when no feed matches.
+        number = Func(F("pk"), function="COUNT", output_field=IntegerField())
+        return Subquery(feeds.order_by().values(n=number))
+
+    since = Param("since", ActivityFeed._meta.get_field("started_at"))
+    return user.objects.filter(pk=Param("owner", user._meta.pk)).values_list(
+        count(feeds.filter(state=ActivityFeed.State.RUNNING)),
+        count(feeds.filter(started_at__gte=since)),
     )
-    of_owner = f"FROM {feeds} WHERE {owner} = %s AND {hidden} = %s"
-    return (
-        f"SELECT (SELECT COUNT(*) {of_owner} AND {column(ActivityFeed, 'state')} = %s),"
-        f" (SELECT COUNT(*) {of_owner} AND {column(ActivityFeed, 'started_at')} >= %s)"
-    )
+
+
+_RUNNING_AND_RECENT = Compiled(_running_and_recent_query)
 
 
 def tokens_since(owner_id: int, since: datetime) -> int:

@@ -1,17 +1,111 @@
-"""Names for the few statements written by hand, where the ORM took far longer to build a
-statement than the database to run it (each says where and how much): quoted for the
-database in use, read from the models so a renamed table or column is followed."""
+"""The one home of the statements Glassbox does not let the ORM build on every call.
+
+Where the ORM took far longer to build a statement than the database to run it, on a path
+every message, socket or turn takes (bench/hand_sql.py, bench/turn_statements.py), the
+statement is built once per database and reused:
+
+- a read is a queryset compiled once (`Compiled`), its changing values marked by `Param`,
+  so the managers' rules (a deleted conversation is no conversation), the joins and the
+  ordering come from the models as they do for any other query;
+- the group commit's INSERT and UPDATE (`insert_statement`, `update_statement`) have no
+  queryset to compile from: they are written here, from the models' fields, and each has a
+  test running it next to its ORM twin (`bulk_create`, `update()`, `bulk_update`) on SQLite
+  and PostgreSQL (tests/test_hand_sql.py).
+
+The plumbing imports no app: the models come in as arguments."""
 
 from __future__ import annotations
 
-from django.db import connection, models
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import connections, models
+from django.db.models import Expression, QuerySet
 
 
-def table(model: type[models.Model]) -> str:
-    return connection.ops.quote_name(model._meta.db_table)
+@dataclass(frozen=True, slots=True)
+class _Slot:
+    """Where a Param's value goes among a compiled statement's parameters."""
+
+    name: str
+    field: models.Field
 
 
-def column(model: type[models.Model], name: str) -> str:
+class Param(Expression):
+    """A value given anew each time a compiled statement runs, prepared for the database by
+    `field` as the ORM prepares a lookup's value."""
+
+    def __init__(self, name: str, field: models.Field) -> None:
+        super().__init__(output_field=field)
+        self.name = name
+
+    def as_sql(self, compiler: Any, connection: Any) -> tuple[str, tuple[Any, ...]]:
+        return "%s", (_Slot(self.name, self.output_field),)
+
+
+class Compiled:
+    """A read built by the ORM once per database: `queryset()` is called at the first run
+    (the models are ready then) and its SQL kept; each run fills the Params in."""
+
+    def __init__(self, queryset: Callable[[], QuerySet[Any]], *, exists: bool = False) -> None:
+        self._queryset = queryset
+        self._exists = exists  # as QuerySet.exists() asks: one row or none, no columns
+        self._compiled: dict[str, tuple[str, tuple[Any, ...]]] = {}
+
+    def sql(self, using: str = "default") -> tuple[str, tuple[Any, ...]]:
+        """The statement and its parameters, Params still unfilled (also for EXPLAIN)."""
+        compiled = self._compiled.get(using)
+        if compiled is None:  # two threads may both compile it: the same statement
+            query = self._queryset().query
+            if self._exists:
+                query = query.exists()
+            sql, params = query.get_compiler(using=using).as_sql()
+            compiled = self._compiled[using] = (sql, tuple(params))
+        return compiled
+
+    def fetchone(self, using: str = "default", **values: Any) -> tuple[Any, ...] | None:
+        """The first row, in the caller's transaction; `values` names every Param."""
+        connection = connections[using]
+        sql, params = self.sql(using)
+        try:
+            filled = [
+                p.field.get_db_prep_value(values[p.name], connection) if type(p) is _Slot else p
+                for p in params
+            ]
+        except KeyError as missing:
+            raise TypeError(f"no value for the statement's Param {missing.args[0]!r}") from None
+        with connection.cursor() as cursor:
+            cursor.execute(sql, filled)
+            return cursor.fetchone()
+
+
+def insert_statement(model: type[models.Model], alias: str) -> tuple[str, list[models.Field]]:
+    """INSERT of one row of `model` without its automatic primary key, and the fields whose
+    prepared values fill it, in order (activity.recording.writes.insert_rows)."""
+    quote = connections[alias].ops.quote_name
+    fields = [field for field in model._meta.concrete_fields if not field.primary_key]
+    columns = ", ".join(quote(str(field.column)) for field in fields)
+    placeholders = ", ".join(["%s"] * len(fields))
+    return f"INSERT INTO {quote(model._meta.db_table)} ({columns}) VALUES ({placeholders})", fields
+
+
+def update_statement(
+    model: type[models.Model], alias: str, names: Sequence[str], where: Sequence[str]
+) -> tuple[str, list[models.Field], list[models.Field]]:
+    """UPDATE of the columns `names` of the row matched by its primary key and the columns
+    `where`; the fields whose values fill the SET, then those of the WHERE, in order
+    (activity.recording.writes.update_row, update_rows)."""
+    quote = connections[alias].ops.quote_name
+    meta = model._meta
+    fields = [_field(model, name) for name in names]
+    conditions = [meta.pk, *(_field(model, name) for name in where)]
+    assigned = ", ".join(f"{quote(str(field.column))} = %s" for field in fields)
+    matched = " AND ".join(f"{quote(str(field.column))} = %s" for field in conditions)
+    return f"UPDATE {quote(meta.db_table)} SET {assigned} WHERE {matched}", fields, conditions
+
+
+def _field(model: type[models.Model], name: str) -> models.Field:
     field = model._meta.get_field(name)
     assert isinstance(field, models.Field), f"{name} is not a column of {model.__name__}"
-    return connection.ops.quote_name(str(field.column))
+    return field

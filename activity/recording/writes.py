@@ -15,6 +15,8 @@ from typing import Any
 
 from django.db import connections, models, router
 
+from project.sql import insert_statement, update_statement
+
 
 def insert_rows(rows: Sequence[models.Model]) -> None:
     """Writes `rows`, all of one model with an automatic primary key, in the caller's
@@ -33,13 +35,8 @@ def insert_rows(rows: Sequence[models.Model]) -> None:
         cursor.executemany(sql, values)
 
 
-@functools.cache
-def _statement(model: type[models.Model], alias: str) -> tuple[str, list[models.Field]]:
-    quote = connections[alias].ops.quote_name
-    fields = [field for field in model._meta.concrete_fields if not field.primary_key]
-    columns = ", ".join(quote(str(field.column)) for field in fields)
-    placeholders = ", ".join(["%s"] * len(fields))
-    return f"INSERT INTO {quote(model._meta.db_table)} ({columns}) VALUES ({placeholders})", fields
+# The statements' text lives in project.sql, with the other statements built by hand.
+_statement = functools.cache(insert_statement)
 
 
 def update_row(model: type[models.Model], pk: Any, values: Mapping[str, Any], **where: Any) -> int:
@@ -77,20 +74,4 @@ def update_rows(model: type[models.Model], rows: Sequence[tuple[Any, Mapping[str
         cursor.executemany(sql, params)
 
 
-@functools.cache
-def _update(
-    model: type[models.Model], alias: str, names: tuple[str, ...], where: tuple[str, ...]
-) -> tuple[str, list[models.Field], list[models.Field]]:
-    quote = connections[alias].ops.quote_name
-    meta = model._meta
-    fields = [_field(model, name) for name in names]
-    conditions = [meta.pk, *(_field(model, name) for name in where)]
-    assigned = ", ".join(f"{quote(str(field.column))} = %s" for field in fields)
-    matched = " AND ".join(f"{quote(str(field.column))} = %s" for field in conditions)
-    return f"UPDATE {quote(meta.db_table)} SET {assigned} WHERE {matched}", fields, conditions
-
-
-def _field(model: type[models.Model], name: str) -> models.Field:
-    field = model._meta.get_field(name)
-    assert isinstance(field, models.Field), f"{name} is not a column of {model.__name__}"
-    return field
+_update = functools.cache(update_statement)

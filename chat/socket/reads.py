@@ -4,7 +4,6 @@ once per new turn."""
 from __future__ import annotations
 
 import enum
-import functools
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -17,6 +16,7 @@ from django.conf import settings
 from django.contrib.auth import HASH_SESSION_KEY, SESSION_KEY, get_user, get_user_model
 from django.contrib.sessions.models import Session
 from django.db import connection
+from django.db.models import Exists, QuerySet, Subquery
 from django.http import HttpRequest
 from django.utils import timezone
 from django.utils.crypto import constant_time_compare
@@ -26,7 +26,7 @@ from activity.preferences.feed_prefs import FeedPrefs
 from chat.conversations.selectors import TurnView
 from chat.models import Conversation, Message
 from chat.turns.recovery import dead_turns_recover
-from project.sql import column, table
+from project.sql import Compiled, Param
 
 # Engines whose rows a check can compare (project.sessions remembers the row it read).
 DATABASE_SESSIONS = ("project.sessions", "django.contrib.sessions.backends.db")
@@ -75,20 +75,15 @@ class Permit:
             raise NotAllowed(refused)
 
     def _unchanged(self, data: str, password: str) -> bool:
-        with connection.cursor() as cursor:
-            cursor.execute(
-                _unchanged_sql(),
-                [
-                    Conversation._meta.pk.get_db_prep_value(self.conversation_id, connection),
-                    self.user_id,
-                    True,
-                    password,
-                    self.session_key,
-                    data,
-                    _EXPIRES.get_db_prep_value(timezone.now(), connection),
-                ],
-            )
-            return cursor.fetchone() is not None
+        row = _UNCHANGED.fetchone(
+            conversation=self.conversation_id,
+            owner=self.user_id,
+            password=password,
+            session=self.session_key,
+            data=data,
+            now=timezone.now(),
+        )
+        return row is not None
 
     def _refusal(self) -> Refused | None:
         data, stored = self._session()
@@ -122,27 +117,28 @@ class Permit:
         return (store.decode(stored) if stored is not None else {}), stored
 
 
-_EXPIRES = Session._meta.get_field("expire_date")
-
-
-@functools.cache
-def _unchanged_sql() -> str:
-    """Permit's check, written by hand once: it runs for every message of every socket,
-    and the ORM took thirty times longer to build this statement than SQLite to run it
-    (0.04 ms). The same conditions as the full check; the tests run both ways on SQLite
-    and PostgreSQL."""
+def _unchanged_query() -> QuerySet[Conversation]:
+    """Permit's check, compiled once: it runs for every message of every socket, and the
+    ORM took thirty times longer to build this statement than SQLite to run it (0.04 ms).
+    The same conditions as the full check, which the tests compare on SQLite and
+    PostgreSQL."""
     user = get_user_model()
-    return (
-        f"SELECT 1 FROM {table(Conversation)} c INNER JOIN {table(user)} u"
-        f" ON u.{column(user, 'id')} = c.{column(Conversation, 'owner')}"
-        f" WHERE c.{column(Conversation, 'id')} = %s AND c.{column(Conversation, 'owner')} = %s"
-        f" AND c.{column(Conversation, 'deleted_at')} IS NULL"
-        f" AND u.{column(user, 'is_active')} = %s AND u.{column(user, 'password')} = %s"
-        f" AND EXISTS (SELECT 1 FROM {table(Session)} s"
-        f" WHERE s.{column(Session, 'session_key')} = %s"
-        f" AND s.{column(Session, 'session_data')} = %s"
-        f" AND s.{column(Session, 'expire_date')} > %s)"
+    session = Session._meta
+    sessions = Session.objects.filter(
+        session_key=Param("session", session.pk),
+        session_data=Param("data", session.get_field("session_data")),
+        expire_date__gt=Param("now", session.get_field("expire_date")),
     )
+    return Conversation.objects.filter(
+        Exists(sessions),
+        pk=Param("conversation", Conversation._meta.pk),
+        owner_id=Param("owner", user._meta.pk),
+        owner__is_active=True,
+        owner__password=Param("password", user._meta.get_field("password")),
+    )
+
+
+_UNCHANGED = Compiled(_unchanged_query, exists=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,38 +176,31 @@ def _settings_and_open_answer(
 ) -> tuple[FeedPrefs, str, int | None]:
     """The user's feed preferences and language (FeedPreferences.settings_for), and the
     conversation's open answer (`_open_answer`), in one statement."""
-    overrides = FeedPreferences._meta.get_field("overrides")
-    with connection.cursor() as cursor:
-        cursor.execute(
-            _settings_and_open_answer_sql(),
-            [
-                Conversation._meta.pk.get_db_prep_value(conversation_id, connection),
-                *Message.OPEN_STATES,
-                user_id,
-            ],
-        )
-        stored, language, running = cursor.fetchone()
+    row = _SETTINGS_AND_OPEN_ANSWER.fetchone(user=user_id, conversation=conversation_id)
+    # No row only for a user deleted since the handshake: the defaults, no answer.
+    stored, language, running = row if row is not None else (None, None, None)
     # As the ORM reads the column (the expression only matters for a key lookup).
+    overrides = FeedPreferences._meta.get_field("overrides")
     stored = overrides.from_db_value(stored, cast(Any, None), connection) if stored else {}
     return (*FeedPreferences.settings_of(stored, language), running)
 
 
-@functools.cache
-def _settings_and_open_answer_sql() -> str:
-    """Written by hand once: every socket runs it as it opens (a restarted server's pages
-    all at once), and the ORM took longer to build the two reads than SQLite to run them."""
-    states = ", ".join(["%s"] * len(Message.OPEN_STATES))
-    message, prefs = functools.partial(column, Message), functools.partial(column, FeedPreferences)
-    answer = (
-        f"SELECT {message('id')} FROM {table(Message)}"
-        f" WHERE {message('conversation')} = %s AND {message('state')} IN ({states})"
-        f" ORDER BY {message('created_at')}, {message('id')} LIMIT 1"
-    )
+def _settings_and_open_answer_query() -> QuerySet[Any]:
+    """Compiled once: every socket runs it as it opens (a restarted server's pages all at
+    once), and the ORM took longer to build the two reads than SQLite to run them."""
+    user = get_user_model()
+    open_answer = Message.objects.filter(
+        conversation_id=Param("conversation", Conversation._meta.pk),
+        state__in=Message.OPEN_STATES,
+    ).values("pk")[:1]
     return (
-        f"SELECT p.{prefs('overrides')}, p.{prefs('language')}, ({answer})"
-        f" FROM (SELECT 1 AS one) AS one"
-        f" LEFT JOIN {table(FeedPreferences)} p ON p.{prefs('user')} = %s"
+        user.objects.filter(pk=Param("user", user._meta.pk))
+        .annotate(running=Subquery(open_answer))
+        .values_list("feed_preferences__overrides", "feed_preferences__language", "running")
     )
+
+
+_SETTINGS_AND_OPEN_ANSWER = Compiled(_settings_and_open_answer_query)
 
 
 def _open_answer(conversation: Conversation) -> int | None:
