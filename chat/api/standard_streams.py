@@ -137,9 +137,10 @@ class _StandardStreamView(APIView):
             pk=message_id,
         )
         after = None
-        if "Last-Event-ID" in request.headers:
+        # Empty, as EventSource sends it before any id arrived: from the start.
+        if last_event_id := request.headers.get("Last-Event-ID", "").strip():
             try:
-                after = Cursor.parse(request.headers["Last-Event-ID"])
+                after = Cursor.parse(last_event_id)
             except BadEventId as problem:
                 raise ValidationError({"Last-Event-ID": str(problem)}) from None
         wire = type(self).make_wire(conversation, answer)

@@ -158,3 +158,13 @@ async def test_a_bad_last_event_id_is_a_clear_400_that_streams_nothing(
     (error,) = [payload for _, payload in parse_frames(as_sse.content.decode())][:1]
     assert "Last-Event-ID must be" in (error.get("message") or error.get("errorText"))
     assert json.dumps(error).count("3-2-0") == 1
+
+
+async def test_an_empty_last_event_id_reads_from_the_start(
+    alice, alice_conversation, knowledge_base
+):
+    client = await client_for(alice)
+    answer = await finished_turn(client, alice_conversation)
+    url = stream_url(alice_conversation, answer.pk, "agui")
+    _, frames = await read_frames(client, url, last_event_id="")
+    assert rebuild_agui([data(frames)]).text == answer.content
