@@ -17,7 +17,7 @@ DAPHNE_LIMITS := --websocket-max-message-size 65536 --websocket-max-frame-size 6
 CATALOGUES := $(patsubst %.po,%.mo,$(wildcard locale/*/LC_MESSAGES/django.po))
 LANGUAGES := it zh_Hant
 
-.PHONY: run test lint format bench fuzz messages clean clients
+.PHONY: run test lint format bench fuzz phoenix messages clean clients conformance conformance-all conformance-auth
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	@test -x $(PY) || test -n "$(PYTHON)" || { echo "Glassbox needs Python 3.12 or newer (Django 6)." >&2; exit 1; }
@@ -82,7 +82,55 @@ $(FUZZ_VENV)/.installed: requirements-fuzz.txt
 fuzz: $(VENV)/.installed $(FUZZ_VENV)/.installed $(CATALOGUES)
 	$(PY) tests/fuzz_api.py $(FUZZ_VENV)/bin/st
 
-BENCHMARKS := first_status event_overhead concurrency db_writes turn_statements question_checks history_page export markdown_frames mcp_progress html_clients workers audit_chain
+# Arize Phoenix, a trace backend (README, "Traces"), in a virtualenv of its own: the trace
+# tests send to it when it is installed (CI installs it).
+PHOENIX_VENV := .venv-phoenix
+
+$(PHOENIX_VENV)/.installed: requirements-phoenix.txt
+	@test -x $(PHOENIX_VENV)/bin/python || test -n "$(PYTHON)" || { echo "Glassbox needs Python 3.12 or newer (Django 6)." >&2; exit 1; }
+	test -x $(PHOENIX_VENV)/bin/python || $(PYTHON) -m venv $(PHOENIX_VENV)
+	$(PHOENIX_VENV)/bin/pip install --quiet -r requirements-phoenix.txt
+	touch $@
+
+phoenix: $(PHOENIX_VENV)/.installed
+
+# The MCP conformance suite (npm @modelcontextprotocol/conformance) drives Glassbox's own MCP
+# client (conformance/client.py). It needs Node 22, which comes from the npm registry as the
+# `node` package: both pinned in conformance/package.json and its lock, installed there.
+CONFORMANCE_BIN := $(abspath conformance/node_modules/.bin)
+CONFORMANCE_CLIENT := $(abspath $(PY)) $(abspath conformance/client.py)
+# The elicitation scenarios; `make conformance-all` runs every client scenario.
+CONFORMANCE_SCENARIOS ?= elicitation-sep1034-client-defaults
+
+conformance/node_modules/.installed: conformance/package.json conformance/package-lock.json
+	cd conformance && npm ci --no-audit --no-fund
+	touch $@
+
+conformance: $(VENV)/.installed conformance/node_modules/.installed
+	@for scenario in $(CONFORMANCE_SCENARIOS); do \
+	  PATH="$(CONFORMANCE_BIN):$$PATH" conformance client --command "$(CONFORMANCE_CLIENT)" \
+	    --scenario $$scenario -o conformance/results || exit 1; \
+	done
+
+# Every client scenario, against the baseline of those Glassbox does not pass yet
+# (conformance/expected-failures.yml); a scenario that starts passing fails until removed.
+conformance-all: $(VENV)/.installed conformance/node_modules/.installed
+	PATH="$(CONFORMANCE_BIN):$$PATH" conformance client --command "$(CONFORMANCE_CLIENT)" \
+	  --suite all --timeout 90000 --expected-failures conformance/expected-failures.yml \
+	  -o conformance/results
+
+# The MCP conformance suite's client authorization scenarios against the per-user OAuth
+# client; Node 22 and the suite are pinned npm packages (conformance/auth/package-lock.json).
+AUTH_SUITE := conformance/auth
+$(AUTH_SUITE)/node_modules/.installed: $(AUTH_SUITE)/package-lock.json
+	cd $(AUTH_SUITE) && npm ci --no-audit --no-fund
+	touch $@
+
+conformance-auth: $(VENV)/.installed $(AUTH_SUITE)/node_modules/.installed
+	PYTHON=$(CURDIR)/$(PY) $(AUTH_SUITE)/run.sh
+
+
+BENCHMARKS := first_status event_overhead concurrency db_writes turn_statements question_checks history_page export markdown_frames mcp_progress html_clients workers audit_chain otel_turn
 
 bench: $(VENV)/.installed $(CATALOGUES)
 	@for name in $(BENCHMARKS); do echo "== bench/$$name.py"; PYTHONPATH=. $(PY) bench/$$name.py || exit 1; done
@@ -91,7 +139,7 @@ bench: $(VENV)/.installed $(CATALOGUES)
 # xgettext), then translate what is new in each locale/*/LC_MESSAGES/django.po.
 messages: $(VENV)/.installed
 	$(PY) manage.py makemessages $(addprefix -l ,$(LANGUAGES)) --add-location file --no-obsolete \
-	  -i ".venv/*" -i "staticfiles/*" -i "tests/*" -i "bench/*" -i "docs/*"
+	  -i ".venv/*" -i "staticfiles/*" -i "tests/*" -i "bench/*" -i "docs/*" -i "conformance/*"
 
 clean:
 	rm -rf $(VENV) $(FUZZ_VENV) staticfiles db.sqlite3 $(CATALOGUES)

@@ -17,9 +17,10 @@ from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.html import format_html
 
-from activity.access import is_auditor
+from activity import telemetry
 from activity.api.views import export_response
-from activity.audit import evidence_stream, feed_integrity, period
+from activity.auditing.access import is_auditor
+from activity.auditing.audit import evidence_stream, feed_integrity, period
 from activity.models import (
     ActivityEvent,
     ActivityFeed,
@@ -32,7 +33,7 @@ from activity.models import (
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
-    """Audit data: read by auditors only (activity.access.is_auditor, as the API and the
+    """Audit data: read by auditors only (activity.auditing.access.is_auditor, as the API and the
     exports), never added, changed or deleted through admin, by anyone."""
 
     def has_view_permission(self, request, obj=None):
@@ -221,7 +222,7 @@ class ActivityFeedAdmin(ReadOnlyAdmin):
     show_full_result_count = False
     inlines = [ActivityEventInline, ModelCallInline]
     actions = [export_ndjson, export_csv, export_evidence]
-    readonly_fields = ["conversation_link", "message_link", "took", "integrity"]
+    readonly_fields = ["conversation_link", "message_link", "took", "integrity", "trace_id"]
 
     def get_queryset(self, request):
         return super().get_queryset(request).annotate(message_id=F("message__id"))
@@ -252,6 +253,12 @@ class ActivityFeedAdmin(ReadOnlyAdmin):
         for reseal in feed.reseals.all():
             text += f" (resealed {reseal.at:%Y-%m-%d %H:%M} UTC: {reseal.reason})"
         return text
+
+    @admin.display(description="trace id")
+    def trace_id(self, feed):
+        """The OpenTelemetry trace this turn is sent as (derived from the feed, so a turn
+        sent live and again by `manage.py export_otel` is one trace)."""
+        return telemetry.trace_id_hex(feed.pk, feed.started_at)
 
     @admin.display(description="conversation")
     def conversation_link(self, feed):

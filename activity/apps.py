@@ -12,7 +12,7 @@ class ActivityConfig(AppConfig):
     def ready(self) -> None:
         """A feed setting the feed cannot show stops start-up, naming the setting."""
         import project.checks  # noqa: F401 - registers the project's checks
-        from activity.preferences import FeedPrefs, PreferenceError
+        from activity.preferences.feed_prefs import FeedPrefs, PreferenceError
 
         try:
             FeedPrefs.from_mappings(settings.GLASSBOX_FEED)

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from django.conf import settings
@@ -8,7 +9,8 @@ from django.db.models import F
 from django.db.models.functions import Coalesce, Now
 from django.utils import timezone
 
-from activity.chain import (
+from activity.preferences.feed_prefs import FeedPrefs
+from activity.recording.chain import (
     ALL_SEALED,
     CLOSED_CALL_FIELDS,
     CLOSED_FEED_FIELDS,
@@ -19,20 +21,9 @@ from activity.chain import (
     ledger_entry,
     link,
 )
-from activity.events import (
-    Decision,
-    ModelCallDone,
-    RecordedEvent,
-    Status,
-    ToolCall,
-    ToolResult,
-    decision_kind,
-    links_from_json,
-    status_state,
-    with_seq,
-)
-from activity.preferences import FeedPrefs
-from activity.writes import insert_rows, update_row
+from activity.recording.declared import from_row, row_values
+from activity.recording.events import RECORDED_TYPES, ModelCallDone, RecordedEvent
+from activity.recording.writes import insert_rows, update_row
 
 # Seqs a running turn may number ahead of what is on disk (see ActivityFeed.seq_reserved).
 SEQ_AHEAD = 32
@@ -67,8 +58,9 @@ class ActivityFeed(models.Model):
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     # Set by a Stop from another process; the runner sees it at its next heartbeat.
     stop_requested = models.BooleanField(default=False)
-    # A running turn shows its lines before it writes them (activity.recorder), never past
-    # this seq: who closes it after a crash numbers the last line above any it may have shown.
+    # A running turn shows its lines before it writes them (activity.recording.recorder),
+    # never past this seq: who closes it after a crash numbers the last line above any it may
+    # have shown.
     seq_reserved = models.PositiveIntegerField(default=SEQ_AHEAD)
     # The language the owner used when asking: the built-in lines and summary are written in
     # it, and the model was told it.
@@ -96,8 +88,8 @@ class ActivityFeed(models.Model):
     # The SHA-256 of the answer's text at the end (the answer lives in chat, which checks it).
     answer_sha256 = models.CharField(max_length=64, blank=True, default="")
     # Set when the turn ends: a hash over its head, this row and its model calls
-    # (activity.chain.closing), also appended to the ledger of all feeds. Blank while it runs,
-    # and on feeds that ended before it existed.
+    # (activity.recording.chain.closing), also appended to the ledger of all feeds. Blank
+    # while it runs, and on feeds that ended before it existed.
     closing = models.CharField(max_length=64, blank=True, default="")
 
     class Meta:
@@ -118,7 +110,8 @@ class ActivityFeed(models.Model):
             return None
         return int((self.finished_at - self.started_at).total_seconds() * 1000)
 
-    # The states a feed ends in; it is closed (activity.chain.closing) when it reaches one.
+    # The states a feed ends in; it is closed (activity.recording.chain.closing) when it
+    # reaches one.
     ENDED = (State.COMPLETE, State.FAILED, State.INTERRUPTED)
 
     @classmethod
@@ -181,22 +174,6 @@ class ActivityFeed(models.Model):
         if feed["chain_head"] != checked.head:
             return False
         return not feed["closing"] or feed["closing"] == cls.closing_of(feed_id)
-
-    @classmethod
-    def append_line(cls, feed_id: int, event: RecordedEvent) -> ActivityEvent:
-        """Writes one event at the end of a feed that no turn is writing (a contact request
-        after the answer), sealed after its last one, with the feed's count and head, and
-        closes it anew if it had ended; in one transaction (the caller's, if any), feed row
-        locked. A record that failed its check before stays as it was: not sealed over."""
-        with transaction.atomic():
-            feed = cls.objects.select_for_update().get(pk=feed_id)
-            holds = cls.holds(feed_id)
-            last, head = ActivityEvent.head_of(feed_id)
-            sealed = ActivityEvent.append(feed, with_seq(event, last + 1), after=head)
-            cls.objects.filter(pk=feed_id).update(event_count=last + 1, chain_head=sealed.chain)
-            if holds and feed.closing:
-                cls.seal_end(feed_id)
-            return sealed
 
     @classmethod
     def record_opened(cls, *, feed_id: int, owner: Any) -> bool:
@@ -298,14 +275,14 @@ class ActivityEvent(models.Model):
     progress_message = models.CharField(max_length=400, blank=True)
     progress_count = models.PositiveIntegerField(default=0)
     result_structured = models.JSONField(null=True, blank=True)
-    # The resources the result pointed to (activity.events.Link); null when none.
+    # The resources the result pointed to (activity.recording.events.Link); null when none.
     result_links = models.JSONField(null=True, blank=True)
     # When it happened: rows are written in batches, a beat after some of them.
     created_at = models.DateTimeField(default=timezone.now)
-    # SHA-256 over this row and the previous row's `chain` in its feed (activity.chain).
+    # SHA-256 over this row and the previous row's `chain` in its feed (activity.recording.chain).
     chain = models.CharField(max_length=64, blank=True, default="")
-    # How `chain` was computed (activity.chain.SEAL_V1, SEAL_V2): rows keep the version they
-    # were sealed with.
+    # How `chain` was computed (activity.recording.chain.SEAL_V1, SEAL_V2): rows keep the
+    # version they were sealed with.
     seal_version = models.PositiveSmallIntegerField(default=SEAL_CURRENT)
 
     class Meta:
@@ -338,115 +315,14 @@ class ActivityEvent(models.Model):
         return last.first() or (0, GENESIS)
 
     @classmethod
-    def append(cls, feed: ActivityFeed, event: RecordedEvent, after: str) -> ActivityEvent:
-        """Writes one event sealed after the row whose hash is `after` (`head_of`): for
-        writers outside a running turn, inside their transaction."""
-        row = cls.from_event(feed, event).seal(after)
-        row.save()
-        return row
-
-    @classmethod
     def from_event(cls, feed: ActivityFeed, event: RecordedEvent) -> ActivityEvent:
+        """The row of an event, its columns as activity.recording.events declares them."""
         if event.seq is None:
             raise ValueError("an event is numbered (FeedRecorder.number) before it is stored")
-        seq: int = event.seq
-        match event:
-            case Status():
-                return cls(
-                    feed=feed,
-                    seq=seq,
-                    kind=cls.Kind.STATUS,
-                    icon=event.icon,
-                    message=event.message,
-                    state=event.state,
-                    tool=event.tool,
-                    call_id=event.call_id,
-                )
-            case ToolCall():
-                return cls(
-                    feed=feed,
-                    seq=seq,
-                    kind=cls.Kind.TOOL_CALL,
-                    tool=event.tool,
-                    call_id=event.call_id,
-                    arguments=event.arguments,
-                )
-            case ToolResult():
-                return cls(
-                    feed=feed,
-                    seq=seq,
-                    kind=cls.Kind.TOOL_RESULT,
-                    tool=event.tool,
-                    call_id=event.call_id,
-                    ok=event.ok,
-                    result_summary=event.summary,
-                    error=event.error,
-                    result_content=event.content,
-                    duration_ms=event.duration_ms,
-                    server=event.server,
-                    progress=event.progress,
-                    progress_total=event.total,
-                    progress_message=event.progress_message[:400],
-                    progress_count=event.progress_count,
-                    result_structured=event.structured,
-                    result_links=[link.to_json() for link in event.links] or None,
-                )
-            case Decision():
-                return cls(
-                    feed=feed,
-                    seq=seq,
-                    kind=cls.Kind.DECISION,
-                    tool=event.tool,
-                    call_id=event.call_id,
-                    state=event.decision,
-                    ok=event.approved,
-                    message=event.by[:400],
-                    result_summary=event.reason[:400],
-                    duration_ms=event.waited_ms,
-                )
-        raise TypeError(f"not a recorded event: {event!r}")
+        return cls(feed=feed, **row_values(event))
 
     def to_event(self) -> RecordedEvent:
-        if self.kind == self.Kind.STATUS:
-            return Status(
-                icon=self.icon,
-                message=self.message,
-                state=status_state(self.state),
-                tool=self.tool,
-                call_id=self.call_id,
-                seq=self.seq,
-            )
-        if self.kind == self.Kind.DECISION:
-            return Decision(
-                call_id=self.call_id,
-                tool=self.tool,
-                decision=decision_kind(self.state),
-                by=self.message,
-                reason=self.result_summary,
-                waited_ms=self.duration_ms or 0,
-                seq=self.seq,
-            )
-        if self.kind == self.Kind.TOOL_CALL:
-            return ToolCall(
-                tool=self.tool, call_id=self.call_id, arguments=self.arguments or {}, seq=self.seq
-            )
-        return ToolResult(
-            call_id=self.call_id,
-            ok=bool(self.ok),
-            summary=self.result_summary,
-            duration_ms=self.duration_ms or 0,
-            tool=self.tool,
-            error=self.error,
-            content=self.result_content,
-            server=self.server,
-            progress=self.progress,
-            total=self.progress_total,
-            progress_message=self.progress_message,
-            progress_count=self.progress_count,
-            structured=self.result_structured,
-            links=links_from_json(self.result_links),
-            seq=self.seq,
-        )
+        return from_row(RECORDED_TYPES[self.kind], functools.partial(getattr, self))
 
 
 class FeedPreferences(models.Model):

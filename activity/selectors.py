@@ -3,18 +3,22 @@ these, so the access rule is written once."""
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 from collections.abc import Iterable
+from datetime import datetime
 from typing import Any
 from weakref import WeakKeyDictionary
 
-from django.db.models import F, QuerySet
+from django.db import connection
+from django.db.models import F, QuerySet, Sum
 from django.http import HttpRequest
 
-from activity.access import is_auditor
-from activity.events import thinking_id
+from activity.auditing.access import is_auditor
 from activity.models import ActivityEvent, ActivityFeed, FeedPreferences, ModelCall
-from activity.preferences import ReaderSettings
+from activity.preferences.feed_prefs import ReaderSettings
+from activity.recording.events import thinking_id
+from project.sql import column, table
 
 # Per request, kept only while it lives: the language middleware and the page's view share
 # one read of the row.
@@ -31,7 +35,8 @@ def reader_settings(request: HttpRequest) -> ReaderSettings:
 
 
 def feeds_visible_to(user: Any) -> QuerySet[ActivityFeed]:
-    """Auditors (activity.access.is_auditor) see every feed; anyone else only their own."""
+    """Auditors (activity.auditing.access.is_auditor) see every feed; anyone else only their
+    own."""
     feeds = ActivityFeed.objects.all()
     if not is_auditor(user):
         feeds = feeds.filter(owner=user, hidden_from_owner=False)
@@ -111,3 +116,71 @@ async def areasoning_by_feed(feed_ids: Iterable[int | None]) -> dict[int, dict[s
     async for feed_id, round_number, text in _reasoning_rows(feed_ids):
         grouped[feed_id][thinking_id(round_number)] = text
     return grouped
+
+
+# Reads chat makes of feeds it does not own (see the contract on activity.models in
+# pyproject.toml): plain values, no rows.
+
+
+def feed_language(feed_id: int) -> str:
+    """The language a turn's lines are written in."""
+    return ActivityFeed.objects.values_list("language", flat=True).get(pk=feed_id)
+
+
+def feed_ids_of_conversations(conversation_ids: Iterable[Any]) -> list[int]:
+    return list(
+        ActivityFeed.objects.filter(conversation_id__in=list(conversation_ids)).values_list(
+            "pk", flat=True
+        )
+    )
+
+
+def calls_without_result(feed_id: int) -> list[tuple[str, str]]:
+    """The (tool, call_id) of each call written with no result after it, in seq order: the
+    calls that were on their way when a turn's process died."""
+    events = ActivityEvent.objects.filter(feed_id=feed_id)
+    results = events.filter(kind=ActivityEvent.Kind.TOOL_RESULT).values("call_id")
+    calls = events.filter(kind=ActivityEvent.Kind.TOOL_CALL).exclude(call_id__in=results)
+    return list(calls.order_by("seq").values_list("tool", "call_id"))
+
+
+def running_and_recent(owner_id: int, since: datetime) -> tuple[int, int]:
+    """The user's running turns and the turns they began since `since` (their feeds still
+    shown to them)."""
+    started = ActivityFeed._meta.get_field("started_at")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _counts_sql(),
+            [
+                owner_id,
+                False,
+                ActivityFeed.State.RUNNING,
+                owner_id,
+                False,
+                started.get_db_prep_value(since, connection),
+            ],
+        )
+        running, recent = cursor.fetchone()
+    return running, recent
+
+
+@functools.cache
+def _counts_sql() -> str:
+    """Both counts in one statement written once, each read through its own index: every
+    question runs it, and the ORM took longer to build two counts than SQLite to run them."""
+    feeds, owner, hidden = (
+        table(ActivityFeed),
+        column(ActivityFeed, "owner"),
+        column(ActivityFeed, "hidden_from_owner"),
+    )
+    of_owner = f"FROM {feeds} WHERE {owner} = %s AND {hidden} = %s"
+    return (
+        f"SELECT (SELECT COUNT(*) {of_owner} AND {column(ActivityFeed, 'state')} = %s),"
+        f" (SELECT COUNT(*) {of_owner} AND {column(ActivityFeed, 'started_at')} >= %s)"
+    )
+
+
+def tokens_since(owner_id: int, since: datetime) -> int:
+    """Tokens the user's turns used since `since`; a turn with unknown usage counts 0."""
+    feeds = ActivityFeed.objects.filter(owner_id=owner_id, started_at__gte=since)
+    return feeds.aggregate(used=Sum("total_tokens"))["used"] or 0

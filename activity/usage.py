@@ -13,7 +13,7 @@ from typing import Any
 
 from django.conf import settings
 
-from activity.events import ModelCallDone
+from activity.recording.events import ModelCallDone
 
 MILLION = Decimal(1_000_000)
 TOKEN_FIELDS = ("prompt_tokens", "completion_tokens", "reasoning_tokens", "cached_tokens")

@@ -10,8 +10,8 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
-from activity.forms import FeedPreferencesForm
 from activity.models import ActivityFeed, FeedPreferences
+from activity.preferences.forms import FeedPreferencesForm
 from activity.selectors import reader_settings
 from project.languages import supported
 

@@ -22,9 +22,14 @@ def main() -> None:
         django_with_fresh_database(Path(work))
         from django.contrib.auth.models import User
 
-        from activity.audit import ledger_problems, period, verify
-        from activity.chain import CLOSED_CALL_FIELDS, CLOSED_FEED_FIELDS, GENESIS, closing
+        from activity.auditing.audit import ledger_problems, period, verify
         from activity.models import ActivityEvent, ActivityFeed, ModelCall
+        from activity.recording.chain import (
+            CLOSED_CALL_FIELDS,
+            CLOSED_FEED_FIELDS,
+            GENESIS,
+            closing,
+        )
         from chat.models import Conversation
         from tests.support.turns import run_turn
 

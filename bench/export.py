@@ -21,7 +21,7 @@ def main() -> None:
         from django.contrib.auth.models import User
         from django.db.models import F
 
-        from activity.export import export_stream
+        from activity.auditing.export import export_stream
         from activity.models import ActivityEvent, ActivityFeed
 
         user = User.objects.get(username="demo")

@@ -14,8 +14,8 @@ django.setup()
 
 from common import machine, report  # noqa: E402
 
-from activity.live import LivePresenter  # noqa: E402
-from activity.preferences import FeedPrefs  # noqa: E402
+from activity.preferences.feed_prefs import FeedPrefs  # noqa: E402
+from activity.presenting.live import LivePresenter  # noqa: E402
 from chat.socket.render import live_ops  # noqa: E402
 
 BLOCKS = [

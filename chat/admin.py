@@ -15,11 +15,13 @@ from chat.models import (
     ContactRequest,
     Conversation,
     Document,
+    Elicitation,
     Message,
     OutboxEmail,
     ToolApproval,
 )
 from chat.servers import admin as mcp_admin  # noqa: F401  (the MCP servers' page registers itself)
+from chat.servers import grants_admin  # noqa: F401  (users' grants at MCP servers, read-only)
 
 
 class MessageInline(admin.TabularInline):
@@ -129,6 +131,30 @@ class ToolApprovalAdmin(admin.ModelAdmin):
     readonly_fields = ["answer", "call_id", "tool", "arguments", "asked_at", "deadline",
                        "decision", "decided_at", "decided_by", "reason"]  # fmt: skip
     exclude = ["state"]
+
+    @admin.display(description="owner")
+    def owner(self, row):
+        return row.answer.conversation.owner
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(Elicitation)
+class ElicitationAdmin(admin.ModelAdmin):
+    """MCP servers' questions and their answers: who answered what, and when (the feed has a
+    sealed line for each). A field the server marked sensitive is kept as its SHA-256."""
+
+    list_display = ["asked_at", "server", "mode", "owner", "state", "answered_by", "answered_at"]
+    list_filter = ["state", "mode", "server"]
+    list_select_related = ["answer__conversation__owner", "answered_by"]
+    search_fields = ["server", "call_id", "message", "answered_by__username"]
+    readonly_fields = ["id", "answer", "call_id", "server", "mode", "message", "requested_schema",
+                       "url", "server_elicitation_id", "asked_at", "deadline", "state", "content",
+                       "answered_at", "answered_by", "reason", "completed_at"]  # fmt: skip
 
     @admin.display(description="owner")
     def owner(self, row):

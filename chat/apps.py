@@ -12,7 +12,7 @@ class ChatConfig(AppConfig):
         """Connects the socket's receivers, registers the check of chat's sealed records and
         hands the agent the knowledge base and the outbox; a server declaration that cannot
         be used stops start-up, naming the setting."""
-        from activity.audit import register_record_check
+        from activity.auditing.audit import register_record_check
         from chat.agent import services
         from chat.agent.mcp.config import ServerConfigError, declared_servers
         from chat.conversations.outbox import outbox_add
@@ -29,6 +29,10 @@ class ChatConfig(AppConfig):
         )
 
         try:
-            declared_servers()
+            declared = declared_servers()
         except ServerConfigError as exc:
             raise ImproperlyConfigured(f"GLASSBOX_MCP_SERVERS: {exc}") from None
+        if any(spec.oauth for spec in declared):
+            from chat.servers.secrets import token_key
+
+            token_key()  # a production site without GLASSBOX_TOKEN_KEY stops here, saying so

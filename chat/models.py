@@ -336,3 +336,140 @@ class McpServerChange(models.Model):
 
     def delete(self, *args, **kwargs):
         raise ValueError("MCP server changes are append-only and cannot be deleted.")
+
+
+class Elicitation(models.Model):
+    """A question an MCP server asked the person during a tool call (form or URL mode), and
+    its answer: what, who and when. What a server marks sensitive is kept as a SHA-256, never
+    in clear (chat.agent.mcp.elicit_schema.kept)."""
+
+    class Mode(models.TextChoices):
+        FORM = "form"
+        URL = "url"
+
+    class State(models.TextChoices):
+        WAITING = "waiting"
+        ACCEPTED = "accept"
+        DECLINED = "decline"
+        CANCELLED = "cancel"
+        # Nobody answered before the deadline: the server was told `cancel`.
+        EXPIRED = "expired"
+        # The call, its turn or the server's session ended first: nobody can answer now.
+        ENDED = "ended"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    answer = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="elicitations")
+    call_id = models.CharField(max_length=64)
+    server = models.CharField(max_length=64)
+    mode = models.CharField(max_length=8, choices=Mode.choices)
+    # As the server sent them: untrusted text.
+    message = models.TextField()
+    requested_schema = models.JSONField(default=dict, blank=True)
+    url = models.TextField(blank=True)
+    server_elicitation_id = models.CharField(max_length=200, blank=True)
+    asked_at = models.DateTimeField(auto_now_add=True)
+    deadline = models.DateTimeField(db_index=True)
+    state = models.CharField(
+        max_length=8, choices=State.choices, default=State.WAITING, db_index=True
+    )
+    # The answer as kept: sensitive fields as "sha256:<hex>".
+    content = models.JSONField(null=True, blank=True)
+    answered_at = models.DateTimeField(null=True, blank=True)
+    answered_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True
+    )
+    # Why it ended without an answer, for people.
+    reason = models.CharField(max_length=300, blank=True)
+    # A URL-mode question the server said was completed.
+    completed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["asked_at"]
+
+    def __str__(self) -> str:
+        return f"{self.server}: {self.get_state_display()}"
+
+
+class McpGrant(models.Model):
+    """What one user granted Glassbox at one MCP server's authorization server: the tokens
+    and the client registration, both encrypted (chat.servers.secrets), and the scopes, which
+    are shown. The tokens act for this user only."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="mcp_grants"
+    )
+    server = models.CharField(max_length=24)
+    # Fernet tokens of the JSON the SDK stores; never shown, logged or exported.
+    tokens = models.TextField(blank=True, editable=False)
+    client = models.TextField(blank=True, editable=False)
+    scopes = models.CharField(max_length=1000, blank=True)
+    connected_at = models.DateTimeField(null=True, blank=True)
+    refreshed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["server"]
+        constraints = [
+            models.UniqueConstraint(fields=["user", "server"], name="one_grant_per_user_server")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.server} for user {self.user_id}"
+
+
+class McpConsent(models.Model):
+    """An authorization a turn waits for: the address its user opens, and the answer the
+    authorization server sends back (an encrypted one-time code, or an error). Found by the
+    hash of its `state`, which only the user's browser and the waiting turn know."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    server = models.CharField(max_length=24)
+    state_hash = models.CharField(max_length=64, unique=True)
+    authorization_url = models.TextField()
+    scopes = models.CharField(max_length=1000, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    deadline = models.DateTimeField()
+    answered_at = models.DateTimeField(null=True, blank=True)
+    code = models.TextField(blank=True, editable=False)
+    iss = models.CharField(max_length=500, blank=True)
+    error = models.CharField(max_length=100, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["user", "server", "-created_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.server} for user {self.user_id}"
+
+
+class McpGrantRecord(models.Model):
+    """One change to a user's grant at an MCP server: granted, refreshed, refused (denied at
+    the authorization server, or not answered in time), disconnected. Append-only, and never
+    holds a token."""
+
+    class Action(models.TextChoices):
+        GRANTED = "granted"
+        REFRESHED = "refreshed"
+        REFUSED = "refused"
+        DISCONNECTED = "disconnected"
+
+    at = models.DateTimeField(auto_now_add=True, db_index=True)
+    # PROTECT: accounts are erased (renamed), not deleted, so the record keeps who it was.
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    server = models.CharField(max_length=24)
+    action = models.CharField(max_length=12, choices=Action.choices)
+    scopes = models.CharField(max_length=1000, blank=True)
+    detail = models.CharField(max_length=200, blank=True)
+
+    class Meta:
+        ordering = ["-at", "-id"]
+        verbose_name = "MCP grant record"
+
+    def __str__(self) -> str:
+        return f"{self.server} {self.action}"
+
+    def save(self, *args, **kwargs):
+        if not self._state.adding:
+            raise ValueError("MCP grant records are append-only and cannot be changed.")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        raise ValueError("MCP grant records are append-only and cannot be deleted.")

@@ -232,7 +232,7 @@ GLASSBOX_DEMO_DELAY = env_float("GLASSBOX_DEMO_DELAY", 0.03)
 # as interrupted (its process died).
 GLASSBOX_HEARTBEAT_SECONDS = env_float("GLASSBOX_HEARTBEAT_SECONDS", 2.0)
 # What every running turn has shown (events, text) is written together this often, in one
-# transaction: a crash loses at most this window of it (activity.commits).
+# transaction: a crash loses at most this window of it (activity.recording.commits).
 GLASSBOX_COMMIT_SECONDS = env_float("GLASSBOX_COMMIT_SECONDS", 0.1)
 # Answer text is written at once past this many characters (else with the next commit).
 GLASSBOX_TEXT_FLUSH_CHARS = env_int("GLASSBOX_TEXT_FLUSH_CHARS", 2000)
@@ -258,6 +258,21 @@ GLASSBOX_MCP_SERVERS = env_str("GLASSBOX_MCP_SERVERS", "")
 # Seconds to open a session with an MCP server (and list its tools); a turn waits for a
 # server's first attempt at most this long, never for its retries.
 GLASSBOX_MCP_CONNECT_TIMEOUT = env_float("GLASSBOX_MCP_CONNECT_TIMEOUT", 10.0)
+# Per-user OAuth for MCP servers declared with "auth": "oauth". Tokens are stored encrypted
+# with this Fernet key (`python -c "from cryptography.fernet import Fernet;
+# print(Fernet.generate_key().decode())"`); only DEBUG and the demo fall back to a key made
+# from SECRET_KEY (chat.servers.secrets).
+GLASSBOX_TOKEN_KEY = env_str("GLASSBOX_TOKEN_KEY", "")
+# Where the authorization server sends the user back: this site's connections callback.
+GLASSBOX_OAUTH_REDIRECT_URL = env_str(
+    "GLASSBOX_OAUTH_REDIRECT_URL", "http://localhost:8000/accounts/connections/callback/"
+)
+# An https URL serving this site's client metadata document (CIMD), if it has one: servers
+# that accept such client IDs then need no registration.
+GLASSBOX_OAUTH_CLIENT_METADATA_URL = env_str("GLASSBOX_OAUTH_CLIENT_METADATA_URL", "") or None
+# Seconds a turn waits for its user to connect a server it needs (within the turn's own
+# GLASSBOX_TURN_TIMEOUT).
+GLASSBOX_OAUTH_CONSENT_TIMEOUT = env_float("GLASSBOX_OAUTH_CONSENT_TIMEOUT", 240.0)
 # Characters of an MCP tool's text result the model is given.
 GLASSBOX_MCP_RESULT_CHARS = env_int("GLASSBOX_MCP_RESULT_CHARS", 8000)
 # Which tools ask their user before each call, by name, over each tool's own setting (a
@@ -268,8 +283,16 @@ except ValueError as exc:
     raise ImproperlyConfigured(f"GLASSBOX_APPROVAL: {exc}") from None
 # Seconds a tool call waits for its approval before it is denied as timed out.
 GLASSBOX_APPROVAL_TIMEOUT = env_float("GLASSBOX_APPROVAL_TIMEOUT", 600.0)
+# Seconds an MCP server's question (elicitation) waits for its answer before it is cancelled;
+# the call's own time limit stands still meanwhile, the turn's (GLASSBOX_TURN_TIMEOUT) does not.
+GLASSBOX_ELICITATION_TIMEOUT = env_float("GLASSBOX_ELICITATION_TIMEOUT", 120.0)
 # Ask the provider for token usage in the stream (stream_options.include_usage).
 GLASSBOX_STREAM_USAGE = env_bool("GLASSBOX_STREAM_USAGE", True)
+# Traces (activity.telemetry): each finished turn goes to this OTLP/HTTP endpoint (empty: none,
+# and OpenTelemetry's SDK is not even imported); what was said goes only when the GenAI
+# conventions' own switch asks for it.
+OTEL_EXPORTER_OTLP_ENDPOINT = env_str("OTEL_EXPORTER_OTLP_ENDPOINT", "")
+OTEL_CAPTURE_MESSAGE_CONTENT = env_bool("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT")
 # Prices per million tokens by model, as JSON: {"gpt-4o-mini": {"prompt": 0.15,
 # "completion": 0.6, "cached": 0.075}}; turns of a priced model show their cost.
 # Read, and checked at start-up, by activity.usage.configured_prices().

@@ -9,6 +9,7 @@ from django.views.defaults import page_not_found
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from chat.pages import account as account_views
+from chat.pages import connections as connection_views
 
 # Swagger UI styles itself inline; its script is served as a file (the split view).
 api_docs = csp_override(
@@ -23,6 +24,22 @@ api_docs = csp_override(
 urlpatterns = [
     path("accounts/logout/", account_views.LogoutView.as_view(), name="logout"),
     path("accounts/token/", account_views.api_token, name="api_token"),
+    path("accounts/connections/", connection_views.connections, name="mcp_connections"),
+    path(
+        "accounts/connections/callback/",
+        connection_views.connection_callback,
+        name="mcp_connection_callback",
+    ),
+    path(
+        "oauth/client-metadata.json",
+        connection_views.client_metadata,
+        name="oauth_client_metadata",
+    ),
+    path(
+        "accounts/connections/<str:server>/authorize/",
+        connection_views.connection_authorize,
+        name="mcp_connection_authorize",
+    ),
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),
     path("api/", include("chat.api.urls")),

@@ -20,9 +20,9 @@ from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
-from activity.access import is_auditor
 from activity.api.pagination import CheckedCursorPagination
-from activity.export import (
+from activity.auditing.access import is_auditor
+from activity.auditing.export import (
     FORMATS,
     FeedData,
     csv_text,
@@ -31,7 +31,7 @@ from activity.export import (
     model_calls_data,
 )
 from activity.models import ActivityFeed
-from activity.preferences import FeedPrefs
+from activity.preferences.feed_prefs import FeedPrefs
 from activity.selectors import events_by_feed, feeds_filtered, feeds_visible_to
 
 logger = logging.getLogger("glassbox.export")
@@ -89,8 +89,8 @@ class ModelCallSerializer(TokensSerializer):
 
 
 class FeedSerializer(serializers.Serializer):
-    """A feed with its events in the live protocol: activity.export.FeedData, given as it is
-    (the fields are declared for the schema)."""
+    """A feed with its events in the live protocol: activity.auditing.export.FeedData, given
+    as it is (the fields are declared for the schema)."""
 
     id = serializers.IntegerField()
     conversation = serializers.UUIDField(allow_null=True)

@@ -15,7 +15,7 @@ from django.utils.formats import number_format
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
-from activity.presentation import seconds
+from activity.presenting.presentation import seconds
 
 register = template.Library()
 

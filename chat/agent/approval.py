@@ -9,7 +9,7 @@ from typing import Any
 
 from django.utils.translation import gettext as _
 
-from activity.events import Status, ToolResult
+from activity.recording.events import Status, ToolResult
 from chat.agent.calls import PendingCall
 from chat.agent.lines import fallback
 from chat.agent.outcome import CallOutcome

@@ -17,7 +17,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 from pydantic import BaseModel, ConfigDict, Field
 
-from activity.presentation import ToolLabels
+from activity.presenting.presentation import ToolLabels
 from chat.agent.arithmetic import ArithmeticError_, evaluate
 from chat.agent.services import provided
 from chat.agent.tools import Tool, ToolError, ToolOutcome, ToolRegistry

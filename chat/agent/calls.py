@@ -11,7 +11,7 @@ from typing import Any
 import jiter
 from django.utils.translation import gettext as _
 
-from activity.events import Status
+from activity.recording.events import Status, ToolFeedback
 from chat.agent.chunks import ToolDelta
 from chat.agent.tools import FEEDBACK_ARG, AgentTool, ToolError, ToolRegistry, truncate_feedback
 
@@ -40,7 +40,7 @@ class ToolCallAssembler:
     def __bool__(self) -> bool:
         return bool(self.calls)
 
-    def feed(self, delta: ToolDelta) -> list[Status]:
+    def feed(self, delta: ToolDelta) -> list[Status | ToolFeedback]:
         call = self.calls.setdefault(delta.index, PendingCall(index=delta.index))
         if delta.id and not call.call_id:
             call.call_id = delta.id
@@ -51,16 +51,19 @@ class ToolCallAssembler:
             return []
         if not call.call_id:
             call.call_id = f"call_{self.round_number}_{call.index}"
-        statuses = []
+        statuses: list[Status | ToolFeedback] = []
         tool = self.registry.get(call.name)
         if not call.announced:
             call.announced = True
             statuses.append(self._status(call, tool, working_message(tool, call.name)))
         if not call.feedback_shown and FEEDBACK_ARG in call.arguments:
-            feedback = complete_feedback(call.arguments)
-            if feedback:
+            feedback = finished_feedback(call.arguments)
+            if feedback is not None:
                 call.feedback_shown = True
-                statuses.append(self._status(call, tool, truncate_feedback(feedback)))
+                feedback = truncate_feedback(feedback)
+                if feedback:  # an empty one keeps the tool's own line
+                    statuses.append(self._status(call, tool, feedback))
+                statuses.append(ToolFeedback(call_id=call.call_id, feedback=feedback))
         return statuses
 
     def _status(self, call: PendingCall, tool: AgentTool | None, message: str) -> Status:
@@ -81,14 +84,15 @@ def working_message(tool: AgentTool | None, name: str) -> str:
     return str(tool.working_message) if tool else _("Running %(tool)s…") % {"tool": name}
 
 
-def complete_feedback(arguments: str) -> str:
-    """feedback_to_user once its string is complete in still-streaming JSON, else ''."""
+def finished_feedback(arguments: str) -> str | None:
+    """feedback_to_user once its string is complete in still-streaming JSON ('' for an empty
+    one), else None. jiter's partial mode leaves out a string that is not closed yet."""
     try:
         parsed = jiter.from_json(arguments.encode(), partial_mode="on")
     except ValueError:
-        return ""
+        return None
     value = parsed.get(FEEDBACK_ARG) if isinstance(parsed, dict) else None
-    return value.strip() if isinstance(value, str) else ""
+    return value.strip() if isinstance(value, str) else None
 
 
 def parse_arguments(tool: AgentTool, raw: str) -> tuple[dict[str, Any], Any]:

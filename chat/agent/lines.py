@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from django.utils.translation import gettext as _
 
-from activity.events import FALLBACK, Status
+from activity.recording.events import FALLBACK, Status
 
 
 # Built when a turn needs them, so they speak the turn's language.

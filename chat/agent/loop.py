@@ -13,12 +13,13 @@ from django.utils.translation import get_language
 from django.utils.translation import gettext as _
 from openai import AsyncOpenAI
 
-from activity.events import (
+from activity.recording.events import (
     FALLBACK,
     ModelCallDone,
     RecordedEvent,
     Status,
     TextDelta,
+    ToolFeedback,
 )
 from chat.agent.approval import Paused, Verdict, refused, waiting
 from chat.agent.calls import PendingCall, ToolCallAssembler, is_json
@@ -61,7 +62,7 @@ async def run_agent(
     language: str | None = None,
     resume: Paused | None = None,
     verdict: Verdict | None = None,
-) -> AsyncIterator[RecordedEvent | TextDelta | ModelCallDone | Paused]:
+) -> AsyncIterator[RecordedEvent | TextDelta | ToolFeedback | ModelCallDone | Paused]:
     """Yields Status, ToolCall, ToolResult and TextDelta events, and a ModelCallDone after
     each request to the model; the caller adds Done. A ToolCall comes before its tool runs,
     which waits until the caller asks for the next item. A call that must be approved first ends
@@ -151,7 +152,7 @@ async def _model_round(
     calls: ToolCallAssembler,
     used_tools: bool,
     falling_back: list[Status],
-) -> AsyncIterator[RecordedEvent | TextDelta | ModelCallDone]:
+) -> AsyncIterator[RecordedEvent | TextDelta | ToolFeedback | ModelCallDone]:
     """One request to the model, streamed: its thinking, text and tool calls as they come;
     the calls it asked for are left in `calls` and in the conversation. The 🔄 lines in
     `falling_back` are done once the answer or another call begins."""
@@ -185,10 +186,10 @@ async def _model_round(
             text.append(chunk.content)
             yield TextDelta(chunk.content)
         for tool_delta in chunk.tool_calls:
-            for status in calls.feed(tool_delta):
+            for shown in calls.feed(tool_delta):
                 for done in settle(falling_back):
                     yield done
-                yield status
+                yield shown
     if status := thinking.finish():
         yield status
     yield ModelCallDone(

@@ -10,7 +10,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from activity.events import RecordedEvent, ToolCall, ToolResult
+from activity.recording.events import RecordedEvent, ToolCall, ToolResult
 
 ChatMessage = dict[str, Any]
 

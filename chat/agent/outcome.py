@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from activity.events import Status, ToolResult
+from activity.recording.events import Status, ToolResult
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,8 +7,8 @@ import time
 
 from django.utils.translation import gettext as _
 
-from activity.events import REASONING, Status, thinking_id
-from activity.presentation import seconds
+from activity.presenting.presentation import seconds
+from activity.recording.events import REASONING, Status, thinking_id
 
 
 class Thinking:

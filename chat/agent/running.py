@@ -14,10 +14,11 @@ from functools import partial
 
 from django.utils.translation import gettext as _
 
-from activity.events import Status, ToolCall, ToolResult
+from activity.recording.events import Status, ToolCall, ToolResult
 from chat.agent.calls import PendingCall, parse_arguments, raw_arguments
 from chat.agent.lines import fallback
 from chat.agent.outcome import CallOutcome
+from chat.agent.questions import in_call
 from chat.agent.tools import ToolError, ToolOutcome, ToolRegistry, report_progress_to
 
 logger = logging.getLogger("glassbox.agent")
@@ -126,7 +127,10 @@ async def run_tool(
         if tool is None:
             raise ToolError(_("unknown tool"))
         parsed = parse_arguments(tool, call.arguments)[1]
-        outcome = await asyncio.wait_for(tool.run(parsed), time_limit)
+        async with asyncio.timeout(time_limit) as clock:
+            # A question the tool asks reaches this call, and stops its clock meanwhile.
+            in_call(call.call_id, clock)
+            outcome = await tool.run(parsed)
     except ToolError as exc:
         reason = error = str(exc)
     except TimeoutError:

@@ -15,8 +15,8 @@ from django.utils.module_loading import import_string
 from django.utils.translation import gettext as _
 from pydantic import BaseModel, ValidationError
 
-from activity.events import Link
-from activity.presentation import ToolLabels
+from activity.presenting.presentation import ToolLabels
+from activity.recording.events import Link
 
 FEEDBACK_ARG = "feedback_to_user"
 FEEDBACK_LIMIT = 100

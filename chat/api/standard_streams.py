@@ -187,7 +187,8 @@ STREAM_PARAMETERS = [
     description=(
         "One answer's turn as AG-UI events over server-sent events (https://docs.ag-ui.com): "
         "RUN_STARTED, STEP_STARTED/FINISHED per status line, TOOL_CALL_START/ARGS/END/RESULT, "
-        "TEXT_MESSAGE_START/CONTENT/END, CUSTOM `feedback`, `progress` and `decision`, then "
+        "TEXT_MESSAGE_START/CONTENT/END, CUSTOM `status`, `feedback`, `progress` and "
+        "`decision`, then "
         "RUN_FINISHED (with an interrupt while the turn waits for approval) or RUN_ERROR. "
         "Live while the turn runs, replayed once it is over; every frame has an `id:`, and "
         "`Last-Event-ID` resumes right after that frame."

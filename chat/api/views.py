@@ -19,8 +19,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from activity.api.pagination import CheckedCursorPagination
-from activity.events import Decision, Error, to_json
 from activity.models import FeedPreferences
+from activity.recording.events import Decision, Error, to_json
 from chat import turns
 from chat.api.parsers import RequestParser
 from chat.api.serializers import (

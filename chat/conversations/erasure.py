@@ -10,10 +10,10 @@ from django.db import transaction
 from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
-from activity.audit import reseal
-from activity.models import ActivityEvent, ActivityFeed, FeedPreferences
+from activity.recording import feeds
 from chat.conversations.access import conversations_closed
-from chat.models import ContactRequest, Conversation, Message
+from chat.models import ContactRequest, Conversation, McpConsent, Message
+from chat.servers.grants import connected, disconnect
 
 
 class ErasureRefused(Exception):
@@ -25,7 +25,8 @@ def terms() -> list[str]:
     return [
         "At once: the username, name, email and password are replaced (the account is "
         "renamed erased-<id>, deactivated and cannot log in; its sessions stop working), and "
-        "its API token, preferences and contact requests are deleted.",
+        "its API token, preferences, contact requests and connections to MCP servers (their "
+        "OAuth tokens) are deleted.",
         "At once: every question, answer and title of its conversations is emptied, and the "
         "conversations are deleted as their owner would delete them.",
         "Kept for the audit: each turn's feed as a skeleton (which tools ran, when, for how "
@@ -46,21 +47,14 @@ def account_erase(*, user: Any) -> str:
     conversations = Conversation.all_objects.filter(owner=user)
     Message.objects.filter(conversation__in=conversations).update(content="", client_id=None)
     conversations.update(title="", deleted_at=now)
-    # Events are append-only for everyone else; erasure is the one rewrite the audit allows.
-    ActivityEvent.objects.filter(feed__owner=user).update(
-        message="", arguments=None, result_summary="", result_content="", error=""
-    )
-    ActivityFeed.objects.filter(owner=user).update(hidden_from_owner=True, summary_text="")
-    # Their chains and closings no longer match what they hold: sealed again (the answers'
-    # texts now empty), and the reseal recorded.
-    reseal(
-        ActivityFeed.objects.filter(owner=user).values_list("pk", flat=True),
-        reason=f"account erasure of user {user.pk}",
-        answer_text="",
-    )
+    # Their chains and closings no longer match what they hold: sealed again, and the reseal
+    # recorded (activity.recording.feeds.erase_for).
+    feeds.erase_for(user, reason=f"account erasure of user {user.pk}")
     ContactRequest.objects.filter(owner=user).delete()
-    FeedPreferences.objects.filter(user=user).delete()
     Token.objects.filter(user=user).delete()
+    for grant in connected(user.pk):
+        disconnect(user_id=user.pk, server=grant.server, detail="account erased")
+    McpConsent.objects.filter(user=user).delete()
     user.username = f"erased-{user.pk}"
     user.first_name = user.last_name = user.email = ""
     user.is_active = user.is_staff = user.is_superuser = False

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from django.utils.translation import gettext as _
 
-from activity.presentation import seconds
+from activity.presenting.presentation import seconds
 from chat.conversations.inert_markdown import bad_targets, inert, literal
 from chat.conversations.selectors import TurnView
 from chat.models import Conversation, Message

@@ -1,5 +1,5 @@
 """The records chat keeps of a turn, checked against what its feed sealed (activity cannot
-read them: it never imports chat). Registered with activity.audit when chat starts, so
+read them: it never imports chat). Registered with activity.auditing.audit when chat starts, so
 `verify_audit`, the admin and the evidence check them with the chain."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from activity.chain import text_digest
 from activity.models import ActivityEvent, ActivityFeed
+from activity.recording.chain import text_digest
 from chat.models import Message, ToolApproval
 
 

@@ -16,11 +16,11 @@ from django.db.models.functions import Coalesce
 from django.shortcuts import get_object_or_404
 from django.utils import translation
 
-from activity.events import RecordedEvent, Status
-from activity.export import FeedData, feed_data
+from activity.auditing.export import FeedData, feed_data
 from activity.models import ActivityEvent, ActivityFeed
-from activity.preferences import FeedPrefs
-from activity.presentation import Line, visible_lines
+from activity.preferences.feed_prefs import FeedPrefs
+from activity.presenting.presentation import Line, visible_lines
+from activity.recording.events import RecordedEvent, Status
 from activity.selectors import (
     aevents_by_feed,
     areasoning_by_feed,

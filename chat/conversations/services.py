@@ -9,9 +9,10 @@ from django.db import transaction
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 
-from activity.audit import purge
-from activity.events import Status
-from activity.models import ActivityFeed
+from activity.auditing.audit import purge
+from activity.recording import feeds
+from activity.recording.events import Status
+from activity.selectors import feed_ids_of_conversations, feed_language
 from chat.conversations.access import conversations_closed
 from chat.conversations.selectors import CONTACT_TOOL
 from chat.conversations.text_rules import looks_empty, unstorable, without_bidi_controls
@@ -59,7 +60,7 @@ def conversation_delete(*, conversation: Conversation) -> None:
     Conversation.all_objects.filter(pk=conversation.pk, deleted_at__isnull=True).update(
         deleted_at=timezone.now()
     )
-    ActivityFeed.objects.filter(conversation_id=conversation.pk).update(hidden_from_owner=True)
+    feeds.hide_from_owner(conversation_id=conversation.pk)
     # A bulk update sends no model signal: its open sockets are told here.
     conversations_closed.send(Conversation, conversation_ids=[conversation.pk])
 
@@ -74,9 +75,7 @@ def deleted_conversations_purge() -> int:
     )
     if not expired:
         return 0
-    feed_ids = list(
-        ActivityFeed.objects.filter(conversation_id__in=expired).values_list("pk", flat=True)
-    )
+    feed_ids = feed_ids_of_conversations(expired)
     # Messages protect their feeds, so they go first.
     Message.objects.filter(conversation_id__in=expired).delete()
     purge(feed_ids)
@@ -104,11 +103,11 @@ def contact_request_create(
     )
     # The view offers the form only on an answer whose feed's tool opened it.
     assert message.feed_id is not None
-    language = ActivityFeed.objects.values_list("language", flat=True).get(pk=message.feed_id)
+    language = feed_language(message.feed_id)
     # In the turn's language, like every other line of its feed.
     with translation.override(language):
         sent = Status(
             icon="📨", message=_("Contact request sent"), state="done", tool=CONTACT_TOOL
         )
-    ActivityFeed.append_line(message.feed_id, sent)
+    feeds.append_late(message.feed_id, sent)
     return request

@@ -22,7 +22,7 @@ from chat.conversations.exports import conversation_markdown
 from chat.conversations.text_rules import unstorable
 from chat.models import Message
 from chat.pages.forms import ContactForm
-from chat.turns import actions
+from chat.turns import actions, question_cards
 from chat.turns.recovery import dead_turns_recover
 
 LIST_PAGE = 30
@@ -75,6 +75,8 @@ def _conversation_page(request, conversation, *, draft: str = "", status: int = 
         "draft": draft,
         # Without JavaScript the page reloads itself while an answer is being written.
         "refresh_url": _refresh_url(request, history.messages),
+        # MCP servers' questions waiting for an answer (answered here too without JavaScript).
+        "questions": question_cards.cards(conversation.pk),
     }
     if before is not None and request.htmx:
         return render(request, "chat/_earlier_turns.html", context)

@@ -3,6 +3,7 @@ pipeline, and shows its client every turn of the conversation. It never calls th
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -10,10 +11,10 @@ from channels.db import database_sync_to_async
 from django.utils import translation
 from django.utils.translation import gettext as _
 
-from activity.preferences import FeedPrefs
+from activity.preferences.feed_prefs import FeedPrefs
 from chat import turns
 from chat.models import Conversation
-from chat.socket import inbound, reads, render
+from chat.socket import inbound, questions, reads, render
 from chat.socket.guard import CLOSE_CODES, GuardedConsumer
 from chat.socket.viewer import Screen
 from chat.turns import actions, broadcast
@@ -60,6 +61,7 @@ class ChatConsumer(GuardedConsumer):
         )
         if opening.running is not None:
             await self.screen.join(opening.running, self.prefs)
+            await self.show_questions()
 
     @property
     def wants_json(self) -> bool:
@@ -107,6 +109,7 @@ class ChatConsumer(GuardedConsumer):
         if isinstance(request, actions.Resume):
             for answer_id in await reads.answers_of(self.conversation.pk, request.answer_ids):
                 await self.screen.join(answer_id, self.prefs)
+            await self.show_questions()
             return
         started = await actions.perform(
             request,
@@ -146,3 +149,22 @@ class ChatConsumer(GuardedConsumer):
     async def turn_event(self, message: dict[str, Any]) -> None:
         if not self.ended:
             self.screen.deliver(message)
+
+    async def elicitation_changed(self, message: dict[str, Any]) -> None:
+        """An MCP server's question was asked, answered or ended: every socket of the
+        conversation shows the cards as the record has them, its right checked first."""
+        if self.ended or not hasattr(self, "permit"):
+            return
+        try:
+            await self.show_questions(uuid.UUID(message["question_id"]), self.permit.check)
+        except reads.NotAllowed as problem:
+            await self.refused(problem)
+
+    async def show_questions(
+        self, changed: uuid.UUID | None = None, guard: Callable[[], None] | None = None
+    ) -> None:
+        shown = await questions.frame(
+            self.conversation.pk, as_json=self.wants_json, changed=changed, guard=guard
+        )
+        if shown is not None:
+            await self.send_text(shown)

@@ -22,7 +22,7 @@ from django.utils import timezone
 from django.utils.crypto import constant_time_compare
 
 from activity.models import ActivityFeed, FeedPreferences
-from activity.preferences import FeedPrefs
+from activity.preferences.feed_prefs import FeedPrefs
 from chat.conversations.selectors import TurnView
 from chat.models import Conversation, Message
 from chat.turns.recovery import dead_turns_recover

@@ -12,8 +12,8 @@ from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 from django.utils.translation import gettext as _
 
-from activity.events import Error, TurnStarted, to_json
-from activity.live import AddLine, AppendBlocks, Op, RemoveLine, ReplaceLine, SetTail
+from activity.presenting.live import AddLine, AppendBlocks, Op, RemoveLine, ReplaceLine, SetTail
+from activity.recording.events import Error, TurnStarted, to_json
 from chat.conversations.markdown import render_markdown
 from chat.conversations.selectors import TurnView
 from chat.models import Message

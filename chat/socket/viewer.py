@@ -10,10 +10,10 @@ from typing import Any
 
 from channels.db import database_sync_to_async
 
-from activity.events import TurnStarted, to_json
-from activity.live import LivePresenter
-from activity.live_markdown import split_settled
-from activity.preferences import FeedPrefs
+from activity.preferences.feed_prefs import FeedPrefs
+from activity.presenting.live import LivePresenter
+from activity.presenting.live_markdown import split_settled
+from activity.recording.events import TurnStarted, to_json
 from chat import turns
 from chat.conversations.selectors import TurnView, aturn_view
 from chat.models import Message

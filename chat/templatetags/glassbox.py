@@ -6,7 +6,7 @@ from datetime import timedelta
 from django import template
 from django.utils.safestring import mark_safe
 
-from activity.live_markdown import split_settled
+from activity.presenting.live_markdown import split_settled
 from chat.conversations.markdown import render_markdown
 from chat.pages.forms import ContactForm
 

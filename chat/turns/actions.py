@@ -15,9 +15,10 @@ from typing import Any
 
 from django.utils.translation import gettext as _
 
-from activity.events import Decision
+from activity.recording.events import Decision
 from chat import turns
 from chat.models import Conversation
+from chat.turns import elicitations
 from chat.turns.approvals import REASON_LIMIT
 
 # Each request is named by one field; the fields after it may come with it.
@@ -85,7 +86,19 @@ class Decide:
     reason: str = ""
 
 
-Request = Ask | Stop | Resume | Decide | Regenerate
+@dataclass(frozen=True, slots=True)
+class AnswerQuestion:
+    """An answer to an MCP server's question (chat.turns.elicitations)."""
+
+    question_id: uuid.UUID
+    action: str
+    values: dict[str, Any]
+
+
+Request = Ask | Stop | Resume | Decide | Regenerate | AnswerQuestion
+# An answer's form values come as `answer.<field>` (a page's form) or as one `answer`
+# object (a program); their own checks are the form's (chat.agent.mcp.elicit_schema).
+ANSWER_PREFIX = "answer."
 
 
 def decode(data: str | bytes, encoding: str = "utf-8") -> object:
@@ -142,6 +155,8 @@ def fields_of(data: object, known: Mapping[str, str] | set[str]) -> dict[str, An
 def read(data: object) -> Request:
     """The request a page's fields make: one request at a time, and a field no page sends
     is refused."""
+    if isinstance(data, Mapping) and "elicitation" in data:
+        return read_answer(data)
     data = fields_of(data, FIELDS | CARRIED)
     _one_request(data)
     if "stop" in data:
@@ -187,6 +202,29 @@ def read(data: object) -> Request:
             raise Unreadable(_("client_id must be a UUID."), field="client_id") from None
     # The question's own checks (text, length, storable) are the admission's, for all.
     return Ask(text=data.get("message", ""), client_id=client_id)
+
+
+def read_answer(data: Mapping[str, Any]) -> AnswerQuestion:
+    """An answer to a server's question: its id, accept / decline / cancel, the values."""
+    values = data.get("answer", {})
+    if not isinstance(values, dict):
+        raise Unreadable(_("The answer must be an object of the form's fields."), field="answer")
+    values = dict(values)
+    for name, value in data.items():
+        if name.startswith(ANSWER_PREFIX):
+            values[name.removeprefix(ANSWER_PREFIX)] = value
+        elif name not in {"elicitation", "action", "answer", *CARRIED}:
+            raise Unreadable(_("Unknown field: %(field)s.") % {"field": name})
+    try:
+        question_id = uuid.UUID(str(data["elicitation"]))
+    except ValueError:
+        raise Unreadable(
+            _("An answer needs the id of its question."), field="elicitation"
+        ) from None
+    action = data.get("action", "accept")
+    if action not in ("accept", "decline", "cancel"):
+        raise Unreadable(_("Answer with accept, decline or cancel."), field="action")
+    return AnswerQuestion(question_id=question_id, action=action, values=values)
 
 
 def _one_request(data: Mapping[str, Any]) -> None:
@@ -250,7 +288,7 @@ def _answer_id(value: object) -> int:
 
 
 async def perform(
-    request: Stop | Regenerate | Decide | Ask,
+    request: Stop | Regenerate | Decide | Ask | AnswerQuestion,
     *,
     conversation: Conversation,
     user: Any,
@@ -276,6 +314,14 @@ async def perform(
                 user=user,
                 approve=request.approve,
                 reason=request.reason,
+            )
+        case AnswerQuestion():
+            await elicitations.answer(
+                conversation_id=conversation.pk,
+                question_id=request.question_id,
+                user=user,
+                action=request.action,
+                values=request.values,
             )
         case Ask():
             return await turns.begin(

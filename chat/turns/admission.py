@@ -3,7 +3,6 @@ limits, one running turn per conversation, and `client_id` joins of a repeated s
 
 from __future__ import annotations
 
-import functools
 import math
 import uuid
 from collections.abc import Callable
@@ -11,19 +10,18 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
-from django.db import IntegrityError, connection, transaction
-from django.db.models import Sum
+from django.db import IntegrityError, transaction
 from django.utils import timezone, translation
 from django.utils.formats import number_format
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
-from activity.models import ActivityFeed
+from activity.recording.feeds import open_feed
+from activity.selectors import running_and_recent, tokens_since
 from chat.conversations.text_rules import looks_empty, unstorable
 from chat.models import Conversation, Message
 from chat.turns.recovery import dead_turns_recover
 from project.languages import written_language
-from project.sql import column, table
 
 
 class TurnRejected(Exception):
@@ -184,43 +182,12 @@ def _check_limits(owner_id: int) -> None:
 
 def _counts(owner_id: int) -> tuple[int, int]:
     """The user's running turns and the turns they began in the last minute."""
-    started = ActivityFeed._meta.get_field("started_at")
-    with connection.cursor() as cursor:
-        cursor.execute(
-            _counts_sql(),
-            [
-                owner_id,
-                False,
-                ActivityFeed.State.RUNNING,
-                owner_id,
-                False,
-                started.get_db_prep_value(timezone.now() - timedelta(minutes=1), connection),
-            ],
-        )
-        running, asked = cursor.fetchone()
-    return running, asked
-
-
-@functools.cache
-def _counts_sql() -> str:
-    """Both counts in one statement written once, each read through its own index: every
-    question runs it, and the ORM took longer to build two counts than SQLite to run them."""
-    feeds, owner, hidden = (
-        table(ActivityFeed),
-        column(ActivityFeed, "owner"),
-        column(ActivityFeed, "hidden_from_owner"),
-    )
-    of_owner = f"FROM {feeds} WHERE {owner} = %s AND {hidden} = %s"
-    return (
-        f"SELECT (SELECT COUNT(*) {of_owner} AND {column(ActivityFeed, 'state')} = %s),"
-        f" (SELECT COUNT(*) {of_owner} AND {column(ActivityFeed, 'started_at')} >= %s)"
-    )
+    return running_and_recent(owner_id, timezone.now() - timedelta(minutes=1))
 
 
 def tokens_today(owner_id: int) -> int:
     """Tokens the user's turns used since midnight UTC; a turn with unknown usage counts 0."""
-    feeds = ActivityFeed.objects.filter(owner_id=owner_id, started_at__gte=_midnight())
-    return feeds.aggregate(used=Sum("total_tokens"))["used"] or 0
+    return tokens_since(owner_id, _midnight())
 
 
 def _midnight() -> datetime:
@@ -267,7 +234,7 @@ def _turn_create(
 
 def _answer_create(conversation: Conversation, language: str, **fields) -> Message:
     """A streaming answer with its feed; the caller holds the transaction."""
-    feed = ActivityFeed.objects.create(
+    feed = open_feed(
         owner_id=conversation.owner_id, conversation_id=conversation.pk, language=language
     )
     return Message.objects.create(

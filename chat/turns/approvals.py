@@ -18,8 +18,8 @@ from django.db.models import QuerySet
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from activity.events import Decision, decision_kind
-from activity.models import ActivityEvent, ActivityFeed
+from activity.recording import feeds
+from activity.recording.events import Decision, decision_kind
 from chat.agent.approval import Paused, Verdict
 from chat.models import Message, ToolApproval
 from chat.turns import registry, runner
@@ -126,26 +126,21 @@ def _claim(
         # The decision is recorded with its claim, numbered after the pause's last line (a
         # paused turn has nothing unwritten): whoever asked gets its seq, and a process that
         # dies before the turn goes on still leaves it in the audit.
-        last, head = ActivityEvent.head_of(feed.pk)
-        decision = Decision(
+        asked = Decision(
             call_id=approval.call_id,
             tool=approval.tool,
             decision=decision_kind(kind),
             by=approval.decided_by.get_username() if approval.decided_by else "",
             reason=reason,
             waited_ms=int((now - approval.asked_at).total_seconds() * 1000),
-            seq=last + 1,
         )
-        sealed = ActivityEvent.append(feed, decision, after=head)
-        # Running again: the conversation's one open turn stays this one.
+        # Running again: the conversation's one open turn stays this one. The answer's row
+        # is locked before its feed's, in the order recovery locks them.
         Message.objects.filter(pk=approval.answer_id).update(state=Message.State.STREAMING)
-        feed.seq_reserved = max(feed.seq_reserved, last + 1)
-        ActivityFeed.objects.filter(pk=feed.pk).update(
-            state=ActivityFeed.State.RUNNING,
-            heartbeat_at=now,
-            seq_reserved=feed.seq_reserved,
-            chain_head=sealed.chain,
-        )
+        (decision,) = feeds.append(feed.pk, [asked], state="running", heartbeat_at=now).events
+        assert isinstance(decision, Decision)
+        # The resumed run numbers on from here (activity.recording.recorder).
+        feed.seq_reserved = max(feed.seq_reserved, decision.seq or 0)
     approval.answer.state = Message.State.STREAMING
     return approval, decision
 

@@ -12,21 +12,27 @@ from openai import AsyncOpenAI
 
 from chat.agent.builtin_tools import default_registry
 from chat.agent.client import make_client
-from chat.agent.mcp import connected_tools
+from chat.agent.mcp import connected_tools, user_tools
 from chat.agent.tools import ToolRegistry
+from chat.servers.asking import ConnectAsker
 from chat.servers.configured import configured_servers
 
 
-async def configured_tools() -> ToolRegistry:
-    """The built-in tools and those of the MCP servers that are connected now."""
-    return default_registry().with_tools(await connected_tools(await configured_servers()))
+async def configured_tools(asker: ConnectAsker | None = None) -> ToolRegistry:
+    """The built-in tools and those of the MCP servers that are connected now; with an
+    asker, those its user connects to with their own grant too (asked for in the feed)."""
+    specs = await configured_servers()
+    tools = await connected_tools(specs)
+    if asker is not None:
+        tools += await user_tools(specs, asker)
+    return default_registry().with_tools(tools)
 
 
 @dataclass(frozen=True, slots=True)
 class Dependencies:
     # The client is shared by the turns of this process (see make_client).
     client_factory: Callable[[], AsyncOpenAI] = make_client
-    tools: Callable[[], Awaitable[ToolRegistry]] = configured_tools
+    tools: Callable[[ConnectAsker | None], Awaitable[ToolRegistry]] = configured_tools
 
 
 _current = Dependencies()

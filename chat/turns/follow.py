@@ -3,12 +3,12 @@ nothing out of order, and an end for every turn.
 
 The channel layer may drop messages to a slow reader (channels-redis drops silently at a full
 channel), so a gap is filled: a status or tool event is broadcast with the events before it
-that are not written yet (they are written in batches, activity.recorder), and every event
-before those is in the database; a missing stretch of answer text comes from the running
-process's buffer or the stored text, or, if neither has it yet, from the finished answer just
-before `done` (which also brings any text lost at the very end). A turn that goes quiet is
-looked up in the database: a `done` that was dropped is found there, and a runner that died
-is recovered (chat.turns.recovery)."""
+that are not written yet (they are written in batches, activity.recording.recorder), and
+every event before those is in the database; a missing stretch of answer text comes from the
+running process's buffer or the stored text, or, if neither has it yet, from the finished
+answer just before `done` (which also brings any text lost at the very end). A turn that goes
+quiet is looked up in the database: a `done` that was dropped is found there, and a runner
+that died is recovered (chat.turns.recovery)."""
 
 from __future__ import annotations
 
@@ -22,12 +22,13 @@ from typing import Any, Protocol
 
 from channels.db import database_sync_to_async
 
-from activity.events import Done, TextDelta, TurnStarted, to_json, turn_state
 from activity.models import ActivityEvent
-from activity.preferences import FeedPrefs
+from activity.preferences.feed_prefs import FeedPrefs
+from activity.recording.events import Done, TextDelta, TurnStarted, to_json, turn_state
 from chat.conversations.selectors import TurnView, aturn_view
 from chat.models import Message
 from chat.turns import registry
+from chat.turns.feedback import feedback_of, with_feedback
 from chat.turns.recovery import dead_turns_recover, quiet_seconds
 
 
@@ -43,6 +44,8 @@ class Position:
 
     seq: int = 0
     text: int = 0
+    # The calls whose tool_feedback it has (a live-only event, so not counted by seq).
+    feedback: frozenset[str] = frozenset()
 
 
 async def snapshot(answer_id: int, prefs: FeedPrefs | None = None) -> tuple[TurnView, Position]:
@@ -53,14 +56,15 @@ async def snapshot(answer_id: int, prefs: FeedPrefs | None = None) -> tuple[Turn
     # No wait since the pending events were taken: the text is from the same moment.
     view = dataclasses.replace(view, content=registry.text_so_far(answer_id, view.content))
     last = view.events[-1].seq if view.events else 0
-    return view, Position(seq=last or 0, text=len(view.content))
+    given = frozenset(feedback_of([to_json(event) for event in view.events]))
+    return view, Position(seq=last or 0, text=len(view.content), feedback=given)
 
 
 def replay(view: TurnView) -> list[dict[str, Any]]:
     """A snapshot as the events a follower that joins now has missed: `turn`, what is
     recorded, the text so far, and `done` if the turn is already over."""
     events = [to_json(TurnStarted(str(view.question_id), str(view.pk)))]
-    events += [to_json(event) for event in view.events]
+    events += with_feedback([to_json(event) for event in view.events])
     if view.content:
         events.append(to_json(TextDelta(view.content)))
     if view.state not in Message.OPEN_STATES:
@@ -112,6 +116,7 @@ class _Gaps:
         self.text = position.text
         self.text_gap = False
         self.finished = False
+        self.feedback = set(position.feedback)
 
     async def admit(self, message: dict[str, Any]) -> list[dict[str, Any]]:
         """The events of a `turn.event` group message as this follower should get them, in
@@ -134,6 +139,12 @@ class _Gaps:
             if written["text"] is None or written["text"] > self.text or self.text_gap:
                 rest = await self._missing_text_at_end()
             return [*lines, *rest, event]
+        if event["type"] == "tool_feedback":
+            # Live only: given once, whether the snapshot or the group brought it first.
+            if self.finished or event["call_id"] in self.feedback:
+                return []
+            self.feedback.add(event["call_id"])
+            return [event]
         if "seq" not in event:
             # A tool's progress: live only, and the next one supersedes it.
             return [] if self.finished else [event]

@@ -2,7 +2,8 @@
 
 The policy, stated once:
 - a running turn beats every GLASSBOX_HEARTBEAT_SECONDS (chat.turns.runner); its events and
-  text are written every GLASSBOX_COMMIT_SECONDS (activity.commits), a tool call before it runs;
+  text are written every GLASSBOX_COMMIT_SECONDS (activity.recording.commits), a tool call
+  before it runs;
 - a follower that hears nothing of a turn for QUIET_BEATS beats reads its end from the
   database (its `done` may have been dropped) and, when no runner of this process holds it,
   looks for a dead runner here;
@@ -18,22 +19,30 @@ from __future__ import annotations
 import logging
 import uuid
 from datetime import timedelta
+from typing import Any, Protocol
 
 from asgiref.sync import async_to_sync
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Count, Max
+from django.db.models import Max
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 
-from activity.chain import text_digest
-from activity.events import Done, Status, to_json, with_seq
-from activity.models import ActivityEvent, ActivityFeed
+from activity.recording import feeds
+from activity.recording.events import Done, Status, to_json, with_seq
+from activity.selectors import calls_without_result
 from chat.models import Conversation, Message
 from chat.turns import registry
 from chat.turns.broadcast import send_turn_event
 
 logger = logging.getLogger("glassbox.recovery")
+
+
+class ReservedFeed(Protocol):
+    """What recovery reads of a turn's feed row (its answer's `feed`)."""
+
+    pk: Any
+    seq_reserved: int
 
 
 def lost() -> Status:
@@ -105,67 +114,54 @@ def _tell_clients(answer: Message, last_seq: int) -> None:
         )
 
 
-def _keep_what_was_held(answer: Message, feed: ActivityFeed) -> None:
+def _keep_what_was_held(answer: Message, feed_id: int) -> None:
     """A turn of this process that could not write its end (the database was away for
     longer than it waited) left its events, model calls and text here: written now, so the
     turn is closed with what it had, not as an empty interruption."""
     held = registry.released(answer.pk)
     if held is None:
         return
-    ActivityFeed.keep_held(feed.pk, held.events, held.calls)
+    feeds.keep_held(feed_id, held.events, held.calls)
     if len(held.text) > len(answer.content):
         Message.objects.filter(pk=answer.pk).update(content=held.text)
 
 
 @transaction.atomic
-def _interrupt(answer: Message, feed: ActivityFeed) -> int | None:
+def _interrupt(answer: Message, feed: ReservedFeed) -> int | None:
     """Closes the turn with a ❔ line for each call that had no result and the ⚠️ line; its
     last seq, or None if another process closed it. A feed whose record fails its check (its
-    last events removed, say) is closed without a line and without a seal: sealing after it
-    would make the damage read intact."""
+    last events removed, say) is closed without a line and without a seal (activity.recording.feeds
+    .interrupt)."""
     # Only one process may close a turn: the state check makes the update the lock.
     closed = Message.objects.filter(pk=answer.pk, state=Message.State.STREAMING).update(
         state=Message.State.INTERRUPTED
     )
     if not closed:
         return None
-    _keep_what_was_held(answer, feed)
-    written = feed.events.aggregate(seq=Max("seq"), count=Count("pk"))
-    # Above any seq the dead process may have shown without writing it (its reservation, read
-    # with the turn in this pass): a follower that saw that line would take this one for it.
-    above = max(written["seq"] or 0, feed.seq_reserved)
-    lines = [*_unknown_outcomes(feed), lost()]
+    _keep_what_was_held(answer, feed.pk)
+    lines = [*_unknown_outcomes(feed.pk), lost()]
     ended = {
-        "state": ActivityFeed.State.INTERRUPTED,
+        "state": "interrupted",
         "finished_at": timezone.now(),
         "summary_icon": lines[-1].icon,
         "summary_text": lines[-1].message,
     }
-    if not ActivityFeed.holds(feed.pk):
+    content = Message.objects.filter(pk=answer.pk).values_list("content", flat=True).get()
+    # Above any seq the dead process may have shown without writing it (its reservation, read
+    # with the turn in this pass): a follower that saw that line would take this one for it.
+    ended_as = feeds.interrupt(
+        feed.pk, lines, above=feed.seq_reserved, fields=ended, answer_text=content
+    )
+    if not ended_as.sealed:
         logger.error(
             "feed %s of turn %s fails its chain check: closed as interrupted without sealing "
             "after it; manage.py verify_audit names the break",
             feed.pk,
             answer.pk,
         )
-        ActivityFeed.end_unsealed(feed.pk, ended)
-        return above + 1
-    head = ActivityEvent.head_of(feed.pk)[1]
-    for seq, line in enumerate(lines, start=above + 1):
-        head = ActivityEvent.append(feed, with_seq(line, seq), after=head).chain
-    ActivityFeed.objects.filter(pk=feed.pk).update(
-        **ended, event_count=written["count"] + len(lines), chain_head=head
-    )
-    content = Message.objects.filter(pk=answer.pk).values_list("content", flat=True).get()
-    ActivityFeed.seal_end(feed.pk, answer_sha256=text_digest(content))
-    return above + len(lines)
+    return ended_as.last_seq
 
 
-def _unknown_outcomes(feed: ActivityFeed) -> list[Status]:
+def _unknown_outcomes(feed_id: int) -> list[Status]:
     """A line for each call that was on its way when the process died."""
-    results = feed.events.filter(kind=ActivityEvent.Kind.TOOL_RESULT).values("call_id")
-    calls = feed.events.filter(kind=ActivityEvent.Kind.TOOL_CALL).exclude(call_id__in=results)
-    return [
-        unknown_outcome(tool, call_id)
-        for tool, call_id in calls.order_by("seq").values_list("tool", "call_id")
-    ]
+    return [unknown_outcome(tool, call_id) for tool, call_id in calls_without_result(feed_id)]

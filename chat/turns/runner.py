@@ -11,13 +11,18 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
+from channels.db import database_sync_to_async
 from django.conf import settings
 from django.db import DatabaseError, InterfaceError, OperationalError
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 
-from activity.commits import Ride
-from activity.events import (
+from activity import telemetry
+from activity.preferences.feed_prefs import FeedPrefs
+from activity.presenting.presentation import summarize
+from activity.recording import feeds
+from activity.recording.commits import Ride
+from activity.recording.events import (
     Decision,
     Done,
     ModelCallDone,
@@ -25,23 +30,25 @@ from activity.events import (
     Status,
     TextDelta,
     ToolCall,
+    ToolFeedback,
     to_json,
     turn_state,
 )
-from activity.models import ActivityFeed
-from activity.preferences import FeedPrefs
-from activity.presentation import summarize
-from activity.recorder import FeedRecorder
+from activity.recording.recorder import FeedRecorder
+from activity.recording.writes import update_row
 from activity.usage import configured_prices
-from activity.writes import update_row
 from chat.agent.approval import Paused, Verdict
 from chat.agent.builtin_tools import default_registry
 from chat.agent.errors import describe_failure
 from chat.agent.loop import run_agent
+from chat.agent.mcp import release_asker
+from chat.agent.questions import ask_with
 from chat.agent.tools import ToolRegistry
 from chat.models import Conversation, Message, ToolApproval
+from chat.servers.asking import ConnectAsker
 from chat.turns import deps, registry
 from chat.turns.broadcast import send_turn_event
+from chat.turns.elicitations import TurnAsker
 from chat.turns.history import amodel_history
 from chat.turns.policy import agent_policy
 
@@ -52,7 +59,7 @@ async def heartbeat(recorder: FeedRecorder, turn: asyncio.Task) -> None:
     """Proves the turn alive, with the group commit that writes what it did meanwhile, and
     picks up a Stop from another process."""
     interval = settings.GLASSBOX_HEARTBEAT_SECONDS
-    beat = functools.partial(_beat, recorder.feed.pk)
+    beat = functools.partial(_stop_asked, recorder.feed.pk)
     while True:
         await asyncio.sleep(interval)
         try:
@@ -68,13 +75,10 @@ async def heartbeat(recorder: FeedRecorder, turn: asyncio.Task) -> None:
             return
 
 
-def _beat(feed_id: int) -> bool:
-    """In a commit's transaction; True when a Stop was asked for (the feed is then not
-    marked alive: it is about to end)."""
-    alive = update_row(
-        ActivityFeed, feed_id, {"heartbeat_at": timezone.now()}, stop_requested=False
-    )
-    return not alive
+def _stop_asked(feed_id: int) -> bool:
+    """The beat, in a commit's transaction; True when a Stop was asked for (the feed is then
+    not marked alive: it is about to end)."""
+    return not feeds.beat(feed_id)
 
 
 class AnswerText:
@@ -193,6 +197,8 @@ async def _turn_run(
             unsaved=[to_json(e) for e in recorder.unsaved(before=recorded.seq or 0)],
         )
 
+    # An MCP server's question during a call is shown and answered as this turn's.
+    ask_with(TurnAsker(answer, emit))
     state = Message.State.COMPLETE
     if decided is not None:
         # Recorded and numbered with its claim (chat.turns.approvals): only shown here.
@@ -201,9 +207,10 @@ async def _turn_run(
     assert this is not None  # a turn runs as a task of its own (registry.launch)
     recorder.join(text)
     beating = asyncio.create_task(heartbeat(recorder, this))
+    asker = ConnectAsker(recorder.feed.owner_id, emit)
     try:
         async with asyncio.timeout(settings.GLASSBOX_TURN_TIMEOUT):
-            tools = await dependencies.tools()
+            tools = await dependencies.tools(asker)
             # A turn lives outside the request cycle that closes expired or broken database
             # connections: its trips to the database thread (database_sync_to_async) do.
             if resume is not None:
@@ -223,6 +230,9 @@ async def _turn_run(
                     await text.add(event.content)
                 elif isinstance(event, ModelCallDone):
                     recorder.add_call(event)
+                elif isinstance(event, ToolFeedback):
+                    # The seed's event for programs: live only, the status line keeps it.
+                    await send_turn_event(group, answer_id=answer.pk, event=to_json(event))
                 elif isinstance(event, Paused):
                     paused = event
                     await _pause(answer, recorder, text, paused)
@@ -241,6 +251,8 @@ async def _turn_run(
         await emit(Status(icon="❌", message=reason[0].upper() + reason[1:], state="failed"))
     finally:
         beating.cancel()
+        asker.close()
+        release_asker(asker)
     if paused is not None and state == Message.State.COMPLETE:
         registry.text_finished(answer.pk, text)
         return Message.State.WAITING
@@ -278,9 +290,7 @@ async def _pause(
             deadline=timezone.now() + timedelta(seconds=settings.GLASSBOX_APPROVAL_TIMEOUT),
         )
         Message.objects.filter(pk=answer.pk).update(content=content, state=Message.State.WAITING)
-        ActivityFeed.objects.filter(pk=answer.answer_feed.pk).update(
-            state=ActivityFeed.State.WAITING, event_count=count, chain_head=head
-        )
+        feeds.pause(answer.answer_feed.pk, event_count=count, head=head)
 
     recorder.leave()  # the text is written with the pause
     await recorder.write(store)
@@ -352,7 +362,7 @@ async def _finish(
         # and this process could not prove it alive): rolled back then, its rows with it.
         if not update_row(Message, answer.pk, {"content": content, "state": state}, state=opened):
             raise ClosedElsewhere
-        ActivityFeed.close(recorder.feed.pk, feed)
+        feeds.finish(recorder.feed.pk, feed)
 
     # Every event, the text and the end in one transaction, before `done` goes out.
     recorder.leave()
@@ -383,3 +393,14 @@ async def _finish(
         event=to_json(done),
         written={"seq": recorder.last_seq, "text": len(content)},
     )
+    if telemetry.enabled():
+        await _trace_sent(recorder.feed.pk)
+
+
+async def _trace_sent(feed_id: int) -> None:
+    """The turn's trace, read back from what was just written; a backend that is away costs
+    the trace, never the turn (the SDK's batch thread does the sending)."""
+    try:
+        await database_sync_to_async(telemetry.turn_ended)(feed_id)
+    except Exception:
+        logger.warning("the trace of feed %s could not be sent", feed_id, exc_info=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from activity.models import ActivityFeed
+from activity.recording import feeds
 from chat.models import Message
 from chat.turns import approvals, registry
 
@@ -28,5 +28,5 @@ async def stop(*, conversation_id: uuid.UUID, answer_id: int) -> bool:
             conversation_id=conversation_id, answer_id=answer_id
         )
     if not registry.cancel(answer_id):
-        await ActivityFeed.objects.filter(pk=feed_id).aupdate(stop_requested=True)
+        await feeds.request_stop(feed_id)
     return True

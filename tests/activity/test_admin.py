@@ -94,7 +94,7 @@ def test_events_are_append_only_in_code_too(searched_feed):
 async def test_the_export_action_streams_ndjson_and_csv_a_chunk_of_feeds_at_a_time(
     searched_feed, failed_feed, monkeypatch
 ):
-    monkeypatch.setattr("activity.export.CHUNK", 1)
+    monkeypatch.setattr("activity.auditing.export.CHUNK", 1)
     admin = await get_user_model().objects.acreate(username="root", is_staff=True)
     admin.is_superuser = True
     await admin.asave()

@@ -14,8 +14,8 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
-from activity.chain import GENESIS, link
 from activity.models import ActivityEvent, ActivityFeed, ChainReseal
+from activity.recording.chain import GENESIS, link
 from chat.conversations.services import contact_request_create
 from tests.support.audit import sql, verify
 from tests.support.turns import run_turn

@@ -21,10 +21,11 @@ from django.db import connection, transaction
 from django.test import AsyncClient
 from django.utils import timezone
 
-from activity.audit import ledger_problems
-from activity.chain import GENESIS, SEAL_V1, link
-from activity.events import ToolResult
+from activity.auditing.audit import ledger_problems
 from activity.models import ActivityEvent, ActivityFeed, LedgerEntry
+from activity.recording import feeds
+from activity.recording.chain import GENESIS, SEAL_V1, link
+from activity.recording.events import ToolResult
 from chat.conversations.services import conversation_delete, deleted_conversations_purge
 from chat.models import Conversation, Message
 from chat.turns.recovery import dead_turns_recover
@@ -122,11 +123,12 @@ def test_recovery_seals_a_dead_turn_whose_chain_holds(alice_conversation):
 
 def result_with(feed_id: int, structured) -> ActivityEvent:
     """A tool's structured result appended to a feed by the application."""
-    return ActivityFeed.append_line(
+    written = feeds.append_late(
         feed_id,
         ToolResult(call_id="call_x", ok=True, summary="1 record", duration_ms=5,
                    structured=structured),
     )  # fmt: skip
+    return ActivityEvent.objects.get(feed_id=feed_id, seq=written.seq)
 
 
 def test_a_number_turned_into_a_string_breaks_the_chain(answered):

@@ -2,7 +2,15 @@ from __future__ import annotations
 
 import pytest
 
-from activity.events import Done, Status, TextDelta, ToolCall, ToolResult, from_json, to_json
+from activity.recording.events import (
+    Done,
+    Status,
+    TextDelta,
+    ToolCall,
+    ToolResult,
+    from_json,
+    to_json,
+)
 
 
 def test_status_json_is_the_documented_protocol():

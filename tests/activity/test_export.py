@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from activity.export import safe_cell
+from activity.auditing.export import safe_cell
 
 
 @pytest.mark.parametrize(

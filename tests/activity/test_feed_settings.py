@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from activity.live import LivePresenter
-from activity.preferences import FeedPrefs
+from activity.preferences.feed_prefs import FeedPrefs
+from activity.presenting.live import LivePresenter
 from tests.support.mcp import ROOT
 
 

@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from activity.live import (
+from activity.preferences.feed_prefs import DEFAULT_LABELS, FeedPrefs, PreferenceError
+from activity.presenting.live import (
     AddLine,
     AppendBlocks,
     LivePresenter,
@@ -10,7 +11,6 @@ from activity.live import (
     ReplaceLine,
     SetTail,
 )
-from activity.preferences import DEFAULT_LABELS, FeedPrefs, PreferenceError
 
 
 def status(seq, icon, message, state="in_progress", tool="", call_id=""):

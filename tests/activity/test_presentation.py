@@ -1,7 +1,6 @@
 from __future__ import annotations
 
-from activity.events import Status, ToolCall, ToolResult
-from activity.presentation import (
+from activity.presenting.presentation import (
     DETAIL_ROOM,
     WHOLE_MESSAGE,
     Summary,
@@ -9,6 +8,7 @@ from activity.presentation import (
     summarize,
     visible_lines,
 )
+from activity.recording.events import Status, ToolCall, ToolResult
 from chat.agent.tools import truncate_feedback
 
 LABELS = {

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from asgiref.sync import sync_to_async
 
-from activity.events import Status
 from activity.models import ActivityEvent, ActivityFeed
-from activity.recorder import FeedRecorder
+from activity.recording.events import Status
+from activity.recording.recorder import FeedRecorder
 from chat.turns.admission import admit
 from chat.turns.recovery import _interrupt
 from tests.support import QUESTION

@@ -7,7 +7,7 @@ from django.db import connection
 from pydantic import BaseModel, ConfigDict, Field
 
 from activity.models import ActivityEvent
-from activity.presentation import ToolLabels
+from activity.presenting.presentation import ToolLabels
 from chat.agent.tools import Tool, ToolOutcome
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel, ConfigDict
 
-from activity.events import Status, TextDelta, ToolCall, ToolResult
-from activity.presentation import ToolLabels, line_key
+from activity.presenting.presentation import ToolLabels, line_key
+from activity.recording.events import Status, TextDelta, ToolCall, ToolResult
 from chat.agent.builtin_tools import default_registry
 from chat.agent.client import make_client
 from chat.agent.loop import run_agent

@@ -13,8 +13,8 @@ from django.test import AsyncClient
 from django.test.utils import CaptureQueriesContext
 from rest_framework.authtoken.models import Token
 
-from activity.events import to_json
 from activity.models import ActivityEvent, ActivityFeed
+from activity.recording.events import to_json
 from chat.models import Conversation
 from tests.support.api import logged_in
 from tests.support.turns import run_turn
@@ -161,7 +161,7 @@ def test_a_made_up_cursor_is_a_400_naming_it(client, alice, world, cursor):
 
 @pytest.mark.asyncio
 async def test_an_export_that_fails_midway_ends_and_says_so(alice, world, monkeypatch):
-    from activity import export
+    from activity.auditing import export
 
     real = export.feed_data
     served = []

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from activity.events import Status, TextDelta, ToolCall, ToolResult
+from activity.recording.events import Status, TextDelta, ToolCall, ToolResult
 from chat.agent.builtin_tools import default_registry
 from chat.agent.client import make_client
 from chat.agent.loop import run_agent

@@ -9,10 +9,10 @@ import json
 import pytest
 from asgiref.sync import sync_to_async
 
-from activity import commits
-from activity.events import Status
 from activity.models import ActivityEvent
-from activity.recorder import FeedRecorder
+from activity.recording import commits
+from activity.recording.events import Status
+from activity.recording.recorder import FeedRecorder
 from chat.models import Message
 from chat.turns.admission import admit
 from tests.support import QUESTION

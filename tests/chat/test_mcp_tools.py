@@ -391,7 +391,7 @@ async def test_sse_clients_get_the_same_live_progress(bench, alice, alice_conver
 async def test_links_in_a_result_are_kept_for_the_audit_and_shown_on_the_tools_line(
     bench, alice, alice_conversation
 ):
-    from activity.audit import feed_integrity
+    from activity.auditing.audit import feed_integrity
     from activity.models import ActivityFeed
     from tests.support.mcp_server import HOSTILE
 

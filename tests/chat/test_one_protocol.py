@@ -13,8 +13,8 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.utils import timezone
 
-from activity.events import Status, to_json, with_seq
 from activity.models import ActivityFeed
+from activity.recording.events import Status, to_json, with_seq
 from chat.models import Message
 from chat.socket import reads
 from chat.turns import follow
@@ -60,8 +60,8 @@ async def test_one_turn_gives_the_same_events_over_the_socket_and_over_sse(
     }
     assert over_sse[-1]["message_id"] == str(answer.pk)
     assert [e["type"] for e in merged(over_sse)] == [
-        "turn", "status", "status", "tool_call", "tool_result", "status", "status", "text",
-        "status", "done",
+        "turn", "status", "status", "tool_feedback", "tool_call", "tool_result", "status",
+        "status", "text", "status", "done",
     ]  # fmt: skip
 
 

@@ -9,8 +9,8 @@ import httpx2
 import pytest
 from django.template.loader import render_to_string
 
-from activity.preferences import FeedPrefs
-from activity.presentation import cut
+from activity.preferences.feed_prefs import FeedPrefs
+from activity.presenting.presentation import cut
 from chat.agent.client import make_client
 from chat.agent.demo_wire import SSEStream
 from chat.conversations.selectors import messages_with_feeds

@@ -13,8 +13,8 @@ import pytest
 from asgiref.sync import async_to_sync
 from django.test import Client
 
-from activity.events import ModelCallDone, Status
 from activity.models import ActivityFeed, FeedPreferences, ModelCall
+from activity.recording.events import ModelCallDone, Status
 from activity.usage import prices_from_setting
 from chat.agent.builtin_tools import default_registry
 from chat.agent.loop import run_agent

@@ -5,8 +5,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from activity.chain import GENESIS, link
 from activity.models import ActivityEvent, ActivityFeed
+from activity.recording.chain import GENESIS, link
 from chat.models import Conversation, Message
 from chat.turns.admission import TurnRejected, admit
 from chat.turns.recovery import dead_turns_recover

@@ -156,7 +156,7 @@ async def test_a_commit_the_database_refuses_is_written_with_the_next_and_the_tu
 ):
     from django.db import OperationalError
 
-    from activity import commits
+    from activity.recording import commits
 
     settings.GLASSBOX_HEARTBEAT_SECONDS = 0.05
     settings.GLASSBOX_TEXT_FLUSH_CHARS = 100_000  # the text is written by the commits only

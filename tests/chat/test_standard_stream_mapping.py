@@ -53,7 +53,7 @@ def test_every_event_kind_has_its_agui_event():
         "CUSTOM",
     }  # fmt: skip
     customs = [e["name"] for e in events if e["type"] == "CUSTOM"]
-    assert customs == ["feedback", "progress", "decision"]
+    assert customs == ["status", "feedback", "progress", "decision"]
     rebuilt = rebuild_agui([events])
     assert rebuilt.text == ANSWER
     assert rebuilt.arguments == {"c1": ARGUMENTS, "c2": {"to": "<b>boss</b>"}}

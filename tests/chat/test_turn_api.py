@@ -26,7 +26,7 @@ async def test_a_program_follows_its_turn_as_server_sent_events(
     assert kinds[0] == "turn" and kinds[-1] == "done"
     first_text = kinds.index("text")
     assert kinds[1:first_text] == [
-        "status", "status", "tool_call", "tool_result", "status", "status"
+        "status", "status", "tool_feedback", "tool_call", "tool_result", "status", "status"
     ]  # fmt: skip
     seqs = [e["seq"] for e in events if "seq" in e]
     assert seqs == list(range(1, len(seqs) + 1))

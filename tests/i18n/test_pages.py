@@ -8,7 +8,7 @@ import pytest
 from django.utils import translation
 
 from activity.models import FeedPreferences
-from activity.presentation import seconds
+from activity.presenting.presentation import seconds
 from chat.models import Conversation
 from chat.turns.admission import admit
 

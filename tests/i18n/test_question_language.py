@@ -10,9 +10,9 @@ from asgiref.sync import sync_to_async
 from django.test import AsyncClient, Client
 from django.utils import translation
 
-from activity.live import LivePresenter
 from activity.models import ActivityFeed, FeedPreferences
-from activity.preferences import FeedPrefs
+from activity.preferences.feed_prefs import FeedPrefs
+from activity.presenting.live import LivePresenter
 from chat.models import Conversation, Message
 from chat.turns.admission import admit, admit_again
 from project.languages import written_language

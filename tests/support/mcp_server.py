@@ -1,5 +1,6 @@
 """An MCP server for the tests, built with the `mcp` SDK like any team's server: tools that
-report progress, flood, fail, hang, die mid-call, change the tool list and write hostile text.
+report progress, flood, fail, hang, die mid-call, change the tool list, write hostile text and
+ask the user questions (a secret in form mode, a page to visit the 2025-11-25 way).
 Run over stdio: `python -m tests.support.mcp_server`; over HTTP: `... --http PORT`.
 
 Two ways of behaving like servers nobody here wrote, by environment: TESTBENCH_NO_LISTEN=1
@@ -164,6 +165,40 @@ async def research(topic: str) -> str:
 async def summarize(text: str) -> str:
     """May run as an MCP task, or as a plain call."""
     return f"summary of {text}"
+
+
+# A form the spec has no word for: a secret asked in form mode (servers should use URL mode).
+SECRET_FORM = {
+    "type": "object",
+    "properties": {
+        "account": {"type": "string", "title": "Account"},
+        "pin": {"type": "string", "title": "PIN", "format": "password"},
+        "token": {"type": "string", "title": "Token", "writeOnly": True},
+    },
+    "required": ["account", "pin"],
+}
+
+
+@server.tool(title="Sign in")
+async def sign_in(ctx: Context) -> str | types.InputRequiredResult:
+    """Asks for an account and its PIN, and says what it received (to show it was sent)."""
+    answered = (ctx.input_responses or {}).get("secret")
+    if not isinstance(answered, types.ElicitResult):
+        form = types.ElicitRequestFormParams(message="Sign in", requested_schema=SECRET_FORM)
+        return types.InputRequiredResult(
+            input_requests={"secret": types.ElicitRequest(params=form)}
+        )
+    return f"{answered.action}: {sorted((answered.content or {}).items())}"
+
+
+@server.tool(title="Visit the portal")
+async def visit_portal(ctx: Context) -> str:
+    """Asks the user to visit a page (URL mode, the 2025-11-25 way: during the call) and says
+    it is done at once."""
+    asked = await ctx.elicit_url("Visit the portal", "https://portal.example.com/go", "visit-1")
+    if asked.action == "accept":
+        await ctx.request_context.session.send_elicit_complete("visit-1")
+    return f"portal: {asked.action}"
 
 
 async def grown() -> str:

@@ -34,9 +34,12 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def serve(work: Path, daphne_args: tuple[str, ...] = (), **settings: str) -> Iterator[Server]:
+def serve(
+    work: Path, daphne_args: tuple[str, ...] = (), port: int | None = None, **settings: str
+) -> Iterator[Server]:
     """Migrates a fresh database in `work`, seeds the demo, and starts Daphne (with
-    `daphne_args` besides its port); stopped on the way out, whether the test passed or not."""
+    `daphne_args` besides its port, on `port` if given); stopped on the way out, whether the
+    test passed or not."""
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "project.settings",
@@ -52,7 +55,7 @@ def serve(work: Path, daphne_args: tuple[str, ...] = (), **settings: str) -> Ite
     }
     for command in (["migrate", "--noinput"], ["collectstatic", "--noinput"], ["seed_demo"]):
         manage(env, *command, "-v", "0")
-    server = start_daphne(env, args=daphne_args)
+    server = start_daphne(env, args=daphne_args, port=port)
     try:
         yield server
     finally:
@@ -87,10 +90,13 @@ def manage(env: dict[str, str], *command: str) -> str:
 
 
 def start_daphne(
-    env: dict[str, str], asgi: str = "project.asgi:application", args: tuple[str, ...] = ()
+    env: dict[str, str],
+    asgi: str = "project.asgi:application",
+    args: tuple[str, ...] = (),
+    port: int | None = None,
 ) -> Server:
-    """A Daphne process on a free port, once it accepts connections."""
-    port = free_port()
+    """A Daphne process on a free port (or this one), once it accepts connections."""
+    port = port or free_port()
     # A file, not a pipe: a pipe nobody reads fills up and blocks the server.
     log = tempfile.TemporaryFile()  # noqa: SIM115 - closed by Server.stop
     daphne = subprocess.Popen(

@@ -16,6 +16,7 @@ def every_kind(end: str = "complete") -> list[dict[str, Any]]:
         {"type": "turn", "question_id": "1", "message_id": "2"},
         status | {"seq": 1, "message": "Searching…", "state": "in_progress"},
         status | {"seq": 2, "message": "Looking up salary", "state": "in_progress"},
+        {"type": "tool_feedback", "call_id": "c1", "feedback": "Looking up salary"},
         {"type": "tool_call", "seq": 3, "tool": "search_documents", "call_id": "c1",
          "arguments": ARGUMENTS},
         status | {"message": "Read 1 of 2", "state": "in_progress", "progress": 1, "total": 2},

@@ -23,10 +23,10 @@ def run_turn(
     return Message.objects.select_related("feed").get(pk=turn.answer.pk)
 
 
-def fixed_tools(tools: ToolRegistry) -> Callable[[], Awaitable[ToolRegistry]]:
+def fixed_tools(tools: ToolRegistry) -> Callable[..., Awaitable[ToolRegistry]]:
     """For Dependencies.tools: these tools, whatever the settings configure."""
 
-    async def fixed() -> ToolRegistry:
+    async def fixed(asker: object = None) -> ToolRegistry:
         return tools
 
     return fixed

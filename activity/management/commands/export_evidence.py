@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from activity.audit import evidence_lines, period
+from activity.auditing.audit import evidence_lines, period
 from activity.management.commands._dates import moment
 
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from activity.audit import ledger_head, ledger_problems, period, verify
+from activity.auditing.audit import ledger_head, ledger_problems, period, verify
 from activity.management.commands._dates import moment
 
 

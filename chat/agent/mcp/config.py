@@ -20,8 +20,10 @@ NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,23}$")
 SEPARATOR = "__"
 KEYS = {
     "name", "url", "transport", "headers", "command", "args", "env", "tools", "approval",
-    "enabled",
+    "enabled", "auth", "oauth_client",
 }  # fmt: skip
+# What an admin may enter for a server's OAuth client, when the server offers no registration.
+OAUTH_CLIENT_KEYS = {"client_id", "client_secret", "scope"}
 # How an HTTP server is spoken to: streamable HTTP, or the legacy SSE transport (the 2024
 # protocol's `/sse` endpoint), which a URL ending in /sse picks unless `transport` says.
 HTTP_TRANSPORTS = ("streamable-http", "sse")
@@ -47,6 +49,10 @@ class ServerSpec:
     enabled: bool = True
     # An HTTP server on the legacy SSE transport.
     sse: bool = False
+    # Each user connects with their own OAuth grant (chat.agent.mcp.oauth).
+    oauth: bool = False
+    # A client an admin registered with the server's authorization server; a secret.
+    oauth_client: dict[str, str] = field(default_factory=dict, repr=False)
 
     @property
     def transport(self) -> str:
@@ -56,6 +62,8 @@ class ServerSpec:
     def fingerprint(self) -> str:
         """Changes when anything that needs a new session changes (secrets included, hashed)."""
         data = [self.url, self.sse, self.headers, self.command, list(self.args), self.env]
+        if self.oauth:
+            data += [self.oauth, self.oauth_client]
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
 
     def allows(self, tool: str) -> bool:
@@ -92,6 +100,7 @@ def spec_from_mapping(data: Any, where: str = "server") -> ServerSpec:
         )
     if transport is None:
         transport = "sse" if urlsplit(url).path.rstrip("/").endswith("/sse") else ""
+    oauth, oauth_client = _oauth(data, url, transport, where)
     tools = data.get("tools")
     approval = data.get("approval")
     enabled = data.get("enabled", True)
@@ -108,7 +117,25 @@ def spec_from_mapping(data: Any, where: str = "server") -> ServerSpec:
         approval=None if approval is None else frozenset(_names(data, "approval", where)),
         enabled=enabled,
         sse=transport == "sse",
+        oauth=oauth,
+        oauth_client=oauth_client,
     )
+
+
+def _oauth(data: dict[str, Any], url: str, transport: str, where: str) -> tuple[bool, dict]:
+    auth = data.get("auth")
+    if auth is not None and auth != "oauth":
+        raise ServerConfigError(f"{where}: 'auth' is 'oauth' or absent")
+    if auth and (not url or transport == "sse"):
+        raise ServerConfigError(f"{where}: 'auth' is for streamable HTTP servers")
+    client = _strings(data, "oauth_client", where)
+    if client and not auth:
+        raise ServerConfigError(f'{where}: \'oauth_client\' needs "auth": "oauth"')
+    if client and (set(client) - OAUTH_CLIENT_KEYS or "client_id" not in client):
+        raise ServerConfigError(
+            f"{where}: 'oauth_client' holds client_id, and client_secret and scope if needed"
+        )
+    return bool(auth), client
 
 
 def declared_servers() -> list[ServerSpec]:

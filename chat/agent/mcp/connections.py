@@ -5,6 +5,7 @@ the server says they changed. A server that is down costs only the calls made to
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import weakref
 from collections.abc import Iterable
@@ -26,6 +27,7 @@ from mcp.client.streamable_http import MCP_SESSION_ID, streamable_http_client
 from mcp.client.subscriptions import ListenNotSupportedError
 from mcp.shared.dispatcher import ProgressFnT
 
+from chat.agent.mcp import elicitation
 from chat.agent.mcp.config import ServerSpec
 from chat.agent.mcp.stdio import watched_stdio
 
@@ -181,7 +183,8 @@ class Connection:
         if client is None:
             raise Unreachable(self.reason or _("it is not connected"))
         try:
-            return await client.call_tool(tool, arguments, progress_callback=progress)
+            with elicitation.calling(self):
+                return await client.call_tool(tool, arguments, progress_callback=progress)
         except (httpx2.TransportError, OSError, EOFError) as exc:
             self._lost(exc)
             raise Unreachable(_("the connection was lost during the call")) from None
@@ -259,17 +262,20 @@ class Connection:
                 timeout=timeout,
                 sse_read_timeout=settings.GLASSBOX_TOOL_TIMEOUT + 60,
             )
-            return Client(legacy, message_handler=self._on_message, cache=None)
+            return Client(legacy, message_handler=self._on_message, cache=None, **self._asking())
         if self.spec.url:
             # As the SDK's own client (mcp.shared._httpx_utils, private): no redirects
             # followed, the transport follows those within the server's origin itself.
             http = httpx2.AsyncClient(
                 headers=self.spec.headers,
                 timeout=httpx2.Timeout(timeout, read=settings.GLASSBOX_TOOL_TIMEOUT + 60),
+                auth=self._auth(),
             )
             http.event_hooks["response"].append(self._answered)
             transport = streamable_http_client(self.spec.url, http_client=http)
-            return Client(transport, message_handler=self._on_message, cache=None)
+            return Client(
+                transport, message_handler=self._on_message, cache=None, **self._asking()
+            )
         params = StdioServerParameters(
             command=self.spec.command,
             args=list(self.spec.args),
@@ -277,8 +283,20 @@ class Connection:
             cwd=settings.BASE_DIR,
         )
         return Client(
-            watched_stdio(params, self._exited), message_handler=self._on_message, cache=None
+            watched_stdio(params, self._exited),
+            message_handler=self._on_message,
+            cache=None,
+            **self._asking(),
         )
+
+    def _asking(self) -> dict[str, Any]:
+        """A server may ask the person a question mid-call (chat.agent.mcp.elicitation)."""
+        return {"elicitation_callback": functools.partial(elicitation.on_elicit, self)}
+
+    def _auth(self) -> httpx2.Auth | None:
+        """How requests to an HTTP server authenticate beyond its headers: a user's own OAuth
+        grant (chat.agent.mcp.oauth), or nothing."""
+        return None
 
     def _exited(self) -> None:
         """The stdio server's output ended: it exited (or crashed) between calls, or this
@@ -362,6 +380,8 @@ class Connection:
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, types.ToolListChangedNotification):
             self.stale.set()
+        elif isinstance(message, types.ElicitCompleteNotification):
+            await elicitation.on_completed(self, message.params.elicitation_id)
         elif isinstance(message, Exception) and _closed(message):
             self._lost(message)
 

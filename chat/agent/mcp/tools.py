@@ -17,8 +17,8 @@ from django.conf import settings
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from activity.events import Link
-from activity.presentation import ToolLabels
+from activity.presenting.presentation import ToolLabels
+from activity.recording.events import Link
 from chat.agent.mcp.config import SEPARATOR
 from chat.agent.mcp.connections import Connection, Unreachable
 from chat.agent.tools import (

@@ -3,10 +3,11 @@
 One run per turn (its id the answer's), one text message (the answer), a tool call per
 `call_id` (opened by the first status naming its tool, or by its `tool_call`), a step per
 status line (finished when the line is done or failed; a later in-progress status of an open
-line is the model's feedback, a CUSTOM "feedback" event), progress as CUSTOM "progress",
-decisions as CUSTOM "decision". The end is RUN_FINISHED, cancelled for a stopped turn, or
-RUN_ERROR for a failed or interrupted one; a turn that waits for its owner's approval ends
-its run with an interrupt, and the next run carries on from there."""
+line is its new text, a CUSTOM "status" event), the model's `tool_feedback` as CUSTOM
+"feedback", progress as CUSTOM "progress", decisions as CUSTOM "decision". The end is
+RUN_FINISHED, cancelled for a stopped turn, or RUN_ERROR for a failed or interrupted one; a
+turn that waits for its owner's approval ends its run with an interrupt, and the next run
+carries on from there."""
 
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ from ag_ui.core import (
 )
 from ag_ui.encoder import EventEncoder
 
-from activity.events import IN_PLACE
+from activity.recording.events import IN_PLACE
 from chat.api.standards.frames import Frame, Numbering
 
 MEDIA_TYPE = EventEncoder().get_content_type()
@@ -87,6 +88,8 @@ class AguiWire:
             yield from self._text(event["content"])
         elif kind == "error":
             self.error = event["message"]
+        elif kind == "tool_feedback":
+            yield self._frame(CustomEvent(name="feedback", value=event))
         elif kind == "done":
             yield from self._close_all()
             yield self._end(event["state"])
@@ -114,7 +117,7 @@ class AguiWire:
             yield from self._start_tool(call_id, tool)
         if name in self.steps and event["state"] == "in_progress":
             self.steps[name] = event
-            yield self._frame(CustomEvent(name="feedback", value=event))
+            yield self._frame(CustomEvent(name="status", value=event))
             return
         if name not in self.steps:
             yield self._frame(StepStartedEvent(step_name=name, raw_event=event))

@@ -4,8 +4,8 @@ package pinned in clients/package.json).
 One assistant message per turn (its id the answer's): the answer is one text part, a tool
 call is a tool part (`tool-input-start` when its tool is named, `tool-input-available` with
 its arguments, then its output or error), and the feed travels as data parts the SDK keeps by
-id: `data-status` per status line (updated in place), `data-feedback` for the model's
-feedback on an open line, `data-progress` per call, `data-decision` per decision. A turn
+id: `data-status` per status line (updated in place), `data-feedback` per call for the
+model's `tool_feedback`, `data-progress` per call, `data-decision` per decision. A turn
 that waits for its owner's approval finishes its stream there; the next stream carries on."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from activity.events import IN_PLACE
+from activity.recording.events import IN_PLACE
 from chat.api.standards.frames import Frame, Numbering
 
 MEDIA_TYPE = "text/event-stream"
@@ -27,7 +27,6 @@ class UiStreamWire:
     def __init__(self, message_id: str) -> None:
         self.message_id = message_id
         self.at = Numbering()
-        self.lines: set[str] = set()  # status lines in progress
         self.started_tools: set[str] = set()
         self.tools: dict[str, str] = {}  # call id -> tool name, until its output
         self.text_open = False
@@ -75,6 +74,8 @@ class UiStreamWire:
             yield from self._text(event["content"])
         elif kind == "error":
             self.error = event["message"]
+        elif kind == "tool_feedback":
+            yield self._frame(self._data("feedback", event["call_id"], event))
         elif kind == "done":
             yield from self._end(event["state"])
         else:  # decisions, and any event kind added later
@@ -95,12 +96,7 @@ class UiStreamWire:
                 {"type": "tool-input-start", "toolCallId": call_id, "toolName": tool}
             )
             self.started_tools.add(call_id)
-        kind = "feedback" if line in self.lines and event["state"] == "in_progress" else "status"
-        yield self._frame(self._data(kind, line, event))
-        if event["state"] in ("done", "failed"):
-            self.lines.discard(line)
-        else:
-            self.lines.add(line)
+        yield self._frame(self._data("status", line, event))
 
     def _output(self, event: dict[str, Any]) -> dict[str, Any]:
         if not event["ok"]:

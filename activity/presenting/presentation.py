@@ -17,7 +17,8 @@ from django.utils.functional import Promise
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
-from activity.events import (
+from activity.recording.events import (
+    CONNECT,
     IN_PLACE,
     REASONING,
     Decision,
@@ -83,6 +84,11 @@ class Line:
     def thinking(self) -> bool:
         """A model still thinking: the page counts the seconds on this line."""
         return self.tool == REASONING and self.state == "in_progress"
+
+    @property
+    def connect_server(self) -> str:
+        """The MCP server a 🔑 line asks its user to connect (its link opens the authorization)."""
+        return self.call_id.removeprefix("connect-") if self.tool == CONNECT else ""
 
     @property
     def percent(self) -> int | None:

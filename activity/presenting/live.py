@@ -13,10 +13,9 @@ from typing import Any
 
 from django.utils import translation
 
-from activity.events import REASONING, Decision, Link, Status, from_json, links_from_json
-from activity.live_markdown import settled_length
-from activity.preferences import FeedPrefs
-from activity.presentation import (
+from activity.preferences.feed_prefs import FeedPrefs
+from activity.presenting.live_markdown import settled_length
+from activity.presenting.presentation import (
     Line,
     decision_line,
     line_for,
@@ -24,6 +23,7 @@ from activity.presentation import (
     raw_detail,
     shown_links,
 )
+from activity.recording.events import REASONING, Decision, Link, Status, from_json, links_from_json
 
 LABEL_KEY = "label"
 
@@ -73,7 +73,7 @@ class LivePresenter:
     arguments: dict[str, dict[str, Any]] = field(default_factory=dict)
     # What each finished call's result pointed to (its tool_result comes before its ✅ line).
     links: dict[str, tuple[Link, ...]] = field(default_factory=dict)
-    # The answer text after its settled blocks (activity.live_markdown).
+    # The answer text after its settled blocks (activity.presenting.live_markdown).
     tail: str = ""
     # The feed's language (ActivityFeed.language): the lines this presenter writes itself (the
     # draft's label, a decision) speak it, as the recorded lines do; '' keeps the active one.

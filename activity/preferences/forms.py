@@ -4,7 +4,12 @@ from django import forms
 from django.conf import settings
 from django.utils.translation import gettext_lazy as _
 
-from activity.preferences import DEFAULT_LABELS, FeedPrefs, PreferenceError, default_labels
+from activity.preferences.feed_prefs import (
+    DEFAULT_LABELS,
+    FeedPrefs,
+    PreferenceError,
+    default_labels,
+)
 
 
 class FeedPreferencesForm(forms.Form):

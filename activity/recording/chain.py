@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 from typing import Any
+
+from activity.recording.declared import columns_of
+from activity.recording.events import RECORDED_TYPES
 
 # The first event of a feed links to this, and the first entry of the ledger.
 GENESIS = ""
@@ -25,18 +28,28 @@ GENESIS = ""
 SEAL_V1 = 1
 SEAL_V2 = 2
 SEAL_CURRENT = SEAL_V2
-# Every column of an event but its id and its hash, in a fixed order (version 1).
+# Every column of an event but its id and its hash, in a fixed order (version 1). Frozen:
+# stored hashes were computed over exactly these.
 SEALED_FIELDS = (
     "feed_id", "seq", "kind", "icon", "message", "state", "tool", "call_id", "arguments",
     "ok", "result_summary", "error", "result_content", "duration_ms", "server", "progress",
     "progress_total", "progress_message", "progress_count", "result_structured", "created_at",
 )  # fmt: skip
-# Columns added since, on purpose, never by accident: sealed whenever they hold a value, so
-# the events written before a column existed keep the hashes they were sealed with.
-SEALED_WHEN_SET = ("result_links",)
-# Version 2 seals every column but the id and the hash itself, its own version included
-# (tests/activity/test_sealed_columns.py compares this with the model's columns).
-SEALED_V2 = (*SEALED_FIELDS, *SEALED_WHEN_SET, "seal_version")
+# What version 2 seals in full, its own version included. Frozen as well.
+SEALED_V2_BASE = (*SEALED_FIELDS, "result_links", "seal_version")
+# The columns of a row that are not an event's fields (activity.recording.events declares those).
+ROW_COLUMNS = ("feed_id", "created_at", "seal_version")
+# The columns no seal covers, and why (tests/activity/test_sealed_columns.py checks that
+# every column is sealed or named here).
+UNSEALED = {"id": "the row's id, not the record", "chain": "the seal itself"}
+# Every column an event is stored in, as the events declare them.
+DECLARED = (*ROW_COLUMNS, *columns_of(tuple(RECORDED_TYPES.values())))
+# Columns added since a version was fixed are sealed whenever they hold a value (they are
+# nullable), so the events written before a column existed keep the hashes they were sealed
+# with: adding a field to an event and its column seals it, with no edit here.
+ADDED_SINCE_V2 = tuple(name for name in DECLARED if name not in SEALED_V2_BASE)
+SEALED_WHEN_SET = ("result_links", *ADDED_SINCE_V2)
+SEALED_V2 = (*SEALED_V2_BASE, *ADDED_SINCE_V2)
 ALL_SEALED = SEALED_V2
 
 
@@ -94,18 +107,25 @@ def link(previous: str, values: Mapping[str, Any]) -> str:
     by the seal version the values name (1 when they name none: rows from before it)."""
     if values.get("seal_version", SEAL_V1) == SEAL_V1:
         return _link_v1(previous, values)
-    # In SEALED_V2's order, fixed with the version: the names need not be hashed too.
-    return _digest([SEAL_V2, previous, [_typed(values[name]) for name in SEALED_V2]])
+    # In SEALED_V2_BASE's order, fixed with the version: the names need not be hashed too.
+    sealed: list[Any] = [SEAL_V2, previous, [_typed(values[name]) for name in SEALED_V2_BASE]]
+    if later := _set(values, ADDED_SINCE_V2, _typed):
+        sealed.append(later)
+    return _digest(sealed)
 
 
 def _link_v1(previous: str, values: Mapping[str, Any]) -> str:
     sealed: list[Any] = [previous, [_plain(values[name]) for name in SEALED_FIELDS]]
-    later = {
-        name: _plain(values[name]) for name in SEALED_WHEN_SET if values.get(name) is not None
-    }
-    if later:
+    if later := _set(values, SEALED_WHEN_SET, _plain):
         sealed.append(later)
     return _digest(sealed)
+
+
+def _set(
+    values: Mapping[str, Any], names: Sequence[str], form: Callable[[Any], Any]
+) -> dict[str, Any]:
+    """The columns of `names` that hold a value, as `form` seals them."""
+    return {name: form(values[name]) for name in names if values.get(name) is not None}
 
 
 # What a feed's closing seals besides its head: every column that says what the turn was,

@@ -17,7 +17,8 @@ from django.db import transaction
 from django.db.models import OuterRef, QuerySet, Subquery
 from django.utils import timezone
 
-from activity.chain import (
+from activity.models import ActivityEvent, ActivityFeed, ChainReseal, LedgerEntry, ModelCall
+from activity.recording.chain import (
     ALL_SEALED,
     CLOSED_CALL_FIELDS,
     CLOSED_FEED_FIELDS,
@@ -30,7 +31,6 @@ from activity.chain import (
     link,
     text_digest,
 )
-from activity.models import ActivityEvent, ActivityFeed, ChainReseal, LedgerEntry, ModelCall
 
 CHUNK = 500
 EVENT_COLUMNS = ("id", "chain", *ALL_SEALED)

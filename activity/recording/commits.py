@@ -22,10 +22,10 @@ from django.conf import settings
 from django.db import InterfaceError, OperationalError, models, transaction
 
 from activity.models import ActivityFeed
-from activity.writes import insert_rows, update_rows
+from activity.recording.writes import insert_rows, update_rows
 
 if TYPE_CHECKING:
-    from activity.recorder import FeedRecorder
+    from activity.recording.recorder import FeedRecorder
 
 logger = logging.getLogger("glassbox.activity")
 

@@ -1,5 +1,5 @@
 """Writes one turn's feed: its events and its requests to the model, through the process's
-group commit (activity.commits).
+group commit (activity.recording.commits).
 
 An event is numbered and shown at once, and written with everything else pending, of this
 turn and every other, at the next group commit (every GLASSBOX_COMMIT_SECONDS), or at once
@@ -22,11 +22,12 @@ from typing import Any
 
 from django.utils import timezone
 
-from activity.chain import CLOSED_CALL_FIELDS, GENESIS, closing, text_digest
-from activity.commits import Part, Rider, group_commit
-from activity.events import ModelCallDone, RecordedEvent, ToolCall, ToolResult, with_seq
 from activity.models import SEQ_AHEAD, ActivityEvent, ActivityFeed, ModelCall
-from activity.presentation import Summary
+from activity.presenting.presentation import Summary
+from activity.recording.chain import CLOSED_CALL_FIELDS, GENESIS, closing, text_digest
+from activity.recording.commits import Part, Rider, group_commit
+from activity.recording.events import ModelCallDone, RecordedEvent, ToolCall, ToolResult, with_seq
+from activity.recording.feeds import sealed_rows
 from activity.usage import ModelPrice, call_cost, totals
 
 # The places of a feed's `cost` column.
@@ -76,9 +77,9 @@ class FeedRecorder:
         the reservation: the write extends it)."""
         if self.last_seq + 1 > self.feed.seq_reserved:
             await self.write()
-        numbered = with_seq(event, self.last_seq + 1)
+        (row,) = sealed_rows(self.feed, [event], self.last_seq + 1, self.head)
+        numbered = with_seq(event, row.seq)
         self.events.append(numbered)
-        row = ActivityEvent.from_event(self.feed, numbered).seal(self.head)
         self.head = row.chain
         self.pending.append(row)
         return numbered
@@ -115,7 +116,7 @@ class FeedRecorder:
         return asyncio.shield(group_commit().write(self, also, at_once))
 
     def take(self) -> Part:
-        """What is pending now, for the group commit (activity.commits)."""
+        """What is pending now, for the group commit (activity.recording.commits)."""
         # Extended once half of it is used: a short turn never writes it at all.
         reserve: int | None = self.last_seq + SEQ_AHEAD
         if self.last_seq + SEQ_AHEAD // 2 < self.feed.seq_reserved:

@@ -1,6 +1,6 @@
 """Feeds as data: the JSON form shared by the API and exports, and safe CSV rows.
 
-Event JSON is exactly the live protocol (activity.events.to_json)."""
+Event JSON is exactly the live protocol (activity.recording.events.to_json)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from collections.abc import AsyncIterator, Iterable
 from datetime import datetime
 from typing import Any, NotRequired, TypedDict
 
-from activity.events import to_json
 from activity.models import ActivityEvent, ActivityFeed, ModelCall
+from activity.recording.events import to_json
 from activity.selectors import aevents_by_feed
 
 CSV_COLUMNS = [

@@ -1,0 +1,37 @@
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand, CommandError
+
+from activity import telemetry
+from activity.management.commands._dates import moment
+
+
+class Command(BaseCommand):
+    help = (
+        "Sends the traces of every finished turn that began in a period to "
+        "OTEL_EXPORTER_OTLP_ENDPOINT: the same spans, ids and recorded times as a turn sends "
+        "when it ends."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--since", type=moment, required=True, help="start (inclusive)")
+        parser.add_argument("--until", type=moment, required=True, help="end (exclusive)")
+
+    def handle(self, *args, since, until, **options):
+        if until <= since:
+            raise CommandError("--until must come after --since.")
+        if not telemetry.enabled():
+            raise CommandError(
+                "Set OTEL_EXPORTER_OTLP_ENDPOINT (e.g. http://127.0.0.1:6006) to send traces."
+            )
+        from activity.telemetry import export
+
+        try:
+            count = export.period_export(since, until)
+        except export.ExportFailed as failed:
+            raise CommandError(str(failed)) from None
+        self.stderr.write(
+            f"Sent {count} turn{'s' if count != 1 else ''} of "
+            f"[{since:%Y-%m-%d %H:%M}, {until:%Y-%m-%d %H:%M}) to "
+            f"{export.processor_endpoint()}."
+        )

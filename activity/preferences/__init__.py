@@ -1,0 +1,1 @@
+"""A reader's feed preferences: the settings and their form."""

@@ -1,0 +1,336 @@
+"""The typed events of one turn, and their JSON form (the protocol in DESIGN.md).
+
+Plain Python on purpose: the agent loop yields these, the recorder stores them, and every
+consumer renders them, so they must be cheap and import nothing heavy.
+
+Each field is declared once, here (activity.recording.declared): its JSON key and when the
+key is left out, and the ActivityEvent column a recorded event keeps it in (or why none). The
+JSON form, the row and the seal's list of columns are derived from that.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, ClassVar, Literal
+
+from activity.recording.declared import declare, read_wire, wire_form
+
+# The `tool` of the 💭 lines: a model thinking is no tool, but its line is updated in place.
+REASONING = "reasoning"
+# The `tool` of the 🔄 lines (answering without a tool that failed or was refused): in progress
+# until the answer begins, then done on the same line.
+FALLBACK = "fallback"
+# A user connecting an MCP server (chat.servers.asking): its 🔑 line becomes its outcome.
+CONNECT = "connect"
+IN_PLACE = (REASONING, FALLBACK, CONNECT)
+StatusState = Literal["in_progress", "waiting", "done", "failed"]
+TurnState = Literal["complete", "failed", "interrupted"]
+STATUS_STATES: tuple[StatusState, ...] = ("in_progress", "waiting", "done", "failed")
+DecisionKind = Literal["approve", "deny", "timeout"]
+DECISIONS: tuple[DecisionKind, ...] = ("approve", "deny", "timeout")
+TURN_STATES: tuple[TurnState, ...] = ("complete", "failed", "interrupted")
+# Why a field of a recorded event has no column.
+LIVE_ONLY = "live only: a status with progress is never stored"
+
+
+def status_state(value: str) -> StatusState:
+    """A stored or received status state, checked."""
+    for state in STATUS_STATES:
+        if value == state:
+            return state
+    raise ValueError(f"not a status state: {value!r}")
+
+
+def turn_state(value: str) -> TurnState:
+    """A stored or received end state of a turn, checked."""
+    for state in TURN_STATES:
+        if value == state:
+            return state
+    raise ValueError(f"not the end state of a turn: {value!r}")
+
+
+def decision_kind(value: str) -> DecisionKind:
+    for kind in DECISIONS:
+        if value == kind:
+            return kind
+    raise ValueError(f"not a decision: {value!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    """A resource a tool's result pointed to (an MCP resource link, or an embedded resource's
+    address): kept for the audit, shown on the tool's line. Untrusted text, as the tool
+    wrote it."""
+
+    uri: str
+    title: str = ""
+    mime_type: str = ""
+
+    def to_json(self) -> dict[str, str]:
+        return {"uri": self.uri, "title": self.title, "mime_type": self.mime_type}
+
+    @classmethod
+    def from_json(cls, data: Any) -> Link | None:
+        if not isinstance(data, dict) or not isinstance(data.get("uri"), str):
+            return None
+        return cls(
+            uri=data["uri"],
+            title=str(data.get("title") or ""),
+            mime_type=str(data.get("mime_type") or ""),
+        )
+
+
+def links_from_json(data: Any) -> tuple[Link, ...]:
+    """Stored or received links, each checked; what is not a link is left out."""
+    if not isinstance(data, list):
+        return ()
+    return tuple(link for item in data if (link := Link.from_json(item)) is not None)
+
+
+def _links_json(links: tuple[Link, ...]) -> list[dict[str, str]]:
+    return [link.to_json() for link in links]
+
+
+def _links_column(links: tuple[Link, ...]) -> list[dict[str, str]] | None:
+    return _links_json(links) or None
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _or_zero(value: int | None) -> int:
+    return value or 0
+
+
+def _or_empty(value: dict[str, Any] | None) -> dict[str, Any]:
+    return value or {}
+
+
+@dataclass(frozen=True, slots=True)
+class Status:
+    icon: str = field(metadata=declare(column="icon"))
+    message: str = field(metadata=declare(column="message"))
+    state: StatusState = field(
+        metadata=declare(read=status_state, column="state", from_column=status_state)
+    )
+    tool: str = field(default="", metadata=declare(column="tool"))
+    # Set when the line belongs to one tool call; a later in-progress status of the same call
+    # (the model's feedback_to_user) replaces the line in place instead of adding another.
+    call_id: str = field(default="", metadata=declare(omit_default=True, column="call_id"))
+    seq: int | None = field(default=None, metadata=declare(omit_default=True, column="seq"))
+    # A running tool's own report of how far it is. Such a status is live only: it has no
+    # seq and is never stored; the call's tool_result keeps the last one.
+    progress: float | None = field(
+        default=None, metadata=declare(omit_default=True, read=_number, unstored=LIVE_ONLY)
+    )
+    total: float | None = field(
+        default=None,
+        metadata=declare(
+            omit_default=True, shown_with="progress", read=_number, unstored=LIVE_ONLY
+        ),
+    )
+    type: Literal["status"] = field(default="status", metadata=declare(column="kind"))
+
+    @property
+    def live_only(self) -> bool:
+        return self.progress is not None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    tool: str = field(metadata=declare(column="tool"))
+    call_id: str = field(metadata=declare(column="call_id"))
+    arguments: dict[str, Any] = field(metadata=declare(column="arguments", from_column=_or_empty))
+    seq: int | None = field(default=None, metadata=declare(column="seq"))
+    type: Literal["tool_call"] = field(default="tool_call", metadata=declare(column="kind"))
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    call_id: str = field(metadata=declare(column="call_id"))
+    ok: bool = field(metadata=declare(column="ok", from_column=bool))
+    summary: str = field(metadata=declare(column="result_summary"))
+    duration_ms: int = field(metadata=declare(column="duration_ms", from_column=_or_zero))
+    tool: str = field(default="", metadata=declare(key=False, column="tool"))
+    # The full error is kept for admins only; it never goes to the user or the model.
+    error: str = field(default="", repr=False, metadata=declare(key=False, column="error"))
+    # What the model was given, so later turns can show it the same result again.
+    content: str = field(
+        default="", repr=False, metadata=declare(key=False, column="result_content")
+    )
+    # The MCP server the tool came from ("" for a built-in tool).
+    server: str = field(default="", metadata=declare(key=False, column="server"))
+    # The last progress the tool reported, and how many reports it sent (on the wire only
+    # when it sent any).
+    progress: float | None = field(
+        default=None,
+        metadata=declare(shown_with="progress_count", read=_number, column="progress"),
+    )
+    total: float | None = field(
+        default=None,
+        metadata=declare(shown_with="progress_count", read=_number, column="progress_total"),
+    )
+    progress_message: str = field(
+        default="",
+        metadata=declare(shown_with="progress_count", column="progress_message", limit=400),
+    )
+    progress_count: int = field(
+        default=0, metadata=declare(omit_default=True, column="progress_count")
+    )
+    # The tool's structured result, for the audit only.
+    structured: Any = field(
+        default=None, repr=False, metadata=declare(key=False, column="result_structured")
+    )
+    # The resources its result pointed to.
+    links: tuple[Link, ...] = field(
+        default=(),
+        metadata=declare(
+            omit_default=True,
+            read=links_from_json,
+            write=_links_json,
+            column="result_links",
+            to_column=_links_column,
+            from_column=links_from_json,
+        ),
+    )
+    seq: int | None = field(default=None, metadata=declare(column="seq"))
+    type: Literal["tool_result"] = field(default="tool_result", metadata=declare(column="kind"))
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """The owner's answer to a tool call that asked first (or its timing out): who, what,
+    why, and how long the call waited."""
+
+    call_id: str = field(metadata=declare(column="call_id"))
+    tool: str = field(metadata=declare(missing="", column="tool"))
+    decision: DecisionKind = field(
+        metadata=declare(read=decision_kind, column="state", from_column=decision_kind)
+    )
+    by: str = field(default="", metadata=declare(column="message", limit=400))
+    reason: str = field(default="", metadata=declare(column="result_summary", limit=400))
+    waited_ms: int = field(default=0, metadata=declare(column="duration_ms", from_column=_or_zero))
+    seq: int | None = field(default=None, metadata=declare(column="seq"))
+    type: Literal["decision"] = field(default="decision", metadata=declare(column="kind"))
+    # Its `ok` column says whether the call went ahead, for the audit's filters.
+    COMPUTED_COLUMNS: ClassVar[Mapping[str, Callable[[Any], Any]]] = {
+        "ok": lambda decision: decision.approved
+    }
+
+    @property
+    def approved(self) -> bool:
+        return self.decision == "approve"
+
+
+@dataclass(frozen=True, slots=True)
+class ModelCallDone:
+    """One request to the model, for the audit: what it cost and what it thought. Not an event
+    of the protocol; None is unknown (the provider did not say), never zero."""
+
+    round: int
+    model: str
+    duration_ms: int
+    thinking_ms: int | None = None
+    reasoning: str = field(default="", repr=False)
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    reasoning_tokens: int | None = None
+    cached_tokens: int | None = None
+    type: Literal["model_call"] = "model_call"
+
+    @property
+    def call_id(self) -> str:
+        """The id of its 💭 line."""
+        return thinking_id(self.round)
+
+
+def thinking_id(round_number: int) -> str:
+    return f"think_{round_number}"
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    content: str = field(metadata=declare())
+    type: Literal["text"] = field(default="text", metadata=declare())
+
+
+@dataclass(frozen=True, slots=True)
+class Done:
+    message_id: str = field(metadata=declare())
+    state: TurnState = field(metadata=declare(read=turn_state))
+    summary_icon: str = field(default="", metadata=declare(key="summary.icon"))
+    summary_text: str = field(default="", metadata=declare(key="summary.text"))
+    type: Literal["done"] = field(default="done", metadata=declare())
+
+
+@dataclass(frozen=True, slots=True)
+class TurnStarted:
+    """A question was accepted and its answer begins: the first event of every turn."""
+
+    question_id: str = field(metadata=declare())
+    message_id: str = field(metadata=declare())
+    # A regenerated answer: the id of the answer it replaces.
+    replaces: str = field(default="", metadata=declare(omit_default=True))
+    type: Literal["turn"] = field(default="turn", metadata=declare())
+
+
+@dataclass(frozen=True, slots=True)
+class ToolFeedback:
+    """The model's feedback_to_user for one call, the moment that string is complete (cut to
+    100 characters + "..."; "" when the model left it empty), as the seed's `tool_feedback`
+    event. Live only, like a tool's progress: the call's status line keeps the text."""
+
+    call_id: str = field(metadata=declare())
+    feedback: str = field(metadata=declare())
+    type: Literal["tool_feedback"] = field(default="tool_feedback", metadata=declare())
+
+
+@dataclass(frozen=True, slots=True)
+class Error:
+    """A request that was refused or could not be read; the message is for people."""
+
+    message: str = field(metadata=declare())
+    type: Literal["error"] = field(default="error", metadata=declare())
+
+
+Event = Status | ToolCall | ToolResult | Decision | TextDelta | Done
+RecordedEvent = Status | ToolCall | ToolResult | Decision
+WireEvent = Event | TurnStarted | Error | ToolFeedback
+
+# Every event by its `type`; the recorded ones are those an ActivityEvent row holds.
+RECORDED_TYPES: dict[str, type[RecordedEvent]] = {
+    "status": Status,
+    "tool_call": ToolCall,
+    "tool_result": ToolResult,
+    "decision": Decision,
+}
+WIRE_TYPES: dict[str, type[WireEvent]] = {
+    **RECORDED_TYPES,
+    "text": TextDelta,
+    "done": Done,
+    "turn": TurnStarted,
+    "error": Error,
+    "tool_feedback": ToolFeedback,
+}
+
+
+def with_seq(event: RecordedEvent, seq: int) -> RecordedEvent:
+    return replace(event, seq=seq)
+
+
+def to_json(event: WireEvent) -> dict[str, Any]:
+    """The wire form of an event, the same on the socket, over SSE and in exports."""
+    if WIRE_TYPES.get(getattr(event, "type", "")) is not type(event):
+        raise TypeError(f"not an event: {event!r}")
+    return wire_form(event)
+
+
+def from_json(data: dict[str, Any]) -> WireEvent:
+    """The inverse of to_json, for events that cross the channel layer."""
+    kind = data.get("type")
+    cls = WIRE_TYPES.get(kind) if isinstance(kind, str) else None
+    if cls is None:
+        raise ValueError(f"unknown event type {kind!r}")
+    return read_wire(cls, data)

@@ -1,0 +1,168 @@
+"""The planned spans (spans.py) sent through the OpenTelemetry SDK: each becomes the SDK's
+own finished span, with its recorded times and derived ids, and goes to the OTLP/HTTP
+exporter through a batch processor (its own thread: a turn never waits on the network).
+Imported only when OTEL_EXPORTER_OTLP_ENDPOINT is set."""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import threading
+from collections.abc import Iterable, Iterator
+from datetime import datetime
+
+from django.conf import settings
+from django.db.models import Prefetch, QuerySet
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import Event, ReadableSpan
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExportResult
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
+
+from activity.models import ActivityEvent, ActivityFeed, ModelCall
+from activity.telemetry.spans import Options, SpanPlan, TracePlan, trace_plan
+
+SCOPE = InstrumentationScope("glassbox.activity.telemetry")
+_KINDS = {"internal": SpanKind.INTERNAL, "client": SpanKind.CLIENT}
+_lock = threading.Lock()
+_processors: dict[str, BatchSpanProcessor] = {}
+
+
+def processor_endpoint() -> str:
+    """Where traces go: the OTLP/HTTP traces path under the configured endpoint."""
+    return settings.OTEL_EXPORTER_OTLP_ENDPOINT.rstrip("/") + "/v1/traces"
+
+
+def processor() -> BatchSpanProcessor:
+    """This process's batch processor for the configured endpoint."""
+    endpoint = processor_endpoint()
+    with _lock:
+        if endpoint not in _processors:
+            _processors[endpoint] = BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint))
+            atexit.register(_processors[endpoint].shutdown)
+        return _processors[endpoint]
+
+
+def options() -> Options:
+    provider = "openai" if settings.OPENAI_API_KEY else "glassbox.demo"
+    return Options(provider=provider, content=settings.OTEL_CAPTURE_MESSAGE_CONTENT)
+
+
+@functools.cache
+def resource() -> Resource:
+    """This process as the traces name it. Once: Resource.create runs the SDK's detectors
+    (OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES are read there)."""
+    return Resource.create({"service.name": "glassbox"})
+
+
+# The columns a span reads; what was said only when content is captured.
+EVENT_COLUMNS = (
+    "feed_id", "seq", "kind", "icon", "message", "state", "tool", "call_id", "ok",
+    "result_summary", "duration_ms", "server", "progress", "progress_total", "progress_message",
+    "progress_count", "created_at",
+)  # fmt: skip
+CONTENT_COLUMNS = ("arguments", "result_content")
+
+
+def finished_feeds(feeds: QuerySet[ActivityFeed], chosen: Options) -> Iterator[ActivityFeed]:
+    """Feeds whose turn is over, with their model calls and events, a hundred at a time."""
+    columns = EVENT_COLUMNS + (CONTENT_COLUMNS if chosen.content else ())
+    events = Prefetch("events", ActivityEvent.objects.order_by().only(*columns))
+    finished = feeds.filter(finished_at__isnull=False).order_by("started_at", "pk")
+    return finished.prefetch_related("model_calls", events).iterator(chunk_size=100)
+
+
+def plans(feeds: QuerySet[ActivityFeed]) -> Iterator[TracePlan]:
+    chosen = options()
+    for feed in finished_feeds(feeds, chosen):
+        yield trace_plan(feed, feed.model_calls.all(), feed.events.all(), chosen)
+
+
+def feed_plan(feed_id: int) -> TracePlan | None:
+    """One finished turn's trace, read in three plain queries (a turn's end pays them)."""
+    feed = ActivityFeed.objects.filter(pk=feed_id, finished_at__isnull=False).first()
+    if feed is None:
+        return None
+    chosen = options()
+    columns = EVENT_COLUMNS + (CONTENT_COLUMNS if chosen.content else ())
+    calls = ModelCall.objects.filter(feed_id=feed_id).order_by()
+    events = ActivityEvent.objects.filter(feed_id=feed_id).order_by().only(*columns)
+    return trace_plan(feed, calls, events, chosen)
+
+
+def sdk_spans(plan: TracePlan, on: Resource) -> list[ReadableSpan]:
+    contexts = {span.span_id: _context(plan.trace_id, span.span_id) for span in plan.spans}
+    return [_sdk_span(span, contexts, on) for span in plan.spans]
+
+
+def _context(trace: int, span: int) -> SpanContext:
+    return SpanContext(trace, span, is_remote=False, trace_flags=TraceFlags(TraceFlags.SAMPLED))
+
+
+def _sdk_span(span: SpanPlan, contexts: dict[int, SpanContext], on: Resource) -> ReadableSpan:
+    status = Status(StatusCode.ERROR, span.error) if span.error else Status(StatusCode.OK)
+    return ReadableSpan(
+        name=span.name,
+        context=contexts[span.span_id],
+        parent=contexts[span.parent_id] if span.parent_id is not None else None,
+        resource=on,
+        attributes=span.attributes,
+        events=[Event(e.name, e.attributes, timestamp=e.at_ns) for e in span.events],
+        kind=_KINDS[span.kind],
+        status=status,
+        start_time=span.start_ns,
+        end_time=span.end_ns,
+        instrumentation_scope=SCOPE,
+    )
+
+
+def send(traces: Iterable[TracePlan]) -> int:
+    """Hands the traces' spans to the batch processor; how many traces."""
+    sending, on, count = processor(), resource(), 0
+    for plan in traces:
+        for span in sdk_spans(plan, on):
+            sending.on_end(span)
+        count += 1
+    return count
+
+
+def turn_export(feed_id: int) -> None:
+    """A turn that just ended: its spans to the batch processor."""
+    if (plan := feed_plan(feed_id)) is not None:
+        send([plan])
+
+
+def period_export(since: datetime, until: datetime, batch: int = 512) -> int:
+    """Every finished turn that began in [since, until), sent in batches of about `batch`
+    spans, each waited for: a backend that does not take one is an error that names it.
+    Returns how many turns were sent."""
+    feeds = ActivityFeed.objects.filter(started_at__gte=since, started_at__lt=until)
+    exporter, on = OTLPSpanExporter(endpoint=processor_endpoint()), resource()
+    pending: list[ReadableSpan] = []
+    count = 0
+    try:
+        for plan in plans(feeds):
+            pending += sdk_spans(plan, on)
+            count += 1
+            if len(pending) >= batch:
+                _sent(exporter, pending)
+                pending = []
+        if pending:
+            _sent(exporter, pending)
+    finally:
+        exporter.shutdown()
+    return count
+
+
+def _sent(exporter: OTLPSpanExporter, spans: list[ReadableSpan]) -> None:
+    if exporter.export(spans) is not SpanExportResult.SUCCESS:
+        raise ExportFailed(f"{processor_endpoint()} did not take the traces.")
+
+
+class ExportFailed(Exception):
+    pass
+
+
+def flush(timeout_ms: int = 30_000) -> bool:
+    return processor().force_flush(timeout_ms)

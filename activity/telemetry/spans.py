@@ -1,0 +1,256 @@
+"""A finished turn's spans, planned from its stored feed: the one path for a turn that just
+ended and for any stored period, so both give the same trace. Plain data, no OpenTelemetry:
+export.py hands the plans to the SDK.
+
+Names and attributes follow the OpenTelemetry GenAI semantic conventions: the turn is an
+`invoke_agent` span; each request to the model a `chat <model>` span and each tool call an
+`execute_tool <tool>` span under it. Times are the recorded ones (the feed's start and end,
+each model call's end less its duration, each call's and result's record). What people wrote
+or the model and tools said (arguments, results, status texts, progress messages) is in the
+spans only with OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true, as the conventions
+make content opt-in."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Literal
+
+from activity.models import ActivityEvent, ActivityFeed, ModelCall
+from activity.telemetry.ids import span_id, trace_id
+
+AGENT_NAME = "glassbox"
+Attributes = dict[str, str | int | float | bool]
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_FAILED_TURNS = (ActivityFeed.State.FAILED, ActivityFeed.State.INTERRUPTED)
+
+
+@dataclass(frozen=True, slots=True)
+class SpanEvent:
+    name: str
+    at_ns: int
+    attributes: Attributes = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class SpanPlan:
+    name: str
+    span_id: int
+    parent_id: int | None
+    kind: Literal["internal", "client"]
+    start_ns: int
+    end_ns: int
+    attributes: Attributes
+    events: list[SpanEvent] = field(default_factory=list)
+    # The span's status: None is OK, a text is an error and says what went wrong.
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TracePlan:
+    trace_id: int
+    spans: list[SpanPlan]
+
+    @property
+    def root(self) -> SpanPlan:
+        return self.spans[0]
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    """What a deployment adds to every trace: the provider's name, and whether content goes."""
+
+    provider: str
+    content: bool = False
+
+
+def nanos(moment: datetime) -> int:
+    return (moment - _EPOCH) // timedelta(microseconds=1) * 1000
+
+
+def trace_plan(
+    feed: ActivityFeed,
+    calls: Iterable[ModelCall],
+    events: Iterable[ActivityEvent],
+    options: Options,
+) -> TracePlan:
+    """The spans of one finished turn, its `invoke_agent` span first."""
+    trace = trace_id(feed.pk, feed.started_at)
+    rows = sorted(events, key=lambda row: row.seq)
+    start = nanos(feed.started_at)
+    end = (
+        nanos(feed.finished_at)
+        if feed.finished_at
+        else max([start, *(nanos(row.created_at) for row in rows)])
+    )
+    turn_id = span_id(trace, "turn")
+    shared: Attributes = {"gen_ai.provider.name": options.provider}
+    if feed.conversation_id is not None:
+        shared["gen_ai.conversation.id"] = str(feed.conversation_id)
+    models = [_model_span(trace, turn_id, call, shared, start) for call in calls]
+    tools = _tool_spans(trace, turn_id, rows, shared, options, end)
+    turn = SpanPlan(
+        name=f"invoke_agent {AGENT_NAME}",
+        span_id=turn_id,
+        parent_id=None,
+        kind="internal",
+        start_ns=start,
+        end_ns=end,
+        attributes={
+            "gen_ai.operation.name": "invoke_agent",
+            "gen_ai.agent.name": AGENT_NAME,
+            **shared,
+            **_model_of(feed, models),
+            **_usage(feed.prompt_tokens, feed.completion_tokens),
+            "glassbox.feed.id": feed.pk,
+            "glassbox.turn.state": feed.state,
+        },
+        events=[
+            _status_event(row, options)
+            for row in rows
+            if row.kind == ActivityEvent.Kind.STATUS and not row.call_id
+        ],
+        error=f"the turn ended {feed.state}" if feed.state in _FAILED_TURNS else None,
+    )
+    return TracePlan(trace_id=trace, spans=[turn, *models, *tools])
+
+
+def _model_of(feed: ActivityFeed, models: list[SpanPlan]) -> Attributes:
+    model = feed.model or next((str(m.attributes["gen_ai.request.model"]) for m in models), "")
+    return {"gen_ai.request.model": model} if model else {}
+
+
+def _usage(prompt: int | None, completion: int | None) -> Attributes:
+    """Tokens as the provider counted them; unknown counts are left out, never zero."""
+    usage: Attributes = {}
+    if prompt is not None:
+        usage["gen_ai.usage.input_tokens"] = prompt
+    if completion is not None:
+        usage["gen_ai.usage.output_tokens"] = completion
+    return usage
+
+
+def _model_span(
+    trace: int, parent: int, call: ModelCall, shared: Attributes, turn_start: int
+) -> SpanPlan:
+    end = nanos(call.created_at)
+    return SpanPlan(
+        name=f"chat {call.model}".strip(),
+        span_id=span_id(trace, f"model/{call.round}"),
+        parent_id=parent,
+        kind="client",
+        start_ns=max(turn_start, end - call.duration_ms * 1_000_000),
+        end_ns=end,
+        attributes={
+            "gen_ai.operation.name": "chat",
+            **shared,
+            "gen_ai.request.model": call.model,
+            "gen_ai.response.model": call.model,
+            **_usage(call.prompt_tokens, call.completion_tokens),
+        },
+    )
+
+
+def _tool_spans(
+    trace: int,
+    parent: int,
+    rows: list[ActivityEvent],
+    shared: Attributes,
+    options: Options,
+    turn_end: int,
+) -> list[SpanPlan]:
+    by_call: dict[str, list[ActivityEvent]] = {}
+    for row in rows:
+        if row.call_id:
+            by_call.setdefault(row.call_id, []).append(row)
+    spans = []
+    for own in by_call.values():
+        call = next((row for row in own if row.kind == ActivityEvent.Kind.TOOL_CALL), None)
+        if call is None:
+            continue  # a 💭 line, or a call announced but never made
+        result = next((row for row in own if row.kind == ActivityEvent.Kind.TOOL_RESULT), None)
+        spans.append(_tool_span(trace, parent, call, result, own, shared, options, turn_end))
+    return spans
+
+
+def _tool_span(
+    trace: int,
+    parent: int,
+    call: ActivityEvent,
+    result: ActivityEvent | None,
+    own: list[ActivityEvent],
+    shared: Attributes,
+    options: Options,
+    turn_end: int,
+) -> SpanPlan:
+    attributes: Attributes = {
+        "gen_ai.operation.name": "execute_tool",
+        **shared,
+        "gen_ai.tool.name": call.tool,
+        "gen_ai.tool.call.id": call.call_id,
+        "gen_ai.tool.type": "extension" if result is not None and result.server else "function",
+    }
+    if result is not None and result.server:
+        # A tool of an MCP server: the request that ran it, and the server as configured.
+        attributes["mcp.method.name"] = "tools/call"
+        attributes["glassbox.mcp.server"] = result.server
+    if options.content:
+        attributes["gen_ai.tool.call.arguments"] = json.dumps(call.arguments, ensure_ascii=False)
+        if result is not None:
+            attributes["gen_ai.tool.call.result"] = result.result_content
+    events = []
+    for row in own:
+        if row.kind == ActivityEvent.Kind.STATUS:
+            events.append(_status_event(row, options))
+        elif row.kind == ActivityEvent.Kind.DECISION:
+            events.append(
+                SpanEvent(
+                    "glassbox.approval",
+                    nanos(row.created_at),
+                    {
+                        "glassbox.approval.decision": row.state,
+                        "glassbox.approval.waited_ms": row.duration_ms or 0,
+                    },
+                )
+            )
+    error = None
+    if result is None:
+        error = "the call has no result"
+    else:
+        if result.progress_count:
+            events.append(_progress_event(result, options))
+        if not result.ok:
+            error = result.result_summary or "the tool failed"
+            attributes["error.type"] = "tool_error"
+    start = nanos(call.created_at)
+    return SpanPlan(
+        name=f"execute_tool {call.tool}",
+        span_id=span_id(trace, f"tool/{call.call_id}"),
+        parent_id=parent,
+        kind="internal",
+        start_ns=start,
+        end_ns=max(start, nanos(result.created_at) if result is not None else turn_end),
+        attributes=attributes,
+        events=events,
+        error=error,
+    )
+
+
+def _status_event(row: ActivityEvent, options: Options) -> SpanEvent:
+    attributes: Attributes = {"glassbox.status.state": row.state, "glassbox.status.icon": row.icon}
+    if options.content:
+        attributes["glassbox.status.message"] = row.message
+    return SpanEvent("glassbox.status", nanos(row.created_at), attributes)
+
+
+def _progress_event(result: ActivityEvent, options: Options) -> SpanEvent:
+    attributes: Attributes = {"glassbox.progress.count": result.progress_count}
+    if result.progress is not None:
+        attributes["glassbox.progress.progress"] = result.progress
+    if result.progress_total is not None:
+        attributes["glassbox.progress.total"] = result.progress_total
+    if options.content:
+        attributes["glassbox.progress.message"] = result.progress_message
+    return SpanEvent("glassbox.progress", nanos(result.created_at), attributes)

@@ -1,0 +1,189 @@
+"""MCP servers that each user connects to with their own OAuth grant ("auth": "oauth").
+The `mcp` SDK's OAuth client does the protocol: the protected resource metadata named by the
+401's WWW-Authenticate, the authorization server's metadata and its issuer, registration (a
+client ID metadata document, dynamic registration, or the client an admin entered), PKCE,
+the `resource` parameter, the `iss` of the answer, refresh, and a new authorization on
+`403 insufficient_scope`. This module gives it a session per user and server, and a person
+to ask: the turn that needs the server shows its user a link and waits for the answer
+(handed in as an `Asker`; the agent imports no models)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import weakref
+from collections.abc import Iterable
+from contextlib import suppress
+
+import httpx2
+from django.conf import settings
+from django.utils.translation import gettext as _
+from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider, TokenStorage
+from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
+
+from chat.agent.mcp.asker import Asker, NotConnected
+from chat.agent.mcp.config import ServerSpec
+from chat.agent.mcp.connections import Connection
+
+logger = logging.getLogger("glassbox.mcp")
+
+CLIENT_NAME = "Glassbox"
+
+
+class EnteredClient:
+    """A user's storage, holding the client an admin entered for the server, if any (then
+    nothing registers: the SDK asks the storage first)."""
+
+    def __init__(self, storage: TokenStorage, spec: ServerSpec) -> None:
+        self.storage = storage
+        self.spec = spec
+
+    async def get_tokens(self) -> OAuthToken | None:
+        return await self.storage.get_tokens()
+
+    async def set_tokens(self, tokens: OAuthToken) -> None:
+        await self.storage.set_tokens(tokens)
+
+    async def get_client_info(self) -> OAuthClientInformationFull | None:
+        entered = self.spec.oauth_client
+        if not entered:
+            return await self.storage.get_client_info()
+        secret = entered.get("client_secret") or None
+        return OAuthClientInformationFull(
+            client_id=entered["client_id"],
+            client_secret=secret,
+            # RFC 7591 §2: a client with a secret that says nothing else uses HTTP Basic.
+            token_endpoint_auth_method="client_secret_basic" if secret else "none",
+            redirect_uris=[settings.GLASSBOX_OAUTH_REDIRECT_URL],  # type: ignore[list-item]
+            scope=entered.get("scope") or None,
+        )
+
+    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
+        if not self.spec.oauth_client:
+            await self.storage.set_client_info(client_info)
+
+
+class UserConnection(Connection):
+    """The session of one user with one server, with that user's tokens only."""
+
+    def __init__(self, spec: ServerSpec, asker: Asker) -> None:
+        self.user_id = asker.user_id
+        # The turn that may ask its user now; None between turns (nobody to ask).
+        self.asker: Asker | None = asker
+        self.asked = False
+        self.refused = False
+        self.provider = OAuthClientProvider(
+            server_url=spec.url,
+            client_metadata=OAuthClientMetadata(
+                client_name=CLIENT_NAME,
+                redirect_uris=[settings.GLASSBOX_OAUTH_REDIRECT_URL],  # type: ignore[list-item]
+                grant_types=["authorization_code", "refresh_token"],
+                response_types=["code"],
+                application_type="web",
+            ),
+            storage=EnteredClient(asker.storage(spec), spec),
+            redirect_handler=self._redirect,
+            callback_handler=self._callback,
+            client_metadata_url=settings.GLASSBOX_OAUTH_CLIENT_METADATA_URL,
+        )
+        self._authorization_url = ""
+        super().__init__(spec)
+
+    def _auth(self) -> httpx2.Auth | None:
+        return self.provider
+
+    async def _redirect(self, authorization_url: str) -> None:
+        asker = self.asker
+        if asker is None or self.refused:
+            self.refused = True
+            raise NotConnected("no turn is there to ask its user")
+        self._authorization_url = authorization_url
+        self.asked = True
+        await asker.ask(self.spec, authorization_url)
+
+    async def _callback(self) -> AuthorizationCodeResult:
+        asker = self.asker
+        if asker is None:
+            self.refused = True
+            raise NotConnected("no turn is there to ask its user")
+        try:
+            return await asker.answer(self.spec, self._authorization_url)
+        except NotConnected:
+            self.refused = True
+            raise
+
+
+class UserPool:
+    """The per-user sessions of one event loop."""
+
+    def __init__(self) -> None:
+        self.connections: dict[tuple[str, int], UserConnection] = {}
+
+    async def connect(self, specs: Iterable[ServerSpec], asker: Asker) -> list[Connection]:
+        """This user's sessions with these servers, asking them (through the turn) for the
+        grants they have not given; those they refuse are left out, and asked again by the
+        next turn."""
+        wanted = [spec for spec in specs if spec.enabled and spec.oauth]
+        for key, old in list(self.connections.items()):
+            if key[1] != asker.user_id:
+                continue
+            declared = next((s for s in wanted if s.name == key[0]), None)
+            if declared is None or declared.fingerprint != old.spec.fingerprint:
+                del self.connections[key]
+                await old.close()
+        mine = []
+        for spec in wanted:
+            connection = self.connections.get((spec.name, asker.user_id))
+            if connection is not None and connection.client is None and connection.tried.is_set():
+                # Down since an earlier turn (refused, or failed): this turn tries afresh.
+                await connection.close()
+                connection = None
+            if connection is None:
+                connection = UserConnection(spec, asker)
+                self.connections[spec.name, asker.user_id] = connection
+            connection.asker = asker
+            connection.asked = False  # what an earlier turn asked was settled there
+            connection.spec = spec
+            mine.append(connection)
+        await asyncio.gather(*(self._settle(c, asker) for c in mine))
+        return [c for c in mine if c.client is not None]
+
+    async def _settle(self, connection: UserConnection, asker: Asker) -> None:
+        if not connection.tried.is_set():
+            with suppress(TimeoutError):
+                limit = asker.wait_seconds + settings.GLASSBOX_MCP_CONNECT_TIMEOUT
+                async with asyncio.timeout(limit):
+                    await connection.tried.wait()
+        up = connection.client is not None
+        if connection.asked:
+            connection.asked = False
+            reason = "" if up else str(connection.reason or _("it did not connect"))
+            await asker.settled(connection.spec, up, reason)
+        if not up:
+            # Nothing opens without a grant, and no retry asks anybody: the next turn tries
+            # again, afresh.
+            self.connections.pop((connection.spec.name, connection.user_id), None)
+            await connection.close()
+
+    def release(self, asker: Asker) -> None:
+        """The turn ended: its user is no longer there to be asked."""
+        for connection in self.connections.values():
+            if connection.asker is asker:
+                connection.asker = None
+
+    async def close(self) -> None:
+        connections, self.connections = list(self.connections.values()), {}
+        for connection in connections:
+            await connection.close()
+
+
+_pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, UserPool] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def user_pool() -> UserPool:
+    loop = asyncio.get_running_loop()
+    if loop not in _pools:
+        _pools[loop] = UserPool()
+    return _pools[loop]

@@ -1,0 +1,357 @@
+"""An MCP server's question to the person whose turn runs its tool (elicitation): stored, shown
+as a card to every socket of the conversation, answered once from any of them, and audited.
+
+The call that asked waits in the process that runs the turn; the answer may come by another
+process. It is written first (the first answer wins, checked against the form), then handed
+to the waiting call in clear through the channel layer: a value the form marks sensitive is
+stored only as its SHA-256. A question whose call, turn or server session ends first ends as
+`ended`; past its deadline it is `expired` and the server is told `cancel`."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
+from typing import Any
+
+from channels.db import database_sync_to_async
+from django.conf import settings
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from activity.recording.events import RecordedEvent, Status
+from chat.agent.mcp.elicit_schema import WITHHELD, Field, Invalid, check_answer, kept, read_form
+from chat.agent.questions import Question, Reply
+from chat.models import Conversation, Elicitation, Message
+from chat.turns import broadcast
+from chat.turns.admission import TurnRejected
+
+logger = logging.getLogger("glassbox.turns")
+
+ICON = "❓"
+ANSWERED_ICON = "💬"
+LINE_LIMIT = 200
+# A waiting call looks at its row this often, in case the layer lost the answer's message.
+POLL_SECONDS = 1.0
+# Waiting calls of this process, by question: an answer taken here reaches them directly.
+_waiting: dict[uuid.UUID, asyncio.Future[dict[str, Any] | None]] = {}
+
+
+class NoSuchQuestion(TurnRejected):
+    status = 404
+
+
+class AlreadyAnswered(TurnRejected):
+    status = 409
+
+
+class BadAnswer(TurnRejected):
+    """An answer that does not fit the form; `errors` says, per field, what is wrong."""
+
+    status = 400
+
+    def __init__(self, errors: dict[str, str]) -> None:
+        super().__init__(
+            _("The answer does not fit the form: %(errors)s")
+            % {"errors": "; ".join(f"{name}: {why}" for name, why in errors.items())}
+        )
+        self.errors = errors
+
+
+def group_of(question_id: uuid.UUID) -> str:
+    return f"elicitation-{question_id.hex}"
+
+
+async def card_changed(question: Elicitation) -> None:
+    """Every socket of the conversation shows the card as it is now (chat.socket)."""
+    await broadcast.group_send(
+        Conversation.group_name_for(question.answer.conversation_id),
+        {"type": "elicitation.changed", "question_id": str(question.pk)},
+    )
+
+
+class TurnAsker:
+    """The turn's side of a server's questions (chat.agent.questions.Asker): `emit` records
+    and shows a feed line, as the runner does for the agent's own events."""
+
+    def __init__(self, answer: Message, emit: Callable[[RecordedEvent], Awaitable[None]]) -> None:
+        self.answer = answer
+        self.emit = emit
+
+    async def ask(self, question: Question) -> Reply:
+        fields = read_form(question.schema) if question.mode == "form" else ()
+        row = await database_sync_to_async(Elicitation.objects.create)(
+            answer=self.answer,
+            call_id=question.call_id[:64],
+            server=question.server[:64],
+            mode=question.mode,
+            message=question.message,
+            requested_schema=question.schema,
+            url=question.url,
+            server_elicitation_id=question.elicitation_id[:200],
+            deadline=timezone.now() + timedelta(seconds=settings.GLASSBOX_ELICITATION_TIMEOUT),
+        )
+        row.answer = self.answer
+        arrived = _waiting[row.pk] = asyncio.get_running_loop().create_future()
+        try:
+            await self.emit(
+                Status(
+                    icon=ICON,
+                    message=_line(
+                        _("%(server)s asks: %(message)s — waiting for your answer")
+                        % {"server": question.server, "message": question.message}
+                    ),
+                    state="in_progress",
+                    call_id=question.call_id,
+                )
+            )
+            await card_changed(row)
+            row, clear = await _answer_of(row, arrived)
+            if row.state == Elicitation.State.EXPIRED:
+                await card_changed(row)
+        except BaseException:
+            # The call was cancelled (Stop, its time limit, the session lost): nobody can
+            # answer now. Written whatever happens to this task next.
+            ending = asyncio.ensure_future(_end(row, _("The call ended before an answer.")))
+            await asyncio.shield(ending)
+            raise
+        finally:
+            _waiting.pop(row.pk, None)
+        await self.emit(_answered_line(row, fields))
+        if row.state == Elicitation.State.ACCEPTED and question.mode == "url":
+            return Reply("accept")
+        if row.state == Elicitation.State.ACCEPTED and clear is not None:
+            return Reply("accept", clear)
+        if row.state == Elicitation.State.ACCEPTED:
+            # Answered in another process whose message was lost: the secret fields exist
+            # only as hashes now, and a hash is not the answer.
+            logger.warning("question %s: its answer's secret fields were lost", row.pk)
+        if row.state == Elicitation.State.DECLINED:
+            return Reply("decline")
+        return Reply("cancel")
+
+    async def completed(self, server: str, elicitation_id: str) -> None:
+        """The server says the URL-mode question was completed at its end."""
+        rows = await database_sync_to_async(_complete)(self.answer, server, elicitation_id)
+        for row in rows:
+            await card_changed(row)
+
+
+def _complete(answer: Message, server: str, elicitation_id: str) -> list[Elicitation]:
+    rows = Elicitation.objects.filter(
+        answer=answer, server=server, server_elicitation_id=elicitation_id, completed_at=None
+    ).select_related("answer")
+    found = list(rows)
+    rows.update(completed_at=timezone.now())
+    return found
+
+
+async def _answer_of(
+    row: Elicitation, arrived: asyncio.Future[dict[str, Any] | None]
+) -> tuple[Elicitation, dict[str, Any] | None]:
+    """Waits for the answer, from this process or another, or for the deadline (then the
+    question expires). Returns the row as answered and the answer in clear."""
+    async with broadcast.subscribe(group_of(row.pk)) as elsewhere:
+        while True:
+            left = (row.deadline - timezone.now()).total_seconds()
+            if left <= 0:
+                if await database_sync_to_async(_settle)(row.pk, Elicitation.State.EXPIRED):
+                    return await _reread(row), None
+                # Answered at the deadline: the answer stands.
+                current = await _reread(row)
+                return current, arrived.result() if arrived.done() else _clear_content(current)
+            from_layer = asyncio.ensure_future(elsewhere.get())
+            either: set[asyncio.Future[Any]] = {arrived, from_layer}
+            try:
+                await asyncio.wait(either, timeout=min(left, POLL_SECONDS))
+            finally:
+                from_layer.cancel()
+            if arrived.done():
+                return await _reread(row), arrived.result()
+            if from_layer.done() and not from_layer.cancelled() and not from_layer.exception():
+                return await _reread(row), from_layer.result().get("content")
+            current = await _reread(row)
+            if current.state != Elicitation.State.WAITING:
+                # Answered elsewhere and its message lost: what was stored is what is known.
+                return current, _clear_content(current)
+
+
+def _clear_content(row: Elicitation) -> dict[str, Any] | None:
+    """The stored answer, unless part of it is only a hash (then nothing can be sent)."""
+    if row.content is None:
+        return None
+    fields = read_form(row.requested_schema) if row.mode == "form" else ()
+    return None if any(f.sensitive for f in fields if f.name in row.content) else row.content
+
+
+async def _reread(row: Elicitation) -> Elicitation:
+    fresh = await Elicitation.objects.select_related("answered_by").aget(pk=row.pk)
+    fresh.answer = row.answer
+    return fresh
+
+
+def _settle(question_id: uuid.UUID, state: str, reason: str = "") -> bool:
+    """Closes a waiting question without an answer; False if it was answered first."""
+    return bool(
+        Elicitation.objects.filter(pk=question_id, state=Elicitation.State.WAITING).update(
+            state=state, reason=reason[:300], answered_at=timezone.now()
+        )
+    )
+
+
+async def _end(row: Elicitation, reason: str) -> None:
+    with contextlib.suppress(Exception):
+        if await database_sync_to_async(_settle)(row.pk, Elicitation.State.ENDED, reason):
+            await card_changed(row)
+
+
+def _line(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= LINE_LIMIT else text[: LINE_LIMIT - 1] + "…"
+
+
+def _answered_line(row: Elicitation, fields: tuple[Field, ...]) -> Status:
+    """The sealed line that says how the question ended, and who answered what."""
+    return Status(
+        icon=ANSWERED_ICON,
+        message=_line(outcome_of(row, fields)),
+        state="in_progress",
+        call_id=row.call_id,
+    )
+
+
+def outcome_of(row: Elicitation, fields: tuple[Field, ...]) -> str:
+    """How a question ended, for people ("" while it waits)."""
+    who = row.answered_by.get_username() if row.answered_by else ""
+    match row.state:
+        case Elicitation.State.ACCEPTED:
+            shown = shown_answer(row.content or {}, fields)
+            if shown:
+                return _("Answered by %(who)s: %(answer)s") % {"who": who, "answer": shown}
+            return _("Accepted by %(who)s") % {"who": who}
+        case Elicitation.State.DECLINED:
+            return _("Declined by %(who)s") % {"who": who}
+        case Elicitation.State.CANCELLED:
+            return _("Cancelled by %(who)s") % {"who": who}
+        case Elicitation.State.EXPIRED:
+            return _("Not answered in time: the question was cancelled")
+        case Elicitation.State.ENDED:
+            return _("Cancelled: %(reason)s") % {"reason": row.reason}
+    return ""
+
+
+def shown_answer(content: dict[str, Any], fields: tuple[Field, ...]) -> str:
+    """An answer in one line, in the form's order (PostgreSQL's jsonb keeps no order), a
+    sensitive value as "(withheld)"."""
+    titles = {f.name: f for f in fields}
+    order = [f.name for f in fields if f.name in content]
+    parts = []
+    for name in order + sorted(set(content) - set(order)):
+        value, field = content[name], titles.get(name)
+        if field is not None and field.sensitive:
+            value = WITHHELD
+        elif isinstance(value, bool):
+            value = _("yes") if value else _("no")
+        elif isinstance(value, list):
+            value = ", ".join(map(str, value))
+        parts.append(f"{field.title if field else name}: {value}")
+    return "; ".join(parts)
+
+
+async def answer(
+    *,
+    conversation_id: uuid.UUID,
+    question_id: uuid.UUID,
+    user: Any,
+    action: str,
+    values: dict[str, Any] | None = None,
+) -> Elicitation:
+    """The person's answer to a waiting question of their conversation; the caller checked
+    that `user` may act on it. A bad answer raises BadAnswer and saves nothing."""
+    if action not in ("accept", "decline", "cancel"):
+        raise TurnRejected(_("Answer with accept, decline or cancel."))
+    clear, row = await database_sync_to_async(_claim)(
+        conversation_id, question_id, user, action, values or {}
+    )
+    waiting = _waiting.get(row.pk)
+    if waiting is not None:
+        # The page's form without JavaScript answers from another thread's loop.
+        waiting.get_loop().call_soon_threadsafe(_deliver, waiting, clear)
+    else:
+        await broadcast.group_send(
+            group_of(row.pk), {"type": "elicitation.answered", "content": clear}
+        )
+    await card_changed(row)
+    return row
+
+
+def _deliver(waiting: asyncio.Future[dict[str, Any] | None], clear: dict[str, Any] | None) -> None:
+    if not waiting.done():
+        waiting.set_result(clear)
+
+
+def _claim(
+    conversation_id: uuid.UUID,
+    question_id: uuid.UUID,
+    user: Any,
+    action: str,
+    values: dict[str, Any],
+) -> tuple[dict[str, Any] | None, Elicitation]:
+    row = (
+        Elicitation.objects.select_related("answer")
+        .filter(pk=question_id, answer__conversation_id=conversation_id)
+        .first()
+    )
+    if row is None:
+        raise NoSuchQuestion(_("There is no such question in this conversation."))
+    close_if_orphaned([row])
+    if row.state != Elicitation.State.WAITING:
+        raise AlreadyAnswered(_("This question was already answered or has ended."))
+    if row.deadline <= timezone.now():
+        raise AlreadyAnswered(_("This question waited too long and was cancelled."))
+    clear: dict[str, Any] | None = None
+    stored: dict[str, Any] | None = None
+    if action == "accept" and row.mode == Elicitation.Mode.FORM:
+        fields = read_form(row.requested_schema)
+        try:
+            clear = check_answer(fields, values)
+        except Invalid as exc:
+            raise BadAnswer(exc.errors) from None
+        stored = kept(fields, clear)
+    claimed = Elicitation.objects.filter(pk=row.pk, state=Elicitation.State.WAITING).update(
+        state=action, content=stored, answered_by=user, answered_at=timezone.now()
+    )
+    if not claimed:
+        raise AlreadyAnswered(_("This question was already answered or has ended."))
+    turn = row.answer
+    row.refresh_from_db()
+    row.answer = turn
+    return clear, row
+
+
+def close_if_orphaned(rows: list[Elicitation]) -> None:
+    """Questions whose turn is no longer running (its process died, it was stopped) can
+    never reach their server: they end, with a line that says so."""
+    for row in rows:
+        if row.state == Elicitation.State.WAITING and row.answer.state != Message.State.STREAMING:
+            row.state = Elicitation.State.ENDED
+            row.reason = _("The server's session ended before an answer (the turn stopped).")
+            row.answered_at = timezone.now()
+            Elicitation.objects.filter(pk=row.pk, state=Elicitation.State.WAITING).update(
+                state=row.state, reason=row.reason, answered_at=row.answered_at
+            )
+
+
+def open_questions(conversation_id: uuid.UUID) -> list[Elicitation]:
+    """The conversation's questions still waiting (for a page that opens or reloads), after
+    closing those that can no longer be answered."""
+    rows = list(
+        Elicitation.objects.select_related("answer")
+        .filter(answer__conversation_id=conversation_id, state=Elicitation.State.WAITING)
+        .order_by("asked_at")
+    )
+    close_if_orphaned(rows)
+    return [row for row in rows if row.state == Elicitation.State.WAITING]

@@ -1,0 +1,127 @@
+"""The client the MCP conformance suite's authorization scenarios drive (`make
+conformance-auth`): Glassbox's per-user OAuth connection (chat.agent.mcp.oauth: the SDK's
+OAuth client as Glassbox configures it, its registration choices, its per-user session)
+against the suite's test servers. The suite runs `client.py <server-url>` with
+MCP_CONFORMANCE_SCENARIO set, and MCP_CONFORMANCE_CONTEXT (JSON) where a scenario gives
+credentials (an admin-entered client).
+
+The person who grants access is scripted: the suite's authorization server approves at
+once, so "opening the link" is one request whose redirect carries the code, as the
+callback view would receive it. Tokens are kept in memory here (their encrypted storage is
+tested by tests/chat/test_mcp_oauth.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
+# The suite's authorization servers accept this URL as a client ID metadata document.
+os.environ.setdefault(
+    "GLASSBOX_OAUTH_CLIENT_METADATA_URL", "https://conformance-test.local/client-metadata.json"
+)
+
+import django  # noqa: E402
+
+django.setup()
+
+import httpx2  # noqa: E402
+from mcp.client.auth import AuthorizationCodeResult  # noqa: E402
+from mcp.shared.auth import OAuthClientInformationFull, OAuthToken  # noqa: E402
+
+from chat.agent.mcp.asker import NotConnected  # noqa: E402
+from chat.agent.mcp.config import ServerSpec, spec_from_mapping  # noqa: E402
+from chat.agent.mcp.oauth import UserPool  # noqa: E402
+
+logger = logging.getLogger("conformance")
+
+
+class MemoryStorage:
+    def __init__(self) -> None:
+        self.tokens: OAuthToken | None = None
+        self.client: OAuthClientInformationFull | None = None
+
+    async def get_tokens(self) -> OAuthToken | None:
+        return self.tokens
+
+    async def set_tokens(self, tokens: OAuthToken) -> None:
+        self.tokens = tokens
+
+    async def get_client_info(self) -> OAuthClientInformationFull | None:
+        return self.client
+
+    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
+        self.client = client_info
+
+
+class ScriptedPerson:
+    """An Asker (chat.agent.mcp.asker) whose user opens every link at once."""
+
+    user_id = 1
+    wait_seconds = 20.0
+
+    def __init__(self, storage: MemoryStorage) -> None:
+        self._storage = storage
+        self._answer: AuthorizationCodeResult | None = None
+
+    def storage(self, spec: ServerSpec) -> MemoryStorage:
+        return self._storage
+
+    async def ask(self, spec: ServerSpec, authorization_url: str) -> None:
+        async with httpx2.AsyncClient(timeout=10) as browser:
+            response = await browser.get(authorization_url)
+        back = parse_qs(urlsplit(response.headers.get("location", "")).query)
+        if "code" not in back:
+            raise NotConnected(f"no code came back (HTTP {response.status_code})")
+        self._answer = AuthorizationCodeResult(
+            code=back["code"][0],
+            state=back.get("state", [None])[0],
+            iss=back.get("iss", [None])[0],
+        )
+
+    async def answer(self, spec: ServerSpec, authorization_url: str) -> AuthorizationCodeResult:
+        if self._answer is None:
+            raise NotConnected("not answered")
+        answer, self._answer = self._answer, None
+        return answer
+
+    async def settled(self, spec: ServerSpec, connected: bool, reason: str) -> None:
+        logger.info("connected" if connected else f"not connected: {reason}")
+
+
+def declaration(url: str) -> ServerSpec:
+    context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
+    data: dict = {"name": "conformance", "url": url, "auth": "oauth"}
+    if context.get("client_id"):
+        data["oauth_client"] = {
+            key: context[key] for key in ("client_id", "client_secret") if context.get(key)
+        }
+    return spec_from_mapping(data)
+
+
+async def main(url: str) -> int:
+    pool = UserPool()
+    person = ScriptedPerson(MemoryStorage())
+    try:
+        (connection, *_) = await pool.connect([declaration(url)], person) or [None]
+        if connection is None or connection.client is None:
+            logger.error("not connected")
+            return 1
+        for tool in connection.listed:
+            result = await connection.call(tool.name, {}, None)  # type: ignore[arg-type]
+            logger.info("called %s: error=%s", tool.name, result.is_error)
+        return 0
+    finally:
+        await pool.close()
+
+
+if __name__ == "__main__":
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr)
+    sys.exit(asyncio.run(main(sys.argv[1])))

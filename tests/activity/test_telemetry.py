@@ -1,0 +1,265 @@
+"""A turn's trace as the GenAI semantic conventions name it, planned from its stored feed
+(the one path for a turn that just ended and for history), and what it leaves out."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from datetime import timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from threading import Thread
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.utils import timezone
+
+from activity import telemetry
+from activity.models import ActivityEvent, ActivityFeed, ModelCall
+from activity.telemetry.spans import Options, TracePlan, trace_plan
+from chat.models import Conversation
+from tests.support.turns import decided_turn, run_turn
+
+pytestmark = pytest.mark.django_db(transaction=True)
+QUESTION = "How do I negotiate my salary?"
+
+
+def plan_of(feed_id: int, *, content: bool = False) -> TracePlan:
+    feed = ActivityFeed.objects.get(pk=feed_id)
+    calls, events = feed.model_calls.all(), feed.events.all()
+    return trace_plan(feed, calls, events, Options("glassbox.demo", content=content))
+
+
+def everything_said(plan: TracePlan) -> str:
+    """Every attribute value of every span and span event, as one text."""
+    values = []
+    for span in plan.spans:
+        values += [str(v) for v in span.attributes.values()]
+        values += [str(v) for event in span.events for v in event.attributes.values()]
+    return "\n".join(values)
+
+
+def test_a_turn_is_an_invoke_agent_span_over_its_model_calls_and_its_tool_call(
+    alice, knowledge_base
+):
+    answer = run_turn(Conversation.objects.create(owner=alice), QUESTION)
+    plan = plan_of(answer.feed_id)
+
+    turn, *rest = plan.spans
+    assert turn.name == "invoke_agent glassbox" and turn.parent_id is None
+    assert [span.name for span in rest] == [
+        "chat glassbox-demo", "chat glassbox-demo", "execute_tool search_documents",
+    ]  # fmt: skip
+    assert {span.parent_id for span in rest} == {turn.span_id}
+    assert turn.attributes["gen_ai.operation.name"] == "invoke_agent"
+    assert turn.attributes["gen_ai.provider.name"] == "glassbox.demo"
+    assert turn.attributes["gen_ai.request.model"] == "glassbox-demo"
+    assert turn.attributes["gen_ai.conversation.id"] == str(answer.conversation_id)
+    chat = rest[0]
+    assert chat.kind == "client" and chat.attributes["gen_ai.operation.name"] == "chat"
+    assert chat.attributes["gen_ai.usage.input_tokens"] > 0
+    assert chat.attributes["gen_ai.usage.output_tokens"] > 0
+    feed = ActivityFeed.objects.get(pk=answer.feed_id)
+    assert turn.attributes["gen_ai.usage.input_tokens"] == feed.prompt_tokens
+    tool = rest[2]
+    call = ActivityEvent.objects.get(feed=feed, kind="tool_call")
+    assert tool.attributes["gen_ai.tool.name"] == "search_documents"
+    assert tool.attributes["gen_ai.tool.call.id"] == call.call_id
+    assert tool.error is None and turn.error is None
+    # Recorded times: every span inside its turn, each tool span from its call to its result.
+    assert all(turn.start_ns <= s.start_ns <= s.end_ns <= turn.end_ns for s in rest)
+    result = ActivityEvent.objects.get(feed=feed, kind="tool_result")
+    assert (
+        tool.end_ns - tool.start_ns
+        == (result.created_at - call.created_at) // timedelta(microseconds=1) * 1000
+    )
+    assert [e.attributes["glassbox.status.state"] for e in tool.events] == ["in_progress"] * 2 + [
+        "done"
+    ]
+
+
+def test_by_default_no_question_argument_result_or_line_text_leaves(alice, knowledge_base):
+    answer = run_turn(Conversation.objects.create(owner=alice), QUESTION)
+    said = everything_said(plan_of(answer.feed_id))
+
+    assert "negotiate" not in said.lower() and "salary" not in said.lower()
+    assert "Found 3 documents" not in said
+
+
+def test_with_content_capture_the_calls_arguments_results_and_lines_go_too(alice, knowledge_base):
+    answer = run_turn(Conversation.objects.create(owner=alice), QUESTION)
+    plan = plan_of(answer.feed_id, content=True)
+    tool = plan.spans[-1]
+
+    assert json.loads(str(tool.attributes["gen_ai.tool.call.arguments"]))["query"]
+    assert tool.attributes["gen_ai.tool.call.result"]
+    assert "Found 3 documents" in [
+        e.attributes.get("glassbox.status.message") for e in tool.events
+    ]
+    assert QUESTION not in everything_said(plan)  # the question itself is never in a span
+
+
+def test_a_failed_tool_is_an_error_span_and_the_turn_still_ends_well(alice, knowledge_base):
+    question = "Simulate a failure while looking up salaries"
+    answer = run_turn(Conversation.objects.create(owner=alice), question)
+    plan = plan_of(answer.feed_id)
+    tool = next(span for span in plan.spans if span.name.startswith("execute_tool"))
+
+    assert tool.error is not None and "missing argument" in tool.error
+    assert tool.attributes["error.type"] == "tool_error"
+    assert plan.root.error is None
+
+
+def test_an_approval_is_an_event_of_its_tool_span(alice):
+    question = "Email advisor@example.com: can we meet on Tuesday?"
+    answer = decided_turn(
+        Conversation.objects.create(owner=alice), question, user=alice, approve=False
+    )
+    plan = plan_of(answer.feed_id)
+    tool = next(span for span in plan.spans if span.name == "execute_tool send_email")
+
+    (approval,) = [e for e in tool.events if e.name == "glassbox.approval"]
+    assert approval.attributes["glassbox.approval.decision"] == "deny"
+    assert tool.error is not None  # a denied call did not run
+    assert "alice" not in everything_said(plan)  # who decided stays in the audit
+
+
+def test_an_mcp_tool_span_says_the_method_and_server_and_its_last_progress():
+    now = timezone.now()
+    feed = ActivityFeed(pk=7, started_at=now, finished_at=now + timedelta(seconds=4))
+    feed.state = ActivityFeed.State.COMPLETE
+    call = ActivityEvent(seq=1, kind="tool_call", tool="surveys__compare", call_id="c1")
+    call.created_at, call.arguments = now + timedelta(seconds=1), {}
+    result = ActivityEvent(
+        seq=2, kind="tool_result", tool="surveys__compare", call_id="c1", ok=True,
+        server="surveys", progress=5.0, progress_total=5.0, progress_count=5,
+        progress_message="Read survey 5 of 5",
+    )  # fmt: skip
+    result.created_at = now + timedelta(seconds=3)
+    plan = trace_plan(feed, [], [call, result], Options("openai"))
+    tool = plan.spans[1]
+
+    assert tool.attributes["mcp.method.name"] == "tools/call"
+    assert tool.attributes["glassbox.mcp.server"] == "surveys"
+    assert tool.end_ns - tool.start_ns == 2_000_000_000
+    (progress,) = tool.events
+    assert progress.attributes == {
+        "glassbox.progress.count": 5,
+        "glassbox.progress.progress": 5.0,
+        "glassbox.progress.total": 5.0,
+    }  # its message is content
+
+
+def test_an_interrupted_turn_is_an_error_span_and_a_call_without_result_too():
+    now = timezone.now()
+    feed = ActivityFeed(pk=8, started_at=now, finished_at=now + timedelta(seconds=2))
+    feed.state = ActivityFeed.State.INTERRUPTED
+    call = ActivityEvent(seq=1, kind="tool_call", tool="slow", call_id="c1", arguments={})
+    call.created_at = now + timedelta(seconds=1)
+    calls = [ModelCall(round=0, model="m", duration_ms=500, created_at=now)]
+    plan = trace_plan(feed, calls, [call], Options("openai"))
+
+    assert plan.root.error == "the turn ended interrupted"
+    assert plan.spans[2].error == "the call has no result"
+    assert plan.spans[2].end_ns == plan.root.end_ns
+    assert plan.spans[1].start_ns == plan.root.start_ns  # never before its turn
+
+
+def test_a_feeds_trace_id_is_its_own_and_the_admin_shows_it(admin_client, alice, knowledge_base):
+    first = run_turn(Conversation.objects.create(owner=alice), QUESTION)
+    second = run_turn(Conversation.objects.create(owner=alice), QUESTION)
+    feeds = ActivityFeed.objects.in_bulk([first.feed_id, second.feed_id])
+    ids = {telemetry.trace_id_hex(f.pk, f.started_at) for f in feeds.values()}
+
+    assert len(ids) == 2 and all(len(i) == 32 for i in ids)
+    assert f"{plan_of(first.feed_id).trace_id:032x}" in ids
+    page = admin_client.get(f"/admin/activity/activityfeed/{first.feed_id}/change/")
+    feed = feeds[first.feed_id]
+    assert telemetry.trace_id_hex(feed.pk, feed.started_at) in page.content.decode()
+
+
+def test_with_no_endpoint_the_sdk_is_never_imported():
+    """A whole app loaded, and a turn's end told, in a process of its own."""
+    script = (
+        "import os, sys, django; os.environ.pop('OTEL_EXPORTER_OTLP_ENDPOINT', None);"
+        "os.environ['DJANGO_SETTINGS_MODULE'] = 'project.settings'; django.setup();"
+        "import chat.turns.runner, activity.admin;"
+        "from activity import telemetry; telemetry.turn_ended(1);"
+        "print(sorted(m for m in sys.modules if m.startswith('opentelemetry.sdk')"
+        " or m.startswith('opentelemetry.exporter') or m == 'activity.telemetry.export'))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert out.stdout.strip() == "[]"
+
+
+def test_export_otel_refuses_a_backward_period_and_a_missing_endpoint(settings):
+    settings.OTEL_EXPORTER_OTLP_ENDPOINT = "http://127.0.0.1:9"
+    with pytest.raises(CommandError, match="--until must come after --since"):
+        call_command("export_otel", "--since", "2026-11-02", "--until", "2026-11-01")
+    settings.OTEL_EXPORTER_OTLP_ENDPOINT = ""
+    with pytest.raises(CommandError, match="Set OTEL_EXPORTER_OTLP_ENDPOINT"):
+        call_command("export_otel", "--since", "2026-11-01", "--until", "2026-11-02")
+    with pytest.raises(CommandError, match="is not a date"):
+        call_command("export_otel", "--since", "yesterday", "--until", "2026-11-02")
+
+
+class NotATraceBackend(BaseHTTPRequestHandler):
+    """A web server that takes no OTLP (POST is not implemented: 501)."""
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+def test_export_otel_names_an_endpoint_that_does_not_take_the_traces(
+    settings, alice, knowledge_base
+):
+    run_turn(Conversation.objects.create(owner=alice), QUESTION)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), NotATraceBackend)
+    Thread(target=server.serve_forever, daemon=True).start()
+    settings.OTEL_EXPORTER_OTLP_ENDPOINT = f"http://127.0.0.1:{server.server_address[1]}"
+    today = timezone.now().date()
+    try:
+        with pytest.raises(CommandError, match="did not take the traces"):
+            call_command(
+                "export_otel", "--since", str(today), "--until", str(today + timedelta(days=1))
+            )
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_trace_backend_that_does_not_take_the_trace_costs_the_trace_never_the_turn(
+    settings, alice, knowledge_base
+):
+    server = ThreadingHTTPServer(("127.0.0.1", 0), NotATraceBackend)
+    Thread(target=server.serve_forever, daemon=True).start()
+    settings.OTEL_EXPORTER_OTLP_ENDPOINT = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        answer = run_turn(Conversation.objects.create(owner=alice), QUESTION)
+        from activity.telemetry import export
+
+        assert export.flush(10_000)  # the batch was tried, and dropped
+    finally:
+        server.shutdown()
+        server.server_close()
+
+    assert answer.state == "complete" and "salary" in answer.content.lower()
+
+
+@pytest.mark.parametrize("content", [False, True])
+def test_a_turn_read_at_its_end_and_read_from_history_is_the_same_trace(
+    settings, alice, knowledge_base, content
+):
+    from activity.telemetry import export
+
+    settings.OTEL_CAPTURE_MESSAGE_CONTENT = content
+    conversation = Conversation.objects.create(owner=alice)
+    answers = [run_turn(conversation, QUESTION), run_turn(conversation, "Tell me a joke")]
+    feeds = ActivityFeed.objects.filter(pk__in=[a.feed_id for a in answers])
+
+    from_history = list(export.plans(feeds))
+    at_the_end = [export.feed_plan(answer.feed_id) for answer in answers]
+    assert from_history == at_the_end
+    assert [len(plan.spans) for plan in from_history] == [4, 2]

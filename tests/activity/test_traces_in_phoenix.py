@@ -1,0 +1,68 @@
+"""Traces as a real backend receives them: Arize Phoenix, started for these tests, gets a
+live turn's trace when the turn ends and a stored period's from `manage.py export_otel`,
+and gives them back through its own API with our names, ids, times and statuses."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import pytest
+from django.core.management import call_command
+from django.utils import timezone
+
+from activity import telemetry
+from activity.models import ActivityFeed
+from activity.telemetry import export
+from chat.models import Conversation
+from tests.support.phoenix import phoenix_or_skip, phoenix_server, spans_received, trace_spans
+from tests.support.turns import run_turn
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture(scope="module")
+def phoenix(tmp_path_factory):
+    phoenix_or_skip()
+    with phoenix_server(tmp_path_factory.mktemp("phoenix")) as url:
+        yield url
+
+
+def by_name(spans: list[dict]) -> dict[str, dict]:
+    return {span["name"]: span for span in spans}
+
+
+def test_a_live_turn_and_a_stored_period_reach_phoenix_with_their_recorded_times(
+    settings, phoenix, alice, knowledge_base
+):
+    settings.OTEL_EXPORTER_OTLP_ENDPOINT = ""
+    earlier = run_turn(Conversation.objects.create(owner=alice), "How do I negotiate my salary?")
+    boundary = timezone.now()
+    settings.OTEL_EXPORTER_OTLP_ENDPOINT = phoenix
+    question = "Simulate a failure while looking up salaries"
+    live = run_turn(Conversation.objects.create(owner=alice), question)
+    assert export.processor().force_flush(30_000)
+
+    feed = ActivityFeed.objects.get(pk=live.feed_id)
+    spans = by_name(spans_received(phoenix, telemetry.trace_id_hex(feed.pk, feed.started_at), 4))
+    turn, tool = spans["invoke_agent glassbox"], spans["execute_tool search_documents"]
+    assert turn["parent_id"] is None and tool["parent_id"] == turn["context"]["span_id"]
+    assert tool["status_code"] == "ERROR" and "missing argument" in tool["status_message"]
+    assert tool["attributes"]["gen_ai.tool.name"] == "search_documents"
+    assert turn["attributes"]["gen_ai.conversation.id"] == str(live.conversation_id)
+    assert datetime.fromisoformat(turn["start_time"]) == feed.started_at
+
+    old = ActivityFeed.objects.get(pk=earlier.feed_id)
+    old_trace = telemetry.trace_id_hex(old.pk, old.started_at)
+    assert trace_spans(phoenix, old_trace) == []  # no endpoint then: nothing was sent
+    call_command(
+        "export_otel", "--since", old.started_at.isoformat(), "--until", boundary.isoformat()
+    )
+    spans = by_name(spans_received(phoenix, old_trace, 4))
+    assert set(spans) == {
+        "invoke_agent glassbox", "chat glassbox-demo", "execute_tool search_documents",
+    }  # fmt: skip
+    turn = spans["invoke_agent glassbox"]
+    assert datetime.fromisoformat(turn["start_time"]) == old.started_at
+    assert datetime.fromisoformat(turn["end_time"]) == old.finished_at
+    assert turn["attributes"]["gen_ai.usage.input_tokens"] == old.prompt_tokens
+    assert spans["execute_tool search_documents"]["status_code"] == "OK"

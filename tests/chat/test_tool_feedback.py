@@ -1,0 +1,138 @@
+"""The seed's `tool_feedback` event: programs hear the model's feedback_to_user the moment it
+is complete, over the socket and over SSE, beside the status line that shows it."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+
+import pytest
+
+from chat.turns.registry import finish_all
+from tests.support.api import ask, client_for, sse_events
+from tests.support.fakes import text_response, tool_call_response
+from tests.support.provider_server import Provider, scripted_provider
+from tests.support.sockets import json_until_done, open_socket
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
+
+
+def feedback_and_its_line(events: list[dict]) -> list[dict]:
+    """Each tool_feedback with the event just before it."""
+    return [
+        pair
+        for index, event in enumerate(events)
+        if event["type"] == "tool_feedback"
+        for pair in (events[index - 1], event)
+    ]
+
+
+async def test_the_models_feedback_arrives_as_tool_feedback_after_its_status_on_both_transports(
+    alice, alice_conversation, knowledge_base, gate
+):
+    socket = await open_socket(alice_conversation, alice, as_json=True)
+    held = gate(after=0)
+    over_sse = await sse_events(await ask(await client_for(alice), alice_conversation), held=held)
+    over_socket = await json_until_done(socket)
+    await finish_all()
+    await socket.disconnect()
+
+    for events in (over_sse, over_socket):
+        line, feedback = feedback_and_its_line(events)
+        assert line["type"] == "status"  # existing clients keep their status line
+        assert feedback == {
+            "type": "tool_feedback",
+            "call_id": line["call_id"],
+            "feedback": line["message"],
+        }
+        assert "salary" in feedback["feedback"].lower()
+        assert [e["type"] for e in events].count("tool_feedback") == 1
+
+
+def quiet_call(feedback: str) -> list[list[dict]]:
+    arguments = json.dumps({"feedback_to_user": feedback})
+    return [
+        tool_call_response(("call_q", "current_datetime", arguments), size=4),
+        text_response("It is late."),
+    ]
+
+
+@pytest.fixture
+def provider(settings):
+    """The configured provider is a scripted one; its first answer waits to be let go."""
+    with contextlib.ExitStack() as stack:
+
+        def serve(feedback: str) -> Provider:
+            running = stack.enter_context(scripted_provider(quiet_call(feedback), held=True))
+            settings.OPENAI_API_KEY = "sk-test"
+            settings.OPENAI_BASE_URL = running.url
+            settings.GLASSBOX_MODEL = "scripted"
+            return running
+
+        yield serve
+
+
+async def test_an_empty_feedback_is_sent_as_an_empty_tool_feedback_over_sse(
+    alice, alice_conversation, provider
+):
+    held = provider("  ")
+    events = await sse_events(await ask(await client_for(alice), alice_conversation), held=held)
+    await finish_all()
+
+    assert {"type": "tool_feedback", "call_id": "call_q", "feedback": ""} in events
+    lines = [e["message"] for e in events if e["type"] == "status" and e.get("call_id")]
+    assert "" not in lines  # the tool's own line stays: an empty feedback shows nothing
+    assert events[-1]["type"] == "done"
+
+
+async def test_an_empty_feedback_is_sent_as_an_empty_tool_feedback_over_the_socket(
+    alice, alice_conversation, provider
+):
+    provider("").open()
+    socket = await open_socket(alice_conversation, alice, as_json=True)
+    await socket.send_to(text_data=json.dumps({"message": "What time is it?"}))
+    events = await json_until_done(socket)
+    await finish_all()
+    await socket.disconnect()
+
+    feedback = [e for e in events if e["type"] == "tool_feedback"]
+    assert feedback == [{"type": "tool_feedback", "call_id": "call_q", "feedback": ""}]
+
+
+async def test_a_long_feedback_is_cut_to_a_hundred_characters_and_dots(
+    alice, alice_conversation, provider
+):
+    provider("x" * 150).open()
+    socket = await open_socket(alice_conversation, alice, as_json=True)
+    await socket.send_to(text_data=json.dumps({"message": "What time is it?"}))
+    events = await json_until_done(socket)
+    await finish_all()
+    await socket.disconnect()
+
+    (feedback,) = [e["feedback"] for e in events if e["type"] == "tool_feedback"]
+    assert feedback == "x" * 100 + "..."
+
+
+async def test_a_late_follower_gets_each_recorded_calls_feedback_where_it_was_sent_live():
+    from chat.turns.feedback import with_feedback
+
+    def status(call_id: str, message: str) -> dict:
+        return {"type": "status", "seq": 0, "icon": "🔍", "message": message,
+                "state": "in_progress", "tool": "t", "call_id": call_id}  # fmt: skip
+
+    def call(call_id: str, feedback: str) -> dict:
+        arguments = {"feedback_to_user": feedback, "query": "q"}
+        return {"type": "tool_call", "seq": 0, "tool": "t", "call_id": call_id,
+                "arguments": arguments}  # fmt: skip
+
+    recorded = [
+        status("a", "Searching…"), status("b", "Searching…"), status("a", "Looking up pay"),
+        call("a", " Looking   up pay "), call("b", ""), status("c", "Searching…"),
+    ]  # fmt: skip
+
+    assert [(e["type"], e.get("call_id"), e.get("feedback")) for e in with_feedback(recorded)] == [
+        ("status", "a", None), ("status", "b", None), ("status", "a", None),
+        ("tool_feedback", "a", "Looking up pay"), ("tool_call", "a", None),
+        ("tool_feedback", "b", ""), ("tool_call", "b", None),
+        ("status", "c", None),  # its call is not recorded yet: its feedback comes live
+    ]  # fmt: skip

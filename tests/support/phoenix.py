@@ -1,0 +1,107 @@
+"""Arize Phoenix, a trace backend people run, as the receiver of the tests' traces: started
+from its own virtualenv (`make phoenix`, as the fuzzer has one), read back through its REST
+API. Absent, its tests skip, unless REQUIRE_PHOENIX=1 makes that a failure."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.servers import ROOT, free_port
+
+PHOENIX = Path(os.environ.get("GLASSBOX_PHOENIX") or ROOT / ".venv-phoenix" / "bin" / "phoenix")
+# A Phoenix already serving (CI starts one beside the lint, so its slow start costs no test).
+RUNNING = os.environ.get("GLASSBOX_PHOENIX_URL", "")
+# Its start (imports, then its database's migrations) takes about a minute on an idle
+# machine, two and a half on a busy one.
+START_SECONDS = 300
+
+
+def phoenix_or_skip() -> Path:
+    if PHOENIX.exists() or RUNNING:
+        return PHOENIX
+    if os.environ.get("REQUIRE_PHOENIX") == "1":
+        pytest.fail(f"REQUIRE_PHOENIX=1 but {PHOENIX} is missing (make phoenix installs it)")
+    pytest.skip(f"Phoenix is not installed ({PHOENIX}; make phoenix installs it)")
+
+
+@contextlib.contextmanager
+def phoenix_server(work: Path) -> Iterator[str]:
+    """A Phoenix of its own on loopback ports, its database in `work`; yields its URL, the
+    OTLP/HTTP endpoint to set and the base of its API."""
+    binary = phoenix_or_skip()
+    if RUNNING:
+        _wait_up(RUNNING, None, None)
+        yield RUNNING
+        return
+    port = free_port()
+    env = {name: value for name, value in os.environ.items() if not name.startswith("OTEL_")} | {
+        "PHOENIX_WORKING_DIR": str(work),
+        "PHOENIX_HOST": "127.0.0.1",
+        "PHOENIX_PORT": str(port),
+        "PHOENIX_GRPC_PORT": str(free_port()),
+        "PHOENIX_TELEMETRY_ENABLED": "false",
+    }
+    url = f"http://127.0.0.1:{port}"
+    with open(work / "phoenix.log", "wb") as log:
+        process = subprocess.Popen(
+            [str(binary), "serve"], env=env, stdout=log, stderr=subprocess.STDOUT
+        )
+        try:
+            _wait_up(url, process, work / "phoenix.log")
+            yield url
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def _wait_up(url: str, process: subprocess.Popen | None, log: Path | None) -> None:
+    deadline = time.monotonic() + START_SECONDS
+    while time.monotonic() < deadline:
+        if process is not None and log is not None and process.poll() is not None:
+            pytest.fail(f"Phoenix stopped: {log.read_text(errors='replace')[-2000:]}")
+        try:
+            with urllib.request.urlopen(f"{url}/healthz", timeout=2) as response:
+                if response.status == 200:
+                    return
+        except (urllib.error.URLError, OSError):
+            pass
+        time.sleep(0.5)
+    pytest.fail(f"Phoenix did not start in {START_SECONDS} s")
+
+
+def trace_spans(url: str, trace_id: str) -> list[dict]:
+    """The spans Phoenix holds of one trace (its default project)."""
+    address = f"{url}/v1/projects/default/spans?trace_id={trace_id}&limit=1000"
+    try:
+        with urllib.request.urlopen(address, timeout=10) as response:
+            return json.load(response)["data"]
+    except urllib.error.HTTPError as error:
+        if error.code == 404:  # no project yet: nothing was received at all
+            return []
+        raise
+
+
+def spans_received(url: str, trace_id: str, count: int, seconds: float = 60) -> list[dict]:
+    """The trace's spans once Phoenix has stored `count` of them (it ingests in the
+    background); fails with what it has after `seconds`."""
+    deadline = time.monotonic() + seconds
+    while True:
+        spans = trace_spans(url, trace_id)
+        if len(spans) >= count or time.monotonic() > deadline:
+            assert len(spans) == count, [span["name"] for span in spans]
+            return spans
+        time.sleep(0.2)

@@ -1,0 +1,67 @@
+"""A scripted OpenAI-compatible provider on a real loopback port, for turns started by a
+socket or the API (which use the configured provider, not a test's client): each request
+gets the next scripted response, in OpenAI's streaming wire format."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from chat.agent.demo_wire import chunk
+
+
+class Provider:
+    """Where the provider listens (`url`, for OPENAI_BASE_URL), and the hold on its first
+    response: with `held`, it answers only once `open()` is called (as a demo gate)."""
+
+    def __init__(self, held: bool) -> None:
+        self.url = ""
+        self.released = threading.Event()
+        if not held:
+            self.released.set()
+
+    def open(self) -> None:
+        self.released.set()
+
+
+@contextmanager
+def scripted_provider(
+    responses: list[list[dict[str, Any]]], *, held: bool = False
+) -> Iterator[Provider]:
+    """Serves `responses` (lists of deltas, as tests.support.fakes builds them) in turn."""
+    queue = list(responses)
+    provider = Provider(held)
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("content-length") or 0))
+            provider.released.wait(timeout=30)
+            deltas = queue.pop(0) if queue else []
+            body = b"".join(
+                f"data: {json.dumps(chunk(dict(delta), created=0))}\n\n".encode()
+                for delta in deltas
+            )
+            body += b"data: [DONE]\n\n"
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    provider.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    try:
+        yield provider
+    finally:
+        provider.open()
+        server.shutdown()
+        server.server_close()

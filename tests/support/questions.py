@@ -1,0 +1,50 @@
+"""An MCP server's questions as a test meets them on a JSON socket: waiting for a card,
+answering it as a page or a program would."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+
+async def json_until_question(socket, limit: float = 20) -> tuple[list[dict], dict]:
+    """A turn's events up to the first card that waits for an answer, and that card."""
+    events = []
+    async with asyncio.timeout(limit):
+        while True:
+            events.append(json.loads(await socket.receive_from(timeout=limit)))
+            if events[-1]["type"] == "questions":
+                waiting = [q for q in events[-1]["questions"] if q["state"] == "waiting"]
+                if waiting:
+                    return events, waiting[0]
+
+
+async def json_until(socket, kind: str, limit: float = 20) -> dict:
+    """The next event of this type (those before it are dropped)."""
+    async with asyncio.timeout(limit):
+        while True:
+            event = json.loads(await socket.receive_from(timeout=limit))
+            if event["type"] == kind:
+                return event
+
+
+async def answer(socket, card: dict, action: str = "accept", **values) -> None:
+    """As a program answers: the values in one `answer` object."""
+    await socket.send_to(
+        text_data=json.dumps({"elicitation": card["id"], "action": action, "answer": values})
+    )
+
+
+async def answer_as_page(socket, card: dict, **values) -> None:
+    """As the card's form sends it over htmx's ws-send: every value a string."""
+    fields = {f"answer.{name}": str(value) for name, value in values.items()}
+    await socket.send_to(
+        text_data=json.dumps(
+            {
+                "elicitation": card["id"],
+                "action": "accept",
+                "HEADERS": {"HX-Request": "true"},
+                **fields,
+            }
+        )
+    )

@@ -1,0 +1,55 @@
+"""The MCP conformance suite's elicitation scenario against Glassbox's MCP client
+(conformance/client.py), when the suite is installed (`make conformance` installs it, with
+the Node 22 it needs); skipped otherwise, unless REQUIRE_CONFORMANCE=1."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = ROOT / "conformance" / "node_modules" / ".bin"
+
+
+@pytest.fixture
+def suite():
+    if not (BIN / "conformance").exists() or not (BIN / "node").exists():
+        if os.environ.get("REQUIRE_CONFORMANCE") == "1":
+            pytest.fail("the conformance suite is not installed (make conformance)")
+        pytest.skip("the conformance suite is not installed (make conformance)")
+    return BIN / "conformance"
+
+
+def test_every_elicitation_check_of_the_conformance_suite_passes(suite, tmp_path):
+    client = f"{sys.executable} {ROOT / 'conformance' / 'client.py'}"
+    run = subprocess.run(
+        [
+            suite,
+            "client",
+            "--command",
+            client,
+            "--scenario",
+            "elicitation-sep1034-client-defaults",
+            "-o",
+            str(tmp_path),
+        ],
+        env={**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    (checks,) = tmp_path.glob("*/checks.json")
+    results = {
+        c["id"]: c["status"] for c in json.loads(checks.read_text()) if c["status"] != "INFO"
+    }
+    assert results == {
+        f"client-elicitation-sep1034-{kind}-default": "SUCCESS"
+        for kind in ("string", "integer", "number", "enum", "boolean")
+    }
