@@ -11,7 +11,6 @@ from typing import Any, Protocol
 
 from django.http import StreamingHttpResponse
 from django.shortcuts import get_object_or_404
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.exceptions import ValidationError
 from rest_framework.renderers import BaseRenderer, JSONRenderer
@@ -120,9 +119,10 @@ def _first_error(data: Any) -> str:
 
 LAST_EVENT_ID = OpenApiParameter(
     "Last-Event-ID",
-    {"type": "string", "pattern": r"^\d{1,12}-\d{1,6}-\d{1,12}$"},
+    {"type": "string", "pattern": r"^(\d{1,12}-\d{1,6}-\d{1,12})?$"},
     OpenApiParameter.HEADER,
-    description="The `id:` of the last frame received: the stream resumes right after it.",
+    description="The `id:` of the last frame received: the stream resumes right after it "
+    "(empty: from the start).",
 )
 
 
@@ -138,7 +138,7 @@ class _StandardStreamView(APIView):
         )
         after = None
         # Empty, as EventSource sends it before any id arrived: from the start.
-        if last_event_id := request.headers.get("Last-Event-ID", "").strip():
+        if last_event_id := request.headers.get("Last-Event-ID", ""):
             try:
                 after = Cursor.parse(last_event_id)
             except BadEventId as problem:
@@ -170,6 +170,18 @@ def _ui_stream_wire(conversation: Conversation, answer: Message) -> Wire:
     return ui_stream.UiStreamWire(message_id=str(answer.pk))
 
 
+# One server-sent event of a standard stream, as a client parses it: `data` is the standard's
+# JSON event (or `[DONE]`), `id` the frame's position for Last-Event-ID.
+SSE_FRAME = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "string", "pattern": r"^\d{1,12}-\d{1,6}-\d{1,12}$"},
+        "event": {"type": "string"},
+        "data": {"type": "string"},
+    },
+    "required": ["data"],
+}
+
 STREAM_PARAMETERS = [
     LAST_EVENT_ID,
     OpenApiParameter(
@@ -182,7 +194,7 @@ STREAM_PARAMETERS = [
 
 
 @extend_schema(
-    responses={(200, "text/event-stream"): OpenApiTypes.STR},
+    responses={(200, "text/event-stream"): SSE_FRAME},
     parameters=STREAM_PARAMETERS,
     description=(
         "One answer's turn as AG-UI events over server-sent events (https://docs.ag-ui.com): "
@@ -200,7 +212,7 @@ class AguiStream(_StandardStreamView):
 
 
 @extend_schema(
-    responses={(200, "text/event-stream"): OpenApiTypes.STR},
+    responses={(200, "text/event-stream"): SSE_FRAME},
     parameters=STREAM_PARAMETERS,
     description=(
         "One answer's turn as the AI SDK's UI message stream v1 (header "

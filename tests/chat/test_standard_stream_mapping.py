@@ -159,7 +159,9 @@ def test_a_resumed_stream_opens_the_text_it_carries_on():
     assert rest[3] == {"type": "TEXT_MESSAGE_CONTENT", "messageId": "2", "delta": ANSWER[10:30]}
 
 
-@pytest.mark.parametrize("value", ["", "3", "3-1", "a-b-c", "1-2-3-4", "-1-0-0", "1 -2-3"])
+@pytest.mark.parametrize(
+    "value", ["", "3", "3-1", "a-b-c", "1-2-3-4", "-1-0-0", "1 -2-3", " 1-2-3", "1-2-3\n"]
+)
 def test_an_id_this_stream_never_sent_is_refused(value):
     with pytest.raises(BadEventId, match="Last-Event-ID"):
         Cursor.parse(value)

@@ -30,7 +30,7 @@ class Cursor:
 
     @classmethod
     def parse(cls, value: str) -> Cursor:
-        match = _ID.fullmatch(value.strip())
+        match = _ID.fullmatch(value)
         if match is None:
             raise BadEventId(
                 "Last-Event-ID must be the id of a frame of this stream "
