@@ -17,7 +17,7 @@ DAPHNE_LIMITS := --websocket-max-message-size 65536 --websocket-max-frame-size 6
 CATALOGUES := $(patsubst %.po,%.mo,$(wildcard locale/*/LC_MESSAGES/django.po))
 LANGUAGES := it zh_Hant
 
-.PHONY: run test lint format bench fuzz phoenix messages clean conformance conformance-all conformance-auth
+.PHONY: run test lint format bench fuzz phoenix messages clean clients conformance conformance-all conformance-auth
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	@test -x $(PY) || test -n "$(PYTHON)" || { echo "Glassbox needs Python 3.12 or newer (Django 6)." >&2; exit 1; }
@@ -49,6 +49,14 @@ run: $(VENV)/.installed $(CATALOGUES)
 TEST_PROCESSES ?= 3
 test: $(VENV)/.installed $(CATALOGUES)
 	$(PY) -m pytest -n $(TEST_PROCESSES) $(PYTEST_ARGS)
+
+# The standard clients the stream tests read AG-UI and the UI message stream with (pinned in
+# clients/package-lock.json, Node 22 among them: the `ai` package needs it).
+CLIENTS := clients/node_modules/.installed
+$(CLIENTS): clients/package.json clients/package-lock.json
+	cd clients && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+clients: $(CLIENTS)
 
 # Style, types (mypy with django-stubs; its files are listed in pyproject.toml) and the import
 # boundaries between the parts (import-linter contracts, also in pyproject.toml).

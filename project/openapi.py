@@ -1,7 +1,8 @@
 """The API schema says how each operation can fail, not only how it succeeds: every error
 body is JSON, {"detail": "…"} or {"<field>": ["…"]}, except that the turn API answers an SSE
-client with one `error` event. A request body is an object holding only its own fields
-(chat.turns.actions reads every request so): the schema says so with additionalProperties."""
+client with one `error` event (and the standard streams with their standard's error event).
+A request body is an object holding only its own fields (chat.turns.actions reads every
+request so): the schema says so with additionalProperties."""
 
 from __future__ import annotations
 
@@ -65,7 +66,7 @@ def add_error_responses(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]
         for method, operation in operations.items():
             _only_its_fields(operation, schemas)
             media = ["application/json"]
-            if path.endswith("/messages/"):
+            if path.endswith(("/messages/", "/agui/", "/ui-stream/")):
                 media.append("text/event-stream")
             for code in _errors(path, method, operation):
                 response: dict[str, Any] = {

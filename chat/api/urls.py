@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from chat.api import views
+from chat.api import standard_streams, views
 
 urlpatterns = [
     path("inbox/", views.Inbox.as_view(), name="api-inbox"),
@@ -16,6 +16,16 @@ urlpatterns = [
         "conversations/<uuid:conversation_id>/messages/",
         views.TurnCreate.as_view(),
         name="api-turns",
+    ),
+    path(
+        "conversations/<uuid:conversation_id>/messages/<int:message_id>/agui/",
+        standard_streams.AguiStream.as_view(),
+        name="api-turn-agui",
+    ),
+    path(
+        "conversations/<uuid:conversation_id>/messages/<int:message_id>/ui-stream/",
+        standard_streams.UiMessageStream.as_view(),
+        name="api-turn-ui-stream",
     ),
     path(
         "conversations/<uuid:conversation_id>/approvals/<str:call_id>/",

@@ -1,0 +1,229 @@
+"""A turn for programs that speak a standard: AG-UI events or the AI SDK's UI message stream,
+served from the same stored events as the JSON SSE stream (chat.api.sse), live while the turn
+runs and replayed once it is over. Every frame has an SSE `id:`; a client that reconnects with
+`Last-Event-ID` gets what it has not had yet, from the middle of a tool call or of the text
+included (chat.api.standards.frames)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from typing import Any, Protocol
+
+from django.http import StreamingHttpResponse
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.exceptions import ValidationError
+from rest_framework.renderers import BaseRenderer, JSONRenderer
+from rest_framework.request import Request
+from rest_framework.views import APIView
+
+from chat import turns
+from chat.api.standards import agui, ui_stream
+from chat.api.standards.frames import BadEventId, Cursor, Frame, Resume
+from chat.api.views import conversations_owned
+from chat.models import Conversation, Message
+from chat.turns import registry
+
+
+class Wire(Protocol):
+    def frames(self, event: dict[str, Any]) -> Iterator[Frame]: ...
+
+    def interrupt(self, waiting: dict[str, Any]) -> Iterator[Frame]: ...
+
+    def encode(self, frame: Frame) -> str: ...
+
+    @property
+    def closing(self) -> str: ...
+
+
+async def standard_stream(
+    conversation: Conversation, answer_id: int, wire: Wire, after: Cursor | None
+) -> AsyncIterator[str]:
+    """The turn of `answer_id` through `wire`, from its start or from `after`."""
+    out = _Output(wire, after)
+    with registry.streaming():
+        async with turns.subscribe(conversation.group_name) as inbox:
+            # Subscribed first, then read: nothing falls between the snapshot and the stream.
+            view, position = await turns.snapshot(answer_id)
+            replayed = turns.replay(view)
+            for index, event in enumerate(replayed):
+                waiting = view.state == Message.State.WAITING
+                if waiting and _waits(event) and not _decided(event, replayed[index + 1 :]):
+                    for line in out.send(wire.frames(event), wire.interrupt(event)):
+                        yield line
+                    return
+                for line in out.send(wire.frames(event)):
+                    yield line
+                if event["type"] == "done":
+                    return
+            async for event in turns.follow_turn(
+                answer_id, inbox, conversation_id=conversation.pk, after=position
+            ):
+                # A turn that waits holds no process: this run ends, the next carries on.
+                ending = wire.interrupt(event) if _waits(event) else ()
+                for line in out.send(wire.frames(event), ending):
+                    yield line
+                if _waits(event):
+                    return
+
+
+class _Output:
+    """Frames as SSE text, less what a resuming client has (frames.Resume)."""
+
+    def __init__(self, wire: Wire, after: Cursor | None) -> None:
+        self.wire = wire
+        self.resume = Resume(after)
+
+    def send(self, *batches: Iterable[Frame]) -> Iterator[str]:
+        for batch in batches:
+            for frame in self.resume.frames(batch):
+                yield self.wire.encode(frame)
+
+
+def _waits(event: dict[str, Any]) -> bool:
+    return event["type"] == "status" and event.get("state") == "waiting"
+
+
+def _decided(waiting: dict[str, Any], later: list[dict[str, Any]]) -> bool:
+    return any(
+        e["type"] == "decision" and e.get("call_id") == waiting.get("call_id") for e in later
+    )
+
+
+class _AguiErrors(BaseRenderer):
+    """A refusal as the one event an AG-UI client reads as the run's failure."""
+
+    media_type = "text/event-stream"
+    format = "sse"
+
+    def render(self, data: Any, accepted_media_type: Any = None, renderer_context: Any = None):
+        return agui.AguiWire.encode_error(_first_error(data)).encode()
+
+
+class _UiStreamErrors(_AguiErrors):
+    """A refusal as the error chunk a UI message stream client reads."""
+
+    def render(self, data: Any, accepted_media_type: Any = None, renderer_context: Any = None):
+        return ui_stream.UiStreamWire.encode_error(_first_error(data)).encode()
+
+
+def _first_error(data: Any) -> str:
+    """The message of a DRF error body: {"detail": …} or {"field": ["…"]}."""
+    while data and isinstance(data, dict | list):
+        if isinstance(data, list):
+            data = data[0]
+        else:
+            data = data.get("detail") or next(iter(data.values()))
+    return str(data or "")
+
+
+LAST_EVENT_ID = OpenApiParameter(
+    "Last-Event-ID",
+    {"type": "string", "pattern": r"^(\d{1,12}-\d{1,6}-\d{1,12})?$"},
+    OpenApiParameter.HEADER,
+    description="The `id:` of the last frame received: the stream resumes right after it "
+    "(empty: from the start).",
+)
+
+
+class _StandardStreamView(APIView):
+    make_wire: Callable[[Conversation, Message], Wire]
+    stream_headers: dict[str, str] = {}
+
+    def get(self, request: Request, conversation_id: Any, message_id: int) -> Any:
+        conversation = get_object_or_404(conversations_owned(request.user), pk=conversation_id)
+        answer = get_object_or_404(
+            Message.objects.filter(conversation=conversation, role=Message.Role.ASSISTANT),
+            pk=message_id,
+        )
+        after = None
+        # Empty, as EventSource sends it before any id arrived: from the start.
+        if last_event_id := request.headers.get("Last-Event-ID", ""):
+            try:
+                after = Cursor.parse(last_event_id)
+            except BadEventId as problem:
+                raise ValidationError({"Last-Event-ID": str(problem)}) from None
+        wire = type(self).make_wire(conversation, answer)
+        stream = StreamingHttpResponse(
+            self._lines(conversation, answer.pk, wire, after), content_type="text/event-stream"
+        )
+        stream["Cache-Control"] = "no-cache"
+        stream["X-Accel-Buffering"] = "no"
+        for name, value in self.stream_headers.items():
+            stream[name] = value
+        return stream
+
+    async def _lines(
+        self, conversation: Conversation, answer_id: int, wire: Wire, after: Cursor | None
+    ) -> AsyncIterator[str]:
+        async for line in standard_stream(conversation, answer_id, wire, after):
+            yield line
+        if wire.closing:
+            yield wire.closing
+
+
+def _agui_wire(conversation: Conversation, answer: Message) -> Wire:
+    return agui.AguiWire(thread_id=str(conversation.pk), run_id=str(answer.pk))
+
+
+def _ui_stream_wire(conversation: Conversation, answer: Message) -> Wire:
+    return ui_stream.UiStreamWire(message_id=str(answer.pk))
+
+
+# One server-sent event of a standard stream, as a client parses it: `data` is the standard's
+# JSON event (or `[DONE]`), `id` the frame's position for Last-Event-ID.
+SSE_FRAME = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "string", "pattern": r"^\d{1,12}-\d{1,6}-\d{1,12}$"},
+        "event": {"type": "string"},
+        "data": {"type": "string"},
+    },
+    "required": ["data"],
+}
+
+STREAM_PARAMETERS = [
+    LAST_EVENT_ID,
+    OpenApiParameter(
+        "message_id",
+        {"type": "integer", "minimum": 1},
+        OpenApiParameter.PATH,
+        description="The answer's id (`message_id` of the turn's `turn` event).",
+    ),
+]
+
+
+@extend_schema(
+    responses={(200, "text/event-stream"): SSE_FRAME},
+    parameters=STREAM_PARAMETERS,
+    description=(
+        "One answer's turn as AG-UI events over server-sent events (https://docs.ag-ui.com): "
+        "RUN_STARTED, STEP_STARTED/FINISHED per status line, TOOL_CALL_START/ARGS/END/RESULT, "
+        "TEXT_MESSAGE_START/CONTENT/END, CUSTOM `status`, `feedback`, `progress` and "
+        "`decision`, then "
+        "RUN_FINISHED (with an interrupt while the turn waits for approval) or RUN_ERROR. "
+        "Live while the turn runs, replayed once it is over; every frame has an `id:`, and "
+        "`Last-Event-ID` resumes right after that frame."
+    ),
+)
+class AguiStream(_StandardStreamView):
+    renderer_classes = [JSONRenderer, _AguiErrors]
+    make_wire = staticmethod(_agui_wire)
+
+
+@extend_schema(
+    responses={(200, "text/event-stream"): SSE_FRAME},
+    parameters=STREAM_PARAMETERS,
+    description=(
+        "One answer's turn as the AI SDK's UI message stream v1 (header "
+        "`x-vercel-ai-ui-message-stream: v1`): start, text-start/delta/end, "
+        "tool-input-start/available, tool-output-available (or -error), `data-status`, "
+        "`data-feedback`, `data-progress` and `data-decision` parts, then finish (after an "
+        "`error` part if the turn failed) and `[DONE]`. Live while the turn runs, replayed once "
+        "it is over; every frame has an `id:`, and `Last-Event-ID` resumes right after it."
+    ),
+)
+class UiMessageStream(_StandardStreamView):
+    renderer_classes = [JSONRenderer, _UiStreamErrors]
+    make_wire = staticmethod(_ui_stream_wire)
+    stream_headers = ui_stream.HEADERS

@@ -1,0 +1,196 @@
+"""A turn's JSON events as AG-UI events (ag-ui-protocol's types).
+
+One run per turn (its id the answer's), one text message (the answer), a tool call per
+`call_id` (opened by the first status naming its tool, or by its `tool_call`), a step per
+status line (finished when the line is done or failed; a later in-progress status of an open
+line is its new text, a CUSTOM "status" event), the model's `tool_feedback` as CUSTOM
+"feedback", progress as CUSTOM "progress", decisions as CUSTOM "decision". The end is
+RUN_FINISHED, cancelled for a stopped turn, or RUN_ERROR for a failed or interrupted one; a
+turn that waits for its owner's approval ends its run with an interrupt, and the next run
+carries on from there."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from ag_ui.core import (
+    BaseEvent,
+    CustomEvent,
+    Interrupt,
+    RunErrorEvent,
+    RunFinishedCancelledOutcome,
+    RunFinishedEvent,
+    RunFinishedInterruptOutcome,
+    RunStartedEvent,
+    StepFinishedEvent,
+    StepStartedEvent,
+    TextMessageContentEvent,
+    TextMessageEndEvent,
+    TextMessageStartEvent,
+    ToolCallArgsEvent,
+    ToolCallEndEvent,
+    ToolCallResultEvent,
+    ToolCallStartEvent,
+)
+from ag_ui.encoder import EventEncoder
+
+from activity.recording.events import IN_PLACE
+from chat.api.standards.frames import Frame, Numbering
+
+MEDIA_TYPE = EventEncoder().get_content_type()
+FAILED_TEXT = "The answer failed."
+
+
+class AguiWire:
+    def __init__(self, thread_id: str, run_id: str) -> None:
+        self.thread_id = thread_id
+        self.run_id = run_id
+        self.at = Numbering()
+        self.steps: dict[str, dict[str, Any]] = {}  # open step name -> its status event
+        self.tools: dict[str, str] = {}  # open tool call id -> tool name
+        self.started_tools: set[str] = set()
+        self.text_open = False
+        self.error = ""
+
+    closing = ""
+
+    def encode(self, frame: Frame) -> str:
+        return f"id: {frame.id}\n{EventEncoder().encode(frame.payload)}"
+
+    @staticmethod
+    def encode_error(message: str) -> str:
+        """A refusal, as the one event a client reads as the run's failure."""
+        return EventEncoder().encode(RunErrorEvent(message=message, code="refused"))
+
+    def frames(self, event: dict[str, Any]) -> Iterator[Frame]:
+        self.at.at_event(event)
+        kind = event["type"]
+        if kind == "turn":
+            yield self._frame(self._run_started())
+        elif kind == "status":
+            yield from self._status(event)
+        elif kind == "tool_call":
+            yield from self._tool_call(event)
+        elif kind == "tool_result":
+            yield from self._end_tool(event["call_id"])
+            content = {k: v for k, v in event.items() if k not in ("type", "seq")}
+            yield self._frame(
+                ToolCallResultEvent(
+                    message_id=f"{event['call_id']}-result",
+                    tool_call_id=event["call_id"],
+                    content=json.dumps(content, ensure_ascii=False),
+                    role="tool",
+                )
+            )
+        elif kind == "text":
+            yield from self._text(event["content"])
+        elif kind == "error":
+            self.error = event["message"]
+        elif kind == "tool_feedback":
+            yield self._frame(CustomEvent(name="feedback", value=event))
+        elif kind == "done":
+            yield from self._close_all()
+            yield self._end(event["state"])
+        else:  # decisions, and any event kind added later
+            yield self._frame(CustomEvent(name=kind, value=event))
+
+    def interrupt(self, waiting: dict[str, Any]) -> Iterator[Frame]:
+        """The end of this run while the turn waits for its owner's decision on a call."""
+        yield from self._close_all()
+        call_id = waiting.get("call_id") or waiting.get("tool") or "approval"
+        interrupt = Interrupt(
+            id=call_id, reason="approval", message=waiting["message"], tool_call_id=call_id
+        )
+        outcome = RunFinishedInterruptOutcome(interrupts=[interrupt])
+        yield self._frame(self._run_finished(outcome), terminal=True)
+
+    def _status(self, event: dict[str, Any]) -> Iterator[Frame]:
+        if "progress" in event:
+            yield self._frame(CustomEvent(name="progress", value=event))
+            return
+        name = event.get("call_id") or event.get("tool") or f"status-{event.get('seq')}"
+        tool = event.get("tool", "")
+        call_id = event.get("call_id", "")
+        if tool and call_id and tool not in IN_PLACE and call_id not in self.started_tools:
+            yield from self._start_tool(call_id, tool)
+        if name in self.steps and event["state"] == "in_progress":
+            self.steps[name] = event
+            yield self._frame(CustomEvent(name="status", value=event))
+            return
+        if name not in self.steps:
+            yield self._frame(StepStartedEvent(step_name=name, raw_event=event))
+            self.steps[name] = event
+        if event["state"] in ("done", "failed"):
+            yield self._frame(StepFinishedEvent(step_name=name, raw_event=event))
+            del self.steps[name]
+
+    def _tool_call(self, event: dict[str, Any]) -> Iterator[Frame]:
+        call_id = event["call_id"]
+        if call_id not in self.started_tools:
+            yield from self._start_tool(call_id, event["tool"])
+        if call_id in self.tools:
+            arguments = json.dumps(event["arguments"], ensure_ascii=False)
+            yield self._frame(ToolCallArgsEvent(tool_call_id=call_id, delta=arguments))
+            yield from self._end_tool(call_id)
+
+    def _start_tool(self, call_id: str, tool: str) -> Iterator[Frame]:
+        yield self._frame(ToolCallStartEvent(tool_call_id=call_id, tool_call_name=tool))
+        self.tools[call_id] = tool
+        self.started_tools.add(call_id)
+
+    def _end_tool(self, call_id: str) -> Iterator[Frame]:
+        if call_id in self.tools:
+            yield self._frame(ToolCallEndEvent(tool_call_id=call_id))
+            del self.tools[call_id]
+
+    def _text(self, content: str) -> Iterator[Frame]:
+        if not content:
+            return
+        if not self.text_open:
+            yield self._frame(TextMessageStartEvent(message_id=self.run_id, role="assistant"))
+            self.text_open = True
+        delta = TextMessageContentEvent(message_id=self.run_id, delta=content)
+        yield self.at.text_frame(delta, self._reopen(), len(content))
+
+    def _close_all(self) -> Iterator[Frame]:
+        for call_id in list(self.tools):
+            yield from self._end_tool(call_id)
+        if self.text_open:
+            yield self._frame(TextMessageEndEvent(message_id=self.run_id))
+            self.text_open = False
+        for name in list(self.steps):
+            yield self._frame(StepFinishedEvent(step_name=name, raw_event=self.steps[name]))
+            del self.steps[name]
+
+    def _end(self, state: str) -> Frame:
+        if state == "complete":
+            return self._frame(self._run_finished(None), terminal=True)
+        if state == "stopped":
+            return self._frame(self._run_finished(RunFinishedCancelledOutcome()), terminal=True)
+        error = RunErrorEvent(message=self.error or FAILED_TEXT, code=state)
+        return self._frame(error, terminal=True)
+
+    def _run_started(self) -> RunStartedEvent:
+        return RunStartedEvent(thread_id=self.thread_id, run_id=self.run_id)
+
+    def _run_finished(self, outcome: Any) -> RunFinishedEvent:
+        return RunFinishedEvent(thread_id=self.thread_id, run_id=self.run_id, outcome=outcome)
+
+    def _frame(self, event: BaseEvent, *, terminal: bool = False) -> Frame:
+        # Numbered before the event changes what is open: `reopen` is the state before it.
+        return self.at.frame(event, self._reopen(), terminal=terminal)
+
+    def _reopen(self) -> list[Any]:
+        """What a new run must open to carry on from here: itself, the open steps, the
+        answer's message and the open tool calls."""
+        events: list[BaseEvent] = [self._run_started()]
+        events += [StepStartedEvent(step_name=name) for name in self.steps]
+        if self.text_open:
+            events.append(TextMessageStartEvent(message_id=self.run_id, role="assistant"))
+        events += [
+            ToolCallStartEvent(tool_call_id=call_id, tool_call_name=tool)
+            for call_id, tool in self.tools.items()
+        ]
+        return events

@@ -1,0 +1,119 @@
+"""What a standard stream emits, numbered so that a reconnecting client resumes exactly.
+
+A frame's id is the position of the turn after that frame: the seq of the last recorded event
+it comes from, the frame's part within that event, and how much of the answer text was sent.
+All three are read from stored events and text offsets, so the ids are the same in every
+process and whether the turn is followed live or replayed from the database."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+_ID = re.compile(r"(\d{1,12})-(\d{1,6})-(\d{1,12})")
+
+
+class BadEventId(ValueError):
+    """A Last-Event-ID this stream never sent."""
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Cursor:
+    seq: int = 0
+    part: int = 0
+    text: int = 0
+
+    def __str__(self) -> str:
+        return f"{self.seq}-{self.part}-{self.text}"
+
+    @classmethod
+    def parse(cls, value: str) -> Cursor:
+        match = _ID.fullmatch(value)
+        if match is None:
+            raise BadEventId(
+                "Last-Event-ID must be the id of a frame of this stream "
+                '(three numbers joined by "-", as in "3-2-0").'
+            )
+        return cls(*(int(number) for number in match.groups()))
+
+
+@dataclass(slots=True)
+class Frame:
+    """One event of a standard wire. `text_from` is set on a frame carrying answer text
+    (under the key "delta"): the offset of its first character. `reopen` is what a client
+    that resumes with this frame must be sent first (the run, and whatever is open in it)."""
+
+    id: Cursor
+    payload: Any
+    reopen: list[Any] = field(default_factory=list)
+    text_from: int | None = None
+    # The end of a stream is sent again to a client that resumes after it.
+    terminal: bool = False
+
+
+class Numbering:
+    """The position a mapping is at, and the frames it numbers from it."""
+
+    def __init__(self) -> None:
+        self.seq = 0
+        self.part = 0
+        self.text = 0
+
+    def at_event(self, event: dict[str, Any]) -> None:
+        if isinstance(event.get("seq"), int):
+            self.seq, self.part = event["seq"], 0
+
+    def frame(self, payload: Any, reopen: list[Any], *, terminal: bool = False) -> Frame:
+        self.part += 1
+        return Frame(Cursor(self.seq, self.part, self.text), payload, reopen, terminal=terminal)
+
+    def text_frame(self, payload: Any, reopen: list[Any], length: int) -> Frame:
+        start = self.text
+        self.text += length
+        return Frame(Cursor(self.seq, self.part, self.text), payload, reopen, text_from=start)
+
+
+def resumed(frame: Frame, after: Cursor) -> Frame | None:
+    """The frame as a client that has everything up to `after` still needs it: None if it
+    has it, the rest of its text if it has part of that."""
+    if frame.terminal:
+        return frame
+    if frame.text_from is not None:
+        if frame.id.text <= after.text:
+            return None
+        if frame.text_from < after.text:
+            frame.payload = _without_first(frame.payload, after.text - frame.text_from)
+        return frame
+    if (frame.id.seq, frame.id.part) <= (after.seq, after.part) and frame.id.text <= after.text:
+        return None
+    return frame
+
+
+def _without_first(payload: Any, chars: int) -> Any:
+    if isinstance(payload, dict):
+        return payload | {"delta": payload["delta"][chars:]}
+    return payload.model_copy(update={"delta": payload.delta[chars:]})
+
+
+class Resume:
+    """Frames less what a client resuming after `after` has (None: a new client); before the
+    first frame it still needs, what it must reopen to carry on, numbered `after`."""
+
+    def __init__(self, after: Cursor | None) -> None:
+        self.after = after
+        self.reopened = after is None
+
+    def frames(self, frames: Iterable[Frame]) -> Iterator[Frame]:
+        for frame in frames:
+            if self.after is None:
+                yield frame
+                continue
+            kept = resumed(frame, self.after)
+            if kept is None:
+                continue
+            if not self.reopened:
+                self.reopened = True
+                yield from (Frame(self.after, opening) for opening in frame.reopen)
+            yield kept

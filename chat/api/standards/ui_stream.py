@@ -1,0 +1,146 @@
+"""A turn's JSON events as the AI SDK's UI message stream, v1 (the chunk schema of the `ai`
+package pinned in clients/package.json).
+
+One assistant message per turn (its id the answer's): the answer is one text part, a tool
+call is a tool part (`tool-input-start` when its tool is named, `tool-input-available` with
+its arguments, then its output or error), and the feed travels as data parts the SDK keeps by
+id: `data-status` per status line (updated in place), `data-feedback` per call for the
+model's `tool_feedback`, `data-progress` per call, `data-decision` per decision. A turn
+that waits for its owner's approval finishes its stream there; the next stream carries on."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from activity.recording.events import IN_PLACE
+from chat.api.standards.frames import Frame, Numbering
+
+MEDIA_TYPE = "text/event-stream"
+HEADERS = {"x-vercel-ai-ui-message-stream": "v1"}
+FINISH_REASONS = {"complete": "stop", "stopped": "other", "waiting": "tool-calls"}
+FAILED_TEXT = "The answer failed."
+
+
+class UiStreamWire:
+    def __init__(self, message_id: str) -> None:
+        self.message_id = message_id
+        self.at = Numbering()
+        self.started_tools: set[str] = set()
+        self.tools: dict[str, str] = {}  # call id -> tool name, until its output
+        self.text_open = False
+        self.error = ""
+
+    closing = "data: [DONE]\n\n"
+
+    @staticmethod
+    def encode_error(message: str) -> str:
+        """A refusal, as the error chunk a client reads, and the stream's end."""
+        error = json.dumps({"type": "error", "errorText": message}, ensure_ascii=False)
+        return f"data: {error}\n\ndata: [DONE]\n\n"
+
+    def encode(self, frame: Frame) -> str:
+        data = json.dumps(frame.payload, ensure_ascii=False, separators=(",", ":"))
+        return f"id: {frame.id}\ndata: {data}\n\n"
+
+    def frames(self, event: dict[str, Any]) -> Iterator[Frame]:
+        self.at.at_event(event)
+        kind = event["type"]
+        if kind == "turn":
+            yield self._frame(self._start())
+        elif kind == "status":
+            yield from self._status(event)
+        elif kind == "tool_call":
+            call_id, tool = event["call_id"], event["tool"]
+            if call_id not in self.started_tools:
+                yield self._frame(
+                    {"type": "tool-input-start", "toolCallId": call_id, "toolName": tool}
+                )
+                self.started_tools.add(call_id)
+            yield self._frame(
+                {
+                    "type": "tool-input-available",
+                    "toolCallId": call_id,
+                    "toolName": tool,
+                    "input": event["arguments"],
+                }
+            )
+            self.tools[call_id] = tool
+        elif kind == "tool_result":
+            yield self._frame(self._output(event))
+            self.tools.pop(event["call_id"], None)
+        elif kind == "text":
+            yield from self._text(event["content"])
+        elif kind == "error":
+            self.error = event["message"]
+        elif kind == "tool_feedback":
+            yield self._frame(self._data("feedback", event["call_id"], event))
+        elif kind == "done":
+            yield from self._end(event["state"])
+        else:  # decisions, and any event kind added later
+            yield self._frame(self._data(kind, event.get("call_id") or kind, event))
+
+    def interrupt(self, waiting: dict[str, Any]) -> Iterator[Frame]:
+        """The end of this stream while the turn waits for its owner's decision."""
+        yield from self._end("waiting")
+
+    def _status(self, event: dict[str, Any]) -> Iterator[Frame]:
+        line = event.get("call_id") or event.get("tool") or f"status-{event.get('seq')}"
+        if "progress" in event:
+            yield self._frame(self._data("progress", line, event))
+            return
+        tool, call_id = event.get("tool", ""), event.get("call_id", "")
+        if tool and call_id and tool not in IN_PLACE and call_id not in self.started_tools:
+            yield self._frame(
+                {"type": "tool-input-start", "toolCallId": call_id, "toolName": tool}
+            )
+            self.started_tools.add(call_id)
+        yield self._frame(self._data("status", line, event))
+
+    def _output(self, event: dict[str, Any]) -> dict[str, Any]:
+        if not event["ok"]:
+            return {
+                "type": "tool-output-error",
+                "toolCallId": event["call_id"],
+                "errorText": event["summary"],
+            }
+        output = {k: v for k, v in event.items() if k not in ("type", "seq", "call_id")}
+        return {"type": "tool-output-available", "toolCallId": event["call_id"], "output": output}
+
+    def _text(self, content: str) -> Iterator[Frame]:
+        if not content:
+            return
+        if not self.text_open:
+            yield self._frame({"type": "text-start", "id": self.message_id})
+            self.text_open = True
+        delta = {"type": "text-delta", "id": self.message_id, "delta": content}
+        yield self.at.text_frame(delta, self._reopen(), len(content))
+
+    def _end(self, state: str) -> Iterator[Frame]:
+        if self.text_open:
+            yield self._frame({"type": "text-end", "id": self.message_id})
+            self.text_open = False
+        if state not in FINISH_REASONS:
+            error = {"type": "error", "errorText": self.error or FAILED_TEXT}
+            yield self._frame(error, terminal=True)
+        reason = FINISH_REASONS.get(state, "error")
+        yield self._frame({"type": "finish", "finishReason": reason}, terminal=True)
+
+    def _start(self) -> dict[str, Any]:
+        return {"type": "start", "messageId": self.message_id}
+
+    def _data(self, name: str, part_id: str, event: dict[str, Any]) -> dict[str, Any]:
+        return {"type": f"data-{name}", "id": part_id, "data": event}
+
+    def _frame(self, payload: dict[str, Any], *, terminal: bool = False) -> Frame:
+        # Numbered before the chunk changes what is open: `reopen` is the state before it.
+        return self.at.frame(payload, self._reopen(), terminal=terminal)
+
+    def _reopen(self) -> list[Any]:
+        """What a new stream must send to carry on from here: the message's start, and its
+        text part if that is open (tool parts are found again by their call's id)."""
+        chunks = [self._start()]
+        if self.text_open:
+            chunks.append({"type": "text-start", "id": self.message_id})
+        return chunks
