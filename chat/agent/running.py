@@ -63,6 +63,19 @@ async def run_call(
     interval = 1 / PROGRESS_PER_SECOND
     loop = asyncio.get_running_loop()
     last_shown = -interval
+
+    def latest() -> Status:
+        progress.changed.clear()
+        return Status(
+            icon=tool.icon if tool else "🛠️",
+            message=progress.message or shown,
+            state="in_progress",
+            tool=call.name,
+            call_id=call.call_id,
+            progress=progress.value,
+            total=progress.total,
+        )
+
     try:
         while True:
             changed = asyncio.ensure_future(progress.changed.wait())
@@ -73,17 +86,13 @@ async def run_call(
                 await asyncio.wait({task}, timeout=wait)
             if task.done():
                 break
-            progress.changed.clear()
             last_shown = loop.time()
-            yield Status(
-                icon=tool.icon if tool else "🛠️",
-                message=progress.message or shown,
-                state="in_progress",
-                tool=call.name,
-                call_id=call.call_id,
-                progress=progress.value,
-                total=progress.total,
-            )
+            yield latest()
+        if progress.changed.is_set():
+            # The last report came with the result, or while its predecessor's line was
+            # still fresh: it is shown before the line that says how the call ended, so the
+            # latest report always reaches the page.
+            yield latest()
         yield task.result()
     finally:
         if not task.done():
