@@ -18,6 +18,7 @@ from activity.events import Status, ToolCall, ToolResult
 from chat.agent.calls import PendingCall, parse_arguments, raw_arguments
 from chat.agent.lines import fallback
 from chat.agent.tools import ToolError, ToolOutcome, ToolRegistry, report_progress_to
+from chat.agent.traceparent import trace_call
 
 logger = logging.getLogger("glassbox.agent")
 
@@ -55,9 +56,10 @@ async def run_call(
     PROGRESS_PER_SECOND a second, the latest always shown), then its outcome. The call itself
     (ToolCall) is the caller's to record before this starts: see the_call."""
     progress = Progress()
+    context = report_progress_to(progress.report)
+    trace_call(context, call.call_id)
     task = asyncio.create_task(
-        run_tool(registry, call, time_limit, progress, together),
-        context=report_progress_to(progress.report),
+        run_tool(registry, call, time_limit, progress, together), context=context
     )
     tool = registry.get(call.name)
     interval = 1 / PROGRESS_PER_SECOND

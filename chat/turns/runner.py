@@ -42,6 +42,7 @@ from chat.agent.errors import describe_failure
 from chat.agent.loop import run_agent
 from chat.agent.mcp import connected_tools
 from chat.agent.tools import ToolRegistry
+from chat.agent.traceparent import trace_turn
 from chat.models import Conversation, Message, ToolApproval
 from chat.servers.configured import configured_servers
 from chat.turns import registry
@@ -169,6 +170,8 @@ async def _turn_run(
 ) -> Message.State:
     group = Conversation.group_name_for(answer.conversation_id)
     recorder = FeedRecorder(answer.answer_feed, configured_prices())
+    # Its MCP requests carry one trace id, resumed or not (chat.agent.traceparent).
+    trace_turn(str(recorder.feed.pk))
     text = AnswerText(answer, group, recorder)
     if resume is not None:
         await recorder.load()

@@ -154,6 +154,13 @@ def point() -> list:
     ]
 
 
+@server.tool(title="Trace")
+async def trace(ctx: Context) -> str:
+    """Answers with the W3C trace context its request carried (`_meta.traceparent`)."""
+    meta = ctx.request_context.meta or {}
+    return str(meta.get("traceparent", "no traceparent"))
+
+
 @server.tool(title="Research")
 async def research(topic: str) -> str:
     """Runs only as an MCP task (it says so when it is listed)."""

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import httpx2
@@ -28,6 +28,7 @@ from mcp.shared.dispatcher import ProgressFnT
 
 from chat.agent.mcp.config import ServerSpec
 from chat.agent.mcp.stdio import watched_stdio
+from chat.agent.traceparent import call_meta
 
 logger = logging.getLogger("glassbox.mcp")
 
@@ -181,7 +182,9 @@ class Connection:
         if client is None:
             raise Unreachable(self.reason or _("it is not connected"))
         try:
-            return await client.call_tool(tool, arguments, progress_callback=progress)
+            return await client.call_tool(
+                tool, arguments, progress_callback=progress, meta=cast(Any, call_meta())
+            )
         except (httpx2.TransportError, OSError, EOFError) as exc:
             self._lost(exc)
             raise Unreachable(_("the connection was lost during the call")) from None
