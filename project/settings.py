@@ -256,8 +256,12 @@ GLASSBOX_TOOLS = env_list(
 # Read, and checked at start-up, by chat.agent.mcp.config.declared_servers().
 GLASSBOX_MCP_SERVERS = env_str("GLASSBOX_MCP_SERVERS", "")
 # Seconds to open a session with an MCP server (and list its tools); a turn waits for a
-# server's first attempt at most this long, never for its retries.
+# server's first attempt at most this long (only when its tools were never listed, or when it
+# calls one of them), never for its retries.
 GLASSBOX_MCP_CONNECT_TIMEOUT = env_float("GLASSBOX_MCP_CONNECT_TIMEOUT", 10.0)
+# Seconds between a server process's looks at its MCP servers: it opens those added since,
+# and writes what it sees of each for the admin's health page (chat.servers.heartbeat).
+GLASSBOX_MCP_HEARTBEAT_SECONDS = env_float("GLASSBOX_MCP_HEARTBEAT_SECONDS", 10.0)
 # Characters of an MCP tool's text result the model is given.
 GLASSBOX_MCP_RESULT_CHARS = env_int("GLASSBOX_MCP_RESULT_CHARS", 8000)
 # Which tools ask their user before each call, by name, over each tool's own setting (a

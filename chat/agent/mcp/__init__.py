@@ -19,12 +19,12 @@ _CONNECTIONS = "chat.agent.mcp.connections"
 
 
 async def connected_tools(specs: Iterable[ServerSpec]) -> list[McpTool]:
-    """The tools of these servers that are connected now; connections to servers no longer
-    declared are closed."""
+    """The tools of these servers that are connected now, or connecting with tools remembered
+    from an earlier session; connections to servers no longer declared are closed."""
     specs = list(specs)
     if not any(spec.enabled for spec in specs) and _CONNECTIONS not in sys.modules:
         return []  # nothing to connect, and nothing was ever connected in this process
     from chat.agent.mcp.connections import pool
     from chat.agent.mcp.tools import tools_of
 
-    return tools_of(await pool().connect(specs))
+    return tools_of(await pool().ready(specs))
