@@ -71,24 +71,38 @@ def start_watching() -> asyncio.Task[None]:
 async def watch(worker: str, started: datetime) -> None:
     first = True
     while True:
+        connections: list[Connection] = []
         try:
-            await beat(worker, started, await configured_servers(), first=first)
+            connections = await beat(worker, started, await configured_servers(), first=first)
             first = False
         except asyncio.CancelledError:
             raise
         except Exception:
             logger.exception("MCP servers: the watch of this process failed; trying again")
-        await asyncio.sleep(settings.GLASSBOX_MCP_HEARTBEAT_SECONDS)
+        await next_beat(connections)
+
+
+async def next_beat(connections: list[Connection]) -> None:
+    """A beat later, or as soon as a first attempt at a session ends: the health page, and
+    the next process to start, learn a server's tools once it listed them."""
+    every = settings.GLASSBOX_MCP_HEARTBEAT_SECONDS
+    first = {asyncio.ensure_future(c.tried.wait()) for c in connections if not c.tried.is_set()}
+    if not first:
+        await asyncio.sleep(every)
+        return
+    await asyncio.wait(first, timeout=every, return_when=asyncio.FIRST_COMPLETED)
+    for waiting in first:
+        waiting.cancel()
 
 
 async def beat(
     worker: str, started: datetime, specs: Iterable[ServerSpec], *, first: bool = False
-) -> None:
+) -> list[Connection]:
     """Opens (in the background) the sessions these servers need, and writes this process's
     sighting of each; the first beat of a process offers the tools listed before it."""
     specs = [spec for spec in specs if spec.enabled]
     if not specs and _CONNECTIONS not in sys.modules:
-        return  # no server, and the SDK never loaded: nothing to open or to say
+        return []  # no server, and the SDK never loaded: nothing to open or to say
     from chat.agent.mcp.connections import pool
 
     if first:
@@ -98,6 +112,7 @@ async def beat(
     remembered = await remembered_tools(specs) if first else None
     connections = await pool().open(specs, remembered)
     await write_sightings(worker, started, connections)
+    return connections
 
 
 async def remembered_tools(specs: list[ServerSpec]) -> dict[str, tuple[types.Tool, ...]]:
