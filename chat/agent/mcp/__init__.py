@@ -2,7 +2,8 @@
 and the adapter that makes their tools the agent's.
 
 The SDK (about 30 MiB a process, with its schema validator) is loaded with the first
-server a turn connects to: a deployment without MCP servers never pays for it."""
+server a process opens (when it starts, chat.servers.heartbeat, or at a turn): a deployment
+without MCP servers never pays for it."""
 
 from __future__ import annotations
 
