@@ -74,7 +74,7 @@ $(FUZZ_VENV)/.installed: requirements-fuzz.txt
 fuzz: $(VENV)/.installed $(FUZZ_VENV)/.installed $(CATALOGUES)
 	$(PY) tests/fuzz_api.py $(FUZZ_VENV)/bin/st
 
-BENCHMARKS := first_status event_overhead concurrency db_writes turn_statements question_checks history_page export markdown_frames mcp_progress html_clients workers audit_chain
+BENCHMARKS := first_status first_status_cold event_overhead concurrency db_writes turn_statements question_checks history_page export markdown_frames mcp_progress html_clients workers audit_chain
 
 bench: $(VENV)/.installed $(CATALOGUES)
 	@for name in $(BENCHMARKS); do echo "== bench/$$name.py"; PYTHONPATH=. $(PY) bench/$$name.py || exit 1; done

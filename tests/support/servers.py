@@ -87,9 +87,12 @@ def manage(env: dict[str, str], *command: str) -> str:
 
 
 def start_daphne(
-    env: dict[str, str], asgi: str = "project.asgi:application", args: tuple[str, ...] = ()
+    env: dict[str, str],
+    asgi: str = "project.asgi:application",
+    args: tuple[str, ...] = (),
+    seconds: float = 30,
 ) -> Server:
-    """A Daphne process on a free port, once it accepts connections."""
+    """A Daphne process on a free port, once it accepts connections (within `seconds`)."""
     port = free_port()
     # A file, not a pipe: a pipe nobody reads fills up and blocks the server.
     log = tempfile.TemporaryFile()  # noqa: SIM115 - closed by Server.stop
@@ -101,13 +104,15 @@ def start_daphne(
         stdout=log,
         stderr=subprocess.STDOUT,
     )  # fmt: skip
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + seconds
     while True:
         try:
             socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
             break
         except OSError:
             if daphne.poll() is not None or time.monotonic() > deadline:
+                daphne.kill()
+                daphne.wait()
                 log.seek(0)
                 problem = log.read().decode()
                 raise RuntimeError(f"Daphne did not start: {problem}") from None
