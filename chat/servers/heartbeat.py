@@ -98,8 +98,9 @@ async def next_beat(connections: list[Connection]) -> None:
 async def beat(
     worker: str, started: datetime, specs: Iterable[ServerSpec], *, first: bool = False
 ) -> list[Connection]:
-    """Opens (in the background) the sessions these servers need, and writes this process's
-    sighting of each; the first beat of a process offers the tools listed before it."""
+    """Opens (in the background) the sessions these servers need, each new one with the
+    tools a process listed before (its own, or another's), and writes this process's
+    sighting of each."""
     specs = [spec for spec in specs if spec.enabled]
     if not specs and _CONNECTIONS not in sys.modules:
         return []  # no server, and the SDK never loaded: nothing to open or to say
@@ -109,7 +110,13 @@ async def beat(
         await McpServerSighting.objects.filter(
             updated_at__lt=timezone.now() - FORGOTTEN_AFTER
         ).adelete()
-    remembered = await remembered_tools(specs) if first else None
+    opened = pool().connections
+    new = [
+        spec
+        for spec in specs
+        if spec.name not in opened or opened[spec.name].spec.fingerprint != spec.fingerprint
+    ]
+    remembered = await remembered_tools(new) if new else None
     connections = await pool().open(specs, remembered)
     await write_sightings(worker, started, connections)
     return connections
