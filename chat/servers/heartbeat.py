@@ -12,6 +12,7 @@ import os
 import socket
 import sys
 from collections.abc import Iterable
+from contextlib import suppress
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -34,8 +35,13 @@ logger = logging.getLogger("glassbox.mcp")
 STALE_BEATS = 3
 # Sightings of processes gone this long are removed by the next process that starts.
 FORGOTTEN_AFTER = timedelta(hours=1)
+# How long a turn that comes before this process's first look waits for it.
+FIRST_LOOK_WAIT = 2.0
 _CONNECTIONS = "chat.agent.mcp.connections"
 _watching: set[asyncio.Task[None]] = set()
+# Set once this process's first look opened its servers with their remembered tools (None
+# where no watch runs: tests, commands).
+_looked: asyncio.Event | None = None
 
 
 def worker_name() -> str:
@@ -62,6 +68,8 @@ def watch_on_start() -> None:
 
 
 def start_watching() -> asyncio.Task[None]:
+    global _looked
+    _looked = asyncio.Event()
     task = asyncio.get_event_loop().create_task(watch(worker_name(), timezone.now()))
     _watching.add(task)  # the loop keeps only a weak reference
     task.add_done_callback(_watching.discard)
@@ -80,7 +88,19 @@ async def watch(worker: str, started: datetime) -> None:
         except Exception as exc:
             # A database that does not answer says so every beat: one line each, no trace.
             logger.warning("MCP servers: this process's look failed (%s); trying again", exc)
+        if _looked is not None:
+            _looked.set()
         await next_beat(connections)
+
+
+async def after_first_look() -> None:
+    """A turn that comes right after the process started waits for its first look (a few
+    database reads): else it would open the servers itself, without their remembered tools,
+    and wait for them."""
+    if _looked is not None and not _looked.is_set():
+        with suppress(TimeoutError):
+            async with asyncio.timeout(FIRST_LOOK_WAIT):
+                await _looked.wait()
 
 
 async def next_beat(connections: list[Connection]) -> None:

@@ -45,6 +45,7 @@ from chat.agent.tools import ToolRegistry
 from chat.agent.traceparent import trace_turn
 from chat.models import Conversation, Message, ToolApproval
 from chat.servers.configured import configured_servers
+from chat.servers.heartbeat import after_first_look
 from chat.turns import registry
 from chat.turns.broadcast import send_turn_event
 from chat.turns.history import amodel_history
@@ -344,7 +345,8 @@ async def _end_written(recorder: FeedRecorder, end: Callable[[], None]) -> None:
 
 
 async def turn_tools() -> ToolRegistry:
-    """The built-in tools and those of the MCP servers that are connected now."""
+    """The built-in tools and those of the MCP servers that are connected now (or known)."""
+    await after_first_look()
     return default_registry().with_tools(await connected_tools(await configured_servers()))
 
 

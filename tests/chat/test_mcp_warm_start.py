@@ -11,7 +11,9 @@ import pytest
 from django.utils import timezone
 
 from chat.models import McpServerSighting
+from chat.servers import heartbeat
 from chat.servers.heartbeat import beat, listing_key
+from chat.turns.runner import turn_tools
 from tests.support.mcp import stdio
 from tests.support.sockets import ask, finish_turns, json_turn, json_until_done, open_socket
 
@@ -69,3 +71,28 @@ async def test_remembered_tools_of_another_declaration_are_not_offered(settings,
 
     assert set(await remembered_tools([old])) == {"bench"}
     assert await remembered_tools([new]) == {}, "its declaration changed: its tools may too"
+
+
+async def test_a_turn_that_comes_with_the_start_has_the_remembered_tools_at_once(
+    settings, sessions, tmp_path, monkeypatch
+):
+    settings.GLASSBOX_MCP_CONNECT_TIMEOUT = 30
+    gate = tmp_path / "may-start"
+    gate.touch()
+    bench = stdio("bench", TESTBENCH_START_GATE=str(gate))
+    settings.GLASSBOX_MCP_SERVERS = [bench]
+    await sessions.connect([bench])
+    await beat("earlier:1", timezone.now(), [bench], first=True)
+    await sessions.close()
+    gate.unlink()
+
+    # The process starts its watch, and a turn asks for its tools in the same instant.
+    monkeypatch.setattr(heartbeat, "_looked", None)
+    watching = heartbeat.start_watching()
+    try:
+        tools = await turn_tools()
+        assert tools.get("bench__count") is not None
+        assert sessions.connections["bench"].connecting, "it waited for the look, not the server"
+    finally:
+        watching.cancel()
+        gate.touch()
