@@ -7,6 +7,7 @@ admin's health page shows for every process, marking those that stopped writing.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import logging
 import os
 import socket
@@ -38,6 +39,7 @@ FORGOTTEN_AFTER = timedelta(hours=1)
 # How long a turn that comes before this process's first look waits for it.
 FIRST_LOOK_WAIT = 2.0
 _CONNECTIONS = "chat.agent.mcp.connections"
+_TOOLS = "chat.agent.mcp.tools"
 _watching: set[asyncio.Task[None]] = set()
 # Set once this process's first look opened its servers with their remembered tools (None
 # where no watch runs: tests, commands).
@@ -125,6 +127,10 @@ async def beat(
     specs = [spec for spec in specs if spec.enabled]
     if not specs and _CONNECTIONS not in sys.modules:
         return []  # no server, and the SDK never loaded: nothing to open or to say
+    if _TOOLS not in sys.modules:
+        # The SDK's import, and the schema checker's, cost hundreds of milliseconds: in a
+        # thread, so the process answers its first requests, and turns, meanwhile.
+        await asyncio.to_thread(importlib.import_module, _TOOLS)
     from chat.agent.mcp.connections import pool
 
     if first:
