@@ -21,7 +21,7 @@ from django.conf import settings
 from django.utils import timezone
 from django.utils.crypto import salted_hmac
 
-from chat.agent.mcp.config import ServerSpec
+from chat.agent.mcp.config import ServerSpec, declared_servers
 from chat.models import McpServerSighting
 from chat.servers.configured import configured_servers
 
@@ -66,6 +66,10 @@ def watch_on_start() -> None:
     reactor = sys.modules.get("twisted.internet.reactor")
     if reactor is None or not hasattr(reactor, "_asyncioEventloop"):
         return  # not served by Daphne (tests, management commands)
+    if any(spec.enabled for spec in declared_servers()):
+        # Before the process serves: imported later, in a thread, the SDK would take the
+        # GIL from the first turns (their time doubled, bench/first_status_cold.py).
+        importlib.import_module(_TOOLS)
     reactor.callWhenRunning(start_watching)
 
 
