@@ -132,8 +132,9 @@ async def beat(
     if not specs and _CONNECTIONS not in sys.modules:
         return []  # no server, and the SDK never loaded: nothing to open or to say
     if _TOOLS not in sys.modules:
-        # The SDK's import, and the schema checker's, cost hundreds of milliseconds: in a
-        # thread, so the process answers its first requests, and turns, meanwhile.
+        # Servers only an admin added (declared ones were imported before serving): the
+        # SDK's import and the schema checker's cost hundreds of milliseconds, so in a
+        # thread, and the process goes on answering meanwhile, if more slowly.
         await asyncio.to_thread(importlib.import_module, _TOOLS)
     from chat.agent.mcp.connections import pool
 
