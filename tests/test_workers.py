@@ -94,7 +94,6 @@ def test_workers_share_one_port_replace_a_dead_one_and_stop_together(tmp_path):
         "GLASSBOX_MAX_CONCURRENT_TURNS": "10",
         "GLASSBOX_MCP_SERVERS": json.dumps([MCP_DEMO]),
         "GLASSBOX_MCP_HEARTBEAT_SECONDS": "0.3",
-        "DJANGO_SUPERUSER_PASSWORD": "root-password",
     }
     port = free_port()
     with tempfile.TemporaryFile() as log:
@@ -106,8 +105,7 @@ def test_workers_share_one_port_replace_a_dead_one_and_stop_together(tmp_path):
 
 
 def _serve_and_check(env: dict[str, str], port: int, log) -> None:
-    root = ["createsuperuser", "--noinput", "--username", "root", "--email", "r@x.test"]
-    for command in (["migrate", "--noinput"], ["collectstatic", "--noinput"], ["seed_demo"], root):
+    for command in (["migrate", "--noinput"], ["collectstatic", "--noinput"], ["seed_demo"]):
         manage(env, *command, "-v", "0")
     supervisor = subprocess.Popen(
         [sys.executable, "-m", "project.serve", "--workers", "2", "-p", str(port)],
@@ -183,5 +181,6 @@ def seen_connected(admin, url: str) -> set[str]:
 _NEW_CONVERSATIONS = (
     "import json; from chat.models import Conversation; "
     "from django.contrib.auth.models import User; u = User.objects.get(username='demo'); "
+    "User.objects.create_superuser('root', 'r@x.test', 'root-password'); "
     "print(json.dumps([str(Conversation.objects.create(owner=u).pk) for _ in range(5)]))"
 )
