@@ -479,3 +479,33 @@ class McpGrantRecord(models.Model):
 
     def delete(self, *args, **kwargs):
         raise ValueError("MCP grant records are append-only and cannot be deleted.")
+
+
+class McpServerSighting(models.Model):
+    """One server process's view of one MCP server, written every few seconds by that
+    process (chat.servers.heartbeat): the admin's health page shows every process's, marking
+    those that stopped writing, and a process that starts offers the tools listed here while
+    its own first session opens."""
+
+    worker = models.CharField(max_length=100, help_text="host:pid of the server process.")
+    server = models.CharField(max_length=24)
+    state = models.CharField(max_length=12)
+    reason = models.CharField(max_length=300, blank=True)
+    since = models.DateTimeField(null=True, blank=True)
+    sessions = models.PositiveIntegerField(default=0)
+    # The tools as the server last listed them (MCP Tool objects), and a keyed hash of the
+    # declaration they were listed under: a changed declaration does not reuse them.
+    tools = models.JSONField(null=True, blank=True)
+    listed_under = models.CharField(max_length=64, blank=True)
+    started_at = models.DateTimeField()
+    updated_at = models.DateTimeField(db_index=True)
+
+    class Meta:
+        ordering = ["server", "worker"]
+        constraints = [
+            models.UniqueConstraint(fields=["worker", "server"], name="one_sighting_per_worker")
+        ]
+        verbose_name = "MCP server sighting"
+
+    def __str__(self) -> str:
+        return f"{self.server} from {self.worker}: {self.state}"

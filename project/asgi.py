@@ -15,11 +15,14 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from channels.sessions import SessionMiddlewareStack  # noqa: E402
 
+from chat.servers.heartbeat import watch_on_start  # noqa: E402
 from chat.socket.routing import websocket_urlpatterns  # noqa: E402
 from chat.turns.shutdown import drain_on_sigterm  # noqa: E402
 from project.heap import settle  # noqa: E402
 
 drain_on_sigterm()
+# Each process opens its MCP servers when it starts, not at the first turn that needs them.
+watch_on_start()
 
 application = ProtocolTypeRouter(
     {

@@ -256,7 +256,8 @@ GLASSBOX_TOOLS = env_list(
 # Read, and checked at start-up, by chat.agent.mcp.config.declared_servers().
 GLASSBOX_MCP_SERVERS = env_str("GLASSBOX_MCP_SERVERS", "")
 # Seconds to open a session with an MCP server (and list its tools); a turn waits for a
-# server's first attempt at most this long, never for its retries.
+# server's first attempt at most this long (only when its tools were never listed, or when it
+# calls one of them), never for its retries.
 GLASSBOX_MCP_CONNECT_TIMEOUT = env_float("GLASSBOX_MCP_CONNECT_TIMEOUT", 10.0)
 # Per-user OAuth for MCP servers declared with "auth": "oauth". Tokens are stored encrypted
 # with this Fernet key (`python -c "from cryptography.fernet import Fernet;
@@ -273,6 +274,9 @@ GLASSBOX_OAUTH_CLIENT_METADATA_URL = env_str("GLASSBOX_OAUTH_CLIENT_METADATA_URL
 # Seconds a turn waits for its user to connect a server it needs (within the turn's own
 # GLASSBOX_TURN_TIMEOUT).
 GLASSBOX_OAUTH_CONSENT_TIMEOUT = env_float("GLASSBOX_OAUTH_CONSENT_TIMEOUT", 240.0)
+# Seconds between a server process's looks at its MCP servers: it opens those added since,
+# and writes what it sees of each for the admin's health page (chat.servers.heartbeat).
+GLASSBOX_MCP_HEARTBEAT_SECONDS = env_float("GLASSBOX_MCP_HEARTBEAT_SECONDS", 10.0)
 # Characters of an MCP tool's text result the model is given.
 GLASSBOX_MCP_RESULT_CHARS = env_int("GLASSBOX_MCP_RESULT_CHARS", 8000)
 # Which tools ask their user before each call, by name, over each tool's own setting (a

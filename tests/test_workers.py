@@ -1,12 +1,15 @@
 """One process per core: `python -m project.serve --workers N` starts N Daphne processes on
 one listening socket, sharing turns through Redis, replaces one that dies, and stops them
-all on SIGTERM."""
+all on SIGTERM. Each opens its MCP servers when it starts, and the admin's health page shows
+every worker's view of them, a dead worker's marked stale."""
 
 from __future__ import annotations
 
 import asyncio
+import html
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -18,6 +21,8 @@ from pathlib import Path
 import pytest
 import websockets
 
+from tests.support.mcp import DEMO
+from tests.support.processes import admin_session
 from tests.support.servers import ROOT, free_port, login, manage, services
 
 pytestmark = pytest.mark.server
@@ -68,6 +73,8 @@ def test_more_than_one_worker_without_redis_is_refused_with_the_reason():
 
 
 def test_workers_share_one_port_replace_a_dead_one_and_stop_together(tmp_path):
+    """And every worker's view of the demo MCP server is on the admin's health page, the dead
+    one's marked stale once it stops writing."""
     database, redis = services()
     import psycopg
 
@@ -85,6 +92,8 @@ def test_workers_share_one_port_replace_a_dead_one_and_stop_together(tmp_path):
         "OPENAI_API_KEY": "",
         "GLASSBOX_TURNS_PER_MINUTE": "1000",
         "GLASSBOX_MAX_CONCURRENT_TURNS": "10",
+        "GLASSBOX_MCP_SERVERS": json.dumps([MCP_DEMO]),
+        "GLASSBOX_MCP_HEARTBEAT_SECONDS": "0.3",
     }
     port = free_port()
     with tempfile.TemporaryFile() as log:
@@ -114,6 +123,10 @@ def _serve_and_check(env: dict[str, str], port: int, log) -> None:
 
         for events in asyncio.run(many()):
             assert events[-1] == {**events[-1], "type": "done", "state": "complete"}
+        admin = admin_session(url, "root", "root-password")
+        host = socket.gethostname()
+        first = {f"{host}:{pid}" for pid in children(supervisor.pid)}
+        wait_for(lambda: seen_connected(admin, url) >= first, "each worker's view of the server")
 
         # A worker that dies is replaced, and turns go on.
         victim = min(children(supervisor.pid))
@@ -127,6 +140,14 @@ def _serve_and_check(env: dict[str, str], port: int, log) -> None:
         wait_for(lambda: accepting(port), "the port")
         events = asyncio.run(turn(url, others[0], cookies))
         assert events[-1] == {**events[-1], "type": "done", "state": "complete"}
+        now = {f"{host}:{pid}" for pid in children(supervisor.pid)}
+        wait_for(
+            lambda: (
+                sightings(admin, url).get(f"{host}:{victim}") == "stale (was connected)"
+                and seen_connected(admin, url) >= now
+            ),
+            "the dead worker marked stale, its replacement's view shown",
+        )
 
         workers = children(supervisor.pid)
         supervisor.send_signal(signal.SIGTERM)
@@ -138,8 +159,28 @@ def _serve_and_check(env: dict[str, str], port: int, log) -> None:
             supervisor.wait()
 
 
+MCP_DEMO = {"name": "demo", "command": sys.executable, "args": ["-m", DEMO],
+            "env": {"GLASSBOX_DEMO_MCP_DELAY": "0"}}  # fmt: skip
+SIGHTING = re.compile(
+    r'<tr class="sighting(?: stale)?" data-server="demo" data-worker="([^"]+)">.*?'
+    r'<td class="state">(.*?)</td>',
+    re.S,
+)
+
+
+def sightings(admin, url: str) -> dict[str, str]:
+    """Each worker's state of the demo server, as the admin's health page shows it."""
+    page = admin.open(f"{url}/admin/chat/mcpserver/health/").read().decode()
+    return {html.unescape(worker): state for worker, state in SIGHTING.findall(page)}
+
+
+def seen_connected(admin, url: str) -> set[str]:
+    return {worker for worker, state in sightings(admin, url).items() if state == "connected"}
+
+
 _NEW_CONVERSATIONS = (
     "import json; from chat.models import Conversation; "
     "from django.contrib.auth.models import User; u = User.objects.get(username='demo'); "
+    "User.objects.create_superuser('root', 'r@x.test', 'root-password'); "
     "print(json.dumps([str(Conversation.objects.create(owner=u).pk) for _ in range(5)]))"
 )

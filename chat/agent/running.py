@@ -20,6 +20,7 @@ from chat.agent.lines import fallback
 from chat.agent.outcome import CallOutcome
 from chat.agent.questions import in_call
 from chat.agent.tools import ToolError, ToolOutcome, ToolRegistry, report_progress_to
+from chat.agent.traceparent import trace_call
 
 logger = logging.getLogger("glassbox.agent")
 
@@ -57,14 +58,28 @@ async def run_call(
     PROGRESS_PER_SECOND a second, the latest always shown), then its outcome. The call itself
     (ToolCall) is the caller's to record before this starts: see the_call."""
     progress = Progress()
+    context = report_progress_to(progress.report)
+    trace_call(context, call.call_id)
     task = asyncio.create_task(
-        run_tool(registry, call, time_limit, progress, together),
-        context=report_progress_to(progress.report),
+        run_tool(registry, call, time_limit, progress, together), context=context
     )
     tool = registry.get(call.name)
     interval = 1 / PROGRESS_PER_SECOND
     loop = asyncio.get_running_loop()
     last_shown = -interval
+
+    def latest() -> Status:
+        progress.changed.clear()
+        return Status(
+            icon=tool.icon if tool else "🛠️",
+            message=progress.message or shown,
+            state="in_progress",
+            tool=call.name,
+            call_id=call.call_id,
+            progress=progress.value,
+            total=progress.total,
+        )
+
     try:
         while True:
             changed = asyncio.ensure_future(progress.changed.wait())
@@ -75,17 +90,13 @@ async def run_call(
                 await asyncio.wait({task}, timeout=wait)
             if task.done():
                 break
-            progress.changed.clear()
             last_shown = loop.time()
-            yield Status(
-                icon=tool.icon if tool else "🛠️",
-                message=progress.message or shown,
-                state="in_progress",
-                tool=call.name,
-                call_id=call.call_id,
-                progress=progress.value,
-                total=progress.total,
-            )
+            yield latest()
+        if progress.changed.is_set():
+            # The last report came with the result, or while its predecessor's line was
+            # still fresh: it is shown before the line that says how the call ended, so the
+            # latest report always reaches the page.
+            yield latest()
         yield task.result()
     finally:
         if not task.done():

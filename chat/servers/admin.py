@@ -31,6 +31,7 @@ from chat.servers.changes import (
     server_save,
     servers_delete,
 )
+from chat.servers.sightings import sightings
 
 if TYPE_CHECKING:
     from chat.agent.mcp.connections import Health
@@ -242,7 +243,7 @@ class McpServerAdmin(admin.ModelAdmin):
             request,
             "admin/chat/mcpserver/health.html",
             {**self.admin_site.each_context(request), "title": "MCP server health",
-             "servers": server_health()},
+             "servers": server_health(), "sightings": sightings()},
         )  # fmt: skip
 
     # What a read-only page shows (a stdio server, to an admin who is not a superuser).

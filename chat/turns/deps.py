@@ -16,11 +16,13 @@ from chat.agent.mcp import connected_tools, user_tools
 from chat.agent.tools import ToolRegistry
 from chat.servers.asking import ConnectAsker
 from chat.servers.configured import configured_servers
+from chat.servers.heartbeat import after_first_look
 
 
 async def configured_tools(asker: ConnectAsker | None = None) -> ToolRegistry:
     """The built-in tools and those of the MCP servers that are connected now; with an
     asker, those its user connects to with their own grant too (asked for in the feed)."""
+    await after_first_look()
     specs = await configured_servers()
     tools = await connected_tools(specs)
     if asker is not None:

@@ -45,6 +45,7 @@ from chat.agent.loop import run_agent
 from chat.agent.mcp import release_asker
 from chat.agent.questions import ask_with
 from chat.agent.tools import ToolRegistry
+from chat.agent.traceparent import trace_turn
 from chat.models import Conversation, Message, ToolApproval
 from chat.servers.asking import ConnectAsker
 from chat.turns import deps, registry
@@ -169,6 +170,8 @@ async def _turn_run(
 ) -> Message.State:
     group = Conversation.group_name_for(answer.conversation_id)
     recorder = FeedRecorder(answer.answer_feed, configured_prices())
+    # Its MCP requests carry one trace id, resumed or not (chat.agent.traceparent).
+    trace_turn(str(recorder.feed.pk))
     text = AnswerText(answer, group, recorder)
     if resume is not None:
         await recorder.load()

@@ -9,13 +9,15 @@ TESTBENCH_FRAGILE=1 dies right after it has listed its tools; over HTTP, TESTBEN
 speaks only the 2025 protocol, with sessions; with it, TESTBENCH_NO_GET=1 answers 405 to the
 optional GET stream and TESTBENCH_FORGETFUL=1 forgets the session at every call (see
 `serve_as_configured`); TESTBENCH_LEDGER names a file that
-`delete_record` appends each deletion to (to count the calls that ran)."""
+`delete_record` appends each deletion to (to count the calls that ran); TESTBENCH_START_GATE
+names a file the server waits for before it serves (a server slow to start)."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 import os
+import time
 from pathlib import Path
 
 import mcp_types as types
@@ -153,6 +155,13 @@ def point() -> list:
             ),
         ),
     ]
+
+
+@server.tool(title="Trace")
+async def trace(ctx: Context) -> str:
+    """Answers with the W3C trace context its request carried (`_meta.traceparent`)."""
+    meta = ctx.request_context.meta or {}
+    return str(meta.get("traceparent", "no traceparent"))
 
 
 @server.tool(title="Research")
@@ -298,6 +307,10 @@ def serve_as_configured(port: int) -> None:
 
 
 def main() -> None:
+    if gate := os.environ.get("TESTBENCH_START_GATE"):
+        # A server slow to start, for as long as the test says: until the gate file exists.
+        while not Path(gate).exists():
+            time.sleep(0.02)
     parser = argparse.ArgumentParser()
     parser.add_argument("--http", type=int, metavar="PORT")
     parser.add_argument("--sse", type=int, metavar="PORT", help="the legacy SSE transport")

@@ -94,8 +94,10 @@ def start_daphne(
     asgi: str = "project.asgi:application",
     args: tuple[str, ...] = (),
     port: int | None = None,
+    seconds: float = 30,
 ) -> Server:
-    """A Daphne process on a free port (or this one), once it accepts connections."""
+    """A Daphne process on a free port (or this one), once it accepts connections (within
+    `seconds`)."""
     port = port or free_port()
     # A file, not a pipe: a pipe nobody reads fills up and blocks the server.
     log = tempfile.TemporaryFile()  # noqa: SIM115 - closed by Server.stop
@@ -107,13 +109,15 @@ def start_daphne(
         stdout=log,
         stderr=subprocess.STDOUT,
     )  # fmt: skip
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + seconds
     while True:
         try:
             socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
             break
         except OSError:
             if daphne.poll() is not None or time.monotonic() > deadline:
+                daphne.kill()
+                daphne.wait()
                 log.seek(0)
                 problem = log.read().decode()
                 raise RuntimeError(f"Daphne did not start: {problem}") from None

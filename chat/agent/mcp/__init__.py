@@ -2,7 +2,8 @@
 and the adapter that makes their tools the agent's.
 
 The SDK (about 30 MiB a process, with its schema validator) is loaded with the first
-server a turn connects to: a deployment without MCP servers never pays for it."""
+server a process opens (when it starts, chat.servers.heartbeat, or at a turn): a deployment
+without MCP servers never pays for it."""
 
 from __future__ import annotations
 
@@ -21,8 +22,8 @@ _CONNECTIONS = "chat.agent.mcp.connections"
 
 
 async def connected_tools(specs: Iterable[ServerSpec]) -> list[McpTool]:
-    """The tools of these servers that are connected now; connections to servers no longer
-    declared are closed."""
+    """The tools of these servers that are connected now, or connecting with tools remembered
+    from an earlier session; connections to servers no longer declared are closed."""
     # A server each user connects to with their own grant is opened per user (user_tools).
     specs = [spec for spec in specs if not spec.oauth]
     if not any(spec.enabled for spec in specs) and _CONNECTIONS not in sys.modules:
@@ -30,7 +31,7 @@ async def connected_tools(specs: Iterable[ServerSpec]) -> list[McpTool]:
     from chat.agent.mcp.connections import pool
     from chat.agent.mcp.tools import tools_of
 
-    return tools_of(await pool().connect(specs))
+    return tools_of(await pool().ready(specs))
 
 
 async def user_tools(specs: Iterable[ServerSpec], asker: Asker) -> list[McpTool]:

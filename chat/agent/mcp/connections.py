@@ -8,11 +8,11 @@ import asyncio
 import functools
 import logging
 import weakref
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import httpx2
@@ -30,6 +30,7 @@ from mcp.shared.dispatcher import ProgressFnT
 from chat.agent.mcp import elicitation
 from chat.agent.mcp.config import ServerSpec
 from chat.agent.mcp.stdio import watched_stdio
+from chat.agent.traceparent import call_meta
 
 logger = logging.getLogger("glassbox.mcp")
 
@@ -110,6 +111,9 @@ class Connection:
         self.stale = asyncio.Event()
         # The tools as last listed (kept while down, for the health page).
         self.listed: tuple[types.Tool, ...] = ()
+        # The tools a session of this declaration listed before this process started
+        # (chat.servers.heartbeat): offered while the first attempt is under way.
+        self.remembered: tuple[types.Tool, ...] = ()
         # Sessions opened so far, and the wait before each new attempt: for the health view
         # and to show the backoff holds.
         self.sessions = 0
@@ -146,9 +150,20 @@ class Connection:
     def listening(self) -> asyncio.Task[None] | None:
         return self.attempt.listening
 
+    @property
+    def connecting(self) -> bool:
+        """The first attempt at a session is under way."""
+        return not self.tried.is_set() and isinstance(self.state, Down)
+
     async def call(
         self, tool: str, arguments: dict[str, Any], progress: ProgressFnT
     ) -> types.CallToolResult:
+        if self.connecting:
+            # A remembered tool, called before the first session is open: the call waits
+            # for this server only, at most its connect timeout.
+            with suppress(TimeoutError):
+                async with asyncio.timeout(settings.GLASSBOX_MCP_CONNECT_TIMEOUT):
+                    await self.tried.wait()
         client = self.client
         try:
             return await self._call(client, tool, arguments, progress)
@@ -184,7 +199,9 @@ class Connection:
             raise Unreachable(self.reason or _("it is not connected"))
         try:
             with elicitation.calling(self):
-                return await client.call_tool(tool, arguments, progress_callback=progress)
+                return await client.call_tool(
+                    tool, arguments, progress_callback=progress, meta=cast(Any, call_meta())
+                )
         except (httpx2.TransportError, OSError, EOFError) as exc:
             self._lost(exc)
             raise Unreachable(_("the connection was lost during the call")) from None
@@ -329,12 +346,15 @@ class Connection:
     def tools(self) -> list[types.Tool]:
         """The listed tools the agent may use, as the server last described them; none while
         the server is down, and none that can only run as an MCP task (which Glassbox does not
-        drive), so the model is never offered a tool that cannot run."""
-        if self.client is None:
+        drive), so the model is never offered a tool that cannot run. While the first session
+        is being opened, the tools remembered from an earlier one."""
+        if self.client is not None:
+            listed = self.listed
+        elif self.connecting:
+            listed = self.remembered
+        else:
             return []
-        return [
-            tool for tool in self.listed if self.spec.allows(tool.name) and not _task_only(tool)
-        ]
+        return [tool for tool in listed if self.spec.allows(tool.name) and not _task_only(tool)]
 
     async def _watch(self, client: Client) -> None:
         """Until the session breaks: lists the tools again whenever they change."""
@@ -440,6 +460,23 @@ class Pool:
     async def connect(self, specs: Iterable[ServerSpec]) -> list[Connection]:
         """The connections for these servers, opening new ones and closing those whose
         declaration changed or went; waits for a first attempt only, never for a retry."""
+        return await self._wait_for_first(await self.open(specs))
+
+    async def ready(self, specs: Iterable[ServerSpec]) -> list[Connection]:
+        """As `connect`, but waits only for the servers whose tools are not known yet:
+        one that is connecting offers its remembered tools, and a call waits for it."""
+        connections = await self.open(specs)
+        await self._wait_for_first([c for c in connections if not c.remembered])
+        return connections
+
+    async def open(
+        self,
+        specs: Iterable[ServerSpec],
+        remembered: Mapping[str, tuple[types.Tool, ...]] | None = None,
+    ) -> list[Connection]:
+        """Opens sessions with these servers in the background (new connections start with
+        the `remembered` tools of their name, if any) and closes those whose declaration
+        changed or went; waits for none."""
         wanted = {spec.name: spec for spec in specs if spec.enabled}
         for name, connection in list(self.connections.items()):
             spec = wanted.get(name)
@@ -450,13 +487,17 @@ class Pool:
                 connection.spec = spec  # only the allowed tools changed
         for name, spec in wanted.items():
             if name not in self.connections:
-                self.connections[name] = Connection(spec)
-        waiting = [c.tried.wait() for c in self.connections.values() if not c.tried.is_set()]
+                self.connections[name] = connection = Connection(spec)
+                connection.remembered = (remembered or {}).get(name, ())
+        return [self.connections[name] for name in wanted]
+
+    async def _wait_for_first(self, connections: list[Connection]) -> list[Connection]:
+        waiting = [c.tried.wait() for c in connections if not c.tried.is_set()]
         if waiting:
             with suppress(TimeoutError):
                 async with asyncio.timeout(settings.GLASSBOX_MCP_CONNECT_TIMEOUT):
                     await asyncio.gather(*waiting)
-        return [self.connections[name] for name in wanted]
+        return connections
 
     async def close(self) -> None:
         connections, self.connections = list(self.connections.values()), {}
@@ -472,7 +513,7 @@ class Health:
     """One server as this process sees it, for operators."""
 
     name: str
-    state: str  # "connected", "retrying" or "not opened"
+    state: str  # "connected", "connecting" (the first attempt), "retrying" or "not opened"
     since: datetime | None
     reason: str
     sessions: int
@@ -494,7 +535,7 @@ def health(names: Iterable[str]) -> dict[str, Health]:
         up = connection.client is not None
         report[name] = Health(
             name=name,
-            state="connected" if up else "retrying",
+            state="connected" if up else "connecting" if connection.connecting else "retrying",
             since=connection.since,
             reason="" if up else str(connection.reason),
             sessions=connection.sessions,
