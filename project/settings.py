@@ -10,7 +10,15 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
 
-from project.env import approval_setting, env_bool, env_float, env_int, env_list, env_str
+from project.env import (
+    approval_setting,
+    env_bool,
+    env_float,
+    env_int,
+    env_json,
+    env_list,
+    env_str,
+)
 from project.unused import POSTGRES_FIELDS, leave_out
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -302,6 +310,10 @@ GLASSBOX_FEED = {
     # in the expanded feed), "duration" (the lines only) or "off"; admins always see it.
     "SHOW_REASONING": env_str("GLASSBOX_SHOW_REASONING", "full"),
 }
+# Each surface's own defaults, as JSON: {"page": {...}, "program": {...}} with the keys above.
+# The page starts from GLASSBOX_FEED; programs (the JSON socket, SSE) from
+# activity.preferences.PROGRAM_DEFAULTS (every frame, as before surfaces existed).
+GLASSBOX_FEED_SURFACES = env_json("GLASSBOX_FEED_SURFACES")
 
 REST_FRAMEWORK = {
     # Token first, so an unauthenticated program gets 401 with `WWW-Authenticate: Token`.
