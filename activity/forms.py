@@ -69,6 +69,14 @@ class FeedPreferencesForm(forms.Form):
     show_usage = forms.BooleanField(
         label=_("Show tokens and cost on folded feeds"), required=False
     )
+    render_as = forms.ChoiceField(
+        label=_("Lines"),
+        choices=[
+            ("plain", _("Plain: one text per line")),
+            ("rich", _("Rich: action, subject and detail apart, times lined up")),
+        ],
+        required=False,
+    )
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -90,6 +98,7 @@ class FeedPreferencesForm(forms.Form):
             "tool_progress": prefs.tool_progress,
             "line_width": prefs.line_width,
             "show_usage": prefs.show_usage,
+            "render_as": prefs.render,
         }
         return cls(initial=initial, **kwargs)
 
@@ -127,6 +136,8 @@ class FeedPreferencesForm(forms.Form):
             "TOOL_PROGRESS": data["tool_progress"],
             "LINE_WIDTH": data["line_width"],
             "SHOW_USAGE": data["show_usage"],
+            # A form from before RENDER existed keeps the reader's choice.
+            "RENDER": data.get("render_as") or None,
         }
 
     def changed_overrides(self) -> dict:
@@ -176,6 +187,14 @@ class ProgramPreferencesForm(forms.Form):
     line_width = forms.IntegerField(
         label=_("Cut status messages at (characters, 0 for never)"), min_value=0, max_value=400
     )
+    render_as = forms.ChoiceField(
+        label=_("Fields"),
+        choices=[
+            ("rich", _("Status events carry their line as fields")),
+            ("plain", _("Text only")),
+        ],
+        required=False,
+    )
 
     @classmethod
     def for_prefs(cls, prefs: FeedPrefs, **kwargs) -> ProgramPreferencesForm:
@@ -187,6 +206,7 @@ class ProgramPreferencesForm(forms.Form):
             "detail": prefs.detail,
             "tool_progress": prefs.tool_progress,
             "line_width": prefs.line_width,
+            "render_as": prefs.render,
         }
         return cls(initial=initial, **kwargs)
 
@@ -209,7 +229,9 @@ class ProgramPreferencesForm(forms.Form):
             "DETAIL": data["detail"],
             "TOOL_PROGRESS": data["tool_progress"],
             "LINE_WIDTH": data["line_width"],
+            "RENDER": data["render_as"] or None,
         }
+        chosen = {key: value for key, value in chosen.items() if value is not None}
         try:
             self.prefs = surface_prefs(
                 "program",

@@ -13,6 +13,9 @@ from django.utils.translation import gettext, gettext_noop
 MODES = ("partial", "block", "progress", "off")
 DETAILS = ("explain", "raw")
 SHOW_REASONING = ("full", "duration", "off")
+# Seed 001's `render`: "rich" shows a line as fields (icon, action, subject, detail, outcome,
+# duration) where the surface can; "plain" as one text. Either reads the same.
+RENDERS = ("plain", "rich")
 # The seed's default pool: one word and an ellipsis. Translated as one text, so a language
 # may have as many words as suit it.
 DEFAULT_POOL = gettext_noop(
@@ -47,6 +50,7 @@ class FeedPrefs:
     show_usage: bool = False
     # Set for the site (GLASSBOX_SHOW_REASONING), not per user.
     show_reasoning: str = "full"
+    render: str = "plain"
 
     def __post_init__(self) -> None:
         if not isinstance(self.label, str):
@@ -55,6 +59,8 @@ class FeedPrefs:
             raise PreferenceError(f"MODE must be one of {', '.join(MODES)}, not {self.mode!r}")
         if self.detail not in DETAILS:
             raise PreferenceError(f"DETAIL must be explain or raw, not {self.detail!r}")
+        if self.render not in RENDERS:
+            raise PreferenceError(f"RENDER must be plain or rich, not {self.render!r}")
         if self.show_reasoning not in SHOW_REASONING:
             raise PreferenceError(
                 f"SHOW_REASONING must be one of {', '.join(SHOW_REASONING)}, "
@@ -130,6 +136,8 @@ PROGRAM_DEFAULTS: dict[str, Any] = {
     "DETAIL": "raw",
     "TOOL_PROGRESS": True,
     "LINE_WIDTH": 0,
+    # Status frames carry a `fields` object beside their text.
+    "RENDER": "rich",
 }
 # Set for the whole site, whatever the surface.
 SITE_ONLY = ("SHOW_REASONING",)

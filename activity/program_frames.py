@@ -10,6 +10,7 @@ With PROGRAM_DEFAULTS every event passes unchanged, as before surfaces existed. 
 - TOOL_PROGRESS false: no work frames but the status of a call that waits for a decision.
 - DETAIL explain: no tool_call frames (their arguments are the raw detail).
 - LINE_WIDTH: a status frame's `message` cut to it, the whole text then in `full`.
+- RENDER rich: a status frame also carries its line as `fields` (activity.line_fields).
 A status that waits for a decision, a decision, an error and `done` always pass.
 
 Plain Python (and gettext for the label)."""
@@ -22,10 +23,13 @@ from typing import Any
 
 from django.utils import translation
 
+from activity.events import Status, from_json
+from activity.line_fields import fields_of
 from activity.live_markdown import settled_length
 from activity.preferences import FeedPrefs
-from activity.presentation import cut
+from activity.presentation import cut, line_for
 
+UNCUT = 1_000_000
 WORK = frozenset({"status", "tool_call", "tool_result", "tool_feedback"})
 
 
@@ -83,13 +87,22 @@ class ProgramFrames:
         return [{"type": "text", "content": held}] if held else []
 
     def _cut(self, event: dict[str, Any]) -> dict[str, Any]:
+        if event["type"] != "status":
+            return event
         width = self.prefs.line_width
-        message = event.get("message")
-        if event["type"] != "status" or not width or not isinstance(message, str):
-            return event
-        if len(message) <= width:
-            return event
-        return event | {"message": cut(message, width), "full": message}
+        message = event["message"]
+        shown = event
+        if self.prefs.render == "rich":
+            shown = shown | {"fields": self._fields(event)}
+        if width and len(message) > width:
+            shown = shown | {"message": cut(message, width), "full": message}
+        return shown
+
+    def _fields(self, event: dict[str, Any]) -> dict[str, Any]:
+        status = from_json(event)
+        assert isinstance(status, Status)
+        # Uncut (0) is as wide as a line can be.
+        return fields_of(line_for(status, width=self.prefs.line_width or UNCUT)).as_json()
 
     def _speaking(self) -> AbstractContextManager[None]:
         return translation.override(self.language) if self.language else nullcontext()

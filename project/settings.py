@@ -306,6 +306,9 @@ GLASSBOX_FEED = {
     # Tokens and cost on a folded feed: for auditors (admin, export, API), and for users who
     # turn them on; by default a user sees the steps and the time (seed 002).
     "SHOW_USAGE": env_bool("GLASSBOX_FEED_SHOW_USAGE", False),
+    # "rich" lays each feed line out as fields (action, subject, detail, outcome, duration);
+    # "plain" shows it as one text. The text reads the same either way.
+    "RENDER": env_str("GLASSBOX_FEED_RENDER", "plain"),
     # What users see of a reasoning model's thinking: "full" (the 💭 lines, and the reasoning
     # in the expanded feed), "duration" (the lines only) or "off"; admins always see it.
     "SHOW_REASONING": env_str("GLASSBOX_SHOW_REASONING", "full"),

@@ -107,7 +107,8 @@ def _first_error(data: Any) -> str:
     description=(
         "Asks a question. With `Accept: text/event-stream` the turn's events stream as "
         "server-sent events (`turn`, then `status`, `tool_call`, `tool_result`, `text`, and "
-        "`done`); otherwise the answer is returned when it is complete. Repeating a `client_id` "
+        "`done`), as the owner's feed settings for programs choose (README: the page and "
+        "programs); otherwise the answer is returned when it is complete. Repeating a `client_id` "
         "joins that turn instead of starting another."
     ),
 )

@@ -139,3 +139,17 @@ def test_bad_program_values_are_explained_and_nothing_is_saved(
     assert response.status_code == 200
     assert problem in response.content.decode()
     assert not FeedPreferences.objects.filter(user=alice).exists()
+
+
+def test_a_reader_chooses_rich_lines_for_the_page_and_plain_frames_for_programs(
+    alice_client, alice
+):
+    alice_client.post(
+        "/preferences/", {**VALID, "render_as": "rich", **PROGRAM, "program-render_as": "plain"}
+    )
+    stored = FeedPreferences.objects.get(user=alice).overrides
+    assert (stored["RENDER"], stored["program"]["RENDER"]) == ("rich", "plain")
+    assert FeedPreferences.settings_for(alice.pk)[0].render == "rich"
+    assert FeedPreferences.settings_for(alice.pk, "program")[0].render == "plain"
+    page = alice_client.get("/preferences/").content.decode()
+    assert re.search(r'<option value="rich" selected>', page)

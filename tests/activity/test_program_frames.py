@@ -18,6 +18,7 @@ DONE = {"type": "done", "message_id": "7", "state": "complete",
 
 
 def program(**settings) -> ProgramFrames:
+    """A program's frames by these settings (the rest its defaults)."""
     return ProgramFrames(surface_prefs("program", {}, {}, {"program": settings}), 7)
 
 
@@ -25,7 +26,7 @@ def sent(frames: ProgramFrames, *events: dict) -> list[dict]:
     return [frame for event in events for frame in frames.frames(event)]
 
 
-def test_with_no_settings_every_event_passes_unchanged():
+def test_with_no_settings_every_event_passes_and_a_status_gains_its_fields():
     events = [
         {"type": "turn", "question_id": "6", "message_id": "7"},
         RUNNING,
@@ -34,7 +35,20 @@ def test_with_no_settings_every_event_passes_unchanged():
         {"type": "text", "content": "world"},
         DONE,
     ]
-    assert sent(program(), *events) == events
+    (status, *rest) = [frame for frame in sent(program(), *events) if frame != events[0]]
+    assert status == RUNNING | {
+        "fields": {
+            "icon": "🔍",
+            "action": "Searching the knowledge base",
+            "subject": "",
+            "detail": "",
+            "outcome": "in_progress",
+            "duration_ms": None,
+            "progress": None,
+        }
+    }
+    assert rest == events[2:]
+    assert sent(program(RENDER="plain"), *events) == events
 
 
 def test_block_mode_sends_settled_blocks_and_the_rest_before_done():
@@ -48,14 +62,15 @@ def test_block_mode_sends_settled_blocks_and_the_rest_before_done():
 
 
 def test_a_call_waiting_for_a_decision_is_sent_in_off_mode_and_without_tool_progress():
-    assert sent(program(MODE="off"), RUNNING, WAITING) == [WAITING]
-    assert sent(program(TOOL_PROGRESS=False), RUNNING, WAITING) == [WAITING]
+    assert sent(program(MODE="off", RENDER="plain"), RUNNING, WAITING) == [WAITING]
+    assert sent(program(TOOL_PROGRESS=False, RENDER="plain"), RUNNING, WAITING) == [WAITING]
 
 
 def test_the_label_comes_once_before_the_first_work_and_only_in_progress_mode():
-    frames = sent(program(MODE="progress", LABEL="Busy", TOOL_PROGRESS=False), RUNNING, WAITING)
+    quiet = program(MODE="progress", LABEL="Busy", TOOL_PROGRESS=False, RENDER="plain")
+    frames = sent(quiet, RUNNING, WAITING)
     assert frames == [{"type": "label", "text": "Busy"}, WAITING]
-    assert sent(program(LABEL="Busy"), RUNNING) == [RUNNING]
+    assert sent(program(LABEL="Busy", RENDER="plain"), RUNNING) == [RUNNING]
 
 
 def test_an_auto_label_is_one_of_the_pool_the_same_for_the_turn():
@@ -66,7 +81,7 @@ def test_an_auto_label_is_one_of_the_pool_the_same_for_the_turn():
 
 def test_a_cut_message_keeps_the_whole_text_beside_it_and_markup_stays_text():
     hostile = RUNNING | {"message": "<img src=x onerror=alert(1)> searching everything"}
-    (frame,) = sent(program(LINE_WIDTH=20), hostile)
+    (frame,) = sent(program(LINE_WIDTH=20, RENDER="plain"), hostile)
     assert frame["message"] == "<img src=x onerror=…"  # text for the program, as written
     assert frame["full"] == hostile["message"]
 

@@ -81,3 +81,17 @@ async def test_the_sites_program_defaults_apply_and_the_users_page_settings_do_n
     assert kinds.count("status") >= 3 and "tool_result" in kinds and "label" not in kinds
     page = (await FeedPreferences.objects.aget(user=alice)).overrides
     assert page == {"MODE": "off", "TOOL_PROGRESS": False}
+
+
+async def test_a_programs_status_frames_carry_the_line_as_fields_beside_its_text(
+    transport, alice, alice_conversation, knowledge_base
+):
+    frames = await program_turn(transport, alice_conversation, alice)
+
+    statuses = [frame for frame in frames if frame["type"] == "status"]
+    assert statuses and all(status["fields"]["icon"] == status["icon"] for status in statuses)
+    for status in statuses:
+        parts = status["fields"]
+        assert parts["outcome"] == status["state"]
+        assert status["message"].startswith(parts["action"])
+        assert not parts["subject"] or status["message"].endswith(parts["subject"])
