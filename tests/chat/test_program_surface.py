@@ -95,3 +95,20 @@ async def test_a_programs_status_frames_carry_the_line_as_fields_beside_its_text
         assert parts["outcome"] == status["state"]
         assert status["message"].startswith(parts["action"])
         assert not parts["subject"] or status["message"].endswith(parts["subject"])
+
+
+async def test_a_call_waiting_for_a_decision_reaches_a_program_that_asked_for_no_work(
+    transport, settings, alice, alice_conversation
+):
+    settings.GLASSBOX_APPROVAL_TIMEOUT = 0.3  # nobody decides: the call times out
+    await FeedPreferences.objects.acreate(
+        user=alice, overrides={"program": {"MODE": "off", "RENDER": "plain"}}
+    )
+
+    frames = await program_turn(
+        transport, alice_conversation, alice, "Email advisor@example.com: can we meet?"
+    )
+
+    assert [frame["type"] for frame in frames] == ["turn", "status", "decision", "text", "done"]
+    assert (frames[1]["state"], frames[1]["tool"]) == ("waiting", "send_email")
+    assert frames[2]["decision"] == "timeout"

@@ -10,11 +10,11 @@ from tests.support.sockets import json_turn
 TRANSPORTS = ("socket", "sse")
 
 
-async def program_turn(transport: str, conversation, user) -> list[dict]:
+async def program_turn(transport: str, conversation, user, question: str = QUESTION) -> list:
     """The frames of one question, from its `turn` frame to `done`."""
     if transport == "socket":
-        return await json_turn(conversation, user, QUESTION)
-    response = await ask(await client_for(user), conversation)
+        return await json_turn(conversation, user, question)
+    response = await ask(await client_for(user), conversation, content=question)
     frames = await sse_events(response)
     await finish_all()
     return frames
