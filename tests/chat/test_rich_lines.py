@@ -9,9 +9,12 @@ from django.template.loader import render_to_string
 from django.utils.html import strip_tags
 
 from activity.events import Status
+from activity.live import LivePresenter
 from activity.models import FeedPreferences
+from activity.preferences import FeedPrefs
 from activity.presentation import line_for
 from chat.models import Conversation
+from chat.socket import render
 from tests.support.turns import run_turn
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -43,6 +46,16 @@ def test_markup_the_model_wrote_stays_inert_text_in_every_field():
     assert "<img" not in html and "<script" not in html
     assert '<span class="subject">&lt;img src=x onerror=alert(1)&gt;</span>' in html
     assert '<span class="detail">path: &lt;script&gt;alert(2)&lt;/script&gt;</span>' in html
+
+
+def test_a_rich_readers_live_lines_are_fields_as_they_arrive():
+    presenter = LivePresenter(FeedPrefs(render="rich"), 7)
+    event = {"type": "status", "seq": 1, "icon": "🔍", "message": "Looking up “pay” now",
+             "state": "in_progress", "tool": "search_documents", "call_id": "c1"}  # fmt: skip
+    html = render.live_ops(7, presenter.on_event(event))
+    assert '<span class="action">Looking up</span> <span class="subject">“pay” now</span>' in html
+    plain = render.live_ops(7, LivePresenter(FeedPrefs(), 7).on_event(event))
+    assert '<span class="text">Looking up “pay” now</span>' in plain
 
 
 def test_a_reader_who_chose_rich_sees_fields_and_the_markdown_download_is_unchanged(
