@@ -9,7 +9,7 @@ from django.db.models import F
 from django.db.models.functions import Coalesce, Now
 from django.utils import timezone
 
-from activity.preferences.feed_prefs import FeedPrefs
+from activity.preferences.feed_prefs import FeedPrefs, surface_prefs
 from activity.recording.chain import (
     ALL_SEALED,
     CLOSED_CALL_FIELDS,
@@ -343,17 +343,21 @@ class FeedPreferences(models.Model):
         return f"Feed preferences of {self.user}"
 
     @classmethod
-    def settings_for(cls, user_id: int) -> tuple[FeedPrefs, str]:
-        """The feed preferences and the saved language (or ''), in one query."""
+    def settings_for(cls, user_id: int, surface: str = "page") -> tuple[FeedPrefs, str]:
+        """The feed preferences on `surface` and the saved language (or ''), in one query."""
         row = cls.objects.filter(user_id=user_id).values_list("overrides", "language").first()
-        return cls.settings_of(*(row or ({}, "")))
+        overrides, language = row or ({}, "")
+        return cls.settings_of(overrides, language, surface)
 
     @staticmethod
     def settings_of(
-        overrides: dict[str, Any] | None, language: str | None
+        overrides: dict[str, Any] | None, language: str | None, surface: str = "page"
     ) -> tuple[FeedPrefs, str]:
         """The settings a stored row (or none: None, None) gives, as `settings_for` reads them."""
-        return FeedPrefs.from_mappings(settings.GLASSBOX_FEED, overrides or {}), language or ""
+        prefs = surface_prefs(
+            surface, settings.GLASSBOX_FEED, settings.GLASSBOX_FEED_SURFACES, overrides
+        )
+        return prefs, language or ""
 
     @classmethod
     def language_of(cls, user_id: int) -> str:

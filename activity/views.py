@@ -11,7 +11,8 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from activity.models import ActivityFeed, FeedPreferences
-from activity.preferences.forms import FeedPreferencesForm
+from activity.preferences.feed_prefs import PROGRAM_KEY
+from activity.preferences.forms import FeedPreferencesForm, ProgramPreferencesForm
 from activity.selectors import reader_settings
 from project.languages import supported
 
@@ -31,13 +32,20 @@ def preferences(request):
         messages.success(request, _("Your feed preferences are back to the defaults."))
         return redirect("activity:preferences")
     current, language = reader_settings(request)
+    stored = FeedPreferences.objects.filter(user=request.user).values_list("overrides", flat=True)
+    saved = stored.first() or {}
     if request.method == "POST":
         form = FeedPreferencesForm(request.POST)
-        if form.is_valid():
+        posted = ProgramPreferencesForm.posted(request.POST)
+        program = ProgramPreferencesForm(request.POST) if posted else _program_form(saved)
+        if form.is_valid() and (not posted or program.is_valid()):
             chosen = form.cleaned_data["language"]
+            for_programs = program.changed_overrides() if posted else saved.get(PROGRAM_KEY)
+            overrides = form.changed_overrides()
+            if for_programs:
+                overrides[PROGRAM_KEY] = for_programs
             FeedPreferences.objects.update_or_create(
-                user=request.user,
-                defaults={"overrides": form.changed_overrides(), "language": chosen},
+                user=request.user, defaults={"overrides": overrides, "language": chosen}
             )
             # The message is read on the next page, so it speaks the language chosen now.
             with translation.override(chosen or translation.get_language()):
@@ -45,7 +53,12 @@ def preferences(request):
             return _remember(redirect("activity:preferences"), chosen)
     else:
         form = FeedPreferencesForm.for_prefs(current, language)
-    return render(request, "activity/preferences.html", {"form": form})
+        program = _program_form(saved)
+    return render(request, "activity/preferences.html", {"form": form, "program": program})
+
+
+def _program_form(saved: dict) -> ProgramPreferencesForm:
+    return ProgramPreferencesForm.for_prefs(FeedPreferences.settings_of(saved, "", "program")[0])
 
 
 @login_not_required

@@ -45,6 +45,15 @@ def env_list(name: str, default: str) -> list[str]:
     return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
 
 
+def env_json(name: str, default: str = "{}") -> object:
+    """A setting written as JSON; what it must hold is checked where it is used."""
+    value = os.environ.get(name) or default
+    try:
+        return json.loads(value)
+    except ValueError as exc:
+        raise ValueError(f"{name} must be JSON ({exc})") from None
+
+
 def approval_setting(value: str) -> dict[str, bool]:
     """A JSON object of tool names and true or false."""
     if not value.strip():

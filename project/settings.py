@@ -10,7 +10,15 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
 
-from project.env import approval_setting, env_bool, env_float, env_int, env_list, env_str
+from project.env import (
+    approval_setting,
+    env_bool,
+    env_float,
+    env_int,
+    env_json,
+    env_list,
+    env_str,
+)
 from project.unused import POSTGRES_FIELDS, leave_out
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -320,10 +328,17 @@ GLASSBOX_FEED = {
     # Tokens and cost on a folded feed: for auditors (admin, export, API), and for users who
     # turn them on; by default a user sees the steps and the time (seed 002).
     "SHOW_USAGE": env_bool("GLASSBOX_FEED_SHOW_USAGE", False),
+    # "rich" lays each feed line out as fields (action, subject, detail, outcome, duration);
+    # "plain" shows it as one text. The text reads the same either way.
+    "RENDER": env_str("GLASSBOX_FEED_RENDER", "plain"),
     # What users see of a reasoning model's thinking: "full" (the 💭 lines, and the reasoning
     # in the expanded feed), "duration" (the lines only) or "off"; admins always see it.
     "SHOW_REASONING": env_str("GLASSBOX_SHOW_REASONING", "full"),
 }
+# Each surface's own defaults, as JSON: {"page": {...}, "program": {...}} with the keys above.
+# The page starts from GLASSBOX_FEED; programs (the JSON socket, SSE) from
+# activity.preferences.PROGRAM_DEFAULTS (every frame, as before surfaces existed).
+GLASSBOX_FEED_SURFACES = env_json("GLASSBOX_FEED_SURFACES")
 
 REST_FRAMEWORK = {
     # Token first, so an unauthenticated program gets 401 with `WWW-Authenticate: Token`.

@@ -294,7 +294,7 @@ def _line(record: dict[str, Any]) -> str:
 
 def _receipts(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Each decision's receipt beside its call as asked, the fingerprint recomputed now from
-    the sealed arguments (activity.receipts.receipt_check)."""
+    the sealed arguments (activity.recording.receipts.receipt_check)."""
     asked = {row["call_id"]: row for row in rows if row["kind"] == ActivityEvent.Kind.TOOL_CALL}
     found = []
     for row in rows:

@@ -13,6 +13,9 @@ from django.utils.translation import gettext, gettext_noop
 MODES = ("partial", "block", "progress", "off")
 DETAILS = ("explain", "raw")
 SHOW_REASONING = ("full", "duration", "off")
+# Seed 001's `render`: "rich" shows a line as fields (icon, action, subject, detail, outcome,
+# duration) where the surface can; "plain" as one text. Either reads the same.
+RENDERS = ("plain", "rich")
 # The seed's default pool: one word and an ellipsis. Translated as one text, so a language
 # may have as many words as suit it.
 DEFAULT_POOL = gettext_noop(
@@ -47,6 +50,7 @@ class FeedPrefs:
     show_usage: bool = False
     # Set for the site (GLASSBOX_SHOW_REASONING), not per user.
     show_reasoning: str = "full"
+    render: str = "plain"
 
     def __post_init__(self) -> None:
         if not isinstance(self.label, str):
@@ -55,6 +59,8 @@ class FeedPrefs:
             raise PreferenceError(f"MODE must be one of {', '.join(MODES)}, not {self.mode!r}")
         if self.detail not in DETAILS:
             raise PreferenceError(f"DETAIL must be explain or raw, not {self.detail!r}")
+        if self.render not in RENDERS:
+            raise PreferenceError(f"RENDER must be plain or rich, not {self.render!r}")
         if self.show_reasoning not in SHOW_REASONING:
             raise PreferenceError(
                 f"SHOW_REASONING must be one of {', '.join(SHOW_REASONING)}, "
@@ -66,8 +72,9 @@ class FeedPrefs:
             raise PreferenceError("SHOW_AFTER must be zero or more seconds")
         if not 1 <= self.max_lines <= 50:
             raise PreferenceError("MAX_LINES must be between 1 and 50")
-        if not 20 <= self.line_width <= 400:
-            raise PreferenceError("LINE_WIDTH must be between 20 and 400")
+        # 0 leaves the text uncut: a program's default (see surface_prefs).
+        if self.line_width != 0 and not 20 <= self.line_width <= 400:
+            raise PreferenceError("LINE_WIDTH must be 0 (uncut) or between 20 and 400")
 
     def label_for(self, turn_id: int) -> str:
         """The draft's label; a turn keeps the same auto label however often it is drawn."""
@@ -114,6 +121,67 @@ def _coerce(name: str, value: Any) -> Any:
     if name == "show_after":
         return float(value)
     return value
+
+
+# Where the feed is shown: the web page, or a program on the JSON socket or over SSE.
+SURFACES = ("page", "program")
+# The key of a user's stored overrides that holds their program's; every other key is the
+# page's, as rows saved before surfaces existed hold them.
+PROGRAM_KEY = "program"
+# What a program gets where neither the site nor its user says otherwise: every frame as it
+# comes, the arguments in tool_call frames, texts uncut, no label frame.
+PROGRAM_DEFAULTS: dict[str, Any] = {
+    "MODE": "partial",
+    "LABEL": "",
+    "DETAIL": "raw",
+    "TOOL_PROGRESS": True,
+    "LINE_WIDTH": 0,
+    # Status frames carry a `fields` object beside their text.
+    "RENDER": "rich",
+}
+# Set for the whole site, whatever the surface.
+SITE_ONLY = ("SHOW_REASONING",)
+
+
+def surface_prefs(
+    surface: str,
+    site: Mapping[str, Any],
+    # GLASSBOX_FEED_SURFACES, checked at start-up by check_surfaces.
+    per_surface: Any,
+    stored: Mapping[str, Any] | None = None,
+) -> FeedPrefs:
+    """One surface's settings: the page's start from GLASSBOX_FEED, a program's from
+    PROGRAM_DEFAULTS; then GLASSBOX_FEED_SURFACES[surface], then what the user saved."""
+    if surface not in SURFACES:
+        raise PreferenceError(f"a surface is one of {', '.join(SURFACES)}, not {surface!r}")
+    layer = per_surface.get(surface) or {}
+    if not isinstance(layer, Mapping):
+        raise PreferenceError(f"{surface} must be an object of feed settings")
+    stored = stored or {}
+    if surface == "page":
+        user = {k: v for k, v in stored.items() if k != PROGRAM_KEY}
+        prefs = FeedPrefs.from_mappings(site, layer, user)
+        if prefs.line_width == 0:
+            raise PreferenceError("LINE_WIDTH must be between 20 and 400 on the page")
+        return prefs
+    shared = {key: site[key] for key in SITE_ONLY if key in site}
+    user = stored.get(PROGRAM_KEY) or {}
+    return FeedPrefs.from_mappings(PROGRAM_DEFAULTS, shared, layer, user)
+
+
+def check_surfaces(per_surface: Any) -> None:
+    """GLASSBOX_FEED_SURFACES names only surfaces, each with settings they accept."""
+    if not isinstance(per_surface, Mapping):
+        raise PreferenceError('must be an object: {"page": {…}, "program": {…}}')
+    for name in per_surface:
+        if name not in SURFACES:
+            raise PreferenceError(f"a surface is one of {', '.join(SURFACES)}, not {name!r}")
+        layer = per_surface[name]
+        if not isinstance(layer, Mapping):
+            raise PreferenceError(f"{name} must be an object of feed settings")
+        for key in layer:
+            if str(key).upper() in SITE_ONLY:
+                raise PreferenceError(f"{name}: {key} is set for the whole site only")
 
 
 class ReaderSettings(NamedTuple):

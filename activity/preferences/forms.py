@@ -6,10 +6,17 @@ from django.utils.translation import gettext_lazy as _
 
 from activity.preferences.feed_prefs import (
     DEFAULT_LABELS,
+    PROGRAM_KEY,
     FeedPrefs,
     PreferenceError,
     default_labels,
+    surface_prefs,
 )
+
+
+def surface_defaults(surface: str) -> FeedPrefs:
+    """A surface's settings before any user's choice."""
+    return surface_prefs(surface, settings.GLASSBOX_FEED, settings.GLASSBOX_FEED_SURFACES)
 
 
 class FeedPreferencesForm(forms.Form):
@@ -62,6 +69,14 @@ class FeedPreferencesForm(forms.Form):
     show_usage = forms.BooleanField(
         label=_("Show tokens and cost on folded feeds"), required=False
     )
+    render_as = forms.ChoiceField(
+        label=_("Lines"),
+        choices=[
+            ("plain", _("Plain: one text per line")),
+            ("rich", _("Rich: action, subject and detail apart, times lined up")),
+        ],
+        required=False,
+    )
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -83,6 +98,7 @@ class FeedPreferencesForm(forms.Form):
             "tool_progress": prefs.tool_progress,
             "line_width": prefs.line_width,
             "show_usage": prefs.show_usage,
+            "render_as": prefs.render,
         }
         return cls(initial=initial, **kwargs)
 
@@ -97,7 +113,12 @@ class FeedPreferencesForm(forms.Form):
             self.add_error("labels", _("Name at least one label, or leave this empty."))
             return data
         try:
-            self.prefs = FeedPrefs.from_mappings(settings.GLASSBOX_FEED, self.overrides(data))
+            self.prefs = surface_prefs(
+                "page",
+                settings.GLASSBOX_FEED,
+                settings.GLASSBOX_FEED_SURFACES,
+                self.overrides(data),
+            )
         except PreferenceError as problem:
             raise forms.ValidationError(str(problem)) from None
         return data
@@ -115,14 +136,115 @@ class FeedPreferencesForm(forms.Form):
             "TOOL_PROGRESS": data["tool_progress"],
             "LINE_WIDTH": data["line_width"],
             "SHOW_USAGE": data["show_usage"],
+            # A form from before RENDER existed keeps the reader's choice.
+            "RENDER": data.get("render_as") or None,
         }
 
     def changed_overrides(self) -> dict:
         """Only what differs from the server's defaults, so later default changes still apply."""
-        defaults = FeedPrefs.from_mappings(settings.GLASSBOX_FEED).as_settings()
+        defaults = surface_defaults("page").as_settings()
         chosen = self.prefs.as_settings()
         return {
             key: list(value) if isinstance(value, tuple) else value
             for key, value in chosen.items()
             if value != defaults[key]
         }
+
+
+class ProgramPreferencesForm(forms.Form):
+    """What a program (the JSON socket, SSE) is sent; README's "Programs" says what each
+    setting means there."""
+
+    prefix = PROGRAM_KEY
+    mode = forms.ChoiceField(
+        label=_("Answer text"),
+        choices=[
+            ("partial", _("As it is written")),
+            ("block", _("A paragraph at a time")),
+            ("progress", _("All at once at the end, after a label")),
+            ("off", _("All at once at the end, with no tool events")),
+        ],
+        widget=forms.RadioSelect,
+    )
+    label_kind = forms.ChoiceField(
+        label=_("Label event (when the answer comes after a label)"),
+        choices=[
+            ("none", _("None")),
+            ("auto", _("A word picked from the pool")),
+            ("fixed", _("Always:")),
+        ],
+        widget=forms.RadioSelect,
+    )
+    label_text = forms.CharField(label=_("Fixed label"), max_length=40, required=False)
+    detail = forms.ChoiceField(
+        label=_("Tool arguments"),
+        choices=[
+            ("raw", _("Sent (tool_call events)")),
+            ("explain", _("Not sent")),
+        ],
+    )
+    tool_progress = forms.BooleanField(label=_("Send tool events"), required=False)
+    line_width = forms.IntegerField(
+        label=_("Cut status messages at (characters, 0 for never)"), min_value=0, max_value=400
+    )
+    render_as = forms.ChoiceField(
+        label=_("Fields"),
+        choices=[
+            ("rich", _("Status events carry their line as fields")),
+            ("plain", _("Text only")),
+        ],
+        required=False,
+    )
+
+    @classmethod
+    def for_prefs(cls, prefs: FeedPrefs, **kwargs) -> ProgramPreferencesForm:
+        kind = {"auto": "auto", "": "none"}.get(prefs.label, "fixed")
+        initial = {
+            "mode": prefs.mode,
+            "label_kind": kind,
+            "label_text": prefs.label if kind == "fixed" else "",
+            "detail": prefs.detail,
+            "tool_progress": prefs.tool_progress,
+            "line_width": prefs.line_width,
+            "render_as": prefs.render,
+        }
+        return cls(initial=initial, **kwargs)
+
+    @classmethod
+    def posted(cls, data) -> bool:
+        """A form that posts no program section leaves the program's settings as saved."""
+        return f"{cls.prefix}-mode" in data
+
+    def clean(self):
+        data = super().clean()
+        if self.errors or data is None:
+            return data
+        if data["label_kind"] == "fixed" and not data["label_text"].strip():
+            self.add_error("label_text", _("Type the label to show, or pick another option."))
+            return data
+        label = {"auto": "auto", "none": ""}.get(data["label_kind"], data["label_text"].strip())
+        chosen = {
+            "MODE": data["mode"],
+            "LABEL": label,
+            "DETAIL": data["detail"],
+            "TOOL_PROGRESS": data["tool_progress"],
+            "LINE_WIDTH": data["line_width"],
+            "RENDER": data["render_as"] or None,
+        }
+        chosen = {key: value for key, value in chosen.items() if value is not None}
+        try:
+            self.prefs = surface_prefs(
+                "program",
+                settings.GLASSBOX_FEED,
+                settings.GLASSBOX_FEED_SURFACES,
+                {PROGRAM_KEY: chosen},
+            )
+        except PreferenceError as problem:
+            raise forms.ValidationError(str(problem)) from None
+        self.chosen = chosen
+        return data
+
+    def changed_overrides(self) -> dict:
+        """Only what differs from the programs' defaults."""
+        defaults = surface_defaults("program").as_settings()
+        return {key: value for key, value in self.chosen.items() if value != defaults[key]}

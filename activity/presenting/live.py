@@ -90,6 +90,7 @@ class LivePresenter:
             assert isinstance(decision, Decision)
             with self._speaking():
                 line = decision_line(decision, self.prefs.line_width)
+            line = replace(line, rich=self.prefs.render == "rich")
             return [ReplaceLine(line)] if line.key in self.shown else []
         if self.prefs.mode == "off":
             # Only the final answer, but a call that waits for the user's decision is no
@@ -187,7 +188,7 @@ class LivePresenter:
         line = line_for(status, width=self.prefs.line_width, detail=detail)
         if status.state == "done" and status.call_id in self.links:
             line = replace(line, links=shown_links(self.links[status.call_id]))
-        return line
+        return replace(line, rich=self.prefs.render == "rich")
 
     def _maybe_show_draft(self, now: float | None, *, at_once: bool = False) -> list[Op]:
         if not self.is_draft or self.draft_shown or self.work_events == 0:

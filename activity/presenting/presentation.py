@@ -75,6 +75,10 @@ class Line:
     call_id: str = ""
     # What the finished tool's result pointed to.
     links: tuple[ShownLink, ...] = ()
+    # The raw detail `message` ends with (", " and this), as shown: the fields keep it apart.
+    detail: str = ""
+    # Laid out as fields (RENDER rich, activity.presenting.line_fields) rather than one text.
+    rich: bool = False
 
     @property
     def is_reasoning(self) -> bool:
@@ -163,9 +167,11 @@ def line_for(status: Status, *, width: int = 80, detail: str = "") -> Line:
     their middle, so the start says what it is and the end what came of it."""
     message = cut_middle(status.message, max(width, WHOLE_MESSAGE))
     whole = f"{status.message}, {detail}" if detail else status.message
+    shown_detail = ""
     if detail:
         room = max(width - len(message) - 2, DETAIL_ROOM)
-        shown = f"{message}, {cut_middle(detail, room)}"
+        shown_detail = cut_middle(detail, room)
+        shown = f"{message}, {shown_detail}"
     else:
         shown = message
     return Line(
@@ -179,6 +185,7 @@ def line_for(status: Status, *, width: int = 80, detail: str = "") -> Line:
         progress=status.progress,
         total=status.total,
         call_id=status.call_id,
+        detail=shown_detail,
     )
 
 
@@ -226,6 +233,7 @@ def visible_lines(
     width: int = 80,
     show_reasoning: str = "full",
     reasoning: Mapping[str, str] | None = None,
+    render: str = "plain",
 ) -> list[Line]:
     """Status events in order; a later in-progress status of the same call replaces its line
     where it stands, exactly as it did live. With times, each line carries how long its step
@@ -246,7 +254,7 @@ def visible_lines(
     started: dict[str, datetime] = {}
     for index, event in enumerate(events):
         if isinstance(event, Decision):
-            line = decision_line(event, width)
+            line = replace(decision_line(event, width), rich=render == "rich")
             lines[line.key] = line
             made_by[line.key] = decision_status(event)
             if times is not None:
@@ -261,6 +269,8 @@ def visible_lines(
         if detail == "raw" and running and event.call_id in arguments:
             extra = raw_detail(arguments[event.call_id])
         line = line_for(event, width=width, detail=extra)
+        if render == "rich":
+            line = replace(line, rich=True)
         if event.state != "in_progress" and event.call_id in reported:
             progress, total = reported[event.call_id]
             line = replace(line, progress=progress, total=total)

@@ -15,7 +15,8 @@ from django.utils.formats import number_format
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
-from activity.presenting.presentation import seconds
+from activity.presenting.line_fields import LineFields, fields_of
+from activity.presenting.presentation import Line, seconds
 
 register = template.Library()
 
@@ -41,6 +42,12 @@ def cost(amount: Decimal) -> str:
     places = 2 if amount >= 1 else 4 if amount >= Decimal("0.01") else 6
     shown = number_format(amount, decimal_pos=places, force_grouping=True)
     return f"{shown} {settings.GLASSBOX_CURRENCY}"
+
+
+@register.filter
+def fields(line: Line) -> LineFields:
+    """The line as fields (RENDER rich): its own text, split."""
+    return fields_of(line)
 
 
 @register.filter

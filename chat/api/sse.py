@@ -7,6 +7,8 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
+from activity.preferences.feed_prefs import FeedPrefs
+from activity.presenting.program_frames import ProgramFrames
 from chat import turns
 from chat.models import Conversation
 from chat.turns import registry
@@ -19,6 +21,17 @@ async def turn_events(
     with registry.streaming():
         async for event in _events(conversation, turn):
             yield event
+
+
+async def program_frames(
+    conversation: Conversation, turn: turns.StartedTurn, prefs: FeedPrefs, language: str = ""
+) -> AsyncIterator[dict[str, Any]]:
+    """The turn as a program with these (`program` surface) settings is sent it; a label
+    speaks `language` ('' keeps the active one)."""
+    frames = ProgramFrames(prefs, turn.answer.pk, language)
+    async for event in turn_events(conversation, turn):
+        for frame in frames.frames(event):
+            yield frame
 
 
 async def _events(

@@ -34,7 +34,7 @@ from chat.api.serializers import (
     TurnRequestSerializer,
     refusal,
 )
-from chat.api.sse import sse, turn_events
+from chat.api.sse import program_frames, sse, turn_events
 from chat.conversations.selectors import message_records
 from chat.models import Conversation, Message, ToolApproval
 from chat.turns import actions
@@ -110,7 +110,8 @@ def _first_error(data: Any) -> str:
     description=(
         "Asks a question. With `Accept: text/event-stream` the turn's events stream as "
         "server-sent events (`turn`, then `status`, `tool_call`, `tool_result`, `text`, and "
-        "`done`); otherwise the answer is returned when it is complete. Repeating a `client_id` "
+        "`done`), as the owner's feed settings for programs choose (README: the page and "
+        "programs); otherwise the answer is returned when it is complete. Repeating a `client_id` "
         "joins that turn instead of starting another."
     ),
 )
@@ -124,12 +125,14 @@ class TurnCreate(APIView):
             question = actions.read_question(request.data)
             # Begun on the server's event loop before the response starts: an admitted turn
             # runs whatever its client does next.
+            # The owner's settings for programs, and their saved language.
+            prefs, saved = FeedPreferences.settings_for(conversation.owner_id, "program")
             turn = async_to_sync(actions.perform)(
                 question,
                 conversation=conversation,
                 user=request.user,
                 # As on the pages: the saved choice, else the request's Accept-Language.
-                language=FeedPreferences.language_of(conversation.owner_id) or None,
+                language=saved or None,
             )
         except actions.Unreadable as problem:
             raise refusal(problem) from None
@@ -142,7 +145,8 @@ class TurnCreate(APIView):
             return response
         assert isinstance(turn, turns.StartedTurn)
         if "text/event-stream" in request.headers.get("Accept", ""):
-            events = (sse(event) async for event in turn_events(conversation, turn))
+            frames = program_frames(conversation, turn, prefs, saved)
+            events = (sse(frame) async for frame in frames)
             stream = StreamingHttpResponse(events, content_type="text/event-stream")
             stream["Cache-Control"] = "no-cache"
             stream["X-Accel-Buffering"] = "no"

@@ -316,6 +316,7 @@ def _turn_view(
             detail=prefs.detail,
             width=prefs.line_width,
             show_reasoning=prefs.show_reasoning,
+            render=prefs.render,
             reasoning=reasoning,
         )
     return TurnView(

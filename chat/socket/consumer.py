@@ -41,7 +41,10 @@ class ChatConsumer(GuardedConsumer):
 
     async def connect(self) -> None:
         opening = await reads.opening(
-            self.scope, self.scope["url_route"]["kwargs"]["conversation_id"]
+            self.scope,
+            self.scope["url_route"]["kwargs"]["conversation_id"],
+            # A program's socket shows the turn by the user's settings for programs.
+            "program" if self.wants_json else "page",
         )
         if isinstance(opening, reads.Refused):
             return await self.refuse(CLOSE_CODES[opening])

@@ -152,7 +152,9 @@ class Opening:
 
 
 @database_sync_to_async
-def opening(scope: Mapping[str, Any], conversation_id: uuid.UUID) -> Opening | Refused:
+def opening(
+    scope: Mapping[str, Any], conversation_id: uuid.UUID, surface: str = "page"
+) -> Opening | Refused:
     """All a new socket reads, its user included, in one trip to the database thread: a
     reconnect storm (every page of a restarted server at once) queues there, so each socket
     must take one turn."""
@@ -164,7 +166,7 @@ def opening(scope: Mapping[str, Any], conversation_id: uuid.UUID) -> Opening | R
     conversation = Conversation.objects.filter(pk=conversation_id, owner=user).first()
     if conversation is None:
         return Refused.CONVERSATION
-    prefs, language, running = _settings_and_open_answer(user.pk, conversation.pk)
+    prefs, language, running = _settings_and_open_answer(user.pk, conversation.pk, surface)
     # Only an open turn can be a dead one: most sockets open on a conversation at rest.
     if running is not None and dead_turns_recover(conversation_id=conversation.pk):
         running = _open_answer(conversation)
@@ -172,7 +174,7 @@ def opening(scope: Mapping[str, Any], conversation_id: uuid.UUID) -> Opening | R
 
 
 def _settings_and_open_answer(
-    user_id: int, conversation_id: uuid.UUID
+    user_id: int, conversation_id: uuid.UUID, surface: str
 ) -> tuple[FeedPrefs, str, int | None]:
     """The user's feed preferences and language (FeedPreferences.settings_for), and the
     conversation's open answer (`_open_answer`), in one statement."""
@@ -182,7 +184,7 @@ def _settings_and_open_answer(
     # As the ORM reads the column (the expression only matters for a key lookup).
     overrides = FeedPreferences._meta.get_field("overrides")
     stored = overrides.from_db_value(stored, cast(Any, None), connection) if stored else {}
-    return (*FeedPreferences.settings_of(stored, language), running)
+    return (*FeedPreferences.settings_of(stored, language, surface), running)
 
 
 def _settings_and_open_answer_query() -> QuerySet[Any]:

@@ -18,7 +18,6 @@ from activity.recording.events import Error, TurnStarted, to_json
 from chat.conversations.markdown import render_markdown
 from chat.conversations.selectors import TurnView
 from chat.models import Message
-from chat.turns import replay
 from chat.turns.receipts import ApprovalCard
 
 
@@ -35,13 +34,6 @@ def regenerated(question: Message, earlier: TurnView, answer: TurnView) -> str:
     """A new answer in place of `earlier`, which folds into an earlier version."""
     context = {"earlier": earlier, "answer": answer}
     return clear_notice() + render_to_string("chat/_regenerated.html", context)
-
-
-def joined(view: TurnView, *, as_json: bool) -> list[str]:
-    """A turn that was running when the socket opened, as it stands."""
-    if as_json:
-        return [json_frame(event) for event in replay(view)]
-    return [assistant_message(view)]
 
 
 def refusal(text: str, *, as_json: bool) -> str:

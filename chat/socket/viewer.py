@@ -4,6 +4,7 @@ this viewer's presenter (its feed preferences) to fragments or JSON."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -13,6 +14,7 @@ from channels.db import database_sync_to_async
 from activity.preferences.feed_prefs import FeedPrefs
 from activity.presenting.live import LivePresenter
 from activity.presenting.live_markdown import split_settled
+from activity.presenting.program_frames import ProgramFrames
 from activity.recording.events import TurnStarted, to_json
 from chat import turns
 from chat.conversations.selectors import TurnView, aturn_view
@@ -44,12 +46,15 @@ class Viewer:
         send: Callable[[str], Awaitable[None]],
         wants_json: bool,
         ended: Callable[[int], object],
+        program: ProgramFrames | None = None,
     ) -> None:
         self.answer_id = answer_id
         self.prefs = prefs
         self.presenter = presenter
         self.send = send
         self.wants_json = wants_json
+        # What a program is sent, by its `program` settings (the socket's prefs then).
+        self.program = program or ProgramFrames(prefs, answer_id, presenter.language)
         self.ended = ended
         self.inbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         events = turns.follow_turn(
@@ -57,7 +62,7 @@ class Viewer:
         )
         self.task = asyncio.create_task(self._show_all(events))
         self.timer: asyncio.Task[None] | None = None
-        if prefs.mode == "progress" and not presenter.draft_shown:
+        if prefs.mode == "progress" and not presenter.draft_shown and not wants_json:
             self.timer = asyncio.create_task(self._draft_later())
 
     def deliver(self, message: dict[str, Any]) -> None:
@@ -80,7 +85,8 @@ class Viewer:
 
     async def _show(self, event: dict[str, Any]) -> None:
         if self.wants_json:
-            await self.send(render.json_frame(event))
+            for frame in self.program.frames(event):
+                await self.send(render.json_frame(frame))
         elif event["type"] == "done":
             if ops := self.presenter.finish():
                 await self.send(render.live_ops(self.answer_id, ops))
@@ -88,8 +94,8 @@ class Viewer:
         else:
             if ops := self.presenter.on_event(event):
                 await self.send(render.live_ops(self.answer_id, ops))
-            if frame := await self._approval_card(event):
-                await self.send(frame)
+            if card := await self._approval_card(event):
+                await self.send(card)
 
     async def _approval_card(self, event: dict[str, Any]) -> str:
         """A call that waits shows its card (read after the pause stored it, before its line
@@ -129,7 +135,7 @@ class Screen:
         """A turn that began while the socket was open: followed from its start, its own
         lines in the feed's `language`."""
         presenter = LivePresenter(prefs, answer_id, language=language)
-        self._view(answer_id, prefs, presenter, turns.Position())
+        self._view(answer_id, prefs, presenter, turns.Position(), None)
 
     async def started(
         self,
@@ -169,14 +175,23 @@ class Screen:
         """A turn the page may not have seen to its end: shown as it stands, then live."""
         if self.shows(answer_id):
             return
-        view, position = await turns.snapshot(answer_id, prefs)
-        for frame in render.joined(view, as_json=self.wants_json):
-            await self.send(frame)
-        if view.state == Message.State.WAITING and not self.wants_json:
-            card = await database_sync_to_async(waiting_card)(answer_id)
-            await self.send(render.approval_card(answer_id, card))
+        # A program's uncut width (0) is no width for the lines the snapshot draws itself.
+        drawn = dataclasses.replace(prefs, line_width=prefs.line_width or FeedPrefs().line_width)
+        view, position = await turns.snapshot(answer_id, drawn)
+        program = None
+        if not self.wants_json:
+            await self.send(render.assistant_message(view))
+            if view.state == Message.State.WAITING:
+                card = await database_sync_to_async(waiting_card)(answer_id)
+                await self.send(render.approval_card(answer_id, card))
+        else:
+            language = view.feed.language if view.feed is not None else ""
+            program = ProgramFrames(prefs, answer_id, language)
+            for event in turns.replay(view):
+                for frame in program.frames(event):
+                    await self.send(render.json_frame(frame))
         if view.state in Message.OPEN_STATES:  # else it ended before the snapshot
-            self._view(answer_id, prefs, presenter_after(view, prefs), position)
+            self._view(answer_id, drawn, presenter_after(view, drawn), position, program)
 
     def deliver(self, message: dict[str, Any]) -> bool:
         """A turn's group message to its viewer; False if this socket does not show it."""
@@ -195,7 +210,12 @@ class Screen:
         self.viewers.pop(answer_id, None)
 
     def _view(
-        self, answer_id: int, prefs: FeedPrefs, presenter: LivePresenter, after: turns.Position
+        self,
+        answer_id: int,
+        prefs: FeedPrefs,
+        presenter: LivePresenter,
+        after: turns.Position,
+        program: ProgramFrames | None,
     ) -> None:
         self.viewers[answer_id] = Viewer(
             answer_id=answer_id,
@@ -206,4 +226,5 @@ class Screen:
             send=self.send,
             wants_json=self.wants_json,
             ended=self._forget,
+            program=program,
         )

@@ -34,6 +34,12 @@ def test_label_false_hides_the_label(value):
         ("GLASSBOX_FEED_LINE_WIDTH", "wide", "GLASSBOX_FEED_LINE_WIDTH must be an integer"),
         ("GLASSBOX_PRICES", '{"m": {"prompt": 1}}', "GLASSBOX_PRICES: 'm': give 'prompt' and"),
         ("GLASSBOX_APPROVAL", '{"send_email": "yes"}', "GLASSBOX_APPROVAL: expected an object"),
+        (
+            "GLASSBOX_FEED_SURFACES",
+            '{"program": {"MODE": "loud"}}',
+            "GLASSBOX_FEED_SURFACES: program: MODE must be one of partial, block",
+        ),
+        ("GLASSBOX_FEED_SURFACES", "{page", "GLASSBOX_FEED_SURFACES must be JSON"),
     ],
 )
 def test_an_invalid_setting_stops_start_up_naming_it(variable, value, message):

@@ -233,7 +233,7 @@ def test_auto_labels_come_from_the_pool_and_stay_put_for_a_turn():
         ({"MODE": "loud"}, "MODE must be one of"),
         ({"DETAIL": "verbose"}, "DETAIL must be explain or raw"),
         ({"MAX_LINES": 0}, "MAX_LINES must be between 1 and 50"),
-        ({"LINE_WIDTH": 5}, "LINE_WIDTH must be between 20 and 400"),
+        ({"LINE_WIDTH": 5}, "LINE_WIDTH must be 0 \\(uncut\\) or between 20 and 400"),
         ({"SHOW_AFTER": -1}, "SHOW_AFTER must be zero or more"),
         ({"LABELS": []}, "LABELS must name at least one"),
         ({"COLOUR": "red"}, "unknown feed setting 'COLOUR'"),

@@ -83,3 +83,73 @@ def test_reset_returns_the_feed_to_the_defaults_and_keeps_the_language(alice_cli
 
 def test_the_page_needs_a_login(client):
     assert client.get("/preferences/").status_code == 302
+
+
+PROGRAM = {
+    "program-mode": "progress",
+    "program-label_kind": "fixed",
+    "program-label_text": "Working",
+    "program-detail": "explain",
+    "program-line_width": "0",
+}
+
+
+def test_the_programs_section_is_saved_beside_the_pages_settings(alice_client, alice):
+    page = alice_client.get("/preferences/").content.decode()
+    assert re.search(r'name="program-mode" value="partial"[^>]*checked', page)
+    assert re.search(r'name="program-label_kind" value="none"[^>]*checked', page)
+
+    response = alice_client.post("/preferences/", {**VALID, **PROGRAM})
+
+    assert response.status_code == 302
+    stored = FeedPreferences.objects.get(user=alice).overrides
+    assert stored["MODE"] == "progress"  # the page's, as rows before surfaces
+    assert stored["program"] == {
+        "MODE": "progress",
+        "LABEL": "Working",
+        "DETAIL": "explain",
+        "TOOL_PROGRESS": False,
+    }
+    program = FeedPreferences.settings_for(alice.pk, "program")[0]
+    assert (program.mode, program.label, program.tool_progress) == ("progress", "Working", False)
+    page = alice_client.get("/preferences/").content.decode()
+    assert re.search(r'name="program-mode" value="progress"[^>]*checked', page)
+
+
+def test_a_form_without_the_programs_section_keeps_what_programs_were_given(alice_client, alice):
+    alice_client.post("/preferences/", {**VALID, **PROGRAM})
+    alice_client.post("/preferences/", {**VALID, "max_lines": "5"})
+    stored = FeedPreferences.objects.get(user=alice).overrides
+    assert (stored["MAX_LINES"], stored["program"]["LABEL"]) == (5, "Working")
+
+
+@pytest.mark.parametrize(
+    ("change", "problem"),
+    [
+        ({"program-mode": "loud"}, "Select a valid choice"),
+        ({"program-line_width": "-1"}, "greater than or equal to 0"),
+        ({"program-line_width": "10"}, "LINE_WIDTH must be 0 (uncut) or between 20 and 400"),
+        ({"program-label_text": ""}, "Type the label to show"),
+    ],
+)
+def test_bad_program_values_are_explained_and_nothing_is_saved(
+    alice_client, alice, change, problem
+):
+    response = alice_client.post("/preferences/", {**VALID, **PROGRAM, **change})
+    assert response.status_code == 200
+    assert problem in response.content.decode()
+    assert not FeedPreferences.objects.filter(user=alice).exists()
+
+
+def test_a_reader_chooses_rich_lines_for_the_page_and_plain_frames_for_programs(
+    alice_client, alice
+):
+    alice_client.post(
+        "/preferences/", {**VALID, "render_as": "rich", **PROGRAM, "program-render_as": "plain"}
+    )
+    stored = FeedPreferences.objects.get(user=alice).overrides
+    assert (stored["RENDER"], stored["program"]["RENDER"]) == ("rich", "plain")
+    assert FeedPreferences.settings_for(alice.pk)[0].render == "rich"
+    assert FeedPreferences.settings_for(alice.pk, "program")[0].render == "plain"
+    page = alice_client.get("/preferences/").content.decode()
+    assert re.search(r'<option value="rich" selected>', page)

@@ -101,6 +101,16 @@ async def test_json_clients_get_the_event_protocol(alice, alice_conversation, kn
         "state": "in_progress",
         "tool": "search_documents",
         "call_id": "call_demo_2_1",
+        # Added for programs that lay lines out (RENDER rich, their default).
+        "fields": {
+            "icon": "🔍",
+            "action": "Searching the knowledge base…",
+            "subject": "",
+            "detail": "",
+            "outcome": "in_progress",
+            "duration_ms": None,
+            "progress": None,
+        },
     }
     answer = "".join(e["content"] for e in events if e["type"] == "text")
     stored = await Message.objects.aget(role="assistant")
