@@ -16,6 +16,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from activity.models import ActivityEvent, ActivityFeed, FeedPreferences, ModelCall
+from activity.preferences.feed_prefs import SURFACES
 from activity.recording.writes import insert_rows, update_row, update_rows
 from activity.selectors import _RUNNING_AND_RECENT, running_and_recent
 from chat.models import Conversation, Message
@@ -102,8 +103,12 @@ def test_a_socket_opening_reads_the_settings_and_open_answer_the_orm_reads(
         else:
             _answer(alice_conversation, state)
 
-    prefs_read, language, running = _settings_and_open_answer(alice.pk, alice_conversation.pk)
-    assert (prefs_read, language) == FeedPreferences.settings_for(alice.pk)
+    for surface in SURFACES:
+        read = _settings_and_open_answer(alice.pk, alice_conversation.pk, surface)
+        assert read[:2] == FeedPreferences.settings_for(alice.pk, surface)
+    prefs_read, language, running = _settings_and_open_answer(
+        alice.pk, alice_conversation.pk, "page"
+    )
     assert (prefs_read.max_lines, language) == ((3, "de") if prefs and language else (6, ""))
     assert running == _open_answer(alice_conversation)
     assert (running is not None) == any(s in Message.OPEN_STATES for s in answers)
