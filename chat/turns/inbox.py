@@ -15,7 +15,8 @@ from django.db.models import QuerySet
 from django.urls import reverse
 from django.utils.translation import gettext as _
 
-from chat.models import Message, ToolApproval
+from chat.models import Elicitation, Message, ToolApproval
+from chat.turns import question_cards
 from chat.turns.receipts import ApprovalCard, card_of
 
 
@@ -76,10 +77,43 @@ def _approval_items(user: Any) -> list[WaitingItem]:
     return items
 
 
+def _waiting_questions(user: Any) -> QuerySet[Elicitation]:
+    # A question waits only while its turn runs: one whose turn ended can reach no server.
+    return Elicitation.objects.filter(
+        state=Elicitation.State.WAITING,
+        answer__state=Message.State.STREAMING,
+        answer__conversation__owner=user,
+        answer__conversation__deleted_at__isnull=True,
+    )
+
+
+def _question_items(user: Any) -> list[WaitingItem]:
+    questions = _waiting_questions(user).select_related("answer__conversation")
+    items = []
+    for question in questions.order_by("deadline", "pk")[:INBOX_LIMIT]:
+        conversation = question.answer.conversation
+        items.append(
+            WaitingItem(
+                kind="question",
+                key=f"waiting-question-{question.pk}",
+                conversation_id=conversation.pk,
+                conversation_title=conversation.title or _("New conversation"),
+                title=_("The %(server)s server asks") % {"server": question.server},
+                deadline=question.deadline,
+                # Answered like on its page; programs answer over the conversation's socket.
+                answer_url=reverse("chat:conversation_act", args=[conversation.pk]),
+                api_url="",
+                card=question_cards.card_of(question),
+            )
+        )
+    return items
+
+
 # At most this many of each kind on the page; the badge counts them all.
 INBOX_LIMIT = 100
 SOURCES: list[Source] = [
     Source(count=lambda user: _waiting_approvals(user).count(), items=_approval_items),
+    Source(count=lambda user: _waiting_questions(user).count(), items=_question_items),
 ]
 
 

@@ -348,6 +348,39 @@ async def test_a_reloaded_page_shows_the_waiting_card_and_answers_it_without_jav
     assert "Dear Ada" in text(events)
 
 
+async def test_the_inbox_counts_a_servers_question_and_answers_it_where_it_waits(
+    demo, client, alice, bob, alice_conversation
+):
+    socket, _events, card = await _asked(alice_conversation, alice)
+    await sync_to_async(client.force_login)(bob)
+    assert (
+        f'id="question-{card["id"]}"'
+        not in (await sync_to_async(client.get)("/inbox/")).content.decode()
+    )
+    await sync_to_async(client.force_login)(alice)
+
+    inbox = (await sync_to_async(client.get)("/inbox/")).content.decode()
+    assert f'id="question-{card["id"]}"' in inbox
+    assert "Who is the offer for engineer addressed to?" in inbox
+    listed = (await sync_to_async(client.get)("/api/inbox/")).json()
+    assert [item["kind"] for item in listed] == ["question"]
+    form = {
+        "elicitation": card["id"],
+        "action": "accept",
+        "answer.candidate": "Ada",
+        "answer.salary_eur": "50000",
+        "answer.remote": "false",
+        "answer.tone": "formal",
+    }
+    posted = await sync_to_async(_post)(client, alice_conversation, form)
+    assert posted.status_code == 302
+    events = await json_until_done(socket, 20)
+    await finish_turns()
+    await socket.disconnect()
+    assert "Dear Ada" in text(events)
+    assert (await sync_to_async(client.get)("/api/inbox/")).json() == []
+
+
 def _post(client, conversation, form: dict):
     """The page's form posted without JavaScript; the view's database connection (its thread
     is the test's executor) is closed after it, as a request's would be."""
