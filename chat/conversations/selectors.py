@@ -254,12 +254,13 @@ def answer_with_feed(conversation: Conversation, message_id: int, prefs: FeedPre
 async def aturn_view(
     message_id: int,
     prefs: FeedPrefs,
-    pending: Callable[[], Sequence[ActivityEvent]] = lambda: (),
+    pending: Callable[[], tuple[Sequence[ActivityEvent], int]] = lambda: ((), 0),
 ) -> TurnView:
     """One answer as stored, with the question it answers. `pending` gives its events not
-    written yet (a running turn's, chat.turns.registry): asked after the stored ones are
-    read and with no wait before the caller goes on, so the view holds every event up to
-    that moment, and none that came after text the caller reads next."""
+    written yet (a running turn's, chat.turns.registry) and the last seq numbered: asked
+    after the stored ones are read and with no wait before the caller goes on, so the view
+    holds every event up to that moment, and none that came after text the caller reads
+    next."""
     message = await _with_contact(Message.objects.all()).aget(pk=message_id)
     question = await (
         Message.objects.filter(
@@ -279,10 +280,10 @@ async def aturn_view(
             # all written with its end. Else a new tab showed every line and old text.
             message = await _with_contact(Message.objects.all()).aget(pk=message_id)
             continue
-        unsaved = pending()
+        unsaved, numbered = pending()
         last = stored[-1].seq if stored else 0
         # Rows written between the read and now are in neither: read again.
-        if not unsaved or unsaved[0].seq <= last + 1:
+        if (unsaved[0].seq if unsaved else numbered + 1) <= last + 1:
             break
     every = [*stored, *(row for row in unsaved if row.seq > last)]
     return _turn_view(message, every, prefs, question, thoughts.get(feed_id))

@@ -128,11 +128,11 @@ def text_so_far(answer_id: int, stored: str) -> str:
     return text.text if text is not None and len(text.text) > len(stored) else stored
 
 
-def unsaved_rows(answer_id: int) -> list[ActivityEvent]:
+def unsaved_rows(answer_id: int) -> tuple[list[ActivityEvent], int]:
     """The events of the turn this process holds ahead of the database (a commit window's
-    worth)."""
+    worth), and the last seq it has numbered (0 if it runs no such turn)."""
     feed = _feeds.get(answer_id)
-    return feed.pending[:] if feed is not None else []
+    return (feed.pending[:], feed.last_seq) if feed is not None else ([], 0)
 
 
 def released(answer_id: int) -> Held | None:

@@ -109,6 +109,43 @@ async def test_a_new_tab_whose_snapshot_is_read_as_the_turn_ends_shows_it_ended_
     assert "Salary negotiation" in snapshot
 
 
+async def test_a_new_tab_whose_snapshot_is_read_as_a_commit_lands_shows_every_line(
+    settings, monkeypatch, gate, alice, alice_conversation, knowledge_base
+):
+    from chat.conversations import selectors
+
+    settings.GLASSBOX_COMMIT_SECONDS = 60  # the lines stay in this process until asked for
+    held = gate(after=5, request=2)
+    first = await open_socket(alice_conversation, alice)
+    await ask(first, QUESTION)
+    await held.reached.wait()
+    read_events = selectors.aevents_by_feed
+    committed = asyncio.Event()
+
+    async def events_then_a_commit(feed_ids):
+        # The new tab has read the stored lines; the pending ones land before it asks for them.
+        stored = await read_events(feed_ids)
+        if not committed.is_set():
+            committed.set()
+            await registry._feeds[answer.pk].write()
+        return stored
+
+    answer = await Message.objects.aget(role="assistant")
+    monkeypatch.setattr(selectors, "aevents_by_feed", events_then_a_commit)
+    late = await open_socket(alice_conversation, alice)
+    snapshot = await late.receive_from(timeout=5)
+    held.open()
+    later = await frames_until_done(late)
+    await frames_until_done(first)
+    await finish_turns()
+    await first.disconnect()
+    await late.disconnect()
+
+    assert committed.is_set()
+    assert "📄" in snapshot and "✍️" in snapshot  # read again, not lost between the two reads
+    assert all("📄" not in frame for frame in later[:-1])
+
+
 async def test_stop_keeps_the_partial_answer_and_records_a_stopped_line(
     gate, alice, alice_conversation, knowledge_base
 ):
