@@ -94,11 +94,15 @@ def text_of(frames) -> str:
 
 
 @pytest.mark.server
-@pytest.mark.parametrize("wire", ["agui", "ui-stream"])
-def test_the_standard_client_follows_a_live_turn_lets_go_mid_tool_call_and_resumes_losing_nothing(
-    scripted_server, wire
+def test_each_standard_client_follows_a_live_turn_lets_go_mid_tool_call_and_resumes_losing_nothing(
+    scripted_server,
 ):
-    provider, server, token = scripted_server
+    # One test for both clients: under xdist, two would start a server each.
+    for wire in ("agui", "ui-stream"):
+        follows_lets_go_and_resumes(*scripted_server, wire)
+
+
+def follows_lets_go_and_resumes(provider, server, token: str, wire: str) -> None:
     calling = provider.respond(
         tool_call_response(("call_live", "calculator", json.dumps(ARGUMENTS)), size=4),
         hold_after=2,
@@ -120,7 +124,7 @@ def test_the_standard_client_follows_a_live_turn_lets_go_mid_tool_call_and_resum
     assert never_let_go.finished.wait(30)
     answer = stored_answer(server, token, conversation)
 
-    assert report["errors"] == []
+    assert report["errors"] == [], wire
     assert answer["state"] == "complete" and report["text"] == answer["content"] == ANSWER
     calls = [(c["id"], c["name"], json.loads(c["arguments"])) for c in report["toolCalls"]]
     assert calls == [("call_live", "calculator", ARGUMENTS)]
