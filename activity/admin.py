@@ -420,7 +420,8 @@ class ToolCallAdmin(ReadOnlyAdmin):
     search_fields = ["tool", "server", "result_summary", "error", "feed__owner__username"]
     date_hierarchy = "created_at"
     show_full_result_count = False
-    readonly_fields = ("feed_link", "server_name", "tool", "call_id", "ok", "duration_ms",
+    readonly_fields = ("feed_link", "server_name", "mcp_session", "tool", "call_id", "ok",
+                       "duration_ms",
                        "result_summary", "error", "arguments_sent", "progress_count",
                        "last_progress", "result_structured", "result_links",
                        "created_at")  # fmt: skip
@@ -429,6 +430,11 @@ class ToolCallAdmin(ReadOnlyAdmin):
     @admin.display(description="MCP server", ordering="server")
     def server_name(self, record):
         return record.server or "built-in"
+
+    @admin.display(description="MCP session")
+    def mcp_session(self, record):
+        """The session of a Streamable HTTP server the call ran in (traces name it too)."""
+        return record.mcp_session_id or "—"
 
     @admin.display(description="error")
     def error_line(self, record):

@@ -22,7 +22,12 @@ from activity.recording.chain import (
     link,
 )
 from activity.recording.declared import from_row, row_values
-from activity.recording.events import RECORDED_TYPES, ModelCallDone, RecordedEvent
+from activity.recording.events import (
+    MCP_SESSION_KEY,
+    RECORDED_TYPES,
+    ModelCallDone,
+    RecordedEvent,
+)
 from activity.recording.writes import insert_rows, update_row
 
 # Seqs a running turn may number ahead of what is on disk (see ActivityFeed.seq_reserved).
@@ -323,6 +328,15 @@ class ActivityEvent(models.Model):
 
     def to_event(self) -> RecordedEvent:
         return from_row(RECORDED_TYPES[self.kind], functools.partial(getattr, self))
+
+    @property
+    def mcp_session_id(self) -> str:
+        """A tool result's MCP session (ToolResult.mcp_session_id), read from its column
+        alone: the admin and the traces need no other field of the result."""
+        session = (
+            (self.arguments or {}).get(MCP_SESSION_KEY, "") if self.kind == "tool_result" else ""
+        )
+        return session if isinstance(session, str) else ""
 
 
 class FeedPreferences(models.Model):

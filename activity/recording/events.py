@@ -30,6 +30,9 @@ STATUS_STATES: tuple[StatusState, ...] = ("in_progress", "waiting", "done", "fai
 DecisionKind = Literal["approve", "deny", "timeout"]
 DECISIONS: tuple[DecisionKind, ...] = ("approve", "deny", "timeout")
 TURN_STATES: tuple[TurnState, ...] = ("complete", "failed", "interrupted")
+# Where a tool result keeps its MCP session id: a key of its row's `arguments` (JSON).
+MCP_SESSION_KEY = "mcp_session_id"
+MCP_SESSION_COLUMN = f"arguments.{MCP_SESSION_KEY}"
 # Why a field of a recorded event has no column.
 LIVE_ONLY = "live only: a status with progress is never stored"
 
@@ -162,6 +165,12 @@ class ToolResult:
     )
     # The MCP server the tool came from ("" for a built-in tool).
     server: str = field(default="", metadata=declare(key=False, column="server"))
+    # The session of that server the call ran in, when its transport has sessions (Streamable
+    # HTTP): for the audit and the traces only, sealed in the `arguments` column no result
+    # used before.
+    mcp_session_id: str = field(
+        default="", repr=False, metadata=declare(key=False, column=MCP_SESSION_COLUMN)
+    )
     # The last progress the tool reported, and how many reports it sent (on the wire only
     # when it sent any).
     progress: float | None = field(

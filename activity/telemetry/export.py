@@ -56,13 +56,14 @@ def resource() -> Resource:
     return Resource.create({"service.name": "glassbox"})
 
 
-# The columns a span reads; what was said only when content is captured.
+# The columns a span reads; what was said only when content is captured (`arguments` is
+# read always: a result keeps its MCP session id there).
 EVENT_COLUMNS = (
     "feed_id", "seq", "kind", "icon", "message", "state", "tool", "call_id", "ok",
     "result_summary", "duration_ms", "server", "progress", "progress_total", "progress_message",
-    "progress_count", "created_at",
+    "progress_count", "created_at", "arguments",
 )  # fmt: skip
-CONTENT_COLUMNS = ("arguments", "result_content")
+CONTENT_COLUMNS = ("result_content",)
 
 
 def finished_feeds(feeds: QuerySet[ActivityFeed], chosen: Options) -> Iterator[ActivityFeed]:

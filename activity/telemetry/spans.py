@@ -193,9 +193,12 @@ def _tool_span(
         "gen_ai.tool.type": "extension" if result is not None and result.server else "function",
     }
     if result is not None and result.server:
-        # A tool of an MCP server: the request that ran it, and the server as configured.
+        # A tool of an MCP server: the request that ran it, the server as configured, and
+        # the session it ran in (servers over stdio or stateless HTTP have none).
         attributes["mcp.method.name"] = "tools/call"
         attributes["glassbox.mcp.server"] = result.server
+        if session := result.mcp_session_id:
+            attributes["mcp.session.id"] = session
     if options.content:
         attributes["gen_ai.tool.call.arguments"] = json.dumps(call.arguments, ensure_ascii=False)
         if result is not None:

@@ -158,6 +158,7 @@ async def run_tool(
         duration_ms=duration_ms,
         tool=call.name,
         server=getattr(tool, "server", ""),
+        mcp_session_id=getattr(tool, "session_id", ""),
         progress=progress.value,
         total=progress.total,
         progress_message=progress.message,

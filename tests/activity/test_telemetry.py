@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from activity import telemetry
 from activity.models import ActivityEvent, ActivityFeed, ModelCall
+from activity.recording.events import ToolResult
 from activity.telemetry.spans import Options, TracePlan, trace_plan
 from chat.models import Conversation
 from tests.support.turns import decided_turn, run_turn
@@ -148,6 +149,28 @@ def test_an_mcp_tool_span_says_the_method_and_server_and_its_last_progress():
         "glassbox.progress.progress": 5.0,
         "glassbox.progress.total": 5.0,
     }  # its message is content
+
+
+def test_an_mcp_tool_span_names_the_session_its_result_keeps_and_a_stdio_call_names_none():
+    now = timezone.now()
+    feed = ActivityFeed(pk=9, started_at=now, finished_at=now + timedelta(seconds=2))
+    rows = []
+    for seq, (call_id, session) in enumerate([("c1", "9f1c0a"), ("c2", "")], start=1):
+        call = ActivityEvent(seq=seq * 2, kind="tool_call", tool="web__x", call_id=call_id)
+        call.created_at, call.arguments = now, {}
+        kept = ToolResult(call_id=call_id, ok=True, summary="", duration_ms=1, tool="web__x",
+                          server="web", mcp_session_id=session, seq=seq * 2 + 1)  # fmt: skip
+        result = ActivityEvent.from_event(feed, kept)
+        result.created_at = now
+        rows += [call, result]
+    plan = trace_plan(feed, [], rows, Options("openai"))
+
+    over_http, over_stdio = plan.spans[1:]
+    assert over_http.attributes["mcp.session.id"] == "9f1c0a"
+    assert rows[1].to_event().mcp_session_id == "9f1c0a"
+    assert "mcp.session.id" not in over_stdio.attributes
+    assert over_stdio.attributes["mcp.method.name"] == "tools/call"
+    assert rows[3].arguments is None  # nothing stored where there is no session
 
 
 def test_an_interrupted_turn_is_an_error_span_and_a_call_without_result_too():

@@ -1,28 +1,42 @@
 """The protocols' own clients read what Glassbox streams: @ag-ui/client's HttpAgent and the
-`ai` package's UI message stream reader rebuild a turn that they followed live, lost mid-turn
-and resumed with Last-Event-ID, and one that paused for an approval, exactly as stored."""
+`ai` package's chat transport and UI message stream reader follow a live server's turn
+themselves, let go of it mid tool call and resume with Last-Event-ID, missing and repeating
+nothing; and they rebuild a turn that paused for an approval, exactly as stored."""
 
 from __future__ import annotations
+
+import itertools
+import json
 
 import pytest
 
 from activity.models import ActivityEvent
 from chat.models import Message
-from chat.turns.registry import finish_all
-from tests.support.api import ask, client_for
+from tests.support.api import client_for
+from tests.support.fakes import text_response, tool_call_response
+from tests.support.held_provider import held_provider
+from tests.support.servers import manage, serve
 from tests.support.sockets import ask as ask_over_socket
 from tests.support.sockets import finish_turns, json_until_waiting, open_socket
 from tests.support.standard_streams import parse_frames, stream_url
-from tests.support.stream_clients import ensure_installed, read_with_client
-
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
+from tests.support.stream_clients import (
+    ensure_installed,
+    follow_in_thread,
+    follow_live,
+    read_with_client,
+    start_turn,
+    stored_answer,
+)
 
 EMAIL = "Email advisor@example.com: can we meet on Tuesday?"
-
-
-@pytest.fixture(autouse=True)
-def stream_clients():
-    ensure_installed()
+QUESTION = "What is two and two?"
+ARGUMENTS = {"feedback_to_user": "Adding two and two", "expression": "2+2"}
+ANSWER = "Two and two make four, as the calculator says."
+# The frame each client lets go after: its tool call is named, its arguments still coming.
+DROP_AFTER = {"agui": "TOOL_CALL_START", "ui-stream": "tool-input-start"}
+TEXT = ("TEXT_MESSAGE_CONTENT", "text-delta")
+# What a resumed connection may send first, at the id it resumes after.
+REOPENING = ("RUN_STARTED", "STEP_STARTED", "TEXT_MESSAGE_START", "TOOL_CALL_START", "start")
 
 
 async def stored_calls(answer_id) -> dict:
@@ -45,45 +59,98 @@ def last_id(text: str) -> str:
     return next(frame_id for frame_id, _ in reversed(parse_frames(text)) if frame_id)
 
 
-@pytest.mark.parametrize("wire", ["agui", "ui-stream"])
-async def test_the_standard_client_rebuilds_a_turn_it_lost_mid_text_and_resumed(
-    alice, alice_conversation, knowledge_base, gate, wire
+@pytest.fixture(scope="module")
+def scripted_server(tmp_path_factory):
+    """A Glassbox server whose model is a scripted provider the tests hold mid-stream, and
+    the demo user's API token."""
+    ensure_installed()
+    with (
+        held_provider() as provider,
+        serve(
+            tmp_path_factory.mktemp("clients"),
+            OPENAI_API_KEY="sk-test",
+            OPENAI_BASE_URL=provider.url,
+            GLASSBOX_MODEL="scripted",
+        ) as server,
+    ):
+        token = manage(server.env, "drf_create_token", "demo").split()[2]
+        yield provider, server, token
+
+
+def position(frame_id: str) -> tuple[int, ...]:
+    return tuple(int(number) for number in frame_id.split("-"))
+
+
+def without_text(frames) -> list:
+    return [
+        frame for frame in frames if not (isinstance(frame[1], dict) and frame[1]["type"] in TEXT)
+    ]
+
+
+def text_of(frames) -> str:
+    return "".join(
+        data["delta"] for _id, data in frames if isinstance(data, dict) and data["type"] in TEXT
+    )
+
+
+@pytest.mark.server
+def test_each_standard_client_follows_a_live_turn_lets_go_mid_tool_call_and_resumes_losing_nothing(
+    scripted_server,
 ):
-    held = gate(after=10, request=2)
-    client = await client_for(alice)
-    await ask(client, alice_conversation)
-    await held.reached.wait()
-    answer = await Message.objects.aget(role="assistant")
-    url = stream_url(alice_conversation, answer.pk, wire)
-    response = await client.get(url, headers={"Accept": "text/event-stream"})
-    first = ""
-    async for chunk in response.streaming_content:
-        first += chunk.decode()
-        if '"TEXT_MESSAGE_CONTENT"' in first or '"text-delta"' in first:
-            break  # the connection drops in the middle of the answer
-    await response.streaming_content.aclose()
-    held.open()
-    await finish_all()
-    rest = await raw(client, url, last_event_id=last_id(first))
-
-    rebuilt = read_with_client(wire, [first, rest])
-    await answer.arefresh_from_db()
-    assert rebuilt["errors"] == []
-    assert rebuilt["text"] == answer.content
-    assert rebuilt["toolCalls"] == await stored_calls(answer.pk)
-    assert [result["summary"] for result in rebuilt["results"].values()] == ["3 documents"]
-    if wire == "agui":
-        assert rebuilt["ends"] == ["success"]
-        assert "feedback" in rebuilt["customs"]
-    else:
-        assert rebuilt["id"] == str(answer.pk)
-        assert {"data-status", "data-feedback"} <= set(rebuilt["data"])
+    # One test for both clients: under xdist, two would start a server each.
+    for wire in ("agui", "ui-stream"):
+        follows_lets_go_and_resumes(*scripted_server, wire)
 
 
+def follows_lets_go_and_resumes(provider, server, token: str, wire: str) -> None:
+    calling = provider.respond(
+        tool_call_response(("call_live", "calculator", json.dumps(ARGUMENTS)), size=4),
+        hold_after=2,
+    )
+    answering = provider.respond(text_response(ANSWER, size=5), hold_after=4)
+    conversation, answer_id = start_turn(server, token, QUESTION)
+    path = f"/api/conversations/{conversation}/messages/{answer_id}/{wire}/"
+    never_let_go = follow_in_thread(server, token, path)
+
+    def while_away() -> None:
+        # The call's arguments arrive and it runs, the answer begins and is held mid-text.
+        calling.open()
+        assert answering.reached.wait(30)
+
+    report = follow_live(
+        wire, server.url + path, token, drop_after=DROP_AFTER[wire],
+        dropped=while_away, resumed=answering.open,  # the rest of the answer comes live
+    )  # fmt: skip
+    assert never_let_go.finished.wait(30)
+    answer = stored_answer(server, token, conversation)
+
+    assert report["errors"] == [], wire
+    assert answer["state"] == "complete" and report["text"] == answer["content"] == ANSWER
+    calls = [(c["id"], c["name"], json.loads(c["arguments"])) for c in report["toolCalls"]]
+    assert calls == [("call_live", "calculator", ARGUMENTS)]
+    assert report["results"]["call_live"]["ok"] is True
+    assert report["ends"] == (["success"] if wire == "agui" else ["finish"])
+    first, resumed = ([(f["id"], f["data"]) for f in frames] for frames in report["connections"])
+    assert first[-1][1]["type"] == DROP_AFTER[wire]
+    assert report["resumedAfter"] == first[-1][0]
+    # The resumed connection first reopens what was open (the run, the call) at that id.
+    reopened = list(itertools.takewhile(lambda f: f[0] == report["resumedAfter"], resumed))
+    assert reopened and all(data["type"] in REOPENING for _id, data in reopened)
+    had = first + resumed[len(reopened) :]
+    positions = [position(frame_id) for frame_id, _ in had if frame_id]
+    assert positions == sorted(set(positions)), "in order, none twice"
+    # Frame for frame what a client that never let go had, the answer's text cut elsewhere.
+    assert without_text(had) == without_text(never_let_go.frames)
+    assert text_of(had) == text_of(never_let_go.frames) == ANSWER
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.asyncio
 @pytest.mark.parametrize("wire", ["agui", "ui-stream"])
 async def test_the_standard_client_reads_a_pause_for_approval_then_the_rest(
     alice, alice_conversation, wire
 ):
+    ensure_installed()
     socket = await open_socket(alice_conversation, alice, as_json=True)
     await ask_over_socket(socket, EMAIL)
     call_id = (await json_until_waiting(socket))[-1]["call_id"]

@@ -164,6 +164,13 @@ async def trace(ctx: Context) -> str:
     return str(meta.get("traceparent", "no traceparent"))
 
 
+@server.tool(title="Session")
+async def session(ctx: Context) -> str:
+    """Answers with the id of the MCP session its request came in ("no session" over stdio
+    and stateless HTTP)."""
+    return (ctx.headers or {}).get("mcp-session-id") or "no session"
+
+
 @server.tool(title="Research")
 async def research(topic: str) -> str:
     """Runs only as an MCP task (it says so when it is listed)."""

@@ -29,6 +29,7 @@ from mcp.shared.dispatcher import ProgressFnT
 
 from chat.agent.mcp import elicitation
 from chat.agent.mcp.config import ServerSpec
+from chat.agent.mcp.sessions import kept_session_id
 from chat.agent.mcp.stdio import watched_stdio
 from chat.agent.traceparent import call_meta
 
@@ -93,6 +94,9 @@ class Attempt:
     # The server answered a request of this session "not found" (HTTP 404, or 400 with
     # a word on the session from servers that predate the rule).
     forgotten: bool = False
+    # The session id a Streamable HTTP server gave (Mcp-Session-Id); "" for servers without
+    # sessions (stdio, stateless HTTP). For the audit and the traces (`mcp.session.id`).
+    session_id: str = ""
 
 
 class Connection:
@@ -321,8 +325,15 @@ class Connection:
         if isinstance(self.state, Connected):
             self._lost(None, _("its process exited"))
 
+    @property
+    def session_id(self) -> str:
+        """The id of the open session, if its server gave one."""
+        return self.attempt.session_id if self.client is not None else ""
+
     async def _answered(self, response: httpx2.Response) -> None:
         self.attempt.status = response.status_code
+        if given := kept_session_id(response.headers.get(MCP_SESSION_ID)):
+            self.attempt.session_id = given
         if response.request.headers.get(MCP_SESSION_ID) and await _forgot(response):
             self.attempt.forgotten = True
             if response.request.method == "GET":

@@ -59,6 +59,12 @@ class McpTool:
     def server(self) -> str:
         return self.connection.spec.name
 
+    @property
+    def session_id(self) -> str:
+        """The MCP session its calls run in now ("" for a server without sessions): read as
+        a call ends, it is the session that answered."""
+        return self.connection.session_id
+
     @cached_property
     def name(self) -> str:
         return tool_name(self.server, self.remote.name)
