@@ -16,27 +16,31 @@ from collections.abc import Iterable
 from contextlib import suppress
 
 import httpx2
-from django.conf import settings
 from django.utils.translation import gettext as _
 from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider, TokenStorage
 from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
 
 from chat.agent.mcp.asker import Asker, NotConnected
+from chat.agent.mcp.client_metadata import OAuthClient
 from chat.agent.mcp.config import ServerSpec
 from chat.agent.mcp.connections import Connection
 
 logger = logging.getLogger("glassbox.mcp")
 
-CLIENT_NAME = "Glassbox"
+
+def client_metadata(client: OAuthClient) -> OAuthClientMetadata:
+    """What the SDK registers with: this site's one client metadata (client_metadata)."""
+    return OAuthClientMetadata.model_validate(client.registration())
 
 
 class EnteredClient:
     """A user's storage, holding the client an admin entered for the server, if any (then
     nothing registers: the SDK asks the storage first)."""
 
-    def __init__(self, storage: TokenStorage, spec: ServerSpec) -> None:
+    def __init__(self, storage: TokenStorage, spec: ServerSpec, client: OAuthClient) -> None:
         self.storage = storage
         self.spec = spec
+        self.client = client
 
     async def get_tokens(self) -> OAuthToken | None:
         return await self.storage.get_tokens()
@@ -54,7 +58,7 @@ class EnteredClient:
             client_secret=secret,
             # RFC 7591 §2: a client with a secret that says nothing else uses HTTP Basic.
             token_endpoint_auth_method="client_secret_basic" if secret else "none",
-            redirect_uris=[settings.GLASSBOX_OAUTH_REDIRECT_URL],  # type: ignore[list-item]
+            redirect_uris=[self.client.redirect_url],  # type: ignore[list-item]
             scope=entered.get("scope") or None,
         )
 
@@ -74,17 +78,11 @@ class UserConnection(Connection):
         self.refused = False
         self.provider = OAuthClientProvider(
             server_url=spec.url,
-            client_metadata=OAuthClientMetadata(
-                client_name=CLIENT_NAME,
-                redirect_uris=[settings.GLASSBOX_OAUTH_REDIRECT_URL],  # type: ignore[list-item]
-                grant_types=["authorization_code", "refresh_token"],
-                response_types=["code"],
-                application_type="web",
-            ),
-            storage=EnteredClient(asker.storage(spec), spec),
+            client_metadata=client_metadata(asker.client),
+            storage=EnteredClient(asker.storage(spec), spec, asker.client),
             redirect_handler=self._redirect,
             callback_handler=self._callback,
-            client_metadata_url=settings.GLASSBOX_OAUTH_CLIENT_METADATA_URL,
+            client_metadata_url=asker.client.metadata_url,
         )
         self._authorization_url = ""
         super().__init__(spec)
@@ -151,7 +149,7 @@ class UserPool:
     async def _settle(self, connection: UserConnection, asker: Asker) -> None:
         if not connection.tried.is_set():
             with suppress(TimeoutError):
-                limit = asker.wait_seconds + settings.GLASSBOX_MCP_CONNECT_TIMEOUT
+                limit = asker.wait_seconds + asker.client.connect_timeout
                 async with asyncio.timeout(limit):
                     await connection.tried.wait()
         up = connection.client is not None
