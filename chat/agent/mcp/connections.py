@@ -469,6 +469,23 @@ class Pool:
         await self._wait_for_first([c for c in connections if not c.remembered])
         return connections
 
+    async def offer(
+        self, specs: Iterable[ServerSpec]
+    ) -> tuple[list[Connection], list[Connection]]:
+        """As `ready`, but waits only for the servers this call opens: those opened before
+        (at start, chat.servers.heartbeat) that are still on a first attempt with no tools
+        remembered come apart, for a turn to wait for only if it needs one (`opened`)."""
+        before = dict(self.connections)
+        connections = await self.open(specs)
+        unknown = [c for c in connections if c.connecting and not c.remembered]
+        later = [c for c in unknown if before.get(c.spec.name) is c]
+        await self._wait_for_first([c for c in unknown if c not in later])
+        return [c for c in connections if c not in later], later
+
+    async def opened(self, connection: Connection) -> Connection:
+        """The connection once its first attempt ended (at most its connect timeout)."""
+        return (await self._wait_for_first([connection]))[0]
+
     async def open(
         self,
         specs: Iterable[ServerSpec],

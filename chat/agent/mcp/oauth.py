@@ -121,6 +121,36 @@ class UserPool:
         """This user's sessions with these servers, asking them (through the turn) for the
         grants they have not given; those they refuse are left out, and asked again by the
         next turn."""
+        mine = [await self._session(spec, asker) for spec in await self._declared(specs, asker)]
+        await asyncio.gather(*(self._settle(c, asker) for c in mine))
+        return [c for c in mine if c.client is not None]
+
+    async def offer(
+        self, specs: Iterable[ServerSpec], asker: Asker
+    ) -> tuple[list[Connection], list[ServerSpec]]:
+        """Without waiting or asking: this user's sessions that are open, and the servers
+        they have no open session with, left for the turn to open if it needs one
+        (`connect_one`)."""
+        open_now: list[Connection] = []
+        later = []
+        for spec in await self._declared(specs, asker):
+            connection = self.connections.get((spec.name, asker.user_id))
+            if connection is not None and connection.client is not None:
+                open_now.append(await self._session(spec, asker))
+            else:
+                later.append(spec)
+        return open_now, later
+
+    async def connect_one(self, spec: ServerSpec, asker: Asker) -> Connection | None:
+        """This user's session with this server, asking them through the turn if they must;
+        None when it did not open (the turn's line says why)."""
+        connection = await self._session(spec, asker)
+        await self._settle(connection, asker)
+        return connection if connection.client is not None else None
+
+    async def _declared(self, specs: Iterable[ServerSpec], asker: Asker) -> list[ServerSpec]:
+        """The servers of these that each user connects to; this user's sessions with
+        servers no longer declared so, or declared otherwise, are closed."""
         wanted = [spec for spec in specs if spec.enabled and spec.oauth]
         for key, old in list(self.connections.items()):
             if key[1] != asker.user_id:
@@ -129,22 +159,22 @@ class UserPool:
             if declared is None or declared.fingerprint != old.spec.fingerprint:
                 del self.connections[key]
                 await old.close()
-        mine = []
-        for spec in wanted:
-            connection = self.connections.get((spec.name, asker.user_id))
-            if connection is not None and connection.client is None and connection.tried.is_set():
-                # Down since an earlier turn (refused, or failed): this turn tries afresh.
-                await connection.close()
-                connection = None
-            if connection is None:
-                connection = UserConnection(spec, asker)
-                self.connections[spec.name, asker.user_id] = connection
-            connection.asker = asker
-            connection.asked = False  # what an earlier turn asked was settled there
-            connection.spec = spec
-            mine.append(connection)
-        await asyncio.gather(*(self._settle(c, asker) for c in mine))
-        return [c for c in mine if c.client is not None]
+        return wanted
+
+    async def _session(self, spec: ServerSpec, asker: Asker) -> UserConnection:
+        connection = self.connections.get((spec.name, asker.user_id))
+        if connection is not None and connection.client is None and connection.tried.is_set():
+            # Down since an earlier turn (refused, or failed): this turn tries afresh.
+            self.connections.pop((spec.name, asker.user_id))
+            await connection.close()
+            connection = None
+        if connection is None:
+            connection = UserConnection(spec, asker)
+            self.connections[spec.name, asker.user_id] = connection
+        connection.asker = asker
+        connection.asked = False  # what an earlier turn asked was settled there
+        connection.spec = spec
+        return connection
 
     async def _settle(self, connection: UserConnection, asker: Asker) -> None:
         if not connection.tried.is_set():
