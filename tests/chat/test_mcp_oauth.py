@@ -144,6 +144,21 @@ async def test_two_users_two_tokens_each_tool_call_acts_for_its_own_user(
     assert len(set(tokens.values())) == 2
 
 
+async def test_after_a_restart_a_connected_user_is_not_asked_again_when_the_server_opens(
+    settings, notes, user_sessions, alice, alice_conversation
+):
+    settings.GLASSBOX_MCP_SERVERS = [notes]
+    await connected_turn(alice_conversation, alice, person="alice@notes")
+    await user_sessions.close()  # the process restarts: no session is open, the grant is kept
+
+    events = await json_turn(alice_conversation, alice, WHOAMI)
+
+    assert called(events) == ["connect_notes", "notes__whoami"]
+    assert not connect_lines(events), "the stored grant opened the session"
+    assert "you are alice@notes" in text(events)
+    assert not await McpConsent.objects.filter(answered_at=None).aexists()
+
+
 async def test_a_user_who_declines_is_not_connected_and_the_turn_goes_on_without_the_server(
     settings, notes, user_sessions, alice, alice_conversation
 ):
