@@ -46,7 +46,7 @@ def connected_server(name: str) -> str | None:
 Opening = Callable[[], Awaitable[Sequence[AgentTool]]]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # one per server and turn: compared by identity
 class ConnectTool:
     spec: ServerSpec
     opening: Opening

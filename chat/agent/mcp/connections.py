@@ -462,19 +462,14 @@ class Pool:
         declaration changed or went; waits for a first attempt only, never for a retry."""
         return await self._wait_for_first(await self.open(specs))
 
-    async def ready(self, specs: Iterable[ServerSpec]) -> list[Connection]:
-        """As `connect`, but waits only for the servers whose tools are not known yet:
-        one that is connecting offers its remembered tools, and a call waits for it."""
-        connections = await self.open(specs)
-        await self._wait_for_first([c for c in connections if not c.remembered])
-        return connections
-
     async def offer(
         self, specs: Iterable[ServerSpec]
     ) -> tuple[list[Connection], list[Connection]]:
-        """As `ready`, but waits only for the servers this call opens: those opened before
-        (at start, chat.servers.heartbeat) that are still on a first attempt with no tools
-        remembered come apart, for a turn to wait for only if it needs one (`opened`)."""
+        """The connections for these servers, as `connect`, but waiting only for the servers
+        whose tools are not known yet that this call opens. One that is connecting offers its
+        remembered tools, and a call waits for it; one opened before (at start,
+        chat.servers.heartbeat) that is still on its first attempt with no tools remembered
+        comes apart, for a turn to wait for only if it needs it (`opened`)."""
         before = dict(self.connections)
         connections = await self.open(specs)
         unknown = [c for c in connections if c.connecting and not c.remembered]
