@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
 from asgiref.sync import sync_to_async
 
 from chat.agent.demo_script import say
+from chat.agent.mcp.config import SEPARATOR
+from chat.agent.mcp.connect_tool import connect_tool_name, connected_server
 from chat.agent.services import provided
 from chat.knowledge.words import CJK, STOPWORDS
 
@@ -95,7 +98,12 @@ class DemoModel:
         system = next((_text(m) for m in messages if m.get("role") == "system"), "")
         language = reply_language(question, system)
         offered = {t.get("function", {}).get("name") for t in body.get("tools") or []}
-        rounds = await self.plan(question, language, offered)
+        called = {
+            call.get("function", {}).get("name")
+            for m in since_question
+            for call in m.get("tool_calls") or []
+        }
+        rounds = await self.plan(question, language, offered, called)
         done = sum(
             1 for m in since_question if m.get("role") == "assistant" and m.get("tool_calls")
         )
@@ -117,12 +125,28 @@ class DemoModel:
             deltas.append({"usage": _usage(body, deltas)})
         return deltas
 
-    async def plan(self, question: str, language: str, offered: set[str]) -> list[list[Call]]:
-        """The tool rounds this question calls for; one round may hold parallel calls."""
+    async def plan(
+        self,
+        question: str,
+        language: str,
+        offered: set[str],
+        called: AbstractSet[str] = frozenset(),
+    ) -> list[list[Call]]:
+        """The tool rounds this question calls for; one round may hold parallel calls. A
+        server whose tools are not offered yet is opened first, by its connect tool
+        (`called` says which were, in earlier rounds of this answer)."""
         folded = question.casefold()
         named = NAMED_TOOL.search(question)
-        if named and named.group(1) in offered:
-            return [[Call(named.group(1), self.named_arguments(named.group(2), language))]]
+        if named:
+            tool = named.group(1)
+            opener = connect_tool_name(tool.split(SEPARATOR, 1)[0])
+            opening = []
+            if opener in called or (opener in offered and tool not in offered):
+                opening = [[self.opening(opener, language)]]
+            if tool in offered:
+                return [*opening, [Call(tool, self.named_arguments(named.group(2), language))]]
+            if opening:
+                return opening
         if EMAIL_WORDS.search(folded) and "send_email" in offered:
             address = ADDRESS.search(question)
             to = address.group() if address else "advisor@example.com"
@@ -134,14 +158,20 @@ class DemoModel:
             }
             return [[Call("send_email", arguments)]]
         surveys = sorted(name for name in offered if name.endswith(SURVEY_TOOL))
-        if SURVEY_WORDS.search(folded) and surveys:
+        # Servers not open yet may hold the survey tool: opened first, all at once.
+        openers = sorted(n for n in offered | called if n and connected_server(n))
+        opened = [n for n in openers if n in called]
+        opening = [[self.opening(n, language) for n in (opened or openers)]]
+        if SURVEY_WORDS.search(folded) and (surveys or openers):
+            if not surveys:
+                return opening
             feedback = say("feedback_surveys", language, role=keywords(question))
             role = ROLE_WORDS.search(folded)
             arguments = {
                 "feedback_to_user": feedback,
                 "role": role.group() if role else "engineer",
             }
-            return [[Call(surveys[0], arguments)]]
+            return [*(opening if opened else []), [Call(surveys[0], arguments)]]
         if FAILURE_WORDS.search(folded) and "search_documents" in offered:
             # No query: the tool's argument validation fails, and the agent falls back.
             feedback = say("feedback_search", language, query=keywords(question))
@@ -169,6 +199,10 @@ class DemoModel:
             if searches:
                 rounds.append(searches)
         return rounds
+
+    def opening(self, opener: str, language: str) -> Call:
+        server = connected_server(opener) or opener
+        return Call(opener, {"feedback_to_user": say("feedback_connect", language, server=server)})
 
     def named_arguments(self, written: str | None, language: str) -> dict[str, Any]:
         try:

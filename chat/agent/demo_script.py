@@ -23,6 +23,11 @@ TEXT: dict[str, dict[str, str]] = {
         "it": "Confronto i sondaggi sugli stipendi per “{role}”",
         "zh": "正在比較「{role}」的薪資調查",
     },
+    "feedback_connect": {
+        "en": "Opening {server}",
+        "it": "Apro {server}",
+        "zh": "正在開啟 {server}",
+    },
     "feedback_tool": {
         "en": "Running the tool you named",
         "it": "Eseguo lo strumento che hai indicato",

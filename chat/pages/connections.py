@@ -4,7 +4,6 @@ authorization server sends the user back to, which hands the waiting turn its an
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_not_required
 from django.http import Http404, HttpResponseRedirect, JsonResponse
@@ -16,6 +15,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from chat.models import McpConsent
 from chat.servers.consents import consent_answer, consent_waiting
 from chat.servers.grants import connected, disconnect
+from chat.servers.oauth_client import deployment_client
 
 # What a callback's parameters may hold, at most (an authorization code is far shorter).
 PARAM_LIMIT = 2000
@@ -79,17 +79,7 @@ def client_metadata(request):
     """This site's OAuth client metadata document (a client ID metadata document): where
     GLASSBOX_OAUTH_CLIENT_METADATA_URL points, authorization servers that accept such client
     IDs read who Glassbox is and where it may send users back, and need no registration."""
-    url = settings.GLASSBOX_OAUTH_CLIENT_METADATA_URL
-    if not url:
+    client = deployment_client()
+    if not client.metadata_url:
         raise Http404
-    return JsonResponse(
-        {
-            "client_id": url,
-            "client_name": "Glassbox",
-            "redirect_uris": [settings.GLASSBOX_OAUTH_REDIRECT_URL],
-            "grant_types": ["authorization_code", "refresh_token"],
-            "response_types": ["code"],
-            "token_endpoint_auth_method": "none",
-            "application_type": "web",
-        }
-    )
+    return JsonResponse(client.document())

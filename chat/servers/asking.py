@@ -23,6 +23,7 @@ from chat.agent.mcp.asker import NotConnected
 from chat.agent.mcp.config import ServerSpec
 from chat.models import McpConsent, McpGrantRecord
 from chat.servers.consents import consent_expired, consent_group, consent_open
+from chat.servers.oauth_client import deployment_client
 from chat.servers.secrets import unseal
 
 if TYPE_CHECKING:
@@ -57,6 +58,7 @@ class ConnectAsker:
         self.language = translation.get_language()
         self.closed = False
         self.wait_seconds = settings.GLASSBOX_OAUTH_CONSENT_TIMEOUT
+        self.client = deployment_client()
         self._storages: dict[str, GrantStorage] = {}
         self._consents: dict[str, McpConsent] = {}
 

@@ -128,7 +128,8 @@ async def beat(
     """Opens (in the background) the sessions these servers need, each new one with the
     tools a process listed before (its own, or another's), and writes this process's
     sighting of each."""
-    specs = [spec for spec in specs if spec.enabled]
+    # A server each user connects to is opened per user, by their turns (chat.agent.mcp.oauth).
+    specs = [spec for spec in specs if spec.enabled and not spec.oauth]
     if not specs and _CONNECTIONS not in sys.modules:
         return []  # no server, and the SDK never loaded: nothing to open or to say
     if _TOOLS not in sys.modules:

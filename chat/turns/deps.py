@@ -12,7 +12,7 @@ from openai import AsyncOpenAI
 
 from chat.agent.builtin_tools import default_registry
 from chat.agent.client import make_client
-from chat.agent.mcp import connected_tools, user_tools
+from chat.agent.mcp import offer_tools
 from chat.agent.tools import ToolRegistry
 from chat.servers.asking import ConnectAsker
 from chat.servers.configured import configured_servers
@@ -20,14 +20,13 @@ from chat.servers.heartbeat import after_first_look
 
 
 async def configured_tools(asker: ConnectAsker | None = None) -> ToolRegistry:
-    """The built-in tools and those of the MCP servers that are connected now; with an
-    asker, those its user connects to with their own grant too (asked for in the feed)."""
+    """The built-in tools and those of the MCP servers that are connected now; a server the
+    turn would have to wait for (or, with an asker, that its user has not connected) is
+    offered as one tool that opens it when the model needs it (asked for in the feed)."""
     await after_first_look()
-    specs = await configured_servers()
-    tools = await connected_tools(specs)
-    if asker is not None:
-        tools += await user_tools(specs, asker)
-    return default_registry().with_tools(tools)
+    registry = default_registry().with_tools([])
+    await offer_tools(registry, await configured_servers(), asker)
+    return registry
 
 
 @dataclass(frozen=True, slots=True)

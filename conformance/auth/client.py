@@ -39,6 +39,7 @@ from mcp.shared.auth import OAuthClientInformationFull, OAuthToken  # noqa: E402
 from chat.agent.mcp.asker import NotConnected  # noqa: E402
 from chat.agent.mcp.config import ServerSpec, spec_from_mapping  # noqa: E402
 from chat.agent.mcp.oauth import UserPool  # noqa: E402
+from chat.servers.oauth_client import deployment_client  # noqa: E402
 
 logger = logging.getLogger("conformance")
 
@@ -66,6 +67,7 @@ class ScriptedPerson:
 
     user_id = 1
     wait_seconds = 20.0
+    client = deployment_client()
 
     def __init__(self, storage: MemoryStorage) -> None:
         self._storage = storage

@@ -98,3 +98,19 @@ async def test_feedback_and_answer_follow_the_language_of_the_question(
     _, lines, answer = await turn(question)
     assert any(message.startswith(feedback) for _, message in lines)
     assert answer.startswith(answer_start)
+
+
+async def test_a_server_not_open_yet_is_opened_by_its_connect_tool_only_when_needed():
+    from chat.agent.demo import DemoModel
+
+    def tools(rounds) -> list[list[str]]:
+        return [[call.tool for call in calls] for calls in rounds]
+
+    model, question = DemoModel(), "Compare salary surveys for an engineer"
+    survey = "surveys__compare_salary_surveys"
+    assert await model.plan("Tell me a joke", "en", {"connect_surveys"}) == []
+    assert tools(await model.plan(question, "en", {"connect_surveys"})) == [["connect_surveys"]]
+    opened = await model.plan(question, "en", {"connect_surveys", survey}, {"connect_surveys"})
+    assert tools(opened) == [["connect_surveys"], [survey]]
+    named = await model.plan("notes__whoami {}", "en", {"connect_notes"})
+    assert tools(named) == [["connect_notes"]]

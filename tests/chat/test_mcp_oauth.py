@@ -18,7 +18,7 @@ from django.test import AsyncClient, Client
 
 from activity.models import ActivityEvent
 from chat.agent.mcp.oauth import user_pool
-from chat.models import Conversation, McpGrant, McpGrantRecord
+from chat.models import Conversation, McpConsent, McpGrant, McpGrantRecord
 from chat.servers.secrets import unseal
 from tests.support.oauth import consent, oauth_server
 from tests.support.sockets import ask, finish_turns, json_turn, json_until_done, open_socket
@@ -49,6 +49,10 @@ def text(events: list[dict]) -> str:
 
 def connect_lines(events: list[dict]) -> list[dict]:
     return [e for e in events if e["type"] == "status" and e.get("tool") == "connect"]
+
+
+def called(events: list[dict]) -> list[str]:
+    return [e["tool"] for e in events if e["type"] == "tool_call"]
 
 
 async def until_asked(socket) -> list[dict]:
@@ -87,6 +91,10 @@ async def test_a_turn_asks_its_user_to_connect_and_goes_on_with_the_tools_answer
 
     asked, *_ = connect_lines(events)
     assert asked["message"] == "Connect to notes — it asks for: notes:read"
+    assert [e["state"] for e in connect_lines(events)] == ["in_progress", "done"]  # asked once
+    # The model opened the server when it needed it, and the same turn called its tool.
+    assert called(events) == ["connect_notes", "notes__whoami"]
+    assert len({e["message_id"] for e in events if e["type"] in ("turn", "done")}) == 1
     assert asked["state"] == "in_progress" and asked["icon"] == "🔑"
     # The page's line links to the authorization, in a new tab.
     assert 'href="/accounts/connections/notes/authorize/" target="_blank"' in html
@@ -99,6 +107,20 @@ async def test_a_turn_asks_its_user_to_connect_and_goes_on_with_the_tools_answer
     assert grant.scopes == "notes:read" and grant.connected_at is not None
     actions = [r.action async for r in McpGrantRecord.objects.filter(user=alice)]
     assert "granted" in actions
+
+
+async def test_a_question_that_needs_none_of_the_servers_tools_asks_nobody_and_waits_for_nothing(
+    settings, notes, user_sessions, alice, alice_conversation
+):
+    settings.GLASSBOX_MCP_SERVERS = [notes]
+    events = await json_turn(alice_conversation, alice, "Tell me a joke")
+
+    assert not connect_lines(events) and not called(events)
+    assert events[-1]["state"] == "complete" and text(events)
+    # Nothing was opened for it: no session, no authorization waiting, nothing recorded.
+    assert not user_sessions.connections
+    assert not await McpConsent.objects.aexists()
+    assert not await McpGrantRecord.objects.aexists()
 
 
 async def test_two_users_two_tokens_each_tool_call_acts_for_its_own_user(
@@ -122,6 +144,21 @@ async def test_two_users_two_tokens_each_tool_call_acts_for_its_own_user(
     assert len(set(tokens.values())) == 2
 
 
+async def test_after_a_restart_a_connected_user_is_not_asked_again_when_the_server_opens(
+    settings, notes, user_sessions, alice, alice_conversation
+):
+    settings.GLASSBOX_MCP_SERVERS = [notes]
+    await connected_turn(alice_conversation, alice, person="alice@notes")
+    await user_sessions.close()  # the process restarts: no session is open, the grant is kept
+
+    events = await json_turn(alice_conversation, alice, WHOAMI)
+
+    assert called(events) == ["connect_notes", "notes__whoami"]
+    assert not connect_lines(events), "the stored grant opened the session"
+    assert "you are alice@notes" in text(events)
+    assert not await McpConsent.objects.filter(answered_at=None).aexists()
+
+
 async def test_a_user_who_declines_is_not_connected_and_the_turn_goes_on_without_the_server(
     settings, notes, user_sessions, alice, alice_conversation
 ):
@@ -133,7 +170,9 @@ async def test_a_user_who_declines_is_not_connected_and_the_turn_goes_on_without
     assert "Not connected to notes" in answered.content.decode()
     assert connect_lines(events)[-1]["message"] == "Not connected to notes: you declined"
     assert connect_lines(events)[-1]["state"] == "failed"
-    assert not [e for e in events if e["type"] == "tool_call"]
+    assert called(events) == ["connect_notes"]  # none of the server's own tools ran
+    (opened,) = [e for e in events if e["type"] == "tool_result"]
+    assert not opened["ok"]
     assert events[-1]["state"] == "complete"
     assert not await McpGrant.objects.exclude(tokens="").aexists()
     record = await McpGrantRecord.objects.aget(user=alice)
@@ -161,7 +200,7 @@ async def test_an_answer_naming_another_issuer_is_refused_and_stores_no_token(
         events, _, _ = await connected_turn(alice_conversation, alice, person="alice@notes")
 
     assert connect_lines(events)[-1]["state"] == "failed"
-    assert not [e for e in events if e["type"] == "tool_call"]
+    assert called(events) == ["connect_notes"]
     assert not await McpGrant.objects.exclude(tokens="").aexists()
     assert await McpGrantRecord.objects.filter(user=alice, action="refused").aexists()
 

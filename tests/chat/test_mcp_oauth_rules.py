@@ -224,3 +224,29 @@ def test_the_client_metadata_document_names_the_site_and_its_callback(client, se
     assert document["client_id"] == settings.GLASSBOX_OAUTH_CLIENT_METADATA_URL
     assert document["redirect_uris"] == [settings.GLASSBOX_OAUTH_REDIRECT_URL]
     assert "refresh_token" in document["grant_types"]
+
+
+@pytest.mark.django_db
+def test_the_served_client_metadata_is_the_metadata_the_client_registers_with(client, settings):
+    from mcp.client.auth.utils import create_client_registration_request
+
+    from chat.agent.mcp.oauth import client_metadata
+    from chat.servers.oauth_client import deployment_client
+
+    settings.GLASSBOX_OAUTH_CLIENT_METADATA_URL = (
+        "https://glassbox.example/oauth/client-metadata.json"
+    )
+    settings.GLASSBOX_OAUTH_REDIRECT_URL = (
+        "https://glassbox.example/accounts/connections/callback/"
+    )
+    served = client.get("/oauth/client-metadata.json").json()
+    # The request the SDK sends to a registration endpoint, built from what the client holds.
+    request = create_client_registration_request(
+        None, client_metadata(deployment_client()), "https://auth.example"
+    )
+    registered = json.loads(request.content)
+
+    named = {"client_id", "token_endpoint_auth_method"}
+    assert {key: value for key, value in served.items() if key not in named} == registered
+    assert served["token_endpoint_auth_method"] == "none"  # a metadata document holds no secret
+    assert registered["redirect_uris"] == [settings.GLASSBOX_OAUTH_REDIRECT_URL]

@@ -8,6 +8,7 @@ import json
 import os
 import re
 import socket
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -35,11 +36,17 @@ def free_port() -> int:
 
 @contextlib.contextmanager
 def serve(
-    work: Path, daphne_args: tuple[str, ...] = (), port: int | None = None, **settings: str
+    work: Path,
+    daphne_args: tuple[str, ...] = (),
+    port: int | None = None,
+    *,
+    mcp_opened: bool = True,
+    **settings: str,
 ) -> Iterator[Server]:
     """Migrates a fresh database in `work`, seeds the demo, and starts Daphne (with
-    `daphne_args` besides its port, on `port` if given); stopped on the way out, whether the
-    test passed or not."""
+    `daphne_args` besides its port, on `port` if given), and, unless `mcp_opened` is False,
+    waits for its first attempt at each MCP server it declares; stopped on the way out,
+    whether the test passed or not."""
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "project.settings",
@@ -57,9 +64,32 @@ def serve(
         manage(env, *command, "-v", "0")
     server = start_daphne(env, args=daphne_args, port=port)
     try:
+        if mcp_opened and env["DATABASE_URL"].startswith("sqlite:"):
+            first_attempts(work / "e2e.sqlite3", env.get("GLASSBOX_MCP_SERVERS", ""))
         yield server
     finally:
         server.stop()
+
+
+def first_attempts(database: Path, declared: str, seconds: float = 60) -> None:
+    """Until the process says (its sightings) that its first attempt at each declared server
+    ended: until then a question needing one would be offered its connect tool instead of its
+    tools (chat.agent.mcp.connect_tool), an extra call a test does not expect."""
+    names = {
+        server["name"]
+        for server in (json.loads(declared) if declared.strip() else [])
+        if server.get("auth") != "oauth" and server.get("enabled", True)
+    }
+    deadline = time.monotonic() + seconds
+    with contextlib.closing(sqlite3.connect(database)) as connection:
+        while names:
+            query = "SELECT server FROM chat_mcpserversighting WHERE state != 'connecting'"
+            names -= {row[0] for row in connection.execute(query)}
+            if not names:
+                return
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"no first attempt at {sorted(names)} within {seconds} s")
+            time.sleep(0.05)
 
 
 @dataclass

@@ -10,10 +10,16 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterable
 from contextlib import suppress
+from functools import partial
 from typing import TYPE_CHECKING
+
+from django.utils.translation import gettext as _
+
+from chat.agent.tools import AgentTool, ToolError, ToolRegistry
 
 if TYPE_CHECKING:
     from chat.agent.mcp.config import ServerSpec
+    from chat.agent.mcp.connections import Connection
     from chat.agent.mcp.oauth import Asker
     from chat.agent.mcp.tools import McpTool
 
@@ -21,29 +27,57 @@ if TYPE_CHECKING:
 _CONNECTIONS = "chat.agent.mcp.connections"
 
 
-async def connected_tools(specs: Iterable[ServerSpec]) -> list[McpTool]:
-    """The tools of these servers that are connected now, or connecting with tools remembered
-    from an earlier session; connections to servers no longer declared are closed."""
-    # A server each user connects to with their own grant is opened per user (user_tools).
-    specs = [spec for spec in specs if not spec.oauth]
-    if not any(spec.enabled for spec in specs) and _CONNECTIONS not in sys.modules:
-        return []  # nothing to connect, and nothing was ever connected in this process
+async def offer_tools(
+    registry: ToolRegistry, specs: Iterable[ServerSpec], asker: Asker | None
+) -> None:
+    """Adds to a turn's `registry` the tools it can offer without waiting for anybody: those
+    of the servers connected now (or connecting with tools remembered), and those of the
+    sessions its user has open with servers they connect to themselves (with an `asker`).
+    Every other server is offered as its connect tool (chat.agent.mcp.connect_tool), which
+    opens it, asking the user if it must, only when the model calls it."""
+    specs = [spec for spec in specs if spec.enabled]
+    shared = [spec for spec in specs if not spec.oauth]
+    own = [spec for spec in specs if spec.oauth] if asker is not None else []
+    if not own and not shared and _CONNECTIONS not in sys.modules:
+        return  # nothing to connect, and nothing was ever connected in this process
+    from chat.agent.mcp.connect_tool import ConnectTool
     from chat.agent.mcp.connections import pool
     from chat.agent.mcp.tools import tools_of
 
-    return tools_of(await pool().ready(specs))
+    ready, starting = await pool().offer(shared)
+    offered: list[AgentTool] = list(tools_of(ready))
+    offered += [ConnectTool(c.spec, partial(_started, c), registry) for c in starting]
+    if own and asker is not None:
+        from chat.agent.mcp.oauth import user_pool
+
+        open_now, later = await user_pool().offer(own, asker)
+        offered += tools_of(open_now)
+        offered += [
+            ConnectTool(spec, partial(_connected, spec, asker), registry) for spec in later
+        ]
+    for tool in offered:
+        if registry.get(tool.name) is None:  # a name already taken keeps its first tool
+            registry.register(tool)
 
 
-async def user_tools(specs: Iterable[ServerSpec], asker: Asker) -> list[McpTool]:
-    """The tools of the servers this turn's user connects to with their own OAuth grant,
-    asking them through the turn for the grants they have not given."""
-    specs = [spec for spec in specs if spec.enabled and spec.oauth]
-    if not specs:
-        return []
+async def _started(connection: Connection) -> list[McpTool]:
+    from chat.agent.mcp.connections import pool
+    from chat.agent.mcp.tools import tools_of
+
+    await pool().opened(connection)
+    if connection.client is None:
+        raise ToolError(str(connection.reason or _("it is not connected")))
+    return tools_of([connection])
+
+
+async def _connected(spec: ServerSpec, asker: Asker) -> list[McpTool]:
     from chat.agent.mcp.oauth import user_pool
     from chat.agent.mcp.tools import tools_of
 
-    return tools_of(await user_pool().connect(specs, asker))
+    connection = await user_pool().connect_one(spec, asker)
+    if connection is None:
+        raise ToolError(_("the user did not connect it"))
+    return tools_of([connection])
 
 
 def release_asker(asker: Asker) -> None:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     from mcp.client.auth import AuthorizationCodeResult, TokenStorage
 
+    from chat.agent.mcp.client_metadata import OAuthClient
     from chat.agent.mcp.config import ServerSpec
 
 
@@ -23,6 +24,10 @@ class Asker(Protocol):
     def user_id(self) -> int: ...
     @property
     def wait_seconds(self) -> float: ...
+    @property
+    def client(self) -> OAuthClient:
+        """This site as the servers' authorization servers know it."""
+
     def storage(self, spec: ServerSpec) -> TokenStorage: ...
 
     async def ask(self, spec: ServerSpec, authorization_url: str) -> None:

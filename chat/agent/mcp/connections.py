@@ -473,12 +473,24 @@ class Pool:
         declaration changed or went; waits for a first attempt only, never for a retry."""
         return await self._wait_for_first(await self.open(specs))
 
-    async def ready(self, specs: Iterable[ServerSpec]) -> list[Connection]:
-        """As `connect`, but waits only for the servers whose tools are not known yet:
-        one that is connecting offers its remembered tools, and a call waits for it."""
+    async def offer(
+        self, specs: Iterable[ServerSpec]
+    ) -> tuple[list[Connection], list[Connection]]:
+        """The connections for these servers, as `connect`, but waiting only for the servers
+        whose tools are not known yet that this call opens. One that is connecting offers its
+        remembered tools, and a call waits for it; one opened before (at start,
+        chat.servers.heartbeat) that is still on its first attempt with no tools remembered
+        comes apart, for a turn to wait for only if it needs it (`opened`)."""
+        before = dict(self.connections)
         connections = await self.open(specs)
-        await self._wait_for_first([c for c in connections if not c.remembered])
-        return connections
+        unknown = [c for c in connections if c.connecting and not c.remembered]
+        later = [c for c in unknown if before.get(c.spec.name) is c]
+        await self._wait_for_first([c for c in unknown if c not in later])
+        return [c for c in connections if c not in later], later
+
+    async def opened(self, connection: Connection) -> Connection:
+        """The connection once its first attempt ended (at most its connect timeout)."""
+        return (await self._wait_for_first([connection]))[0]
 
     async def open(
         self,

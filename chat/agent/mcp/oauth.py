@@ -16,27 +16,31 @@ from collections.abc import Iterable
 from contextlib import suppress
 
 import httpx2
-from django.conf import settings
 from django.utils.translation import gettext as _
 from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider, TokenStorage
 from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
 
 from chat.agent.mcp.asker import Asker, NotConnected
+from chat.agent.mcp.client_metadata import OAuthClient
 from chat.agent.mcp.config import ServerSpec
 from chat.agent.mcp.connections import Connection
 
 logger = logging.getLogger("glassbox.mcp")
 
-CLIENT_NAME = "Glassbox"
+
+def client_metadata(client: OAuthClient) -> OAuthClientMetadata:
+    """What the SDK registers with: this site's one client metadata (client_metadata)."""
+    return OAuthClientMetadata.model_validate(client.registration())
 
 
 class EnteredClient:
     """A user's storage, holding the client an admin entered for the server, if any (then
     nothing registers: the SDK asks the storage first)."""
 
-    def __init__(self, storage: TokenStorage, spec: ServerSpec) -> None:
+    def __init__(self, storage: TokenStorage, spec: ServerSpec, client: OAuthClient) -> None:
         self.storage = storage
         self.spec = spec
+        self.client = client
 
     async def get_tokens(self) -> OAuthToken | None:
         return await self.storage.get_tokens()
@@ -54,7 +58,7 @@ class EnteredClient:
             client_secret=secret,
             # RFC 7591 §2: a client with a secret that says nothing else uses HTTP Basic.
             token_endpoint_auth_method="client_secret_basic" if secret else "none",
-            redirect_uris=[settings.GLASSBOX_OAUTH_REDIRECT_URL],  # type: ignore[list-item]
+            redirect_uris=[self.client.redirect_url],  # type: ignore[list-item]
             scope=entered.get("scope") or None,
         )
 
@@ -74,17 +78,11 @@ class UserConnection(Connection):
         self.refused = False
         self.provider = OAuthClientProvider(
             server_url=spec.url,
-            client_metadata=OAuthClientMetadata(
-                client_name=CLIENT_NAME,
-                redirect_uris=[settings.GLASSBOX_OAUTH_REDIRECT_URL],  # type: ignore[list-item]
-                grant_types=["authorization_code", "refresh_token"],
-                response_types=["code"],
-                application_type="web",
-            ),
-            storage=EnteredClient(asker.storage(spec), spec),
+            client_metadata=client_metadata(asker.client),
+            storage=EnteredClient(asker.storage(spec), spec, asker.client),
             redirect_handler=self._redirect,
             callback_handler=self._callback,
-            client_metadata_url=settings.GLASSBOX_OAUTH_CLIENT_METADATA_URL,
+            client_metadata_url=asker.client.metadata_url,
         )
         self._authorization_url = ""
         super().__init__(spec)
@@ -123,6 +121,36 @@ class UserPool:
         """This user's sessions with these servers, asking them (through the turn) for the
         grants they have not given; those they refuse are left out, and asked again by the
         next turn."""
+        mine = [await self._session(spec, asker) for spec in await self._declared(specs, asker)]
+        await asyncio.gather(*(self._settle(c, asker) for c in mine))
+        return [c for c in mine if c.client is not None]
+
+    async def offer(
+        self, specs: Iterable[ServerSpec], asker: Asker
+    ) -> tuple[list[Connection], list[ServerSpec]]:
+        """Without waiting or asking: this user's sessions that are open, and the servers
+        they have no open session with, left for the turn to open if it needs one
+        (`connect_one`)."""
+        open_now: list[Connection] = []
+        later = []
+        for spec in await self._declared(specs, asker):
+            connection = self.connections.get((spec.name, asker.user_id))
+            if connection is not None and connection.client is not None:
+                open_now.append(await self._session(spec, asker))
+            else:
+                later.append(spec)
+        return open_now, later
+
+    async def connect_one(self, spec: ServerSpec, asker: Asker) -> Connection | None:
+        """This user's session with this server, asking them through the turn if they must;
+        None when it did not open (the turn's line says why)."""
+        connection = await self._session(spec, asker)
+        await self._settle(connection, asker)
+        return connection if connection.client is not None else None
+
+    async def _declared(self, specs: Iterable[ServerSpec], asker: Asker) -> list[ServerSpec]:
+        """The servers of these that each user connects to; this user's sessions with
+        servers no longer declared so, or declared otherwise, are closed."""
         wanted = [spec for spec in specs if spec.enabled and spec.oauth]
         for key, old in list(self.connections.items()):
             if key[1] != asker.user_id:
@@ -131,27 +159,27 @@ class UserPool:
             if declared is None or declared.fingerprint != old.spec.fingerprint:
                 del self.connections[key]
                 await old.close()
-        mine = []
-        for spec in wanted:
-            connection = self.connections.get((spec.name, asker.user_id))
-            if connection is not None and connection.client is None and connection.tried.is_set():
-                # Down since an earlier turn (refused, or failed): this turn tries afresh.
-                await connection.close()
-                connection = None
-            if connection is None:
-                connection = UserConnection(spec, asker)
-                self.connections[spec.name, asker.user_id] = connection
-            connection.asker = asker
-            connection.asked = False  # what an earlier turn asked was settled there
-            connection.spec = spec
-            mine.append(connection)
-        await asyncio.gather(*(self._settle(c, asker) for c in mine))
-        return [c for c in mine if c.client is not None]
+        return wanted
+
+    async def _session(self, spec: ServerSpec, asker: Asker) -> UserConnection:
+        connection = self.connections.get((spec.name, asker.user_id))
+        if connection is not None and connection.client is None and connection.tried.is_set():
+            # Down since an earlier turn (refused, or failed): this turn tries afresh.
+            self.connections.pop((spec.name, asker.user_id))
+            await connection.close()
+            connection = None
+        if connection is None:
+            connection = UserConnection(spec, asker)
+            self.connections[spec.name, asker.user_id] = connection
+        connection.asker = asker
+        connection.asked = False  # what an earlier turn asked was settled there
+        connection.spec = spec
+        return connection
 
     async def _settle(self, connection: UserConnection, asker: Asker) -> None:
         if not connection.tried.is_set():
             with suppress(TimeoutError):
-                limit = asker.wait_seconds + settings.GLASSBOX_MCP_CONNECT_TIMEOUT
+                limit = asker.wait_seconds + asker.client.connect_timeout
                 async with asyncio.timeout(limit):
                     await connection.tried.wait()
         up = connection.client is not None
