@@ -326,6 +326,20 @@ async def test_a_field_the_server_marks_secret_is_sent_but_kept_only_as_a_hash(
     assert not any("4242" in m or "t0k3n" in m for m in stored)
 
 
+async def _ada_answered_from_the_page(client, conversation, card, socket) -> list[dict]:
+    """The offer's form filled for Ada and posted without JavaScript; the turn's events to
+    its end."""
+    posted = await answer_without_javascript(
+        client, conversation, card,
+        candidate="Ada", salary_eur="50000", remote="false", tone="formal",
+    )  # fmt: skip
+    assert posted.status_code == 302
+    events = await json_until_done(socket, 20)
+    await finish_turns()
+    await socket.disconnect()
+    return events
+
+
 async def test_a_reloaded_page_shows_the_waiting_card_and_answers_it_without_javascript(
     demo, client, alice, alice_conversation
 ):
@@ -336,14 +350,7 @@ async def test_a_reloaded_page_shows_the_waiting_card_and_answers_it_without_jav
     page = (await sync_to_async(client.get)(url)).content.decode()
     assert f'id="question-{card["id"]}"' in page
     assert "Who is the offer for engineer addressed to?" in page
-    posted = await answer_without_javascript(
-        client, alice_conversation, card,
-        candidate="Ada", salary_eur="50000", remote="false", tone="formal",
-    )  # fmt: skip
-    assert posted.status_code == 302
-    events = await json_until_done(socket, 20)
-    await finish_turns()
-    await socket.disconnect()
+    events = await _ada_answered_from_the_page(client, alice_conversation, card, socket)
     assert "Dear Ada" in text(events)
 
 
@@ -363,14 +370,7 @@ async def test_the_inbox_counts_a_servers_question_and_answers_it_where_it_waits
     assert "Who is the offer for engineer addressed to?" in inbox
     listed = (await sync_to_async(client.get)("/api/inbox/")).json()
     assert [item["kind"] for item in listed] == ["question"]
-    posted = await answer_without_javascript(
-        client, alice_conversation, card,
-        candidate="Ada", salary_eur="50000", remote="false", tone="formal",
-    )  # fmt: skip
-    assert posted.status_code == 302
-    events = await json_until_done(socket, 20)
-    await finish_turns()
-    await socket.disconnect()
+    events = await _ada_answered_from_the_page(client, alice_conversation, card, socket)
     assert "Dear Ada" in text(events)
     assert (await sync_to_async(client.get)("/api/inbox/")).json() == []
 
