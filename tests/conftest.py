@@ -4,6 +4,7 @@ import contextlib
 import uuid
 
 import pytest
+import pytest_asyncio
 from django.contrib.auth import get_user_model
 from django.utils import translation
 
@@ -106,6 +107,22 @@ def gate():
     for held in made:
         held.open()
     install_gate(None)
+
+
+@pytest.fixture(autouse=True)
+def turns_end_with_their_test(request):
+    """Every async test's turns end in its own event loop (tests.support.sockets.
+    stop_turns_left_running), also when it fails mid-turn."""
+    if request.node.get_closest_marker("asyncio") is not None:
+        request.getfixturevalue("_turns_stopped_at_the_end")
+
+
+@pytest_asyncio.fixture
+async def _turns_stopped_at_the_end():
+    from tests.support.sockets import stop_turns_left_running
+
+    yield
+    await stop_turns_left_running()
 
 
 @pytest.fixture
