@@ -109,6 +109,19 @@ def gate():
     install_gate(None)
 
 
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup):
+    """pytest-django's, and one more thing before the test database is dropped: async tests
+    reach the database from asgiref's one thread for sync code, whose connection outlives
+    them and is closed here, or PostgreSQL refuses to drop a database still in use."""
+    yield
+    from asgiref.sync import SyncToAsync
+    from django.db import connections
+
+    # Straight to that thread: the browser tests leave an event loop running here.
+    SyncToAsync.single_thread_executor.submit(connections.close_all).result(timeout=10)
+
+
 @pytest.fixture(autouse=True)
 def turns_end_with_their_test(request):
     """Every async test's turns end in its own event loop (tests.support.sockets.
