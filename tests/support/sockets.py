@@ -96,6 +96,13 @@ async def json_until_waiting(socket, limit: float = 10) -> list[dict]:
     return events
 
 
+async def paused_turn(conversation, user, question: str):
+    """A JSON socket whose turn waits for approval of a tool call, and the turn's events."""
+    socket = await open_socket(conversation, user, as_json=True)
+    await ask(socket, question)
+    return socket, await json_until_waiting(socket)
+
+
 async def finish_turns() -> None:
     await finish_all()
 
