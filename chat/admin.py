@@ -20,6 +20,7 @@ from chat.models import (
     OutboxEmail,
     ToolApproval,
 )
+from chat.read_only_admin import ReadOnlyAdmin, RecordAdmin
 from chat.servers import admin as mcp_admin  # noqa: F401  (the MCP servers' page registers itself)
 from chat.servers import grants_admin  # noqa: F401  (users' grants at MCP servers, read-only)
 
@@ -98,19 +99,14 @@ class ConversationAdmin(admin.ModelAdmin):
 
 
 @admin.register(Message)
-class MessageAdmin(admin.ModelAdmin):
+class MessageAdmin(RecordAdmin):
+    """A turn's messages go with their conversation, after its retention period."""
+
     list_display = ["id", "conversation", "role", "state", "created_at"]
     list_filter = ["role", "state"]
     list_select_related = ["conversation"]
     readonly_fields = ["conversation", "role", "state", "feed", "content", "created_at"]
     show_full_result_count = False
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        # A turn's messages go with their conversation, after its retention period.
-        return False
 
 
 @admin.register(Document)
@@ -120,8 +116,16 @@ class DocumentAdmin(admin.ModelAdmin):
     search_fields = ["title", "body"]
 
 
+class AskedDuringATurnAdmin(ReadOnlyAdmin):
+    """What a turn asked its owner while it ran (a call to approve, a server's question)."""
+
+    @admin.display(description="owner")
+    def owner(self, row):
+        return row.answer.conversation.owner
+
+
 @admin.register(ToolApproval)
-class ToolApprovalAdmin(admin.ModelAdmin):
+class ToolApprovalAdmin(AskedDuringATurnAdmin):
     """Tool calls that asked first, and what became of them (the feed has each decision)."""
 
     list_display = ["asked_at", "tool", "call_id", "owner", "decision", "decided_by", "reason"]
@@ -133,19 +137,9 @@ class ToolApprovalAdmin(admin.ModelAdmin):
                        "edited_arguments"]  # fmt: skip
     exclude = ["state", "parameters"]
 
-    @admin.display(description="owner")
-    def owner(self, row):
-        return row.answer.conversation.owner
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
 
 @admin.register(Elicitation)
-class ElicitationAdmin(admin.ModelAdmin):
+class ElicitationAdmin(AskedDuringATurnAdmin):
     """MCP servers' questions and their answers: who answered what, and when (the feed has a
     sealed line for each). A field the server marked sensitive is kept as its SHA-256."""
 
@@ -157,39 +151,23 @@ class ElicitationAdmin(admin.ModelAdmin):
                        "url", "server_elicitation_id", "asked_at", "deadline", "state", "content",
                        "answered_at", "answered_by", "reason", "completed_at"]  # fmt: skip
 
-    @admin.display(description="owner")
-    def owner(self, row):
-        return row.answer.conversation.owner
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
 
 @admin.register(OutboxEmail)
-class OutboxEmailAdmin(admin.ModelAdmin):
+class OutboxEmailAdmin(ReadOnlyAdmin):
     """The demo's send_email tool writes here and nowhere else."""
 
     list_display = ["created_at", "to", "subject"]
     search_fields = ["to", "subject", "body"]
     readonly_fields = ["owner", "to", "subject", "body", "created_at"]
 
-    def has_add_permission(self, request):
-        return False
-
 
 @admin.register(ContactRequest)
-class ContactRequestAdmin(admin.ModelAdmin):
+class ContactRequestAdmin(ReadOnlyAdmin):
     list_display = ["created_at", "name", "email", "owner", "message"]
     list_select_related = ["owner", "message"]
     search_fields = ["name", "email", "body", "owner__username"]
     date_hierarchy = "created_at"
     readonly_fields = ["owner", "message", "name", "email", "body", "created_at"]
-
-    def has_add_permission(self, request):
-        return False
 
 
 class AccountAdmin(UserAdmin):

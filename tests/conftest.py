@@ -4,6 +4,7 @@ import contextlib
 import uuid
 
 import pytest
+import pytest_asyncio
 from django.contrib.auth import get_user_model
 from django.utils import translation
 
@@ -106,6 +107,35 @@ def gate():
     for held in made:
         held.open()
     install_gate(None)
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup):
+    """pytest-django's, and one more thing before the test database is dropped: async tests
+    reach the database from asgiref's one thread for sync code, whose connection outlives
+    them and is closed here, or PostgreSQL refuses to drop a database still in use."""
+    yield
+    from asgiref.sync import SyncToAsync
+    from django.db import connections
+
+    # Straight to that thread: the browser tests leave an event loop running here.
+    SyncToAsync.single_thread_executor.submit(connections.close_all).result(timeout=10)
+
+
+@pytest.fixture(autouse=True)
+def turns_end_with_their_test(request):
+    """Every async test's turns end in its own event loop (tests.support.sockets.
+    stop_turns_left_running), also when it fails mid-turn."""
+    if request.node.get_closest_marker("asyncio") is not None:
+        request.getfixturevalue("_turns_stopped_at_the_end")
+
+
+@pytest_asyncio.fixture
+async def _turns_stopped_at_the_end():
+    from tests.support.sockets import stop_turns_left_running
+
+    yield
+    await stop_turns_left_running()
 
 
 @pytest.fixture

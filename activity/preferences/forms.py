@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any, ClassVar
+
 from django import forms
 from django.conf import settings
 from django.utils.translation import gettext_lazy as _
@@ -19,7 +21,75 @@ def surface_defaults(surface: str) -> FeedPrefs:
     return surface_prefs(surface, settings.GLASSBOX_FEED, settings.GLASSBOX_FEED_SURFACES)
 
 
-class FeedPreferencesForm(forms.Form):
+class _SurfacePreferencesForm(forms.Form):
+    """What the page's and a program's forms share: the label read as a kind and a text,
+    the choices checked by the surface's own rules (`self.prefs`), and only what differs
+    from the surface's defaults kept, so later default changes still apply."""
+
+    surface: ClassVar[str]
+
+    @classmethod
+    def initial_from(cls, prefs: FeedPrefs) -> dict[str, Any]:
+        kind = {"auto": "auto", "": "none"}.get(prefs.label, "fixed")
+        return {
+            "mode": prefs.mode,
+            "label_kind": kind,
+            "label_text": prefs.label if kind == "fixed" else "",
+            "detail": prefs.detail,
+            "tool_progress": prefs.tool_progress,
+            "line_width": prefs.line_width,
+            "render_as": prefs.render,
+        }
+
+    def chosen(self, data: dict[str, Any]) -> dict[str, Any]:
+        """The settings the form sets, by their upper-case names; None leaves one as it is."""
+        label = {"auto": "auto", "none": ""}.get(data["label_kind"], data["label_text"].strip())
+        return {
+            "MODE": data["mode"],
+            "LABEL": label,
+            "DETAIL": data["detail"],
+            "TOOL_PROGRESS": data["tool_progress"],
+            "LINE_WIDTH": data["line_width"],
+            # A form from before RENDER existed keeps the reader's choice.
+            "RENDER": data.get("render_as") or None,
+        }
+
+    def stored(self, chosen: dict[str, Any]) -> dict[str, Any]:
+        """`chosen` where a user's overrides keep it."""
+        return chosen
+
+    def clean(self):
+        data = super().clean()
+        if self.errors or data is None:
+            return data
+        if data["label_kind"] == "fixed" and not data["label_text"].strip():
+            self.add_error("label_text", _("Type the label to show, or pick another option."))
+            return data
+        try:
+            self.prefs = surface_prefs(
+                self.surface,
+                settings.GLASSBOX_FEED,
+                settings.GLASSBOX_FEED_SURFACES,
+                self.stored(self.chosen(data)),
+            )
+        except PreferenceError as problem:
+            raise forms.ValidationError(str(problem)) from None
+        return data
+
+    def changed_overrides(self) -> dict[str, Any]:
+        """Only what differs from the surface's defaults."""
+        defaults = surface_defaults(self.surface).as_settings()
+        return {
+            key: list(value) if isinstance(value, tuple) else value
+            for key, value in self.prefs.as_settings().items()
+            if value != defaults[key]
+        }
+
+
+class FeedPreferencesForm(_SurfacePreferencesForm):
+    """The page's feed settings, and the reader's language."""
+
+    surface = "page"
     language = forms.ChoiceField(
         label=_("Language"),
         choices=[("", _("The browser's language")), *settings.LANGUAGES],
@@ -85,76 +155,39 @@ class FeedPreferencesForm(forms.Form):
 
     @classmethod
     def for_prefs(cls, prefs: FeedPrefs, language: str = "", **kwargs) -> FeedPreferencesForm:
-        kind = {"auto": "auto", "": "none"}.get(prefs.label, "fixed")
-        initial = {
-            "language": language,
-            "mode": prefs.mode,
-            "label_kind": kind,
-            "label_text": prefs.label if kind == "fixed" else "",
+        return cls(initial={**cls.initial_from(prefs), "language": language}, **kwargs)
+
+    @classmethod
+    def initial_from(cls, prefs: FeedPrefs) -> dict[str, Any]:
+        return {
+            **super().initial_from(prefs),
             "labels": "" if list(prefs.labels) == DEFAULT_LABELS else ", ".join(prefs.labels),
             "show_after": prefs.show_after,
             "max_lines": prefs.max_lines,
-            "detail": prefs.detail,
-            "tool_progress": prefs.tool_progress,
-            "line_width": prefs.line_width,
             "show_usage": prefs.show_usage,
-            "render_as": prefs.render,
         }
-        return cls(initial=initial, **kwargs)
 
-    def clean(self):
-        data = super().clean()
-        if self.errors or data is None:
-            return data
-        if data["label_kind"] == "fixed" and not data["label_text"].strip():
-            self.add_error("label_text", _("Type the label to show, or pick another option."))
-            return data
-        if data["labels"] and not data["labels"].replace(",", "").strip():
-            self.add_error("labels", _("Name at least one label, or leave this empty."))
-            return data
-        try:
-            self.prefs = surface_prefs(
-                "page",
-                settings.GLASSBOX_FEED,
-                settings.GLASSBOX_FEED_SURFACES,
-                self.overrides(data),
-            )
-        except PreferenceError as problem:
-            raise forms.ValidationError(str(problem)) from None
-        return data
+    def clean_labels(self) -> str:
+        labels = self.cleaned_data["labels"]
+        if labels and not labels.replace(",", "").strip():
+            raise forms.ValidationError(_("Name at least one label, or leave this empty."))
+        return labels
 
-    @staticmethod
-    def overrides(data) -> dict:
-        label = {"auto": "auto", "none": ""}.get(data["label_kind"], data["label_text"].strip())
+    def chosen(self, data: dict[str, Any]) -> dict[str, Any]:
         return {
-            "MODE": data["mode"],
-            "LABEL": label,
+            **super().chosen(data),
             "LABELS": data["labels"] or None,
             "SHOW_AFTER": data["show_after"],
             "MAX_LINES": data["max_lines"],
-            "DETAIL": data["detail"],
-            "TOOL_PROGRESS": data["tool_progress"],
-            "LINE_WIDTH": data["line_width"],
             "SHOW_USAGE": data["show_usage"],
-            # A form from before RENDER existed keeps the reader's choice.
-            "RENDER": data.get("render_as") or None,
-        }
-
-    def changed_overrides(self) -> dict:
-        """Only what differs from the server's defaults, so later default changes still apply."""
-        defaults = surface_defaults("page").as_settings()
-        chosen = self.prefs.as_settings()
-        return {
-            key: list(value) if isinstance(value, tuple) else value
-            for key, value in chosen.items()
-            if value != defaults[key]
         }
 
 
-class ProgramPreferencesForm(forms.Form):
+class ProgramPreferencesForm(_SurfacePreferencesForm):
     """What a program (the JSON socket, SSE) is sent; README's "Programs" says what each
     setting means there."""
 
+    surface = "program"
     prefix = PROGRAM_KEY
     mode = forms.ChoiceField(
         label=_("Answer text"),
@@ -198,53 +231,12 @@ class ProgramPreferencesForm(forms.Form):
 
     @classmethod
     def for_prefs(cls, prefs: FeedPrefs, **kwargs) -> ProgramPreferencesForm:
-        kind = {"auto": "auto", "": "none"}.get(prefs.label, "fixed")
-        initial = {
-            "mode": prefs.mode,
-            "label_kind": kind,
-            "label_text": prefs.label if kind == "fixed" else "",
-            "detail": prefs.detail,
-            "tool_progress": prefs.tool_progress,
-            "line_width": prefs.line_width,
-            "render_as": prefs.render,
-        }
-        return cls(initial=initial, **kwargs)
+        return cls(initial=cls.initial_from(prefs), **kwargs)
 
     @classmethod
     def posted(cls, data) -> bool:
         """A form that posts no program section leaves the program's settings as saved."""
         return f"{cls.prefix}-mode" in data
 
-    def clean(self):
-        data = super().clean()
-        if self.errors or data is None:
-            return data
-        if data["label_kind"] == "fixed" and not data["label_text"].strip():
-            self.add_error("label_text", _("Type the label to show, or pick another option."))
-            return data
-        label = {"auto": "auto", "none": ""}.get(data["label_kind"], data["label_text"].strip())
-        chosen = {
-            "MODE": data["mode"],
-            "LABEL": label,
-            "DETAIL": data["detail"],
-            "TOOL_PROGRESS": data["tool_progress"],
-            "LINE_WIDTH": data["line_width"],
-            "RENDER": data["render_as"] or None,
-        }
-        chosen = {key: value for key, value in chosen.items() if value is not None}
-        try:
-            self.prefs = surface_prefs(
-                "program",
-                settings.GLASSBOX_FEED,
-                settings.GLASSBOX_FEED_SURFACES,
-                {PROGRAM_KEY: chosen},
-            )
-        except PreferenceError as problem:
-            raise forms.ValidationError(str(problem)) from None
-        self.chosen = chosen
-        return data
-
-    def changed_overrides(self) -> dict:
-        """Only what differs from the programs' defaults."""
-        defaults = surface_defaults("program").as_settings()
-        return {key: value for key, value in self.chosen.items() if value != defaults[key]}
+    def stored(self, chosen: dict[str, Any]) -> dict[str, Any]:
+        return {PROGRAM_KEY: chosen}

@@ -107,14 +107,29 @@ class GroupCommit:
             self.task = asyncio.create_task(self._run(), name="group-commit")
 
     async def _run(self) -> None:
-        while self.members or self.requests:
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(settings.GLASSBOX_COMMIT_SECONDS):
-                    await self.wake.wait()
-            self.wake.clear()
-            parts = [part for part in self._parts() if part]
-            if parts:
-                await self._commit(parts)
+        parts: list[Part] = []
+        try:
+            while self.members or self.requests:
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(settings.GLASSBOX_COMMIT_SECONDS):
+                        await self.wake.wait()
+                self.wake.clear()
+                parts = [part for part in self._parts() if part]
+                if parts:
+                    await self._commit(parts)
+                parts = []
+        except asyncio.CancelledError:
+            # A closing loop cancels every task at once, in no set order: a turn cancelled
+            # first asks this writer for its end, and would wait for it forever.
+            self._abandon(parts)
+            raise
+
+    def _abandon(self, taken: list[Part]) -> None:
+        """Cancels every write still awaited: nobody is left to do it."""
+        waiting, self.requests = self.requests, {}
+        for requests in [*(part.requests for part in taken), *waiting.values()]:
+            for request in requests:
+                request.future.cancel()
 
     def _parts(self) -> Iterable[Part]:
         requests, self.requests = self.requests, {}

@@ -1,10 +1,14 @@
 """A turn for a program: its JSON events over server-sent events, followed through the
-conversation's group like any socket, so browser tabs watch an API-started turn live."""
+conversation's group like any socket, so browser tabs watch an API-started turn live. The
+steps every stream takes (stored events, then live ones) and its refusal's text are here once,
+for the standard streams too (chat.api.standard_streams)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
+from dataclasses import dataclass
 from typing import Any
 
 from activity.preferences.feed_prefs import FeedPrefs
@@ -12,6 +16,14 @@ from activity.presenting.program_frames import ProgramFrames
 from chat import turns
 from chat.models import Conversation
 from chat.turns import registry
+
+
+@dataclass(frozen=True, slots=True)
+class Stored:
+    """A replayed event's place in what was stored when the stream began."""
+
+    state: str  # the answer's, as Message.State
+    later: list[dict[str, Any]]
 
 
 async def turn_events(
@@ -37,17 +49,40 @@ async def program_frames(
 async def _events(
     conversation: Conversation, turn: turns.StartedTurn
 ) -> AsyncIterator[dict[str, Any]]:
+    async with contextlib.aclosing(stored_then_live(conversation, turn.answer.pk)) as events:
+        async for event, _stored in events:
+            yield event
+
+
+async def stored_then_live(
+    conversation: Conversation, answer_id: int
+) -> AsyncGenerator[tuple[dict[str, Any], Stored | None]]:
+    """Every stream's steps: the turn's stored events (each with its `Stored` place), then
+    its live ones (with None), up to `done`. Close it with contextlib.aclosing: it holds the
+    conversation's subscription."""
     async with turns.subscribe(conversation.group_name) as inbox:
         # Subscribed first, then read: nothing falls between the snapshot and the stream.
-        view, position = await turns.snapshot(turn.answer.pk)
-        for event in turns.replay(view):
-            yield event
+        view, position = await turns.snapshot(answer_id)
+        replayed = turns.replay(view)
+        for index, event in enumerate(replayed):
+            yield event, Stored(view.state, replayed[index + 1 :])
             if event["type"] == "done":
                 return
         async for event in turns.follow_turn(
-            turn.answer.pk, inbox, conversation_id=conversation.pk, after=position
+            answer_id, inbox, conversation_id=conversation.pk, after=position
         ):
-            yield event
+            yield event, None
+
+
+def first_error(data: Any) -> str:
+    """The message of a DRF error body: {"detail": …} or {"field": ["…"]}, for the one error
+    event a refused stream sends."""
+    while data and isinstance(data, dict | list):
+        if isinstance(data, list):
+            data = data[0]
+        else:
+            data = data.get("detail") or next(iter(data.values()))
+    return str(data or "")
 
 
 def sse(event: dict[str, Any]) -> str:

@@ -6,6 +6,7 @@ included (chat.api.standards.frames)."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from typing import Any, Protocol
 
@@ -17,7 +18,7 @@ from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
-from chat import turns
+from chat.api.sse import first_error, stored_then_live
 from chat.api.standards import agui, ui_stream
 from chat.api.standards.frames import BadEventId, Cursor, Frame, Resume
 from chat.api.views import conversations_owned
@@ -42,28 +43,19 @@ async def standard_stream(
     """The turn of `answer_id` through `wire`, from its start or from `after`."""
     out = _Output(wire, after)
     with registry.streaming():
-        async with turns.subscribe(conversation.group_name) as inbox:
-            # Subscribed first, then read: nothing falls between the snapshot and the stream.
-            view, position = await turns.snapshot(answer_id)
-            replayed = turns.replay(view)
-            for index, event in enumerate(replayed):
-                waiting = view.state == Message.State.WAITING
-                if waiting and _waits(event) and not _decided(event, replayed[index + 1 :]):
-                    for line in out.send(wire.frames(event), wire.interrupt(event)):
-                        yield line
-                    return
-                for line in out.send(wire.frames(event)):
+        async with contextlib.aclosing(stored_then_live(conversation, answer_id)) as events:
+            async for event, stored in events:
+                # A turn that waits holds no process: this run ends, the next carries on. A
+                # stored wait counts only if the turn still waits and nobody decided it since.
+                waits = _waits(event) and (
+                    stored is None
+                    or (
+                        stored.state == Message.State.WAITING and not _decided(event, stored.later)
+                    )
+                )
+                for line in out.send(wire.frames(event), wire.interrupt(event) if waits else ()):
                     yield line
-                if event["type"] == "done":
-                    return
-            async for event in turns.follow_turn(
-                answer_id, inbox, conversation_id=conversation.pk, after=position
-            ):
-                # A turn that waits holds no process: this run ends, the next carries on.
-                ending = wire.interrupt(event) if _waits(event) else ()
-                for line in out.send(wire.frames(event), ending):
-                    yield line
-                if _waits(event):
+                if waits or event["type"] == "done":
                     return
 
 
@@ -97,24 +89,14 @@ class _AguiErrors(BaseRenderer):
     format = "sse"
 
     def render(self, data: Any, accepted_media_type: Any = None, renderer_context: Any = None):
-        return agui.AguiWire.encode_error(_first_error(data)).encode()
+        return agui.AguiWire.encode_error(first_error(data)).encode()
 
 
 class _UiStreamErrors(_AguiErrors):
     """A refusal as the error chunk a UI message stream client reads."""
 
     def render(self, data: Any, accepted_media_type: Any = None, renderer_context: Any = None):
-        return ui_stream.UiStreamWire.encode_error(_first_error(data)).encode()
-
-
-def _first_error(data: Any) -> str:
-    """The message of a DRF error body: {"detail": …} or {"field": ["…"]}."""
-    while data and isinstance(data, dict | list):
-        if isinstance(data, list):
-            data = data[0]
-        else:
-            data = data.get("detail") or next(iter(data.values()))
-    return str(data or "")
+        return ui_stream.UiStreamWire.encode_error(first_error(data)).encode()
 
 
 LAST_EVENT_ID = OpenApiParameter(

@@ -34,7 +34,7 @@ from chat.api.serializers import (
     TurnRequestSerializer,
     refusal,
 )
-from chat.api.sse import program_frames, sse, turn_events
+from chat.api.sse import first_error, program_frames, sse, turn_events
 from chat.conversations.selectors import message_records
 from chat.models import Conversation, Message, ToolApproval
 from chat.turns import actions
@@ -88,17 +88,7 @@ class EventStreamRenderer(BaseRenderer):
     format = "sse"
 
     def render(self, data: Any, accepted_media_type: Any = None, renderer_context: Any = None):
-        return sse(to_json(Error(_first_error(data)))).encode()
-
-
-def _first_error(data: Any) -> str:
-    """The message of a DRF error body: {"detail": …} or {"field": ["…"]}."""
-    while data and isinstance(data, dict | list):
-        if isinstance(data, list):
-            data = data[0]
-        else:
-            data = data.get("detail") or next(iter(data.values()))
-    return str(data or "")
+        return sse(to_json(Error(first_error(data)))).encode()
 
 
 @extend_schema(

@@ -23,6 +23,7 @@ from chat.agent.mcp.config import (
     spec_from_mapping,
 )
 from chat.models import McpServer, McpServerChange
+from chat.read_only_admin import RecordAdmin
 from chat.servers.changes import (
     MASK,
     RUNS_PROGRAMS,
@@ -277,7 +278,7 @@ class McpServerAdmin(admin.ModelAdmin):
 
 
 @admin.register(McpServerChange)
-class McpServerChangeAdmin(admin.ModelAdmin):
+class McpServerChangeAdmin(RecordAdmin):
     """Who added, changed, enabled, disabled or deleted which MCP server, and when: for
     whoever may see the servers. Nobody adds, edits or deletes a record here."""
 
@@ -298,15 +299,6 @@ class McpServerChangeAdmin(admin.ModelAdmin):
         return super().has_view_permission(request, obj) or any(
             user.has_perm(f"chat.{verb}_mcpserver") for verb in ("view", "change")
         )
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,21 +7,11 @@ from __future__ import annotations
 from django.contrib import admin
 
 from chat.models import McpGrant, McpGrantRecord
-
-
-class ReadOnly(admin.ModelAdmin):
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
+from chat.read_only_admin import RecordAdmin
 
 
 @admin.register(McpGrant)
-class McpGrantAdmin(ReadOnly):
+class McpGrantAdmin(RecordAdmin):
     list_display = ["user", "server", "scopes", "connected_at", "refreshed_at"]
     list_filter = ["server"]
     list_select_related = ["user"]
@@ -31,7 +21,7 @@ class McpGrantAdmin(ReadOnly):
 
 
 @admin.register(McpGrantRecord)
-class McpGrantRecordAdmin(ReadOnly):
+class McpGrantRecordAdmin(RecordAdmin):
     list_display = ["at", "user", "server", "action", "scopes", "detail"]
     list_filter = ["action", "server", "at"]
     list_select_related = ["user"]

@@ -38,11 +38,40 @@ class WaitingItem:
 
 @dataclass(frozen=True, slots=True)
 class Source:
-    """One kind of waiting item: how many wait (cheap, for the badge on every page) and
-    the items themselves (for the inbox)."""
+    """One kind of waiting item: its rule (what waits for a user, counted by the badge on
+    every page) and how the inbox shows one of its rows."""
 
-    count: Callable[[Any], int]
-    items: Callable[[Any], list[WaitingItem]]
+    waiting: Callable[[Any], QuerySet[Any]]
+    item: Callable[[Any], WaitingItem]
+
+    def items(self, user: Any) -> list[WaitingItem]:
+        rows = self.waiting(user).select_related("answer__conversation")
+        return [self.item(row) for row in rows.order_by("deadline", "pk")[:INBOX_LIMIT]]
+
+
+def _item_of(
+    row: ToolApproval | Elicitation,
+    *,
+    kind: str,
+    key: str,
+    title: str,
+    answer_url: str,
+    api_url: str,
+    card: Any,
+) -> WaitingItem:
+    """A waiting row with its conversation and deadline, as every source's rows have them."""
+    conversation = row.answer.conversation
+    return WaitingItem(
+        kind=kind,
+        key=key,
+        conversation_id=conversation.pk,
+        conversation_title=conversation.title or _("New conversation"),
+        title=title,
+        deadline=row.deadline,
+        answer_url=answer_url,
+        api_url=api_url,
+        card=card,
+    )
 
 
 def _waiting_approvals(user: Any) -> QuerySet[ToolApproval]:
@@ -55,26 +84,18 @@ def _waiting_approvals(user: Any) -> QuerySet[ToolApproval]:
     )
 
 
-def _approval_items(user: Any) -> list[WaitingItem]:
-    approvals = _waiting_approvals(user).select_related("answer__conversation")
-    items = []
-    for approval in approvals.order_by("deadline", "pk")[:INBOX_LIMIT]:
-        conversation = approval.answer.conversation
-        card: ApprovalCard = card_of(approval, standalone=True)
-        items.append(
-            WaitingItem(
-                kind="approval",
-                key=f"approval-{approval.pk}",
-                conversation_id=conversation.pk,
-                conversation_title=conversation.title or _("New conversation"),
-                title=_("Run %(tool)s?") % {"tool": approval.tool},
-                deadline=approval.deadline,
-                answer_url=reverse("chat:inbox_act", args=[conversation.pk]),
-                api_url=reverse("api-approval", args=[conversation.pk, approval.call_id]),
-                card=card,
-            )
-        )
-    return items
+def _approval_item(approval: ToolApproval) -> WaitingItem:
+    conversation_id = approval.answer.conversation_id
+    card: ApprovalCard = card_of(approval, standalone=True)
+    return _item_of(
+        approval,
+        kind="approval",
+        key=f"approval-{approval.pk}",
+        title=_("Run %(tool)s?") % {"tool": approval.tool},
+        answer_url=reverse("chat:inbox_act", args=[conversation_id]),
+        api_url=reverse("api-approval", args=[conversation_id, approval.call_id]),
+        card=card,
+    )
 
 
 def _waiting_questions(user: Any) -> QuerySet[Elicitation]:
@@ -87,40 +108,35 @@ def _waiting_questions(user: Any) -> QuerySet[Elicitation]:
     )
 
 
-def _question_items(user: Any) -> list[WaitingItem]:
-    questions = _waiting_questions(user).select_related("answer__conversation")
-    items = []
-    for question in questions.order_by("deadline", "pk")[:INBOX_LIMIT]:
-        conversation = question.answer.conversation
-        items.append(
-            WaitingItem(
-                kind="question",
-                key=f"waiting-question-{question.pk}",
-                conversation_id=conversation.pk,
-                conversation_title=conversation.title or _("New conversation"),
-                title=_("The %(server)s server asks") % {"server": question.server},
-                deadline=question.deadline,
-                # Answered like on its page; programs answer over the conversation's socket.
-                answer_url=reverse("chat:conversation_act", args=[conversation.pk]),
-                api_url="",
-                card=question_cards.card_of(question),
-            )
-        )
-    return items
+def _question_item(question: Elicitation) -> WaitingItem:
+    return _item_of(
+        question,
+        kind="question",
+        key=f"waiting-question-{question.pk}",
+        title=_("The %(server)s server asks") % {"server": question.server},
+        # Answered like on its page; programs answer over the conversation's socket.
+        answer_url=reverse("chat:conversation_act", args=[question.answer.conversation_id]),
+        api_url="",
+        card=question_cards.card_of(question),
+    )
 
 
 # At most this many of each kind on the page; the badge counts them all.
 INBOX_LIMIT = 100
 SOURCES: list[Source] = [
-    Source(count=lambda user: _waiting_approvals(user).count(), items=_approval_items),
-    Source(count=lambda user: _waiting_questions(user).count(), items=_question_items),
+    Source(waiting=_waiting_approvals, item=_approval_item),
+    Source(waiting=_waiting_questions, item=_question_item),
 ]
 
 
 def waiting_count(user: Any) -> int:
+    """One query for every page's badge, however many sources: each source's rule as it
+    stands, one row per waiting item (its answer's id, a column all sources share in type),
+    counted over their UNION ALL."""
     if not getattr(user, "is_authenticated", False):
         return 0
-    return sum(source.count(user) for source in SOURCES)
+    first, *others = (source.waiting(user).order_by().values("answer_id") for source in SOURCES)
+    return first.union(*others, all=True).count()
 
 
 def waiting_items(user: Any) -> list[WaitingItem]:

@@ -10,14 +10,12 @@ from __future__ import annotations
 import io
 import json
 import logging
-import threading
-import time
 from datetime import timedelta
 
 import pytest
 from asgiref.sync import async_to_sync
 from django.core.management import call_command
-from django.db import connection, transaction
+from django.db import connection
 from django.test import AsyncClient
 from django.utils import timezone
 
@@ -30,6 +28,7 @@ from chat.conversations.services import conversation_delete, deleted_conversatio
 from chat.models import Conversation, Message
 from chat.turns.recovery import dead_turns_recover
 from tests.support.audit import sql, verify
+from tests.support.lock_waits import second_waits_for_first
 from tests.support.turns import decided_turn, run_turn
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -346,37 +345,11 @@ def test_an_admin_selection_that_is_not_a_whole_period_says_so(admin_user, answe
 def test_turns_that_end_together_keep_the_ledger_one_line():
     if connection.vendor != "postgresql":
         pytest.skip("SQLite has one writer at a time: nothing to meet")
-    first_in, release = threading.Event(), threading.Event()
-
-    def first() -> None:
-        with transaction.atomic():
-            LedgerEntry.append([(1, "a" * 64)])
-            first_in.set()
-            release.wait(10)
-        connection.close()
-
-    def second() -> None:
-        first_in.wait(10)
-        with transaction.atomic():
-            LedgerEntry.append([(2, "b" * 64)])
-        connection.close()
-
-    threads = [threading.Thread(target=first), threading.Thread(target=second)]
-    for thread in threads:
-        thread.start()
-    # The second waits on the first's uncommitted entry (the unique `previous`) before the
-    # first commits.
-    with connection.cursor() as cursor:
-        for _ in range(1000):
-            cursor.execute("SELECT count(*) FROM pg_locks WHERE NOT granted")
-            if cursor.fetchone()[0]:
-                break
-            time.sleep(0.01)
-        else:
-            pytest.fail("the second append never waited for the first")
-    release.set()
-    for thread in threads:
-        thread.join(10)
+    second_waits_for_first(
+        # The second waits on the first's uncommitted entry (the unique `previous`).
+        lambda: LedgerEntry.append([(1, "a" * 64)]),
+        lambda: LedgerEntry.append([(2, "b" * 64)]),
+    )
 
     one, two = LedgerEntry.objects.order_by("id")
     assert (one.feed_id, one.previous, two.feed_id, two.previous) == (1, GENESIS, 2, one.entry)

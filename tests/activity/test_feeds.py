@@ -5,17 +5,15 @@ same way, and two writers at once number one after the other."""
 
 from __future__ import annotations
 
-import threading
-import time
-
 import pytest
-from django.db import connection, transaction
+from django.db import connection
 
 from activity.models import ActivityEvent, ActivityFeed
 from activity.recording import feeds
 from activity.recording.chain import GENESIS, link
 from activity.recording.events import Status
 from tests.support.audit import verify
+from tests.support.lock_waits import second_waits_for_first
 from tests.support.turns import run_turn
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -87,35 +85,11 @@ def test_an_append_to_a_feed_that_is_not_there_is_refused_and_writes_nothing(ans
 def test_two_writers_at_once_number_one_after_the_other_and_the_feed_verifies(answered):
     if connection.vendor != "postgresql":
         pytest.skip("SQLite has one writer at a time: nothing to meet")
-    first_in, release = threading.Event(), threading.Event()
-
-    def first() -> None:
-        with transaction.atomic():
-            feeds.append_late(answered.feed_id, line("First"))
-            first_in.set()
-            release.wait(10)
-        connection.close()
-
-    def second() -> None:
-        first_in.wait(10)
-        feeds.append_late(answered.feed_id, line("Second"))
-        connection.close()
-
-    threads = [threading.Thread(target=first), threading.Thread(target=second)]
-    for thread in threads:
-        thread.start()
-    # The second waits on the feed's row, locked by the first until it commits.
-    with connection.cursor() as cursor:
-        for _ in range(1000):
-            cursor.execute("SELECT count(*) FROM pg_locks WHERE NOT granted")
-            if cursor.fetchone()[0]:
-                break
-            time.sleep(0.01)
-        else:
-            pytest.fail("the second append never waited for the first")
-    release.set()
-    for thread in threads:
-        thread.join(10)
+    second_waits_for_first(
+        # The second waits on the feed's row, locked by the first until it commits.
+        lambda: feeds.append_late(answered.feed_id, line("First")),
+        lambda: feeds.append_late(answered.feed_id, line("Second")),
+    )
 
     rows = chain_of(answered.feed_id)
     assert [row.message for row in rows[-2:]] == ["First", "Second"]

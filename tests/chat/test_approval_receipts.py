@@ -24,8 +24,8 @@ from tests.support.sockets import (
     finish_turns,
     frames_until,
     json_until_done,
-    json_until_waiting,
     open_socket,
+    paused_turn,
 )
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
@@ -34,9 +34,7 @@ EMAIL = "Email advisor@example.com: can we meet on Tuesday?"
 
 
 async def paused(conversation, user):
-    socket = await open_socket(conversation, user, as_json=True)
-    await ask(socket, EMAIL)
-    events = await json_until_waiting(socket)
+    socket, events = await paused_turn(conversation, user, EMAIL)
     (call,) = [e for e in events if e["type"] == "tool_call"]
     url = f"/api/conversations/{conversation.pk}/approvals/{call['call_id']}/"
     return socket, call, url

@@ -23,6 +23,7 @@ from tests.support.sockets import (
     json_until_done,
     json_until_waiting,
     open_socket,
+    paused_turn,
 )
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
@@ -30,19 +31,12 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 EMAIL = "Email advisor@example.com: can we meet on Tuesday?"
 
 
-async def paused_turn(conversation, user):
-    socket = await open_socket(conversation, user, as_json=True)
-    await ask(socket, EMAIL)
-    events = await json_until_waiting(socket)
-    return socket, events
-
-
 def text(events) -> str:
     return "".join(e["content"] for e in events if e["type"] == "text")
 
 
 async def test_a_call_that_asks_first_pauses_the_turn_holding_no_task(alice, alice_conversation):
-    socket, events = await paused_turn(alice_conversation, alice)
+    socket, events = await paused_turn(alice_conversation, alice, EMAIL)
 
     waiting = events[-1]
     assert waiting["icon"] == "⏸" and waiting["tool"] == "send_email"
@@ -66,7 +60,7 @@ async def test_a_call_that_asks_first_pauses_the_turn_holding_no_task(alice, ali
 
 async def test_approved_the_tool_runs_and_the_turn_goes_on(alice, alice_conversation):
     before_asking = time.monotonic()
-    socket, events = await paused_turn(alice_conversation, alice)
+    socket, events = await paused_turn(alice_conversation, alice, EMAIL)
     call_id = events[-1]["call_id"]
 
     await socket.send_to(text_data=json.dumps({"approve": call_id}))
@@ -100,7 +94,7 @@ async def test_approved_the_tool_runs_and_the_turn_goes_on(alice, alice_conversa
 
 
 async def test_denied_the_model_is_told_why_and_answers_without_it(alice, alice_conversation):
-    socket, events = await paused_turn(alice_conversation, alice)
+    socket, events = await paused_turn(alice_conversation, alice, EMAIL)
     call_id = events[-1]["call_id"]
 
     await socket.send_to(text_data=json.dumps({"deny": call_id, "reason": "not before Monday"}))
@@ -121,7 +115,7 @@ async def test_denied_the_model_is_told_why_and_answers_without_it(alice, alice_
 
 
 async def test_the_first_decision_wins(alice, alice_conversation):
-    socket, events = await paused_turn(alice_conversation, alice)
+    socket, events = await paused_turn(alice_conversation, alice, EMAIL)
     call_id = events[-1]["call_id"]
     other = await open_socket(alice_conversation, alice, as_json=True)
 
@@ -146,7 +140,7 @@ async def test_the_first_decision_wins(alice, alice_conversation):
 
 async def test_no_decision_in_time_is_a_denial_as_timed_out(alice, alice_conversation, settings):
     settings.GLASSBOX_APPROVAL_TIMEOUT = 0.3
-    socket, _ = await paused_turn(alice_conversation, alice)
+    socket, _ = await paused_turn(alice_conversation, alice, EMAIL)
     rest = await json_until_done(socket)
     await finish_turns()
     await socket.disconnect()
@@ -161,7 +155,7 @@ async def test_no_decision_in_time_is_a_denial_as_timed_out(alice, alice_convers
 
 
 async def test_stop_while_waiting_ends_the_turn_as_stopped(alice, alice_conversation):
-    socket, events = await paused_turn(alice_conversation, alice)
+    socket, events = await paused_turn(alice_conversation, alice, EMAIL)
     answer_id = next(e["message_id"] for e in events if e["type"] == "turn")
 
     await socket.send_to(text_data=json.dumps({"stop": answer_id}))
@@ -179,7 +173,7 @@ async def test_stop_while_waiting_ends_the_turn_as_stopped(alice, alice_conversa
 
 
 async def test_a_waiting_turn_blocks_a_new_question_with_a_clear_reason(alice, alice_conversation):
-    socket, _ = await paused_turn(alice_conversation, alice)
+    socket, _ = await paused_turn(alice_conversation, alice, EMAIL)
     await ask(socket, "Something else?")
     refusal = json.loads(await socket.receive_from(timeout=10))
     await socket.disconnect()
@@ -193,7 +187,7 @@ async def test_a_waiting_turn_blocks_a_new_question_with_a_clear_reason(alice, a
 async def test_programs_decide_over_rest_and_only_the_owner_may(
     alice, bob, alice_conversation, admin_user
 ):
-    socket, events = await paused_turn(alice_conversation, alice)
+    socket, events = await paused_turn(alice_conversation, alice, EMAIL)
     call_id = events[-1]["call_id"]
     url = f"/api/conversations/{alice_conversation.pk}/approvals/{call_id}/"
 
@@ -241,7 +235,7 @@ async def test_programs_decide_over_rest_and_only_the_owner_may(
 
 
 async def test_every_decision_is_in_the_feed_history_and_the_api(alice, alice_conversation):
-    socket, events = await paused_turn(alice_conversation, alice)
+    socket, events = await paused_turn(alice_conversation, alice, EMAIL)
     await socket.send_to(text_data=json.dumps({"deny": events[-1]["call_id"], "reason": "no"}))
     await json_until_done(socket)
     await finish_turns()
@@ -270,7 +264,7 @@ def admin_user(db):
 
 
 async def test_the_conversation_list_shows_a_turn_waiting(alice, alice_conversation):
-    socket, _ = await paused_turn(alice_conversation, alice)
+    socket, _ = await paused_turn(alice_conversation, alice, EMAIL)
     await socket.disconnect()
 
     def listing() -> str:
@@ -312,7 +306,7 @@ async def test_the_admin_chooses_which_mcp_tools_ask():
 async def test_admins_find_denied_and_timed_out_calls_and_exports_keep_decisions(
     alice, alice_conversation, admin_user, settings
 ):
-    socket, events = await paused_turn(alice_conversation, alice)
+    socket, events = await paused_turn(alice_conversation, alice, EMAIL)
     await socket.send_to(text_data=json.dumps({"deny": events[-1]["call_id"], "reason": "no"}))
     await json_until_done(socket)
     await finish_turns()
@@ -354,7 +348,7 @@ async def test_no_one_but_the_owner_reaches_the_buttons_over_the_socket(
 ):
     from tests.support.sockets import connect
 
-    socket, _ = await paused_turn(alice_conversation, alice)
+    socket, _ = await paused_turn(alice_conversation, alice, EMAIL)
     for outsider in (bob, admin_user):
         other = await connect(alice_conversation.pk, outsider, as_json=True)
         connected, _ = await other.connect()
@@ -368,7 +362,7 @@ async def test_no_one_but_the_owner_reaches_the_buttons_over_the_socket(
 async def test_a_regenerated_answer_asks_again_and_is_decided_over_the_socket_and_rest(
     alice, alice_conversation
 ):
-    socket, events = await paused_turn(alice_conversation, alice)
+    socket, events = await paused_turn(alice_conversation, alice, EMAIL)
     call_id = events[-1]["call_id"]
     await socket.send_to(text_data=json.dumps({"approve": call_id}))
     first = await json_until_done(socket)
@@ -408,7 +402,7 @@ async def test_a_regenerated_answer_asks_again_and_is_decided_over_the_socket_an
 async def test_a_denial_reads_as_denied_in_the_list_and_the_folded_line_not_as_a_failure(
     alice, alice_conversation
 ):
-    socket, events = await paused_turn(alice_conversation, alice)
+    socket, events = await paused_turn(alice_conversation, alice, EMAIL)
     await socket.send_to(text_data=json.dumps({"deny": events[-1]["call_id"]}))
     rest = await json_until_done(socket)
     await finish_turns()

@@ -11,8 +11,6 @@ from datetime import timedelta
 
 import pytest
 from asgiref.sync import sync_to_async
-from django.db import connections
-from django.urls import reverse
 from django.utils import timezone
 
 from activity.models import ActivityEvent
@@ -21,7 +19,13 @@ from chat.models import Elicitation, Message
 from chat.turns import elicitations
 from tests.support.audit import verify
 from tests.support.mcp import DEMO, http_server, stdio
-from tests.support.questions import answer, answer_as_page, json_until, json_until_question
+from tests.support.questions import (
+    answer,
+    answer_as_page,
+    answer_without_javascript,
+    json_until,
+    json_until_question,
+)
 from tests.support.sockets import finish_turns, json_until_done, open_socket
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
@@ -322,6 +326,20 @@ async def test_a_field_the_server_marks_secret_is_sent_but_kept_only_as_a_hash(
     assert not any("4242" in m or "t0k3n" in m for m in stored)
 
 
+async def _ada_answered_from_the_page(client, conversation, card, socket) -> list[dict]:
+    """The offer's form filled for Ada and posted without JavaScript; the turn's events to
+    its end."""
+    posted = await answer_without_javascript(
+        client, conversation, card,
+        candidate="Ada", salary_eur="50000", remote="false", tone="formal",
+    )  # fmt: skip
+    assert posted.status_code == 302
+    events = await json_until_done(socket, 20)
+    await finish_turns()
+    await socket.disconnect()
+    return events
+
+
 async def test_a_reloaded_page_shows_the_waiting_card_and_answers_it_without_javascript(
     demo, client, alice, alice_conversation
 ):
@@ -332,19 +350,7 @@ async def test_a_reloaded_page_shows_the_waiting_card_and_answers_it_without_jav
     page = (await sync_to_async(client.get)(url)).content.decode()
     assert f'id="question-{card["id"]}"' in page
     assert "Who is the offer for engineer addressed to?" in page
-    form = {
-        "elicitation": card["id"],
-        "action": "accept",
-        "answer.candidate": "Ada",
-        "answer.salary_eur": "50000",
-        "answer.remote": "false",
-        "answer.tone": "formal",
-    }
-    posted = await sync_to_async(_post)(client, alice_conversation, form)
-    assert posted.status_code == 302
-    events = await json_until_done(socket, 20)
-    await finish_turns()
-    await socket.disconnect()
+    events = await _ada_answered_from_the_page(client, alice_conversation, card, socket)
     assert "Dear Ada" in text(events)
 
 
@@ -364,30 +370,9 @@ async def test_the_inbox_counts_a_servers_question_and_answers_it_where_it_waits
     assert "Who is the offer for engineer addressed to?" in inbox
     listed = (await sync_to_async(client.get)("/api/inbox/")).json()
     assert [item["kind"] for item in listed] == ["question"]
-    form = {
-        "elicitation": card["id"],
-        "action": "accept",
-        "answer.candidate": "Ada",
-        "answer.salary_eur": "50000",
-        "answer.remote": "false",
-        "answer.tone": "formal",
-    }
-    posted = await sync_to_async(_post)(client, alice_conversation, form)
-    assert posted.status_code == 302
-    events = await json_until_done(socket, 20)
-    await finish_turns()
-    await socket.disconnect()
+    events = await _ada_answered_from_the_page(client, alice_conversation, card, socket)
     assert "Dear Ada" in text(events)
     assert (await sync_to_async(client.get)("/api/inbox/")).json() == []
-
-
-def _post(client, conversation, form: dict):
-    """The page's form posted without JavaScript; the view's database connection (its thread
-    is the test's executor) is closed after it, as a request's would be."""
-    try:
-        return client.post(reverse("chat:conversation_act", args=[conversation.pk]), form)
-    finally:
-        connections.close_all()
 
 
 async def test_a_2025_server_asks_during_the_call_and_says_when_the_page_is_done(

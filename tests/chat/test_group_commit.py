@@ -118,3 +118,26 @@ async def test_a_turn_whose_write_fails_does_not_hold_back_another_turns_lines(
     assert not fine.pending and len(failing.pending) == 1
     on_disk = ActivityEvent.objects.values_list("feed_id", flat=True)
     assert [feed async for feed in on_disk] == [fine.feed.pk]
+
+
+@pytest.mark.parametrize("first", ["turn", "writer"])
+async def test_a_loop_that_closes_mid_turn_ends_whichever_task_it_cancels_first(
+    gate, alice, alice_conversation, first
+):
+    held = gate(after=1)
+    socket = await open_socket(alice_conversation, alice, as_json=True)
+    await ask(socket, QUESTION)
+    await held.reached.wait()
+    named = {task.get_name(): task for task in asyncio.all_tasks()}
+    (turn,) = [task for name, task in named.items() if name.startswith("turn-")]
+    writer = named["group-commit"]
+
+    # As a closing loop does (asyncio.Runner.close), in the order its set of tasks gives.
+    order = [turn, writer] if first == "turn" else [writer, turn]
+    for task in order:
+        task.cancel()
+    _done, pending = await asyncio.wait(order, timeout=BOUND)
+
+    assert not pending, "a cancelled turn waited for a writer that was gone"
+    await finish_turns()
+    await socket.disconnect()

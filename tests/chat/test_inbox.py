@@ -5,11 +5,17 @@ the turn goes on in its conversation. Also over the API."""
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 
 import pytest
+from asgiref.sync import sync_to_async
+from django.db import connection
 from django.test import AsyncClient
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
-from chat.models import Conversation, Message, OutboxEmail, ToolApproval
+from chat.models import Conversation, Elicitation, Message, OutboxEmail, ToolApproval
+from chat.turns.inbox import waiting_count
 from chat.turns.registry import finish_all
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
@@ -161,3 +167,29 @@ async def test_programs_read_the_inbox_over_the_api(alice, alice_conversation, b
     )
     assert item["deadline"]
     assert (await (await logged_in(bob)).get("/api/inbox/")).json() == []
+
+
+async def test_the_badge_counts_every_kind_that_waits_in_one_query(alice, alice_conversation, bob):
+    client = await logged_in(alice)
+    await waiting_in(client, alice_conversation)
+    running = await Conversation.objects.acreate(owner=alice, title="Asked")
+    answer = await Message.objects.acreate(
+        conversation=running, role="assistant", state=Message.State.STREAMING
+    )
+    deadline = timezone.now() + timedelta(minutes=5)
+    for state in (Elicitation.State.WAITING, Elicitation.State.ACCEPTED):
+        await Elicitation.objects.acreate(
+            answer=answer, call_id="c", server="surveys", mode="form", message="Who?",
+            deadline=deadline, state=state,
+        )  # fmt: skip
+
+    counted = await sync_to_async(_counted_with_queries)(alice)
+
+    assert counted == (2, 1)  # the waiting call and the waiting question, one statement
+    assert await sync_to_async(waiting_count)(bob) == 0
+
+
+def _counted_with_queries(user) -> tuple[int, int]:
+    with CaptureQueriesContext(connection) as queries:
+        count = waiting_count(user)
+    return count, len(queries)

@@ -14,8 +14,8 @@ import pytest
 from chat.models import Conversation, Message, ToolApproval
 from chat.turns import actions
 from tests.support.api import client_for, turns_url
-from tests.support.sockets import finish_turns, json_until_done, open_socket
-from tests.support.surfaces import api_refusal, form_refusal, paused_turn, said, socket_refusal
+from tests.support.sockets import finish_turns, json_until_done, open_socket, paused_turn
+from tests.support.surfaces import api_refusal, form_refusal, said, socket_refusal
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 

@@ -6,6 +6,10 @@ from __future__ import annotations
 import asyncio
 import json
 
+from asgiref.sync import sync_to_async
+from django.db import connections
+from django.urls import reverse
+
 
 async def json_until_question(socket, limit: float = 20) -> tuple[list[dict], dict]:
     """A turn's events up to the first card that waits for an answer, and that card."""
@@ -48,3 +52,19 @@ async def answer_as_page(socket, card: dict, **values) -> None:
             }
         )
     )
+
+
+async def answer_without_javascript(client, conversation, card: dict, **values: str):
+    """As the card's form posts from the page with no JavaScript, on Django's test `client`;
+    the view's database connection (its thread is the test's executor) is closed after it,
+    as a request's would be. The response."""
+    form = {"elicitation": card["id"], "action": "accept"}
+    form |= {f"answer.{name}": value for name, value in values.items()}
+
+    def post():
+        try:
+            return client.post(reverse("chat:conversation_act", args=[conversation.pk]), form)
+        finally:
+            connections.close_all()
+
+    return await sync_to_async(post)()

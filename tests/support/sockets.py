@@ -9,7 +9,7 @@ import re
 from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
 
-from chat.turns.registry import finish_all
+from chat.turns.registry import cancel, finish_all, running
 
 
 def session_cookie_for(user) -> bytes:
@@ -96,8 +96,25 @@ async def json_until_waiting(socket, limit: float = 10) -> list[dict]:
     return events
 
 
+async def paused_turn(conversation, user, question: str):
+    """A JSON socket whose turn waits for approval of a tool call, and the turn's events."""
+    socket = await open_socket(conversation, user, as_json=True)
+    await ask(socket, question)
+    return socket, await json_until_waiting(socket)
+
+
 async def finish_turns() -> None:
     await finish_all()
+
+
+async def stop_turns_left_running(limit: float = 10) -> None:
+    """Stops what a test left running (it failed before its turns ended) and waits for each
+    to end, in the test's own loop: not cancelled with the loop's other tasks in no set order
+    when it closes, and not found by the next test (the registry outlives a loop)."""
+    for answer_id in running():
+        cancel(answer_id)
+    async with asyncio.timeout(limit):
+        await finish_all()
 
 
 async def json_turn(conversation, user, question: str, limit: float = 20) -> list[dict]:

@@ -3,14 +3,13 @@ each and reads the refusal: the socket (JSON events), the no-JavaScript form and
 
 from __future__ import annotations
 
-import asyncio
 import html
 import json
 import re
 
 from django.test import AsyncClient
 
-from tests.support.sockets import ask, open_socket
+from tests.support.sockets import open_socket
 
 NOTICE = re.compile(r'<p class="notice error" role="status">(.*?)</p>', re.S)
 API_PATHS = {
@@ -55,19 +54,3 @@ def said(body: dict) -> str:
     """The one text of an API error body: {"detail": "…"} or {"<field>": ["…"]}."""
     ((_, text),) = body.items()
     return text if isinstance(text, str) else " ".join(text)
-
-
-async def until_waiting(socket, limit: float = 10) -> list[dict]:
-    """A JSON socket's events up to its turn's pause for an approval."""
-    events = []
-    async with asyncio.timeout(limit):
-        while not events or events[-1].get("state") != "waiting":
-            events.append(json.loads(await socket.receive_from(timeout=limit)))
-    return events
-
-
-async def paused_turn(conversation, user, question: str):
-    """A JSON socket whose turn waits for approval of a tool call, and the turn's events."""
-    socket = await open_socket(conversation, user, as_json=True)
-    await ask(socket, question)
-    return socket, await until_waiting(socket)
