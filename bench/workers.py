@@ -59,7 +59,7 @@ class Served:
 
 
 @contextmanager
-def served(work: Path, llm: str, redis: str, workers: int, application: str = ""):
+def served(work: Path, llm: str, redis: str, workers: int, daphne_args: tuple[str, ...] = ()):
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "project.settings",
@@ -79,7 +79,7 @@ def served(work: Path, llm: str, redis: str, workers: int, application: str = ""
     port = free_port()
     process = subprocess.Popen(
         [sys.executable, "-m", "project.serve", "--workers", str(workers), "-p", str(port),
-         *([application] if application else [])],
+         *daphne_args],
         cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     server = Served(f"http://127.0.0.1:{port}", env, process)
