@@ -7,8 +7,11 @@ For each step: the turns completed, the wall time, the transactions the database
 from them transactions a second, turns a second and transactions a turn. The group commit
 writes every running turn's rows in one transaction per window (GLASSBOX_COMMIT_SECONDS), so
 transactions a turn should fall as sessions rise, and transactions a second grow slower than
-the sessions. At the end every turn is checked against the database: the answer `complete`
-with the text its client read, and every numbered line its client saw stored in its feed.
+the sessions. Each server process also counts what becomes a transaction, by kind
+(bench/census_asgi.py: writes, reads run one statement at a time, Django's health checks),
+and the two counts are printed side by side. At the end every turn is checked against the
+database: the answer `complete` with the text its client read, and every numbered line its
+client saw stored in its feed.
 
 PostgreSQL counts a backend's transactions in memory and publishes them when it has been idle
 for a while (within PGSTAT_IDLE_INTERVAL, 10 s, in PostgreSQL 15) or when it exits. So a
@@ -60,6 +63,7 @@ LLM_PACE = ("--ttft", "0.3", "--tokens", "10", "--rate", "5", "--chunk", "16")
 # PostgreSQL 15 publishes an idle backend's counters within PGSTAT_IDLE_INTERVAL (10 s).
 PUBLISHED_AFTER_IDLE_S = 11.0
 WARM_UP_TURNS = 4  # so each worker has loaded what its first turn loads
+WORKERS = 2
 
 
 @dataclass
@@ -269,10 +273,10 @@ def main() -> None:
         folder = Path(work) / "census"
         folder.mkdir()
         os.environ["BENCH_CENSUS_DIR"] = str(folder)
-        census = Census(folder, 2)
+        census = Census(folder, WORKERS)
         daphne_args = ("--websocket_connect_timeout", str(CONNECT_TIMEOUT_S),
                        "bench.census_asgi:application")  # fmt: skip
-        with served(Path(work) / "served", llm, REDIS, 2, daphne_args) as server:
+        with served(Path(work) / "served", llm, REDIS, WORKERS, daphne_args) as server:
             ids, cookies = conversations(server, total)
             warm, ids = ids[:WARM_UP_TURNS], ids[WARM_UP_TURNS:]
             asyncio.run(ask_all(server, warm, cookies))
@@ -367,6 +371,13 @@ def print_kinds(figures: list[dict]) -> None:
             f"{k[kind] / max(f['complete'], 1):.2f}" for f, k in zip(figures, grouped, strict=True)
         ]
         print(f"| {kind} | " + " | ".join(cells) + " |")
+    # The group commit's pace: every GLASSBOX_COMMIT_SECONDS on an idle database thread,
+    # but its trip queues behind every other one there.
+    paces = []
+    for f, kinds in zip(figures, grouped, strict=True):
+        commits = kinds["write: turns' rows (group commits, tool calls, ends)"]
+        paces.append(f"{WORKERS * f['wall'] / commits:.2f}" if commits else "none")
+    print("| seconds between two commits of turns' rows, a process | " + " | ".join(paces) + " |")
     totals = [f"{f['counted'].total():,} / {f['commits']:,}" for f in figures]
     print("| counted by the servers / by PostgreSQL | " + " | ".join(totals) + " |")
 
