@@ -64,6 +64,7 @@ LLM_PACE = ("--ttft", "0.3", "--tokens", "10", "--rate", "5", "--chunk", "16")
 PUBLISHED_AFTER_IDLE_S = 11.0
 WARM_UP_TURNS = 4  # so each worker has loaded what its first turn loads
 WORKERS = 2
+QUESTION = "How do I negotiate my salary?"  # the demo's search: a tool call, then the answer
 
 
 @dataclass
@@ -160,8 +161,7 @@ async def ask_all(server, ids: list[str], cookies: str) -> list[Turn]:
         await asyncio.sleep(n / RAMP_PER_SECOND)
         turn = Turn(asked=time.monotonic())
         try:
-            turn.events = await turn_over_socket(server, conversation, cookies, "How do I "
-                                                 "negotiate my salary?")  # fmt: skip
+            turn.events = await turn_over_socket(server, conversation, cookies, QUESTION)
         except Exception as problem:
             turn.problem = f"{type(problem).__name__}: {problem}"
         turn.ended = time.monotonic()
@@ -179,8 +179,9 @@ def most_in_flight(turns: list[Turn]) -> int:
     return peak
 
 
-def step(database: Database, census: Census, server, ids, cookies, before) -> tuple[dict, tuple]:
-    before, (tx_before, st_before) = before
+def step(database: Database, census: Census, server, ids, cookies, sampled) -> tuple[dict, tuple]:
+    """One step's figures, from the samples taken before it (`sampled`) and after it."""
+    before, (tx_before, st_before) = sampled
     REJECTED_HANDSHAKES.clear()
     load = os.getloadavg()[0]
     started = time.monotonic()
@@ -235,6 +236,7 @@ def stored_as_seen(figures: list[dict]) -> None:
         ):
             stored.setdefault(feed, set()).add(seq)
         matching, lines_seen, lines_stored = 0, 0, 0
+        rows_in_feeds = sum(len(seqs) for seqs in stored.values())
         for message_id, (seqs, text) in seen.items():
             answer = answers.get(message_id)
             kept = stored.get(answer.feed_id, set()) if answer else set()
@@ -246,7 +248,8 @@ def stored_as_seen(figures: list[dict]) -> None:
             (
                 f"{step_figures['sessions']} sessions",
                 f"{matching} / {step_figures['sessions']} answers complete and stored as seen; "
-                f"{lines_stored:,} / {lines_seen:,} numbered lines stored",
+                f"{lines_stored:,} / {lines_seen:,} numbered lines seen are stored "
+                f"({rows_in_feeds:,} rows in these feeds)",
             )
         )
     report("Every turn against the database", rows)
