@@ -59,7 +59,7 @@ class Served:
 
 
 @contextmanager
-def served(work: Path, llm: str, redis: str, workers: int):
+def served(work: Path, llm: str, redis: str, workers: int, daphne_args: tuple[str, ...] = ()):
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "project.settings",
@@ -78,7 +78,8 @@ def served(work: Path, llm: str, redis: str, workers: int):
         manage(env, *command, "-v", "0")
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "project.serve", "--workers", str(workers), "-p", str(port)],
+        [sys.executable, "-m", "project.serve", "--workers", str(workers), "-p", str(port),
+         *daphne_args],
         cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     server = Served(f"http://127.0.0.1:{port}", env, process)
