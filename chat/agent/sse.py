@@ -124,5 +124,6 @@ async def _drain(response: httpx2.Response) -> None:
         return
     with contextlib.suppress(TimeoutError, httpx2.RequestError, httpx2.StreamConsumed):
         async with asyncio.timeout(DRAIN_SECONDS):
-            async for _ in response.aiter_raw():
+            # The transport's own stream, where the body's reading stopped (as the SDK does).
+            async for _ in response.stream:  # type: ignore[union-attr]
                 pass
