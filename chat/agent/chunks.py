@@ -9,6 +9,8 @@ people."""
 
 from __future__ import annotations
 
+import itertools
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -31,10 +33,20 @@ async def stream_completion(client: AsyncOpenAI, body: dict[str, Any]) -> httpx2
     return await client.post(
         "/chat/completions",
         body={**body, "stream": True},
-        options={"security": {"bearer_auth": True}},
+        options={"security": {"bearer_auth": True}, "idempotency_key": _request_key()},
         cast_to=httpx2.Response,
         stream=True,
     )
+
+
+# The SDK makes a key for each request from a fresh uuid4 (its retries reuse it), a system
+# call each time; one random prefix per process and a count are as unique.
+_PROCESS_KEY = f"glassbox-{uuid.uuid4()}"
+_requests = itertools.count()
+
+
+def _request_key() -> str:
+    return f"{_PROCESS_KEY}-{next(_requests)}"
 
 
 @dataclass(frozen=True, slots=True)
