@@ -207,7 +207,12 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "loggers": {"glassbox": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")}},
+    "loggers": {
+        "glassbox": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+        # Its INFO line for every request to the model (Daphne logs INFO at its default
+        # verbosity) cost a turn more CPU than recording one of its events.
+        "httpx2": {"level": "WARNING"},
+    },
 }
 
 # The agent. With no OPENAI_API_KEY the offline demo model answers through the same client.

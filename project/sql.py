@@ -68,16 +68,27 @@ class Compiled:
         """The first row, in the caller's transaction; `values` names every Param."""
         connection = connections[using]
         sql, params = self.sql(using)
-        try:
-            filled = [
-                p.field.get_db_prep_value(values[p.name], connection) if type(p) is _Slot else p
-                for p in params
-            ]
-        except KeyError as missing:
-            raise TypeError(f"no value for the statement's Param {missing.args[0]!r}") from None
         with connection.cursor() as cursor:
-            cursor.execute(sql, filled)
+            cursor.execute(sql, _filled(params, values, connection))
             return cursor.fetchone()
+
+    def fetchall(self, using: str = "default", **values: Any) -> list[tuple[Any, ...]]:
+        """Every row, in the caller's transaction; `values` names every Param."""
+        connection = connections[using]
+        sql, params = self.sql(using)
+        with connection.cursor() as cursor:
+            cursor.execute(sql, _filled(params, values, connection))
+            return cursor.fetchall()
+
+
+def _filled(params: tuple[Any, ...], values: dict[str, Any], connection: Any) -> list[Any]:
+    try:
+        return [
+            p.field.get_db_prep_value(values[p.name], connection) if type(p) is _Slot else p
+            for p in params
+        ]
+    except KeyError as missing:
+        raise TypeError(f"no value for the statement's Param {missing.args[0]!r}") from None
 
 
 def insert_statement(model: type[models.Model], alias: str) -> tuple[str, list[models.Field]]:

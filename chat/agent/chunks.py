@@ -1,19 +1,23 @@
 """The model's request and the chunks of its streamed reply, as plain JSON.
 
-The SDK still sends the request (auth, base URL, timeouts, retries, errors in the stream),
+The SDK still sends the request (auth, base URL, timeouts, retries, the status's errors),
 but neither converts the request through its type hints nor builds a typed model per
-chunk: profiled, those two cost more CPU per turn than the whole answer's trip to the
-browser, and the loop reads five fields. The provider is untrusted: a field of the wrong
-type makes the reply unreadable, said in words for people."""
+chunk, nor reads the stream (chat.agent.sse does): profiled, those cost more CPU per turn
+than the whole answer's trip to the browser, and the loop reads five fields. The provider
+is untrusted: a field of the wrong type makes the reply unreadable, said in words for
+people."""
 
 from __future__ import annotations
 
+import itertools
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import httpx2
 from django.utils.translation import gettext as _
-from openai import AsyncOpenAI, AsyncStream
+from openai import AsyncOpenAI
 
 from chat.agent.errors import ProviderError
 
@@ -23,16 +27,26 @@ from chat.agent.errors import ProviderError
 REASONING_FIELDS = ("reasoning_content", "reasoning")
 
 
-async def stream_completion(client: AsyncOpenAI, body: dict[str, Any]) -> AsyncStream[object]:
-    """POST /chat/completions, streamed; its chunks arrive as the dicts the provider sent."""
+async def stream_completion(client: AsyncOpenAI, body: dict[str, Any]) -> httpx2.Response:
+    """POST /chat/completions, streamed: the response whose body is still to be read
+    (chat.agent.replies reads it), once the SDK has seen its status."""
     return await client.post(
         "/chat/completions",
         body={**body, "stream": True},
-        options={"security": {"bearer_auth": True}},
-        cast_to=object,
+        options={"security": {"bearer_auth": True}, "idempotency_key": _request_key()},
+        cast_to=httpx2.Response,
         stream=True,
-        stream_cls=AsyncStream[object],
     )
+
+
+# The SDK makes a key for each request from a fresh uuid4 (its retries reuse it), a system
+# call each time; one random prefix per process and a count are as unique.
+_PROCESS_KEY = f"glassbox-{uuid.uuid4()}"
+_requests = itertools.count()
+
+
+def _request_key() -> str:
+    return f"{_PROCESS_KEY}-{next(_requests)}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +59,9 @@ class ToolDelta:
     arguments: str
 
 
-@dataclass(frozen=True, slots=True)
+# Not frozen: a frozen dataclass sets each field through object.__setattr__, which made
+# building one per streamed chunk three times slower.
+@dataclass(slots=True)
 class Chunk:
     """What the loop reads of one streamed chunk (of its first choice)."""
 

@@ -14,17 +14,17 @@ from django.utils.translation import gettext as _
 
 from chat.agent.chunks import Chunk, read_chunk
 from chat.agent.errors import ProviderError
+from chat.agent.sse import stream_data
 
 
-async def readable(stream: Any) -> AsyncIterator[Chunk]:
+async def readable(response: httpx2.Response) -> AsyncIterator[Chunk]:
     """The reply's chunks; a chunk that is not valid JSON or not shaped as one, or a
     connection cut once the provider had begun to answer, ends the turn with a clear reason
     (a stall stays a timeout)."""
-    response = getattr(stream, "response", None)
-    if isinstance(response, httpx2.Response) and _whole(response):
+    if _whole(response):
         yield read_chunk(await _as_one_chunk(response))
         return
-    chunks = aiter(stream)
+    chunks = aiter(stream_data(response))
     while True:
         try:
             chunk = await anext(chunks)

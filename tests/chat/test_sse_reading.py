@@ -1,0 +1,126 @@
+"""The model's stream is read by Glassbox's own reader (chat.agent.sse), not the openai SDK's
+`AsyncStream`: both give the same chunks, the same errors, and leave the connection the same,
+for recorded providers' replies and for every way the SSE format may cut its lines, with the
+bytes arriving in pieces of any size."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterable
+from pathlib import Path
+
+import httpx2
+import openai
+import pytest
+from openai import AsyncOpenAI, AsyncStream
+
+from chat.agent.sse import stream_data
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+EDGES = {
+    "crlf": b'data: {"a": 1}\r\n\r\ndata: {"a": 2}\r\n\r\ndata: [DONE]\r\n\r\n',
+    "cr alone": b'data: {"a": 1}\r\rdata: {"a": 2}\r\r',
+    "ends on a cr": b'data: {"a": 1}\r\r',
+    "comments and fields": (
+        b': keep-alive\n\nevent: message\nid: 7\nretry: 100\ndata: {"a": 1}\n\n'
+        b"id: only\n\n"
+        b'data:{"no": "space"}\n\n'
+    ),
+    "data over two lines": b'data: {"a":\ndata: 1}\n\n',
+    "the last event without its blank line": b'data: {"a": 1}\n\ndata: {"a": 2}\n',
+    "after done nothing is read": b'data: {"a": 1}\n\ndata: [DONE]\n\ndata: {"a": 2}\n\n',
+    "an empty event is no json": b'data: {"a": 1}\n\nevent: ping\n\n',
+    "error in the stream": b'data: {"a": 1}\n\ndata: {"error": {"message": "overloaded"}}\n\n',
+    "error without words": b'data: {"error": {"code": 1}}\n\n',
+    "not json": b'data: {"a": 1}\n\ndata: {"a"\n\n',
+    "not utf-8": b'data: {"a": "\xff"}\n\n',
+}
+
+
+class Pieces(httpx2.AsyncByteStream):
+    def __init__(self, body: bytes, size: int) -> None:
+        self.body, self.size = body, size
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for start in range(0, len(self.body), self.size):
+            yield self.body[start : start + self.size]
+
+
+def response(body: bytes, size: int) -> httpx2.Response:
+    request = httpx2.Request("POST", "http://provider.invalid/v1/chat/completions")
+    return httpx2.Response(
+        200,
+        headers={"content-type": "text/event-stream"},
+        stream=Pieces(body, size),
+        request=request,
+    )
+
+
+async def read(reader: AsyncIterator[object]) -> tuple[list[object], str]:
+    """What a reader gives, and how it ended: the provider's error in its words, or the kind
+    of data that could not be read."""
+    chunks: list[object] = []
+    try:
+        async for chunk in reader:
+            chunks.append(chunk)
+    except openai.APIError as problem:
+        return chunks, f"{type(problem).__name__}: {problem} {problem.body!r}"
+    except ValueError as problem:
+        return chunks, type(problem).__name__
+    return chunks, "end"
+
+
+def compare(body: bytes, sizes: Iterable[int]) -> dict[int, tuple[object, object]]:
+    """For each size of the pieces the body arrives in: what the SDK reads, what we read."""
+
+    async def both() -> dict[int, tuple[object, object]]:
+        client = AsyncOpenAI(api_key="test", base_url="http://provider.invalid/v1")
+        read_by = {}
+        for size in sizes:
+            sdk = AsyncStream(cast_to=object, response=response(body, size), client=client)
+            read_by[size] = (await read(aiter(sdk)), await read(stream_data(response(body, size))))
+        return read_by
+
+    return asyncio.run(both())
+
+
+@pytest.mark.parametrize("name", sorted(EDGES))
+def test_each_way_of_cutting_lines_reads_as_the_sdk_reads_it_in_pieces_of_any_size(name):
+    body = EDGES[name]
+    for size, (sdk, ours) in compare(body, range(1, len(body) + 1)).items():
+        assert ours == sdk, f"{name!r} in pieces of {size} bytes"
+
+
+@pytest.mark.parametrize("fixture", sorted(p.name for p in FIXTURES.glob("*.sse")))
+def test_a_recorded_providers_reply_reads_as_the_sdk_reads_it(fixture):
+    body = (FIXTURES / fixture).read_bytes()
+    for size, (sdk, ours) in compare(body, (3, 7, 64, len(body))).items():
+        assert ours == sdk, f"{fixture} in pieces of {size} bytes"
+        assert ours[1] == "end" and ours[0], fixture
+
+
+def test_a_stall_is_the_sdks_timeout_and_a_cut_its_connection_error():
+    class Failing(httpx2.AsyncByteStream):
+        def __init__(self, error: Exception) -> None:
+            self.error = error
+
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            yield b'data: {"a": 1}\n\n'
+            raise self.error
+
+    async def failure(error: Exception) -> tuple[list[object], type[BaseException]]:
+        got = response(b"", 1)
+        got.stream = Failing(error)
+        chunks: list[object] = []
+        with pytest.raises(openai.APIError) as raised:
+            async for chunk in stream_data(got):
+                chunks.append(chunk)
+        assert got.is_closed
+        return chunks, type(raised.value)
+
+    assert asyncio.run(failure(httpx2.ReadTimeout("slow"))) == ([{"a": 1}], openai.APITimeoutError)
+    assert asyncio.run(failure(httpx2.ReadError("reset"))) == (
+        [{"a": 1}],
+        openai.APIConnectionError,
+    )
