@@ -100,9 +100,12 @@ def test_a_stream_that_breaks_after_text_is_never_replayed(real_provider, alice_
     )
 
 
-def test_a_turn_past_its_time_limit_fails_visibly_and_keeps_its_text(settings, alice_conversation):
-    settings.GLASSBOX_DEMO_DELAY = 0.02
-    settings.GLASSBOX_TURN_TIMEOUT = 0.3
+def test_a_turn_past_its_time_limit_fails_visibly_and_keeps_its_text(
+    settings, gate, alice_conversation
+):
+    settings.GLASSBOX_DEMO_DELAY = 0
+    settings.GLASSBOX_TURN_TIMEOUT = 1.0
+    gate(after=4)  # the answer stops mid-stream and never goes on: only the time limit ends it
     answer = run_turn(alice_conversation, "Tell me a joke")
     assert answer.state == Message.State.FAILED
     full = say("direct", "en", question="Tell me a joke")
