@@ -7,8 +7,6 @@ import json
 import subprocess
 import sys
 from datetime import timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from threading import Thread
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -19,6 +17,7 @@ from activity.models import ActivityEvent, ActivityFeed, ModelCall
 from activity.recording.events import ToolResult
 from activity.telemetry.spans import Options, TracePlan, trace_plan
 from chat.models import Conversation
+from tests.support.loopback_http import QuietHandler, serving
 from tests.support.turns import decided_turn, run_turn
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -228,45 +227,31 @@ def test_export_otel_refuses_a_backward_period_and_a_missing_endpoint(settings):
         call_command("export_otel", "--since", "yesterday", "--until", "2026-11-02")
 
 
-class NotATraceBackend(BaseHTTPRequestHandler):
+class NotATraceBackend(QuietHandler):
     """A web server that takes no OTLP (POST is not implemented: 501)."""
-
-    def log_message(self, *args) -> None:
-        pass
 
 
 def test_export_otel_names_an_endpoint_that_does_not_take_the_traces(
     settings, alice, knowledge_base
 ):
     run_turn(Conversation.objects.create(owner=alice), QUESTION)
-    server = ThreadingHTTPServer(("127.0.0.1", 0), NotATraceBackend)
-    Thread(target=server.serve_forever, daemon=True).start()
-    settings.OTEL_EXPORTER_OTLP_ENDPOINT = f"http://127.0.0.1:{server.server_address[1]}"
     today = timezone.now().date()
-    try:
-        with pytest.raises(CommandError, match="did not take the traces"):
-            call_command(
-                "export_otel", "--since", str(today), "--until", str(today + timedelta(days=1))
-            )
-    finally:
-        server.shutdown()
-        server.server_close()
+    until = str(today + timedelta(days=1))
+    with (
+        serving(NotATraceBackend) as settings.OTEL_EXPORTER_OTLP_ENDPOINT,
+        pytest.raises(CommandError, match="did not take the traces"),
+    ):
+        call_command("export_otel", "--since", str(today), "--until", until)
 
 
 def test_a_trace_backend_that_does_not_take_the_trace_costs_the_trace_never_the_turn(
     settings, alice, knowledge_base
 ):
-    server = ThreadingHTTPServer(("127.0.0.1", 0), NotATraceBackend)
-    Thread(target=server.serve_forever, daemon=True).start()
-    settings.OTEL_EXPORTER_OTLP_ENDPOINT = f"http://127.0.0.1:{server.server_address[1]}"
-    try:
+    with serving(NotATraceBackend) as settings.OTEL_EXPORTER_OTLP_ENDPOINT:
         answer = run_turn(Conversation.objects.create(owner=alice), QUESTION)
         from activity.telemetry import export
 
         assert export.flush(10_000)  # the batch was tried, and dropped
-    finally:
-        server.shutdown()
-        server.server_close()
 
     assert answer.state == "complete" and "salary" in answer.content.lower()
 

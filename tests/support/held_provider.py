@@ -11,10 +11,10 @@ import json
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from chat.agent.demo_wire import chunk
+from tests.support.loopback_http import QuietHandler, serving
 
 # How long a held response waits for the test at most: a failed test must not hang its server.
 HOLD_SECONDS = 60
@@ -65,7 +65,7 @@ class HeldProvider:
 def held_provider() -> Iterator[HeldProvider]:
     provider = HeldProvider()
 
-    class Handler(BaseHTTPRequestHandler):
+    class Handler(QuietHandler):
         def do_POST(self) -> None:
             self.rfile.read(int(self.headers.get("content-length") or 0))
             deltas, hold = provider.next()
@@ -81,17 +81,9 @@ def held_provider() -> Iterator[HeldProvider]:
                 self.wfile.flush()
             self.wfile.write(b"data: [DONE]\n\n")
 
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    provider.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-    try:
-        yield provider
-    finally:
-        provider.open_all()
-        server.shutdown()
-        server.server_close()
+    with serving(Handler) as base:
+        provider.url = f"{base}/v1"
+        try:
+            yield provider
+        finally:
+            provider.open_all()

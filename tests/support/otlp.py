@@ -9,7 +9,6 @@ import contextlib
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
@@ -17,6 +16,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
+
+from tests.support.loopback_http import QuietHandler, serving
 
 
 @dataclass
@@ -45,7 +46,7 @@ def otlp_receiver() -> Iterator[Received]:
     """The receiver's base URL (for OTEL_EXPORTER_OTLP_ENDPOINT) and what it received."""
     received = Received()
 
-    class Handler(BaseHTTPRequestHandler):
+    class Handler(QuietHandler):
         def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers.get("content-length") or 0))
             request = ExportTraceServiceRequest.FromString(body)
@@ -64,15 +65,5 @@ def otlp_receiver() -> Iterator[Received]:
             self.end_headers()
             self.wfile.write(answer)
 
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    received.url = f"http://127.0.0.1:{server.server_address[1]}"
-    try:
+    with serving(Handler) as received.url:
         yield received
-    finally:
-        server.shutdown()
-        server.server_close()

@@ -8,10 +8,10 @@ import json
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from chat.agent.demo_wire import chunk
+from tests.support.loopback_http import QuietHandler, serving
 
 
 class Provider:
@@ -36,7 +36,7 @@ def scripted_provider(
     queue = list(responses)
     provider = Provider(held)
 
-    class Handler(BaseHTTPRequestHandler):
+    class Handler(QuietHandler):
         def do_POST(self) -> None:
             self.rfile.read(int(self.headers.get("content-length") or 0))
             provider.released.wait(timeout=30)
@@ -52,16 +52,9 @@ def scripted_provider(
             self.end_headers()
             self.wfile.write(body)
 
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    provider.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-    try:
-        yield provider
-    finally:
-        provider.open()
-        server.shutdown()
-        server.server_close()
+    with serving(Handler) as base:
+        provider.url = f"{base}/v1"
+        try:
+            yield provider
+        finally:
+            provider.open()
