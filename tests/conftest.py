@@ -25,6 +25,18 @@ def own_channel_prefix():
         channel_layers.backends.clear()
 
 
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup):
+    """The test database, as pytest-django makes it; before it is dropped, the database thread
+    (the one every socket and turn of the process shares: asgiref's single-thread executor)
+    closes its connection, which PostgreSQL would otherwise name as still using it."""
+    yield
+    from asgiref.sync import SyncToAsync
+    from django.db import connections
+
+    SyncToAsync.single_thread_executor.submit(connections.close_all).result()
+
+
 @pytest.fixture(autouse=True)
 def fast_agent(settings):
     """The demo model without its human-watchable pace, and a tiny text-frame window."""
