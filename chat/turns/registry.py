@@ -23,6 +23,9 @@ class LiveFeed(Protocol):
     pending: list[ActivityEvent]
     pending_calls: list[ModelCall]
 
+    @property
+    def last_seq(self) -> int: ...
+
 
 @dataclass(frozen=True)
 class Held:
