@@ -17,7 +17,7 @@ DAPHNE_LIMITS := --websocket-max-message-size 65536 --websocket-max-frame-size 6
 CATALOGUES := $(patsubst %.po,%.mo,$(wildcard locale/*/LC_MESSAGES/django.po))
 LANGUAGES := it zh_Hant
 
-.PHONY: run test lint format bench fuzz phoenix messages clean clients conformance conformance-all conformance-auth
+.PHONY: run test lint format bench fuzz phoenix messages clean clients catalogues conformance conformance-all conformance-auth
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	@test -x $(PY) || test -n "$(PYTHON)" || { echo "Glassbox needs Python 3.12 or newer (Django 6)." >&2; exit 1; }
@@ -28,6 +28,7 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt
 
 %.mo: %.po $(VENV)/.installed
 	$(VENV)/bin/pybabel compile --statistics -i $< -o $@
+catalogues: $(CATALOGUES)
 
 # The demo MCP server (chat/agent/mcp/demo_server.py), started by Glassbox over stdio. A
 # GLASSBOX_MCP_SERVERS of your own replaces it.

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import functools
 import http.cookiejar
 import json
 import os
 import re
+import shutil
 import socket
 import sqlite3
 import subprocess
@@ -34,6 +37,33 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+@functools.cache
+def migrated_site() -> Path:
+    """A SQLite database migrated and seeded with the demo, and the static files collected,
+    once per test process: each server starts from a copy (the three commands cost seconds a
+    server, tens of seconds on a busy machine)."""
+    site = Path(tempfile.mkdtemp(prefix="glassbox-site-"))
+    atexit.register(shutil.rmtree, site, ignore_errors=True)
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "project.settings",
+        "DATABASE_URL": f"sqlite:///{site / 'db.sqlite3'}",
+        "STATIC_ROOT": str(site / "static"),
+    }
+    for command in (["migrate", "--noinput"], ["collectstatic", "--noinput"], ["seed_demo"]):
+        manage(env, *command, "-v", "0")
+    return site
+
+
+def copy_database(source: Path, target: Path) -> None:
+    """Through SQLite's backup API: whatever its write-ahead log still holds comes along."""
+    with (
+        contextlib.closing(sqlite3.connect(source)) as original,
+        contextlib.closing(sqlite3.connect(target)) as copy,
+    ):
+        original.backup(copy)
+
+
 @contextlib.contextmanager
 def serve(
     work: Path,
@@ -43,15 +73,18 @@ def serve(
     mcp_opened: bool = True,
     **settings: str,
 ) -> Iterator[Server]:
-    """Migrates a fresh database in `work`, seeds the demo, and starts Daphne (with
-    `daphne_args` besides its port, on `port` if given), and, unless `mcp_opened` is False,
-    waits for its first attempt at each MCP server it declares; stopped on the way out,
-    whether the test passed or not."""
+    """Starts Daphne (with `daphne_args` besides its port, on `port` if given) on a fresh
+    database in `work`, migrated and seeded with the demo (a copy of `migrated_site`'s unless
+    `settings` name a DATABASE_URL), and, unless `mcp_opened` is False, waits for its first
+    attempt at each MCP server it declares; stopped on the way out, whether the test passed
+    or not."""
+    site = migrated_site()
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "project.settings",
         "DATABASE_URL": f"sqlite:///{work / 'e2e.sqlite3'}",
-        "STATIC_ROOT": str(work / "static"),
+        # Read-only to the servers: one collection serves them all.
+        "STATIC_ROOT": str(site / "static"),
         "GLASSBOX_DEMO_DELAY": "0.005",
         "OPENAI_API_KEY": "",
         # One demo user asks every browser test's questions within a minute or two.
@@ -60,8 +93,11 @@ def serve(
         "GLASSBOX_CHANNEL_PREFIX": f"test-{uuid.uuid4().hex[:8]}",
         **settings,
     }
-    for command in (["migrate", "--noinput"], ["collectstatic", "--noinput"], ["seed_demo"]):
-        manage(env, *command, "-v", "0")
+    if "DATABASE_URL" in settings:
+        for command in (["migrate", "--noinput"], ["seed_demo"]):
+            manage(env, *command, "-v", "0")
+    else:
+        copy_database(site / "db.sqlite3", work / "e2e.sqlite3")
     server = start_daphne(env, args=daphne_args, port=port)
     try:
         if mcp_opened and env["DATABASE_URL"].startswith("sqlite:"):
@@ -124,7 +160,7 @@ def start_daphne(
     asgi: str = "project.asgi:application",
     args: tuple[str, ...] = (),
     port: int | None = None,
-    seconds: float = 30,
+    seconds: float = 120,
 ) -> Server:
     """A Daphne process on a free port (or this one), once it accepts connections (within
     `seconds`)."""
