@@ -41,7 +41,14 @@ async def opened(sessions, spec: ServerSpec) -> connections.Connection:
 async def test_a_server_declared_with_client_credentials_runs_its_tools_as_glassbox(
     sessions, service_url, method
 ):
-    spec = machine(service_url, client_id=CLIENT_ID, client_secret=CLIENT_SECRET, method=method)
+    issuer = service_url.removesuffix("/mcp")
+    spec = machine(
+        service_url,
+        client_id=CLIENT_ID,
+        client_secret=CLIENT_SECRET,
+        method=method,
+        issuer=issuer,
+    )
     connection = await opened(sessions, spec)
     assert isinstance(connection.state, connections.Connected), connection.reason
     result = await connection.call("whoami", {}, None)  # type: ignore[arg-type]
@@ -57,11 +64,21 @@ async def test_a_wrong_secret_leaves_the_server_down_with_a_clear_reason_and_no_
     spec = machine(service_url, client_id=CLIENT_ID, client_secret="not-the-secret")
     connection = await opened(sessions, spec)
     assert isinstance(connection.state, connections.Down)
-    assert str(connection.reason) == (
-        "its authorization server refused Glassbox's client credentials"
-    )
+    assert str(connection.reason) == "its authorization server refused to issue a token"
     assert connection.tools == [] and connection.client is None
     assert "not-the-secret" not in caplog.text and "not-the-secret" not in repr(spec)
+
+
+@pytest.mark.asyncio
+async def test_credentials_for_another_issuer_are_not_sent_where_the_server_points(
+    sessions, service_url
+):
+    grant = {"client_id": CLIENT_ID, "client_secret": CLIENT_SECRET}
+    spec = machine(service_url, **grant, issuer="https://auth.example")
+    connection = await opened(sessions, spec)
+    assert isinstance(connection.state, connections.Down)
+    assert str(connection.reason) == "its OAuth authorization failed"
+    assert connection.tools == []
 
 
 def test_a_private_key_is_named_by_the_declaration_and_read_from_the_environment(
@@ -103,6 +120,10 @@ def test_a_private_key_is_named_by_the_declaration_and_read_from_the_environment
         (
             {"client_id": "svc", "private_key_file": "/no/such/key.pem"},
             "cannot read the file '/no/such/key.pem'",
+        ),
+        (
+            {"client_id": "svc", "client_secret": "x", "issuer": "auth.example"},
+            "'issuer' is the authorization server's http:// or https:// issuer URL",
         ),
         (
             {"client_id": "svc", "private_key_env": "SERVICE_KEY", "signing_algorithm": "HS256"},

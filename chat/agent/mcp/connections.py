@@ -22,7 +22,7 @@ from django.utils import timezone
 from django.utils.functional import Promise
 from django.utils.translation import gettext_lazy as _
 from mcp import Client, MCPError, StdioServerParameters
-from mcp.client.auth import OAuthFlowError
+from mcp.client.auth import OAuthFlowError, OAuthTokenError
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import MCP_SESSION_ID, streamable_http_client
 from mcp.client.subscriptions import ListenNotSupportedError
@@ -454,8 +454,10 @@ def _describe(exc: BaseException, status: int | None = None) -> str | Promise:
         exc = exc.exceptions[0]
     if isinstance(exc, httpx2.HTTPStatusError):
         status = exc.response.status_code
+    if isinstance(exc, OAuthTokenError):
+        return _("its authorization server refused to issue a token")
     if isinstance(exc, OAuthFlowError):
-        return _("its authorization server refused Glassbox's client credentials")
+        return _("its OAuth authorization failed")
     if status in (401, 403):
         return _("it refused the credentials (HTTP %(status)d: unauthorized)") % {"status": status}
     if isinstance(exc, TimeoutError | httpx2.TimeoutException):

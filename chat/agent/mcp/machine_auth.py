@@ -10,6 +10,7 @@ process asks for its own token and a restart asks again."""
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +55,10 @@ def checked(value: Any, where: str) -> dict[str, str]:
         raise MachineConfigError(f"{where}: give a 'client_secret' or a private key, not both")
     if len(keys) > 1:
         raise MachineConfigError(f"{where}: give 'private_key_env' or 'private_key_file'")
+    if data.get("issuer") and not re.match(r"^https?://[^\s/]+", data["issuer"]):
+        raise MachineConfigError(
+            f"{where}: 'issuer' is the authorization server's http:// or https:// issuer URL"
+        )
     if keys:
         data.setdefault("method", JWT_METHOD)
         if data["method"] != JWT_METHOD:
