@@ -10,6 +10,8 @@ import logging
 import re
 
 import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec
 
 from chat.agent.mcp import connections
 from chat.agent.mcp.config import ServerConfigError, ServerSpec, spec_from_mapping
@@ -24,8 +26,16 @@ def machine(url: str = "http://127.0.0.1:9/mcp", **grant: str) -> ServerSpec:
 
 
 @pytest.fixture(scope="module")
-def service_url():
-    with http_server("tests.support.machine_server") as url:
+def service_key() -> ec.EllipticCurvePrivateKey:
+    return ec.generate_private_key(ec.SECP256R1())
+
+
+@pytest.fixture(scope="module")
+def service_url(service_key):
+    public = service_key.public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+    with http_server("tests.support.machine_server", MACHINE_PUBLIC_KEY=public.decode()) as url:
         yield url
 
 
@@ -54,6 +64,44 @@ async def test_a_server_declared_with_client_credentials_runs_its_tools_as_glass
     result = await connection.call("whoami", {}, None)  # type: ignore[arg-type]
     assert not result.is_error
     assert result.content[0].text == f"you are {CLIENT_ID}"  # type: ignore[union-attr]
+
+
+@pytest.mark.asyncio
+async def test_a_server_declared_with_a_private_key_file_signs_its_way_in(
+    sessions, service_url, service_key, tmp_path
+):
+    key = tmp_path / "service.pem"
+    key.write_bytes(
+        service_key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    issuer = service_url.removesuffix("/mcp")
+    spec = machine(
+        service_url,
+        client_id=CLIENT_ID,
+        private_key_file=str(key),
+        signing_algorithm="ES256",
+        issuer=issuer,
+    )
+    connection = await opened(sessions, spec)
+    assert isinstance(connection.state, connections.Connected), connection.reason
+    result = await connection.call("whoami", {}, None)  # type: ignore[arg-type]
+    assert result.content[0].text == f"you are {CLIENT_ID}"  # type: ignore[union-attr]
+
+    stranger, stranger_key = ec.generate_private_key(ec.SECP256R1()), tmp_path / "other.pem"
+    stranger_key.write_bytes(
+        stranger.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    grant = {**spec.client_credentials, "private_key_file": str(stranger_key)}
+    refused = await opened(sessions, machine(service_url, **grant))
+    assert str(refused.reason) == "its authorization server refused to issue a token"
 
 
 @pytest.mark.asyncio

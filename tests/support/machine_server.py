@@ -1,7 +1,9 @@
 """The OAuth test server (tests.support.oauth_server) whose authorization server also grants
 client credentials (OAuth 2.1 §4.2), which the SDK's token endpoint does not: one client,
-`CLIENT_ID` with `CLIENT_SECRET`, authenticated by HTTP Basic or in the form, gets a token
-for the resource it names, acting as itself. `whoami` then answers `you are <client id>`.
+`CLIENT_ID` with `CLIENT_SECRET`, authenticated by HTTP Basic or in the form, or by a JWT
+assertion (RFC 7523) signed with the key whose public half is MACHINE_PUBLIC_KEY (PEM), gets
+a token for the resource it names, acting as itself. `whoami` then answers `you are <client
+id>`.
 
 `python -m tests.support.machine_server --http PORT`."""
 
@@ -10,10 +12,12 @@ from __future__ import annotations
 import argparse
 import base64
 import json
+import os
 import secrets
 import time
 from urllib.parse import parse_qs, unquote
 
+import jwt
 from mcp.server.auth.provider import AccessToken
 
 from tests.support.oauth_server import SCOPES, Authority, build
@@ -28,6 +32,27 @@ def _client(headers: dict[bytes, bytes], form: dict[str, str]) -> tuple[str, str
         client_id, _, secret = base64.b64decode(basic[6:]).decode().partition(":")
         return unquote(client_id), unquote(secret)
     return form.get("client_id", ""), form.get("client_secret", "")
+
+
+ASSERTION = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+
+
+def _signed_by_client(form: dict[str, str], issuer: str) -> bool:
+    """A client assertion from CLIENT_ID, for this authorization server, signed by its key."""
+    key = os.environ.get("MACHINE_PUBLIC_KEY", "")
+    if form.get("client_assertion_type") != ASSERTION or not key:
+        return False
+    try:
+        claims = jwt.decode(
+            form.get("client_assertion", ""),
+            key,
+            algorithms=["ES256", "RS256"],
+            audience=[issuer, f"{issuer}/"],
+            issuer=CLIENT_ID,
+        )
+    except jwt.InvalidTokenError:
+        return False
+    return claims.get("sub") == CLIENT_ID
 
 
 def granting_client_credentials(app, authority: Authority):
@@ -53,7 +78,8 @@ def granting_client_credentials(app, authority: Authority):
                 return {"type": "http.request", "body": body, "more_body": False}
 
             return await app(scope, again, send)
-        if _client(dict(scope["headers"]), form) != (CLIENT_ID, CLIENT_SECRET):
+        by_secret = _client(dict(scope["headers"]), form) == (CLIENT_ID, CLIENT_SECRET)
+        if not by_secret and not _signed_by_client(form, authority.issuer):
             status, answer = 401, {"error": "invalid_client"}
         else:
             access = secrets.token_urlsafe(24)
