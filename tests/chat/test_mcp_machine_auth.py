@@ -105,6 +105,17 @@ async def test_a_server_declared_with_a_private_key_file_signs_its_way_in(
 
 
 @pytest.mark.asyncio
+async def test_a_key_file_gone_since_start_up_leaves_the_server_down_saying_so(sessions, tmp_path):
+    key = tmp_path / "service.pem"
+    key.write_text(PEM)
+    spec = machine(client_id="svc", private_key_file=str(key))
+    key.unlink()
+    connection = await opened(sessions, spec)
+    assert isinstance(connection.state, connections.Down)
+    assert str(connection.reason) == "its client's private key cannot be read"
+
+
+@pytest.mark.asyncio
 async def test_a_wrong_secret_leaves_the_server_down_with_a_clear_reason_and_no_tool(
     sessions, service_url, caplog
 ):

@@ -30,7 +30,7 @@ from mcp.shared.dispatcher import ProgressFnT
 
 from chat.agent.mcp import elicitation
 from chat.agent.mcp.config import ServerSpec
-from chat.agent.mcp.machine_auth import machine_auth
+from chat.agent.mcp.machine_auth import MachineConfigError, machine_auth
 from chat.agent.mcp.sessions import kept_session_id
 from chat.agent.mcp.stdio import watched_stdio
 from chat.agent.traceparent import call_meta
@@ -454,6 +454,8 @@ def _describe(exc: BaseException, status: int | None = None) -> str | Promise:
         exc = exc.exceptions[0]
     if isinstance(exc, httpx2.HTTPStatusError):
         status = exc.response.status_code
+    if isinstance(exc, MachineConfigError):
+        return _("its client's private key cannot be read")
     if isinstance(exc, OAuthTokenError):
         return _("its authorization server refused to issue a token")
     if isinstance(exc, OAuthFlowError):
