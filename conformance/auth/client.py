@@ -9,8 +9,7 @@ The person who grants access is scripted: the suite's authorization server appro
 once, so "opening the link" is one request whose redirect carries the code, as the
 callback view would receive it. The client-credentials scenarios declare a shared server
 with Glassbox's own machine grant (chat.agent.mcp.machine_auth) instead. Tokens are kept in
-memory here (their encrypted storage is
-tested by tests/chat/test_mcp_oauth.py)."""
+memory here (their encrypted storage is tested by tests/chat/test_mcp_oauth.py)."""
 
 from __future__ import annotations
 
