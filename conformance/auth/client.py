@@ -7,8 +7,9 @@ credentials (an admin-entered client).
 
 The person who grants access is scripted: the suite's authorization server approves at
 once, so "opening the link" is one request whose redirect carries the code, as the
-callback view would receive it. Tokens are kept in memory here (their encrypted storage is
-tested by tests/chat/test_mcp_oauth.py)."""
+callback view would receive it. The client-credentials scenarios declare a shared server
+with Glassbox's own machine grant (chat.agent.mcp.machine_auth) instead. Tokens are kept in
+memory here (their encrypted storage is tested by tests/chat/test_mcp_oauth.py)."""
 
 from __future__ import annotations
 
@@ -38,6 +39,7 @@ from mcp.shared.auth import OAuthClientInformationFull, OAuthToken  # noqa: E402
 
 from chat.agent.mcp.asker import NotConnected  # noqa: E402
 from chat.agent.mcp.config import ServerSpec, spec_from_mapping  # noqa: E402
+from chat.agent.mcp.connections import Pool  # noqa: E402
 from chat.agent.mcp.oauth import UserPool  # noqa: E402
 from chat.servers.oauth_client import deployment_client  # noqa: E402
 
@@ -98,8 +100,23 @@ class ScriptedPerson:
         logger.info("connected" if connected else f"not connected: {reason}")
 
 
+def machine_declaration(url: str, context: dict) -> ServerSpec:
+    """A shared server Glassbox itself is authorized for (client credentials); the private
+    key reaches the declaration as an environment variable's name, as in production."""
+    grant = {"client_id": context["client_id"]}
+    if context.get("private_key_pem"):
+        os.environ["CONFORMANCE_PRIVATE_KEY"] = context["private_key_pem"]
+        grant["private_key_env"] = "CONFORMANCE_PRIVATE_KEY"
+        grant["signing_algorithm"] = context.get("signing_algorithm", "RS256")
+    else:
+        grant["client_secret"] = context["client_secret"]
+    return spec_from_mapping({"name": "conformance", "url": url, "client_credentials": grant})
+
+
 def declaration(url: str) -> ServerSpec:
     context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
+    if os.environ.get("MCP_CONFORMANCE_SCENARIO", "").startswith("auth/client-credentials"):
+        return machine_declaration(url, context)
     data: dict = {"name": "conformance", "url": url, "auth": "oauth"}
     if context.get("client_id"):
         data["oauth_client"] = {
@@ -109,10 +126,15 @@ def declaration(url: str) -> ServerSpec:
 
 
 async def main(url: str) -> int:
-    pool = UserPool()
+    spec = declaration(url)
+    # A machine grant is the shared servers' pool; a person's grant is the per-user one.
+    pool = Pool() if spec.client_credentials else UserPool()
     person = ScriptedPerson(MemoryStorage())
     try:
-        (connection, *_) = await pool.connect([declaration(url)], person) or [None]
+        if isinstance(pool, UserPool):
+            (connection, *_) = await pool.connect([spec], person) or [None]
+        else:
+            (connection, *_) = await pool.connect([spec]) or [None]
         if connection is None or connection.client is None:
             logger.error("not connected")
             return 1

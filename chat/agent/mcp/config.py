@@ -15,12 +15,14 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 
+from chat.agent.mcp import machine_auth
+
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,23}$")
 # Tool names reach the model as `<server>__<tool>`, within the 64 characters it accepts.
 SEPARATOR = "__"
 KEYS = {
     "name", "url", "transport", "headers", "command", "args", "env", "tools", "approval",
-    "enabled", "auth", "oauth_client",
+    "enabled", "auth", "oauth_client", "client_credentials",
 }  # fmt: skip
 # What an admin may enter for a server's OAuth client, when the server offers no registration.
 OAUTH_CLIENT_KEYS = {"client_id", "client_secret", "scope"}
@@ -53,6 +55,8 @@ class ServerSpec:
     oauth: bool = False
     # A client an admin registered with the server's authorization server; a secret.
     oauth_client: dict[str, str] = field(default_factory=dict, repr=False)
+    # Glassbox's own OAuth client credentials (chat.agent.mcp.machine_auth); a secret.
+    client_credentials: dict[str, str] = field(default_factory=dict, repr=False)
 
     @property
     def transport(self) -> str:
@@ -64,6 +68,8 @@ class ServerSpec:
         data = [self.url, self.sse, self.headers, self.command, list(self.args), self.env]
         if self.oauth:
             data += [self.oauth, self.oauth_client]
+        if self.client_credentials:
+            data += [self.client_credentials]
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
 
     def allows(self, tool: str) -> bool:
@@ -101,6 +107,7 @@ def spec_from_mapping(data: Any, where: str = "server") -> ServerSpec:
     if transport is None:
         transport = "sse" if urlsplit(url).path.rstrip("/").endswith("/sse") else ""
     oauth, oauth_client = _oauth(data, url, transport, where)
+    client_credentials = _machine(data, oauth, transport, where)
     tools = data.get("tools")
     approval = data.get("approval")
     enabled = data.get("enabled", True)
@@ -119,7 +126,22 @@ def spec_from_mapping(data: Any, where: str = "server") -> ServerSpec:
         sse=transport == "sse",
         oauth=oauth,
         oauth_client=oauth_client,
+        client_credentials=client_credentials,
     )
+
+
+def _machine(data: dict[str, Any], oauth: bool, transport: str, where: str) -> dict[str, str]:
+    if "client_credentials" not in data:
+        return {}
+    if not data.get("url") or transport == "sse" or oauth:
+        raise ServerConfigError(
+            f"{where}: 'client_credentials' is for streamable HTTP servers without "
+            '"auth": "oauth"'
+        )
+    try:
+        return machine_auth.checked(data["client_credentials"], where)
+    except machine_auth.MachineConfigError as exc:
+        raise ServerConfigError(str(exc)) from None
 
 
 def _oauth(data: dict[str, Any], url: str, transport: str, where: str) -> tuple[bool, dict]:

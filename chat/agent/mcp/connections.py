@@ -22,6 +22,7 @@ from django.utils import timezone
 from django.utils.functional import Promise
 from django.utils.translation import gettext_lazy as _
 from mcp import Client, MCPError, StdioServerParameters
+from mcp.client.auth import OAuthFlowError, OAuthTokenError
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import MCP_SESSION_ID, streamable_http_client
 from mcp.client.subscriptions import ListenNotSupportedError
@@ -29,6 +30,7 @@ from mcp.shared.dispatcher import ProgressFnT
 
 from chat.agent.mcp import elicitation
 from chat.agent.mcp.config import ServerSpec
+from chat.agent.mcp.machine_auth import MachineConfigError, machine_auth
 from chat.agent.mcp.sessions import kept_session_id
 from chat.agent.mcp.stdio import watched_stdio
 from chat.agent.traceparent import call_meta
@@ -316,7 +318,10 @@ class Connection:
 
     def _auth(self) -> httpx2.Auth | None:
         """How requests to an HTTP server authenticate beyond its headers: a user's own OAuth
-        grant (chat.agent.mcp.oauth), or nothing."""
+        grant (chat.agent.mcp.oauth), Glassbox's own client credentials
+        (chat.agent.mcp.machine_auth), or nothing."""
+        if self.spec.client_credentials:
+            return machine_auth(self.spec.url, self.spec.client_credentials, self.spec.fingerprint)
         return None
 
     def _exited(self) -> None:
@@ -449,6 +454,12 @@ def _describe(exc: BaseException, status: int | None = None) -> str | Promise:
         exc = exc.exceptions[0]
     if isinstance(exc, httpx2.HTTPStatusError):
         status = exc.response.status_code
+    if isinstance(exc, MachineConfigError):
+        return _("its client's private key cannot be read")
+    if isinstance(exc, OAuthTokenError):
+        return _("its authorization server refused to issue a token")
+    if isinstance(exc, OAuthFlowError):
+        return _("its OAuth authorization failed")
     if status in (401, 403):
         return _("it refused the credentials (HTTP %(status)d: unauthorized)") % {"status": status}
     if isinstance(exc, TimeoutError | httpx2.TimeoutException):

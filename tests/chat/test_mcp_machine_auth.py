@@ -1,0 +1,212 @@
+"""A shared MCP server Glassbox itself is authorized for (OAuth client credentials): the
+declaration is checked with clear errors, and the server's tools run with the machine's
+token, against a real authorization server and MCP server (tests.support.machine_server)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+
+import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+
+from chat.agent.mcp import connections
+from chat.agent.mcp.config import ServerConfigError, ServerSpec, spec_from_mapping
+from tests.support.machine_server import CLIENT_ID, CLIENT_SECRET
+from tests.support.mcp import http_server
+
+PEM = "-----BEGIN PRIVATE KEY-----\nnot-a-real-key\n-----END PRIVATE KEY-----\n"
+
+
+def machine(url: str = "http://127.0.0.1:9/mcp", **grant: str) -> ServerSpec:
+    return spec_from_mapping({"name": "service", "url": url, "client_credentials": grant})
+
+
+@pytest.fixture(scope="module")
+def service_key() -> ec.EllipticCurvePrivateKey:
+    return ec.generate_private_key(ec.SECP256R1())
+
+
+@pytest.fixture(scope="module")
+def service_url(service_key):
+    public = service_key.public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+    with http_server("tests.support.machine_server", MACHINE_PUBLIC_KEY=public.decode()) as url:
+        yield url
+
+
+async def opened(sessions, spec: ServerSpec) -> connections.Connection:
+    (connection,) = await sessions.connect([spec])
+    async with asyncio.timeout(20):
+        await connection.tried.wait()
+    return connection
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("method", ["client_secret_basic", "client_secret_post"])
+async def test_a_server_declared_with_client_credentials_runs_its_tools_as_glassbox(
+    sessions, service_url, method
+):
+    issuer = service_url.removesuffix("/mcp")
+    spec = machine(
+        service_url,
+        client_id=CLIENT_ID,
+        client_secret=CLIENT_SECRET,
+        method=method,
+        issuer=issuer,
+    )
+    connection = await opened(sessions, spec)
+    assert isinstance(connection.state, connections.Connected), connection.reason
+    result = await connection.call("whoami", {}, None)  # type: ignore[arg-type]
+    assert not result.is_error
+    assert result.content[0].text == f"you are {CLIENT_ID}"  # type: ignore[union-attr]
+
+
+@pytest.mark.asyncio
+async def test_a_server_declared_with_a_private_key_file_signs_its_way_in(
+    sessions, service_url, service_key, tmp_path
+):
+    key = tmp_path / "service.pem"
+    key.write_bytes(
+        service_key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    issuer = service_url.removesuffix("/mcp")
+    spec = machine(
+        service_url,
+        client_id=CLIENT_ID,
+        private_key_file=str(key),
+        signing_algorithm="ES256",
+        issuer=issuer,
+    )
+    connection = await opened(sessions, spec)
+    assert isinstance(connection.state, connections.Connected), connection.reason
+    result = await connection.call("whoami", {}, None)  # type: ignore[arg-type]
+    assert result.content[0].text == f"you are {CLIENT_ID}"  # type: ignore[union-attr]
+
+    stranger, stranger_key = ec.generate_private_key(ec.SECP256R1()), tmp_path / "other.pem"
+    stranger_key.write_bytes(
+        stranger.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    grant = {**spec.client_credentials, "private_key_file": str(stranger_key)}
+    refused = await opened(sessions, machine(service_url, **grant))
+    assert str(refused.reason) == "its authorization server refused to issue a token"
+
+
+@pytest.mark.asyncio
+async def test_a_key_file_gone_since_start_up_leaves_the_server_down_saying_so(sessions, tmp_path):
+    key = tmp_path / "service.pem"
+    key.write_text(PEM)
+    spec = machine(client_id="svc", private_key_file=str(key))
+    key.unlink()
+    connection = await opened(sessions, spec)
+    assert isinstance(connection.state, connections.Down)
+    assert str(connection.reason) == "its client's private key cannot be read"
+
+
+@pytest.mark.asyncio
+async def test_a_wrong_secret_leaves_the_server_down_with_a_clear_reason_and_no_tool(
+    sessions, service_url, caplog
+):
+    caplog.set_level(logging.DEBUG)
+    spec = machine(service_url, client_id=CLIENT_ID, client_secret="not-the-secret")
+    connection = await opened(sessions, spec)
+    assert isinstance(connection.state, connections.Down)
+    assert str(connection.reason) == "its authorization server refused to issue a token"
+    assert connection.tools == [] and connection.client is None
+    assert "not-the-secret" not in caplog.text and "not-the-secret" not in repr(spec)
+
+
+@pytest.mark.asyncio
+async def test_credentials_for_another_issuer_are_not_sent_where_the_server_points(
+    sessions, service_url
+):
+    grant = {"client_id": CLIENT_ID, "client_secret": CLIENT_SECRET}
+    spec = machine(service_url, **grant, issuer="https://auth.example")
+    connection = await opened(sessions, spec)
+    assert isinstance(connection.state, connections.Down)
+    assert str(connection.reason) == "its OAuth authorization failed"
+    assert connection.tools == []
+
+
+def test_a_private_key_is_named_by_the_declaration_and_read_from_the_environment(
+    monkeypatch, tmp_path
+):
+    monkeypatch.setenv("SERVICE_KEY", PEM)
+    by_env = machine(client_id="svc", private_key_env="SERVICE_KEY", scope="notes:read")
+    assert by_env.client_credentials == {
+        "client_id": "svc",
+        "private_key_env": "SERVICE_KEY",
+        "method": "private_key_jwt",
+        "signing_algorithm": "RS256",
+        "scope": "notes:read",
+    }
+    key = tmp_path / "service.pem"
+    key.write_text(PEM)
+    by_file = machine(client_id="svc", private_key_file=str(key), signing_algorithm="ES256")
+    assert PEM not in json.dumps(by_file.client_credentials) and PEM not in repr(by_file)
+
+
+@pytest.mark.parametrize(
+    ("grant", "problem"),
+    [
+        ({"client_secret": "x"}, "'client_credentials' needs a 'client_id'"),
+        ({"client_id": "svc"}, "needs a 'client_secret', 'private_key_env' or"),
+        ({"client_id": "svc", "client_secret": "x", "colour": "red"}, "unknown field 'colour'"),
+        (
+            {"client_id": "svc", "client_secret": "x", "method": "private_key_jwt"},
+            "a secret is sent as 'client_secret_basic' or 'client_secret_post'",
+        ),
+        (
+            {"client_id": "svc", "client_secret": "x", "private_key_env": "SERVICE_KEY"},
+            "give a 'client_secret' or a private key, not both",
+        ),
+        (
+            {"client_id": "svc", "private_key_env": "GLASSBOX_NO_SUCH_KEY"},
+            "the environment variable 'GLASSBOX_NO_SUCH_KEY' is not set",
+        ),
+        (
+            {"client_id": "svc", "private_key_file": "/no/such/key.pem"},
+            "cannot read the file '/no/such/key.pem'",
+        ),
+        (
+            {"client_id": "svc", "client_secret": "x", "issuer": "auth.example"},
+            "'issuer' is the authorization server's http:// or https:// issuer URL",
+        ),
+        (
+            {"client_id": "svc", "private_key_env": "SERVICE_KEY", "signing_algorithm": "HS256"},
+            "'signing_algorithm' is one of RS256",
+        ),
+    ],
+)
+def test_a_bad_client_credentials_declaration_says_what_is_wrong(monkeypatch, grant, problem):
+    monkeypatch.setenv("SERVICE_KEY", PEM)
+    with pytest.raises(ServerConfigError, match=re.escape(problem)) as raised:
+        machine(**grant)
+    assert "server 'service'" in str(raised.value) and PEM not in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("declaration", "problem"),
+    [
+        ({"command": "python"}, "'client_credentials' is for streamable HTTP servers"),
+        ({"url": "http://x/sse"}, "'client_credentials' is for streamable HTTP servers"),
+        ({"url": "http://x/mcp", "auth": "oauth"}, 'without "auth": "oauth"'),
+        ({"url": "http://x/mcp", "client_credentials": "svc:secret"}, "an object of strings"),
+    ],
+)
+def test_client_credentials_belong_to_a_shared_streamable_http_server(declaration, problem):
+    data = {"name": "service", "client_credentials": {"client_id": "a", "client_secret": "b"}}
+    with pytest.raises(ServerConfigError, match=re.escape(problem)):
+        spec_from_mapping({**data, **declaration})
