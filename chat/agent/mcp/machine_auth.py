@@ -12,15 +12,11 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx2
-from mcp.client.auth.extensions.client_credentials import (
-    ClientCredentialsOAuthProvider,
-    PrivateKeyJWTOAuthProvider,
-    SignedJWTParameters,
-)
-from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
+if TYPE_CHECKING:
+    import httpx2
+    from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
 KEYS = {
     "client_id", "client_secret", "method", "private_key_env", "private_key_file",
@@ -124,6 +120,14 @@ _stores: dict[str, MemoryTokens] = {}
 
 def machine_auth(url: str, grant: dict[str, str], fingerprint: str) -> httpx2.Auth:
     """The SDK's provider for a server declared with `client_credentials` (checked)."""
+    # Imported here: the SDK's client loads only once a server is used (a plain site,
+    # however it is configured, never pays for it).
+    from mcp.client.auth.extensions.client_credentials import (
+        ClientCredentialsOAuthProvider,
+        PrivateKeyJWTOAuthProvider,
+        SignedJWTParameters,
+    )
+
     storage = _stores.setdefault(fingerprint, MemoryTokens())
     scope, issuer = grant.get("scope") or None, grant.get("issuer") or None
     if grant["method"] == JWT_METHOD:
