@@ -35,33 +35,15 @@ django.setup()
 
 import httpx2  # noqa: E402
 from mcp.client.auth import AuthorizationCodeResult  # noqa: E402
-from mcp.shared.auth import OAuthClientInformationFull, OAuthToken  # noqa: E402
 
 from chat.agent.mcp.asker import NotConnected  # noqa: E402
 from chat.agent.mcp.config import ServerSpec, spec_from_mapping  # noqa: E402
 from chat.agent.mcp.connections import Pool  # noqa: E402
+from chat.agent.mcp.machine_auth import MemoryTokens  # noqa: E402
 from chat.agent.mcp.oauth import UserPool  # noqa: E402
 from chat.servers.oauth_client import deployment_client  # noqa: E402
 
 logger = logging.getLogger("conformance")
-
-
-class MemoryStorage:
-    def __init__(self) -> None:
-        self.tokens: OAuthToken | None = None
-        self.client: OAuthClientInformationFull | None = None
-
-    async def get_tokens(self) -> OAuthToken | None:
-        return self.tokens
-
-    async def set_tokens(self, tokens: OAuthToken) -> None:
-        self.tokens = tokens
-
-    async def get_client_info(self) -> OAuthClientInformationFull | None:
-        return self.client
-
-    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
-        self.client = client_info
 
 
 class ScriptedPerson:
@@ -71,11 +53,11 @@ class ScriptedPerson:
     wait_seconds = 20.0
     client = deployment_client()
 
-    def __init__(self, storage: MemoryStorage) -> None:
+    def __init__(self, storage: MemoryTokens) -> None:
         self._storage = storage
         self._answer: AuthorizationCodeResult | None = None
 
-    def storage(self, spec: ServerSpec) -> MemoryStorage:
+    def storage(self, spec: ServerSpec) -> MemoryTokens:
         return self._storage
 
     async def ask(self, spec: ServerSpec, authorization_url: str) -> None:
@@ -129,7 +111,7 @@ async def main(url: str) -> int:
     spec = declaration(url)
     # A machine grant is the shared servers' pool; a person's grant is the per-user one.
     pool = Pool() if spec.client_credentials else UserPool()
-    person = ScriptedPerson(MemoryStorage())
+    person = ScriptedPerson(MemoryTokens())
     try:
         if isinstance(pool, UserPool):
             (connection, *_) = await pool.connect([spec], person) or [None]

@@ -20,7 +20,7 @@ from urllib.parse import parse_qs, unquote
 import jwt
 from mcp.server.auth.provider import AccessToken
 
-from tests.support.oauth_server import SCOPES, Authority, build
+from tests.support.oauth_server import SCOPES, Authority, build, replaying, whole_body
 
 CLIENT_ID = "glassbox-service"
 CLIENT_SECRET = "s3cret-of-the-service"
@@ -61,23 +61,10 @@ def granting_client_credentials(app, authority: Authority):
     async def token(scope, receive, send):
         if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] != "/token":
             return await app(scope, receive, send)
-        body, more = b"", True
-        while more:
-            message = await receive()
-            body += message.get("body", b"")
-            more = message.get("more_body", False)
+        body = await whole_body(receive)
         form = {key: values[0] for key, values in parse_qs(body.decode()).items()}
         if form.get("grant_type") != "client_credentials":
-            sent = False
-
-            async def again():
-                nonlocal sent
-                if sent:
-                    return await receive()
-                sent = True
-                return {"type": "http.request", "body": body, "more_body": False}
-
-            return await app(scope, again, send)
+            return await app(scope, replaying(body, receive), send)
         by_secret = _client(dict(scope["headers"]), form) == (CLIENT_ID, CLIENT_SECRET)
         if not by_secret and not _signed_by_client(form, authority.issuer):
             status, answer = 401, {"error": "invalid_client"}

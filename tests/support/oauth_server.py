@@ -192,6 +192,30 @@ def build(port: int) -> tuple[MCPServer, Authority]:
     return server, authority
 
 
+async def whole_body(receive) -> bytes:
+    """An ASGI request's body, read to its end."""
+    body, more = b"", True
+    while more:
+        message = await receive()
+        body += message.get("body", b"")
+        more = message.get("more_body", False)
+    return body
+
+
+def replaying(body: bytes, receive):
+    """A `receive` that gives the app the body already read, then what comes after."""
+    sent = False
+
+    async def again():
+        nonlocal sent
+        if sent:
+            return await receive()
+        sent = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return again
+
+
 def needing_write_scope(app, authority: Authority, issuer: str):
     """The MCP endpoint answers a call of `write_note` with `403 insufficient_scope` unless
     the token holds notes:write: the step-up the MCP authorization spec describes."""
@@ -199,11 +223,7 @@ def needing_write_scope(app, authority: Authority, issuer: str):
     async def guarded(scope, receive, send):
         if scope["type"] != "http" or scope["method"] != "POST":
             return await app(scope, receive, send)
-        body, more = b"", True
-        while more:
-            message = await receive()
-            body += message.get("body", b"")
-            more = message.get("more_body", False)
+        body = await whole_body(receive)
         headers = dict(scope["headers"])
         bearer = headers.get(b"authorization", b"").decode().removeprefix("Bearer ")
         token = authority.access.get(bearer)
@@ -219,16 +239,7 @@ def needing_write_scope(app, authority: Authority, issuer: str):
                 media_type="application/json",
             )
             return await response(scope, receive, send)
-        sent = False
-
-        async def again():
-            nonlocal sent
-            if sent:
-                return await receive()
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-
-        return await app(scope, again, send)
+        return await app(scope, replaying(body, receive), send)
 
     return guarded
 
