@@ -20,18 +20,24 @@ from tests.support.sockets import ask, finish_turns, json_turn, json_until_done,
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 
 
-async def test_a_starting_process_offers_remembered_tools_and_only_their_call_waits(
-    settings, sessions, alice, alice_conversation, tmp_path
-):
+async def remembered_by_an_earlier_process(settings, sessions, tmp_path):
+    """The bench server, declared, whose tools an earlier process connected to and wrote
+    down; and the file whose presence lets it start (there now: remove it to slow it)."""
     settings.GLASSBOX_MCP_CONNECT_TIMEOUT = 30
     gate = tmp_path / "may-start"
     gate.touch()
     bench = stdio("bench", TESTBENCH_START_GATE=str(gate))
     settings.GLASSBOX_MCP_SERVERS = [bench]
-    # An earlier process connected, and wrote what it saw.
     await sessions.connect([bench])
     await beat("earlier:1", timezone.now(), [bench], first=True)
     await sessions.close()
+    return bench, gate
+
+
+async def test_a_starting_process_offers_remembered_tools_and_only_their_call_waits(
+    settings, sessions, alice, alice_conversation, tmp_path
+):
+    bench, gate = await remembered_by_an_earlier_process(settings, sessions, tmp_path)
     earlier = await McpServerSighting.objects.aget(worker="earlier:1")
     assert earlier.state == "connected" and earlier.listed_under == listing_key(bench)
 
@@ -76,14 +82,7 @@ async def test_remembered_tools_of_another_declaration_are_not_offered(settings,
 async def test_a_turn_that_comes_with_the_start_has_the_remembered_tools_at_once(
     settings, sessions, tmp_path, monkeypatch
 ):
-    settings.GLASSBOX_MCP_CONNECT_TIMEOUT = 30
-    gate = tmp_path / "may-start"
-    gate.touch()
-    bench = stdio("bench", TESTBENCH_START_GATE=str(gate))
-    settings.GLASSBOX_MCP_SERVERS = [bench]
-    await sessions.connect([bench])
-    await beat("earlier:1", timezone.now(), [bench], first=True)
-    await sessions.close()
+    _bench, gate = await remembered_by_an_earlier_process(settings, sessions, tmp_path)
     gate.unlink()
 
     # The process starts its watch, and a turn asks for its tools in the same instant.
