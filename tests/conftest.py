@@ -26,6 +26,13 @@ def own_channel_prefix():
         channel_layers.backends.clear()
 
 
+@pytest.fixture(scope="session", autouse=True)
+def api_schema_limits():
+    """The API's serializers are loaded before any test changes a setting: their schema
+    states the limits read when the module loads (a question's length)."""
+    import chat.api.serializers  # noqa: F401
+
+
 @pytest.fixture(autouse=True)
 def fast_agent(settings):
     """The demo model without its human-watchable pace, and a tiny text-frame window."""
