@@ -32,59 +32,64 @@ def chunk(delta: dict, finish: str | None = None) -> bytes:
     return f"{len(payload):x}\r\n".encode() + payload + b"\r\n"
 
 
-async def respond(reader, writer, options) -> None:
+async def serve(reader, writer, options) -> None:
+    """Requests answered one after another on one connection, as its `keep-alive` says, until
+    the client closes it."""
     try:
-        head = await reader.readuntil(b"\r\n\r\n")
-        length = next(
-            int(line.split(b":")[1])
-            for line in head.split(b"\r\n")
-            if line.lower().startswith(b"content-length")
-        )
-        body = json.loads(await reader.readexactly(length))
-        writer.write(
-            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
-            b"transfer-encoding: chunked\r\nconnection: keep-alive\r\n\r\n"
-        )
-        await asyncio.sleep(options.ttft)
-        answered = body["messages"][-1]["role"] == "tool" or not body.get("tools")
-        if answered or options.direct:
-            writer.write(chunk({"role": "assistant", "content": ""}))
-            pause = 1 / options.rate if options.rate else 0
-            for n in range(options.tokens):
-                writer.write(chunk({"content": f"w{n % 10}{' ' * (options.chunk - 2)}"}))
-                await writer.drain()
-                if pause:
-                    await asyncio.sleep(pause)
-            writer.write(chunk({}, "stop"))
-        else:
-            call_id = f"call_{time.monotonic_ns()}"
-            tool, arguments = "search_documents", ARGUMENTS
-            if options.flood_tool and "flood" in str(body["messages"][-1].get("content")):
-                tool, arguments = options.flood_tool, FLOOD_ARGUMENTS
-            name = {"index": 0, "id": call_id, "type": "function",
-                    "function": {"name": tool, "arguments": ""}}  # fmt: skip
-            writer.write(chunk({"role": "assistant", "content": None, "tool_calls": [name]}))
-            await writer.drain()
-            for i in range(0, len(arguments), options.arg_chunk):
-                piece = arguments[i : i + options.arg_chunk]
-                writer.write(
-                    chunk({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]})
-                )
-                await writer.drain()
-                await asyncio.sleep(options.arg_pause)
-            writer.write(chunk({}, "tool_calls"))
-        payload = b"data: [DONE]\n\n"
-        writer.write(f"{len(payload):x}\r\n".encode() + payload + b"\r\n0\r\n\r\n")
-        await writer.drain()
+        while True:
+            await respond(reader, writer, options)
     except (asyncio.IncompleteReadError, ConnectionError):
         pass
     finally:
         writer.close()
 
 
+async def respond(reader, writer, options) -> None:
+    head = await reader.readuntil(b"\r\n\r\n")
+    length = next(
+        int(line.split(b":")[1])
+        for line in head.split(b"\r\n")
+        if line.lower().startswith(b"content-length")
+    )
+    body = json.loads(await reader.readexactly(length))
+    writer.write(
+        b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+        b"transfer-encoding: chunked\r\nconnection: keep-alive\r\n\r\n"
+    )
+    await asyncio.sleep(options.ttft)
+    answered = body["messages"][-1]["role"] == "tool" or not body.get("tools")
+    if answered or options.direct:
+        writer.write(chunk({"role": "assistant", "content": ""}))
+        pause = 1 / options.rate if options.rate else 0
+        for n in range(options.tokens):
+            writer.write(chunk({"content": f"w{n % 10}{' ' * (options.chunk - 2)}"}))
+            await writer.drain()
+            if pause:
+                await asyncio.sleep(pause)
+        writer.write(chunk({}, "stop"))
+    else:
+        call_id = f"call_{time.monotonic_ns()}"
+        tool, arguments = "search_documents", ARGUMENTS
+        if options.flood_tool and "flood" in str(body["messages"][-1].get("content")):
+            tool, arguments = options.flood_tool, FLOOD_ARGUMENTS
+        name = {"index": 0, "id": call_id, "type": "function",
+                "function": {"name": tool, "arguments": ""}}  # fmt: skip
+        writer.write(chunk({"role": "assistant", "content": None, "tool_calls": [name]}))
+        await writer.drain()
+        for i in range(0, len(arguments), options.arg_chunk):
+            piece = arguments[i : i + options.arg_chunk]
+            writer.write(chunk({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]}))
+            await writer.drain()
+            await asyncio.sleep(options.arg_pause)
+        writer.write(chunk({}, "tool_calls"))
+    payload = b"data: [DONE]\n\n"
+    writer.write(f"{len(payload):x}\r\n".encode() + payload + b"\r\n0\r\n\r\n")
+    await writer.drain()
+
+
 async def main(options) -> None:
     server = await asyncio.start_server(
-        lambda r, w: respond(r, w, options), "127.0.0.1", options.port, backlog=2048
+        lambda r, w: serve(r, w, options), "127.0.0.1", options.port, backlog=2048
     )
     print(f"fake LLM on 127.0.0.1:{options.port}", flush=True)
     async with server:
