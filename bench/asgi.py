@@ -15,13 +15,13 @@ assert glassbox is not None
 from channels.generic.websocket import AsyncWebsocketConsumer  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
-from channels.sessions import SessionMiddlewareStack  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.core.asgi import get_asgi_application  # noqa: E402
 from django.urls import path  # noqa: E402
 
 from chat.agent.client import make_client  # noqa: E402
 from chat.socket.routing import websocket_urlpatterns  # noqa: E402
+from chat.socket.session import socket_session_stack  # noqa: E402
 
 
 class RelayConsumer(AsyncWebsocketConsumer):
@@ -58,7 +58,7 @@ application = ProtocolTypeRouter(
     {
         "http": get_asgi_application(),
         "websocket": AllowedHostsOriginValidator(
-            SessionMiddlewareStack(
+            socket_session_stack(
                 URLRouter(
                     [path("ws/bench/relay/", RelayConsumer.as_asgi()), *websocket_urlpatterns]
                 )

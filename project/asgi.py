@@ -13,10 +13,10 @@ django_asgi_app = get_asgi_application()
 
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
-from channels.sessions import SessionMiddlewareStack  # noqa: E402
 
 from chat.servers.heartbeat import watch_on_start  # noqa: E402
 from chat.socket.routing import websocket_urlpatterns  # noqa: E402
+from chat.socket.session import socket_session_stack  # noqa: E402
 from chat.turns.shutdown import drain_on_sigterm  # noqa: E402
 from project.heap import settle  # noqa: E402
 
@@ -31,7 +31,7 @@ application = ProtocolTypeRouter(
         # to the database thread (chat.socket.reads.opening): no auth middleware.
         "websocket": AllowedHostsOriginValidator(
             # Channels' stubs type routes as its own; Django's path() is what it accepts.
-            SessionMiddlewareStack(URLRouter(cast(list[Any], websocket_urlpatterns)))
+            socket_session_stack(URLRouter(cast(list[Any], websocket_urlpatterns)))
         ),
     }
 )

@@ -56,6 +56,9 @@ def serve(daphne_args: list[str]) -> int:
         asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
     if not speaks_tls(daphne_args):
         leave_out(TLS)
+    from project import prompt_writes
+
+    prompt_writes.install()
     from daphne.cli import CommandLineInterface
 
     CommandLineInterface().run([*daphne_args])

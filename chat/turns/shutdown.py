@@ -13,6 +13,7 @@ import sys
 
 from django.conf import settings
 
+from chat.agent.client import close_clients
 from chat.turns import registry
 
 logger = logging.getLogger("glassbox.shutdown")
@@ -53,4 +54,7 @@ async def _drain_then_stop(reactor) -> None:
         # Whatever happened above, the process stops: let the last bytes leave, then drop
         # every connection.
         await asyncio.sleep(0.1)
-        reactor.stop()
+        try:
+            await close_clients()  # the provider's connections, closed rather than dropped
+        finally:
+            reactor.stop()

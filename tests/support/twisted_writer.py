@@ -1,0 +1,78 @@
+"""A Twisted server on the reactor Daphne runs here (asyncio on uvloop), with
+project.prompt_writes installed, that writes numbered batches on request, for
+tests/test_prompt_writes.py. Run as a program: it prints its port, then one JSON line per
+connection that ended, saying how its writes went.
+
+A client sends `batch FIRST COUNT` (the server writes batch(FIRST, COUNT), a chunk a write),
+or `close`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import sys
+
+import uvloop
+
+# The server's send buffer: small, so that the kernel takes only part of a batch.
+SEND_BUFFER = 4096
+
+
+def batch(first: int, count: int) -> list[bytes]:
+    """Chunks of varied sizes, each made of its own number, so a lost or misplaced byte shows;
+    every 500th is larger than the kernel takes at once."""
+    return [
+        b"%08d" % n * (1 + n % 50 + 20_000 * (n % 500 == 0)) for n in range(first, first + count)
+    ]
+
+
+def main() -> None:
+    asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
+    from twisted.internet import asyncioreactor
+
+    asyncioreactor.install(asyncio.new_event_loop())
+    from project import prompt_writes
+
+    prompt_writes.install()
+    from twisted.internet import protocol, reactor
+
+    class Writer(protocol.Protocol):
+        def connectionMade(self) -> None:
+            self.transport.socket.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SEND_BUFFER)
+            self.ways = {"sent at once": 0, "partly sent": 0, "queued": 0}
+            self.pending = b""
+
+        def dataReceived(self, data: bytes) -> None:
+            self.pending += data
+            while b"\n" in self.pending:
+                line, self.pending = self.pending.split(b"\n", 1)
+                if line == b"close":
+                    self.transport.loseConnection()
+                else:
+                    _, first, count = line.split()
+                    for chunk in batch(int(first), int(count)):
+                        self.write(chunk)
+
+        def write(self, chunk: bytes) -> None:
+            before = self.transport._tempDataLen
+            self.transport.write(chunk)
+            after = self.transport._tempDataLen
+            if after == before:
+                self.ways["sent at once"] += 1
+            elif before == 0 and after < len(chunk):
+                self.ways["partly sent"] += 1
+            else:
+                self.ways["queued"] += 1
+
+        def connectionLost(self, reason: object) -> None:
+            print(json.dumps(self.ways), flush=True)
+
+    factory = protocol.Factory.forProtocol(Writer)
+    port = reactor.listenTCP(0, factory, interface="127.0.0.1")
+    print(port.getHost().port, flush=True)
+    reactor.run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
