@@ -1,0 +1,67 @@
+"""The single process's channel layer (project.layers.SweptInMemoryChannelLayer) hands each
+receiver its own copy of a message, in order, holds no more than its capacity, and lets an
+emptied channel go."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+
+import pytest
+from channels.exceptions import ChannelFull
+
+from project.layers import SweptInMemoryChannelLayer
+
+
+@dataclass
+class Note:
+    words: list[str] = field(default_factory=list)
+
+
+def test_each_member_of_a_group_gets_its_own_copy_of_what_was_sent():
+    async def scenario() -> None:
+        layer = SweptInMemoryChannelLayer()
+        first, second = await layer.new_channel(), await layer.new_channel()
+        for channel in (first, second):
+            await layer.group_add("conversation", channel)
+        sent = {"type": "turn.event", "event": {"type": "text", "lines": [{"seq": 1}]}}
+        await layer.group_send("conversation", sent)
+        one, other = await layer.receive(first), await layer.receive(second)
+        one["event"]["lines"][0]["seq"] = 99
+        one["event"]["type"] = "changed"
+        assert (
+            other
+            == sent
+            == {"type": "turn.event", "event": {"type": "text", "lines": [{"seq": 1}]}}
+        )
+        assert layer.channels == {}
+
+    asyncio.run(scenario())
+
+
+def test_a_message_holding_other_objects_is_copied_whole():
+    async def scenario() -> None:
+        layer = SweptInMemoryChannelLayer()
+        channel = await layer.new_channel()
+        note = Note(["kept"])
+        await layer.send(channel, {"type": "x", "pair": ([1], note)})
+        got = await layer.receive(channel)
+        got["pair"][0].append(2)
+        got["pair"][1].words.append("changed")
+        assert note.words == ["kept"] and got["pair"][0] == [1, 2]
+
+    asyncio.run(scenario())
+
+
+def test_messages_arrive_in_order_and_a_full_channel_refuses_more():
+    async def scenario() -> None:
+        layer = SweptInMemoryChannelLayer(capacity=3)
+        channel = await layer.new_channel()
+        for n in range(3):
+            await layer.send(channel, {"type": "x", "n": n})
+        with pytest.raises(ChannelFull):
+            await layer.send(channel, {"type": "x", "n": 3})
+        assert [(await layer.receive(channel))["n"] for _ in range(3)] == [0, 1, 2]
+        assert layer.channels == {}
+
+    asyncio.run(scenario())
