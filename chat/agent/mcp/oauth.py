@@ -116,11 +116,11 @@ class UserPool:
 
     def __init__(self) -> None:
         self.connections: dict[tuple[str, int], UserConnection] = {}
-        # The user's sessions opened by `offer` with their stored grant that did not open
-        # (the grant was refused, the server down or slow): not tried that way again in this
-        # process under the same declaration (its fingerprint), so no later turn waits for
-        # them; a session that opens clears it.
-        self.quiet_failed: dict[tuple[str, int], str] = {}
+        # The user's servers that `offer` found no stored grant for, or whose grant did not
+        # open a session (refused, the server down or slow): not looked up or tried that way
+        # again in this process under the same declaration (its fingerprint), so no later
+        # turn reads or waits for them; a session that opens clears it.
+        self.not_quietly: dict[tuple[str, int], str] = {}
 
     async def connect(self, specs: Iterable[ServerSpec], asker: Asker) -> list[Connection]:
         """This user's sessions with these servers, asking them (through the turn) for the
@@ -142,7 +142,7 @@ class UserPool:
             await self._quietly(spec, asker)
             for spec in declared
             if (spec.name, asker.user_id) not in self.connections
-            and self.quiet_failed.get((spec.name, asker.user_id)) != spec.fingerprint
+            and self.not_quietly.get((spec.name, asker.user_id)) != spec.fingerprint
         ]
         opening = [c for c in quiet if c is not None]
         if opening:
@@ -161,6 +161,7 @@ class UserPool:
         """This user's session opened with the grant they stored, asking nobody (a grant
         that does not work leaves it down); None when they stored none."""
         if await asker.storage(spec).get_tokens() is None:
+            self.not_quietly[spec.name, asker.user_id] = spec.fingerprint
             return None
         connection = UserConnection(spec, asker)
         connection.asker = None  # before its task first runs: nobody is asked from here
@@ -172,9 +173,10 @@ class UserPool:
             async with asyncio.timeout(asker.client.connect_timeout):
                 await asyncio.gather(*(c.tried.wait() for c in opening))
         for connection in opening:
-            if connection.client is None:
+            # Unless a turn took it over meanwhile to ask its user (`connect_one`).
+            if connection.client is None and connection.asker is None:
                 key = (connection.spec.name, connection.user_id)
-                self.quiet_failed[key] = connection.spec.fingerprint
+                self.not_quietly[key] = connection.spec.fingerprint
                 if self.connections.get(key) is connection:
                     del self.connections[key]
                 await connection.close()
@@ -222,7 +224,7 @@ class UserPool:
                     await connection.tried.wait()
         up = connection.client is not None
         if up:
-            self.quiet_failed.pop((connection.spec.name, connection.user_id), None)
+            self.not_quietly.pop((connection.spec.name, connection.user_id), None)
         if connection.asked:
             connection.asked = False
             reason = "" if up else str(connection.reason or _("it did not connect"))
@@ -240,6 +242,7 @@ class UserPool:
                 connection.asker = None
 
     async def close(self) -> None:
+        self.not_quietly = {}
         connections, self.connections = list(self.connections.values()), {}
         for connection in connections:
             await connection.close()
