@@ -17,6 +17,7 @@ from django.test import AsyncClient
 from chat.agent.mcp import connections
 from chat.agent.mcp.config import ServerConfigError, ServerSpec, spec_from_mapping
 from chat.models import McpServer, McpServerChange
+from chat.servers import configured
 from chat.servers.configured import configured_servers
 from tests.support.machine_server import CLIENT_ID, CLIENT_SECRET
 from tests.support.mcp import http_server
@@ -220,6 +221,14 @@ def test_client_credentials_belong_to_a_shared_streamable_http_server(declaratio
 SECRET_VARIABLE = "GLASSBOX_TEST_SERVICE_SECRET"
 
 
+@pytest.fixture
+def admin_servers():
+    """The admin's servers as turns read them; forgotten at the end, as the rows are (a
+    flush sends no signal), so no later test of this process is offered this one's."""
+    yield
+    configured.forget()
+
+
 def admin_form(**fields: str) -> dict[str, str]:
     """The admin's MCP server form for a shared HTTP server, with these fields."""
     return {
@@ -234,7 +243,7 @@ def admin_form(**fields: str) -> dict[str, str]:
 @pytest.mark.parametrize("place", ["credentials_env", "credentials_file"])
 async def test_a_server_declared_in_the_admin_form_runs_its_tools_and_never_shows_the_secret(
     settings, sessions, service_url, admin_user, alice, alice_conversation, monkeypatch,
-    tmp_path, caplog, place,
+    tmp_path, caplog, place, admin_servers,
 ):  # fmt: skip
     caplog.set_level(logging.DEBUG)
     settings.GLASSBOX_MCP_SERVERS = []
@@ -295,7 +304,7 @@ async def test_a_server_declared_in_the_admin_form_runs_its_tools_and_never_show
 @pytest.mark.asyncio
 @pytest.mark.django_db(transaction=True)
 async def test_a_private_key_named_in_the_admin_form_signs_its_way_in(
-    settings, sessions, service_url, service_key, admin_user, tmp_path
+    settings, sessions, service_url, service_key, admin_user, tmp_path, admin_servers
 ):
     settings.GLASSBOX_MCP_SERVERS = []
     key = tmp_path / "service.pem"
