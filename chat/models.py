@@ -214,6 +214,10 @@ class McpServer(models.Model):
     tools = models.JSONField(null=True, blank=True)
     # None: the tools the server annotates as destructive (and not read-only) ask first.
     approval = models.JSONField(null=True, blank=True)
+    # Glassbox's own OAuth client at an HTTP server (chat.agent.mcp.machine_auth): its id,
+    # method, scope, issuer and the *names* of the variable or file holding its secret or
+    # key, never a secret.
+    client_credentials = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -231,6 +235,8 @@ class McpServer(models.Model):
             data["approval"] = self.approval
         if self.transport == self.Transport.HTTP:
             data |= {"url": self.url, "headers": self.headers}
+            if self.client_credentials:
+                data["client_credentials"] = self.client_credentials
         else:
             data |= {"command": self.command, "args": self.args, "env": self.env}
         if self.tools is not None:

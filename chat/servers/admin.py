@@ -16,6 +16,7 @@ from django.db import transaction
 from django.template.response import TemplateResponse
 from django.urls import path
 
+from chat.agent.mcp import machine_auth
 from chat.agent.mcp.config import (
     ServerConfigError,
     ServerSpec,
@@ -64,6 +65,65 @@ def names(text: str) -> list[str]:
     return [line.strip() for line in text.splitlines() if line.strip()]
 
 
+METHODS = [
+    ("", "none"),
+    ("client_secret_basic", "client secret, HTTP Basic (client_secret_basic)"),
+    ("client_secret_post", "client secret, in the form (client_secret_post)"),
+    ("private_key_jwt", "private key, signed assertion (private_key_jwt)"),
+]
+# The client-credentials fields of the form, each the declaration's key of the same name
+# (the variable or file becomes the secret's or the key's, as the method says).
+CREDENTIALS = {
+    "credentials_client_id": "client_id",
+    "credentials_method": "method",
+    "credentials_env": "env",
+    "credentials_file": "file",
+    "credentials_signing_algorithm": "signing_algorithm",
+    "credentials_scope": "scope",
+    "credentials_issuer": "issuer",
+}
+
+
+def credentials_initial(grant: dict[str, str]) -> dict[str, str]:
+    """The form's fields for a stored declaration (which holds names, never a secret)."""
+    values = {
+        **grant,
+        "env": grant.get("client_secret_env") or grant.get("private_key_env", ""),
+        "file": grant.get("client_secret_file") or grant.get("private_key_file", ""),
+    }
+    return {field: values.get(key, "") for field, key in CREDENTIALS.items()}
+
+
+def credentials_declared(data: dict) -> dict[str, str]:
+    """The declaration's `client_credentials` from the form's fields ({} when all are empty);
+    raises a ValidationError naming the field for what the form itself can tell."""
+    given = {key: (data.get(field) or "").strip() for field, key in CREDENTIALS.items()}
+    if not any(given.values()):
+        return {}
+    errors = {}
+    if not given["client_id"]:
+        errors["credentials_client_id"] = "Give the client id Glassbox is registered as."
+    if not given["method"]:
+        errors["credentials_method"] = "Choose how Glassbox proves it is this client."
+    if given["env"] and given["file"]:
+        errors["credentials_env"] = "Name an environment variable or a file, not both."
+    elif not given["env"] and not given["file"]:
+        errors["credentials_env"] = (
+            "Name the environment variable (or the file) that holds the client secret or "
+            "private key: the secret itself is never entered here."
+        )
+    if errors:
+        raise forms.ValidationError(errors)
+    kind = "private_key" if given["method"] == machine_auth.JWT_METHOD else "client_secret"
+    place = f"{kind}_env" if given["env"] else f"{kind}_file"
+    grant = {"client_id": given["client_id"], "method": given["method"]}
+    grant[place] = given["env"] or given["file"]
+    for key in ("signing_algorithm", "scope", "issuer"):
+        if given[key]:
+            grant[key] = given[key]
+    return grant
+
+
 class McpServerForm(forms.ModelForm):
     headers_text = forms.CharField(
         label="Headers",
@@ -98,6 +158,44 @@ class McpServerForm(forms.ModelForm):
         help_text="One per line: the user is asked before each call of these. Empty: the "
         "tools the server marks as destructive (and not read-only).",
     )
+    credentials_client_id = forms.CharField(
+        label="Client id",
+        required=False,
+        max_length=200,
+        help_text="For a server Glassbox itself is authorized for (OAuth client "
+        "credentials): the client id it is registered as.",
+    )
+    credentials_method = forms.ChoiceField(
+        label="Authentication method", required=False, choices=METHODS
+    )
+    credentials_env = forms.CharField(
+        label="Secret or key from the environment variable",
+        required=False,
+        max_length=200,
+        widget=forms.TextInput(attrs={"autocomplete": "off", "spellcheck": "false"}),
+        help_text="The name of the variable that holds the client secret (or the PEM private "
+        "key), in every server process's environment. Never the secret itself.",
+    )
+    credentials_file = forms.CharField(
+        label="Secret or key from the file",
+        required=False,
+        max_length=400,
+        widget=forms.TextInput(attrs={"autocomplete": "off", "spellcheck": "false"}),
+        help_text="Or the path of the file that holds it, on every server process's machine.",
+    )
+    credentials_signing_algorithm = forms.ChoiceField(
+        label="Signing algorithm",
+        required=False,
+        choices=[("", "RS256 (the default)"), *((a, a) for a in machine_auth.ALGORITHMS)],
+        help_text="For a private key only.",
+    )
+    credentials_scope = forms.CharField(label="Scope", required=False, max_length=400)
+    credentials_issuer = forms.CharField(
+        label="Issuer",
+        required=False,
+        max_length=400,
+        help_text="The authorization server's issuer URL: the credentials go to no other.",
+    )
 
     # Whether the admin using the form may declare a program to run (a stdio server); the
     # admin makes a form per request that says so. Refused unless said.
@@ -117,6 +215,7 @@ class McpServerForm(forms.ModelForm):
                 "args_text": "\n".join(row.args or []),
                 "tools_text": "\n".join(row.tools or []),
                 "approval_text": "\n".join(row.approval or []),
+                **credentials_initial(row.client_credentials or {}),
             }
         )
         if not self.may_run_programs and "transport" in self.fields:
@@ -137,6 +236,7 @@ class McpServerForm(forms.ModelForm):
         http = data.get("transport") == McpServer.Transport.HTTP
         if not http and not self.may_run_programs:
             raise forms.ValidationError({"transport": RUNS_PROGRAMS})
+        data["client_credentials"] = credentials_declared(data)
         mapping = {
             "name": data.get("name", ""),
             **({"approval": data["approval"]} if data["approval"] is not None else {}),
@@ -147,10 +247,17 @@ class McpServerForm(forms.ModelForm):
                 else {"command": data.get("command", ""), "args": data["args"], "env": data["env"]}
             ),
         }
+        if data["client_credentials"]:
+            mapping["client_credentials"] = data["client_credentials"]
         try:
             spec_from_mapping(mapping)
         except ServerConfigError as exc:
-            raise forms.ValidationError(str(exc)) from None
+            # What is wrong with the credentials (a variable not set, a file not readable,
+            # an issuer that is not a URL) goes beside them.
+            problem = str(exc)
+            if "'client_credentials'" in problem:
+                raise forms.ValidationError({"credentials_env": problem}) from None
+            raise forms.ValidationError(problem) from None
         if data.get("name") in {spec.name for spec in declared_servers()}:
             raise forms.ValidationError(
                 {"name": "GLASSBOX_MCP_SERVERS already declares a server of this name."}
@@ -166,6 +273,7 @@ class McpServerForm(forms.ModelForm):
         row.env = {} if http else data["env"]
         row.args = [] if http else data["args"]
         row.tools, row.approval = data["tools"], data["approval"]
+        row.client_credentials = data["client_credentials"] if http else {}
         if commit:
             row.save()
         return row
@@ -181,6 +289,14 @@ class McpServerAdmin(admin.ModelAdmin):
         (None, {"fields": ["name", "transport", "enabled"]}),
         ("Streamable HTTP", {"fields": ["url", "headers_text"]}),
         ("stdio", {"fields": ["command", "args_text", "env_text"]}),
+        (
+            "Client credentials (Glassbox's own OAuth client, for streamable HTTP)",
+            {
+                "fields": list(CREDENTIALS),
+                "description": "Only the name of the environment variable or the file that "
+                "holds the secret or key is entered and stored here, never the secret.",
+            },
+        ),
         ("Tools", {"fields": ["tools_text", "approval_text"]}),
     ]
 
@@ -277,6 +393,24 @@ class McpServerAdmin(admin.ModelAdmin):
         return ", ".join(row.tools) if row.tools is not None else "all"
 
 
+def _credentials_shown(field: str, label: str):
+    """What a read-only page shows of a client-credentials field: the stored name."""
+
+    @admin.display(description=label)
+    def shown(self, row):
+        return credentials_initial(row.client_credentials or {})[field]
+
+    return shown
+
+
+for _field in CREDENTIALS:
+    setattr(
+        McpServerAdmin,
+        _field,
+        _credentials_shown(_field, str(McpServerForm.base_fields[_field].label)),
+    )
+
+
 @admin.register(McpServerChange)
 class McpServerChangeAdmin(RecordAdmin):
     """Who added, changed, enabled, disabled or deleted which MCP server, and when: for
@@ -310,6 +444,8 @@ class ServerRow:
     enabled: bool
     problem: str
     health: Health | None
+    # Which credentials it connects with, by name (never a value); "" for none.
+    credentials: str = ""
 
 
 def server_health() -> list[ServerRow]:
@@ -335,4 +471,10 @@ def server_health() -> list[ServerRow]:
 
 def _row(spec: ServerSpec, source: str) -> ServerRow:
     address = spec.url or " ".join([spec.command, *spec.args])
-    return ServerRow(spec.name, source, spec.transport, address, spec.enabled, "", None)
+    grant = spec.client_credentials
+    credentials = f"client credentials: {machine_auth.described(grant)}" if grant else ""
+    if spec.oauth:
+        credentials = "each user's own OAuth grant"
+    return ServerRow(
+        spec.name, source, spec.transport, address, spec.enabled, "", None, credentials
+    )

@@ -24,7 +24,7 @@ MASK = "••••••"
 # The fields compared to say what a change changed (secrets by value, shown by name only).
 COMPARED = (
     "name", "transport", "url", "headers", "command", "args", "env", "enabled", "tools",
-    "approval",
+    "approval", "client_credentials",
 )  # fmt: skip
 
 
@@ -46,6 +46,11 @@ def declaration(server: McpServer) -> dict:
     for secrets in ("headers", "env"):
         if secrets in data:
             data[secrets] = dict.fromkeys(data[secrets], MASK)
+    # The form stores only the names of the secret's variable or file; a row written around
+    # it may hold a secret itself.
+    grant = data.get("client_credentials") or {}
+    if "client_secret" in grant:
+        data["client_credentials"] = {**grant, "client_secret": MASK}
     return data
 
 

@@ -12,12 +12,18 @@ import re
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
+from django.test import AsyncClient
 
 from chat.agent.mcp import connections
 from chat.agent.mcp.config import ServerConfigError, ServerSpec, spec_from_mapping
+from chat.models import McpServer, McpServerChange
+from chat.servers import configured
+from chat.servers.configured import configured_servers
 from tests.support.machine_server import CLIENT_ID, CLIENT_SECRET
 from tests.support.mcp import http_server
+from tests.support.sockets import json_turn
 
+SERVERS = "/admin/chat/mcpserver/"
 PEM = "-----BEGIN PRIVATE KEY-----\nnot-a-real-key\n-----END PRIVATE KEY-----\n"
 
 
@@ -210,3 +216,199 @@ def test_client_credentials_belong_to_a_shared_streamable_http_server(declaratio
     data = {"name": "service", "client_credentials": {"client_id": "a", "client_secret": "b"}}
     with pytest.raises(ServerConfigError, match=re.escape(problem)):
         spec_from_mapping({**data, **declaration})
+
+
+SECRET_VARIABLE = "GLASSBOX_TEST_SERVICE_SECRET"
+
+
+@pytest.fixture
+def admin_servers():
+    """The admin's servers as turns read them; forgotten at the end, as the rows are (a
+    flush sends no signal), so no later test of this process is offered this one's."""
+    yield
+    configured.forget()
+
+
+def admin_form(**fields: str) -> dict[str, str]:
+    """The admin's MCP server form for a shared HTTP server, with these fields."""
+    return {
+        "name": "service", "transport": "http", "url": "http://127.0.0.1:9/mcp", "command": "",
+        "enabled": "on", "headers_text": "", "args_text": "", "env_text": "", "tools_text": "",
+        "approval_text": "", **fields,
+    }  # fmt: skip
+
+
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("place", ["credentials_env", "credentials_file"])
+async def test_a_server_declared_in_the_admin_form_runs_its_tools_and_never_shows_the_secret(
+    settings, sessions, service_url, admin_user, alice, alice_conversation, monkeypatch,
+    tmp_path, caplog, place, admin_servers,
+):  # fmt: skip
+    caplog.set_level(logging.DEBUG)
+    settings.GLASSBOX_MCP_SERVERS = []
+    monkeypatch.setenv(SECRET_VARIABLE, CLIENT_SECRET)
+    secret_file = tmp_path / "service-secret"
+    secret_file.write_text(CLIENT_SECRET + "\n")
+    named = SECRET_VARIABLE if place == "credentials_env" else str(secret_file)
+    admin = AsyncClient()
+    await admin.aforce_login(admin_user)
+    fields = admin_form(
+        url=service_url,
+        credentials_client_id=CLIENT_ID,
+        credentials_method="client_secret_post",
+        credentials_issuer=service_url.removesuffix("/mcp"),
+        **{place: named},
+    )
+    saved = await admin.post(f"{SERVERS}add/", fields)
+    assert saved.status_code == 302, saved.text
+    row = await McpServer.objects.aget(name="service")
+    kind = "client_secret_env" if place == "credentials_env" else "client_secret_file"
+    assert row.client_credentials == {
+        "client_id": CLIENT_ID,
+        "method": "client_secret_post",
+        kind: named,
+        "issuer": service_url.removesuffix("/mcp"),
+    }
+
+    events = await json_turn(alice_conversation, alice, "service__whoami {}")
+    results = [e for e in events if e["type"] == "tool_result"]
+    assert [r["ok"] for r in results] == [True], events
+    assert events[-1]["state"] == "complete"
+
+    health = await admin.get(f"{SERVERS}health/")
+    where = "the environment variable" if place == "credentials_env" else "the file"
+    assert f"client {CLIENT_ID} (client_secret_post), secret from {where} {named}" in health.text
+    change = await McpServerChange.objects.aget(server="service")
+    pages = [
+        f"{SERVERS}",
+        f"{SERVERS}{row.pk}/change/",
+        f"{SERVERS}health/",
+        "/admin/chat/mcpserverchange/",
+        f"/admin/chat/mcpserverchange/{change.pk}/change/",
+        "/api/feeds/export/?format=ndjson",
+        "/admin/activity/activityfeed/",
+    ]
+    for path in pages:
+        response = await admin.get(path)
+        assert response.status_code == 200, path
+        if response.streaming:
+            body = b"".join([chunk async for chunk in response.streaming_content])
+        else:
+            body = response.content
+        assert CLIENT_SECRET.encode() not in body, path
+    assert named in (await admin.get(f"{SERVERS}{row.pk}/change/")).text
+    assert CLIENT_SECRET not in caplog.text
+
+
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
+async def test_a_private_key_named_in_the_admin_form_signs_its_way_in(
+    settings, sessions, service_url, service_key, admin_user, tmp_path, admin_servers
+):
+    settings.GLASSBOX_MCP_SERVERS = []
+    key = tmp_path / "service.pem"
+    key.write_bytes(
+        service_key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    admin = AsyncClient()
+    await admin.aforce_login(admin_user)
+    fields = admin_form(
+        url=service_url,
+        credentials_client_id=CLIENT_ID,
+        credentials_method="private_key_jwt",
+        credentials_file=str(key),
+        credentials_signing_algorithm="ES256",
+        credentials_issuer=service_url.removesuffix("/mcp"),
+    )
+    assert (await admin.post(f"{SERVERS}add/", fields)).status_code == 302
+    (spec,) = await configured_servers()
+    assert spec.client_credentials["private_key_file"] == str(key)
+    connection = await opened(sessions, spec)
+    result = await connection.call("whoami", {}, None)  # type: ignore[arg-type]
+    assert result.content[0].text == f"you are {CLIENT_ID}"  # type: ignore[union-attr]
+    health = (await admin.get(f"{SERVERS}health/")).text
+    assert f"client {CLIENT_ID} (private_key_jwt), private key from the file {key}" in health
+    assert "BEGIN PRIVATE KEY" not in health
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("fields", "problem"),
+    [
+        (
+            {"credentials_method": "client_secret_jwt"},
+            "Select a valid choice. client_secret_jwt is not one of the available choices.",
+        ),
+        (
+            {"credentials_env": "GLASSBOX_NO_SUCH_SECRET"},
+            "the environment variable &#x27;GLASSBOX_NO_SUCH_SECRET&#x27; is not set",
+        ),
+        (
+            {"credentials_env": "", "credentials_file": "/no/such/secret"},
+            "cannot read the file &#x27;/no/such/secret&#x27;",
+        ),
+        (
+            {"credentials_file": "/etc/hostname"},
+            "Name an environment variable or a file, not both.",
+        ),
+        ({"credentials_env": ""}, "Name the environment variable (or the file) that holds"),
+        ({"credentials_client_id": ""}, "Give the client id Glassbox is registered as."),
+        ({"credentials_method": ""}, "Choose how Glassbox proves it is this client."),
+        (
+            {"credentials_signing_algorithm": "ES256"},
+            "&#x27;signing_algorithm&#x27; is for a private key",
+        ),
+        (
+            {"credentials_issuer": "auth.example"},
+            "&#x27;issuer&#x27; is the authorization server&#x27;s http:// or https://",
+        ),
+        (
+            {"transport": "stdio", "url": "", "command": "/bin/true"},
+            "&#x27;client_credentials&#x27; is for streamable HTTP servers",
+        ),
+    ],
+)
+def test_a_bad_client_credentials_entry_in_the_admin_form_says_what_is_wrong_and_saves_nothing(
+    admin_client, monkeypatch, fields, problem
+):
+    monkeypatch.setenv(SECRET_VARIABLE, CLIENT_SECRET)
+    entered = {
+        "credentials_client_id": CLIENT_ID,
+        "credentials_method": "client_secret_basic",
+        "credentials_env": SECRET_VARIABLE,
+        **fields,
+    }
+    page = admin_client.post(f"{SERVERS}add/", admin_form(**entered))
+    assert page.status_code == 200
+    assert problem in page.content.decode()
+    assert CLIENT_SECRET not in page.content.decode()
+    assert not McpServer.objects.exists() and not McpServerChange.objects.exists()
+
+
+@pytest.mark.asyncio
+async def test_a_removed_or_changed_declaration_never_sends_its_old_token_again(
+    sessions, service_url
+):
+    grant = {"client_id": CLIENT_ID, "client_secret": CLIENT_SECRET}
+    spec = machine(service_url, **grant)
+
+    async def token_number(spec: ServerSpec) -> int:
+        connection = await opened(sessions, spec)
+        assert isinstance(connection.state, connections.Connected), connection.reason
+        result = await connection.call("token_number", {}, None)  # type: ignore[arg-type]
+        return int(result.content[0].text)  # type: ignore[union-attr]
+
+    first = await token_number(spec)
+    assert await token_number(spec) == first  # the same session, the same token
+    await sessions.open([])  # removed: its token goes with it
+    again = await token_number(spec)
+    assert again > first
+    changed = await token_number(machine(service_url, **grant, method="client_secret_post"))
+    assert changed > again
+    wrong = await opened(sessions, machine(service_url, client_id=CLIENT_ID, client_secret="no"))
+    assert str(wrong.reason) == "its authorization server refused to issue a token"

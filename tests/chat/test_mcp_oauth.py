@@ -14,13 +14,17 @@ import time
 import pytest
 import pytest_asyncio
 from asgiref.sync import sync_to_async
+from cryptography.fernet import Fernet
 from django.test import AsyncClient, Client
+from mcp.shared.auth import OAuthToken
 
 from activity.models import ActivityEvent
 from chat.agent.mcp.oauth import user_pool
 from chat.models import Conversation, McpConsent, McpGrant, McpGrantRecord
-from chat.servers.secrets import unseal
+from chat.servers.secrets import seal, unseal
+from tests.support.fakes import text_response, tool_call_response
 from tests.support.oauth import consent, oauth_server
+from tests.support.provider_server import scripted_provider
 from tests.support.sockets import ask, finish_turns, json_turn, json_until_done, open_socket
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
@@ -153,10 +157,71 @@ async def test_after_a_restart_a_connected_user_is_not_asked_again_when_the_serv
 
     events = await json_turn(alice_conversation, alice, WHOAMI)
 
-    assert called(events) == ["connect_notes", "notes__whoami"]
-    assert not connect_lines(events), "the stored grant opened the session"
+    assert called(events) == ["notes__whoami"], "the stored grant opened the session"
+    assert not connect_lines(events)
     assert "you are alice@notes" in text(events)
     assert not await McpConsent.objects.filter(answered_at=None).aexists()
+
+
+def offered(request: dict) -> set[str]:
+    return {tool["function"]["name"] for tool in request.get("tools", [])}
+
+
+async def test_a_connected_users_first_turn_after_a_restart_calls_the_tool_in_its_first_round(
+    settings, notes, user_sessions, alice, bob, alice_conversation
+):
+    settings.GLASSBOX_MCP_SERVERS = [notes]
+    # A configured model is not the demo: the tokens need a key of their own.
+    settings.GLASSBOX_TOKEN_KEY = Fernet.generate_key().decode()
+    await connected_turn(alice_conversation, alice, person="alice@notes")
+    await user_sessions.close()  # the process restarts: no session is open, the grant is kept
+    bob_conversation = await Conversation.objects.acreate(owner=bob)
+    arguments = json.dumps({"feedback_to_user": "Asking notes who you are"})
+    script = [
+        tool_call_response(("call_w", "notes__whoami", arguments)),
+        text_response("You are alice."),
+        text_response("Why did the server cross the road?"),
+    ]
+    with scripted_provider(script) as provider:
+        settings.OPENAI_API_KEY = "sk-test"
+        settings.OPENAI_BASE_URL = provider.url
+        settings.GLASSBOX_MODEL = "scripted"
+        events = await json_turn(alice_conversation, alice, "Who am I at notes?")
+        joke = await json_turn(bob_conversation, bob, "Tell me a joke")
+
+    alice_first, alice_second, bob_first = provider.requests
+    # Alice's stored grant opened her session before the model's first round: it was
+    # offered the server's tools, called one, and the turn took two rounds, not three.
+    assert "notes__whoami" in offered(alice_first)
+    assert "connect_notes" not in offered(alice_first)
+    (result,) = [e for e in events if e["type"] == "tool_result"]
+    assert result["call_id"] == "call_w" and result["ok"], events
+    assert "you are alice@notes" in json.dumps(alice_second["messages"])
+    assert not connect_lines(events) and events[-1]["state"] == "complete"
+    # Bob has no grant: he is offered the connect tool, opens nothing and is asked nothing.
+    assert "connect_notes" in offered(bob_first) and "notes__whoami" not in offered(bob_first)
+    assert joke[-1]["state"] == "complete" and not connect_lines(joke)
+    assert ("notes", bob.pk) not in user_sessions.connections
+    assert not await McpConsent.objects.filter(user=bob).aexists()
+
+
+async def test_a_stored_grant_that_no_longer_works_asks_nobody_until_the_model_needs_the_server(
+    settings, notes, user_sessions, alice, alice_conversation
+):
+    settings.GLASSBOX_MCP_SERVERS = [notes]
+    await connected_turn(alice_conversation, alice, person="alice@notes")
+    await user_sessions.close()
+    # The authorization server no longer takes the stored token, and it cannot be refreshed.
+    revoked = OAuthToken(access_token="revoked", token_type="Bearer").model_dump_json()
+    await McpGrant.objects.filter(user=alice).aupdate(tokens=seal(revoked))
+
+    events, _answered, _page = await connected_turn(alice_conversation, alice, person="alice@n")
+
+    # The turn's quiet try with the stored grant asked nobody; the model was offered the
+    # connect tool, which asked once, and the turn went on with the new grant.
+    assert called(events) == ["connect_notes", "notes__whoami"]
+    assert [e["state"] for e in connect_lines(events)] == ["in_progress", "done"]
+    assert "you are alice@n" in text(events)
 
 
 async def test_a_user_who_declines_is_not_connected_and_the_turn_goes_on_without_the_server(

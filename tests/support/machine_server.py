@@ -3,7 +3,7 @@ client credentials (OAuth 2.1 §4.2), which the SDK's token endpoint does not: o
 `CLIENT_ID` with `CLIENT_SECRET`, authenticated by HTTP Basic or in the form, or by a JWT
 assertion (RFC 7523) signed with the key whose public half is MACHINE_PUBLIC_KEY (PEM), gets
 a token for the resource it names, acting as itself. `whoami` then answers `you are <client
-id>`.
+id>`, and `token_number` which of the tokens it granted (1 for the first) the call carried.
 
 `python -m tests.support.machine_server --http PORT`."""
 
@@ -18,12 +18,15 @@ import time
 from urllib.parse import parse_qs, unquote
 
 import jwt
+from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken
 
 from tests.support.oauth_server import SCOPES, Authority, build, replaying, whole_body
 
 CLIENT_ID = "glassbox-service"
 CLIENT_SECRET = "s3cret-of-the-service"
+# The machine tokens granted so far, in order.
+GRANTED: list[str] = []
 
 
 def _client(headers: dict[bytes, bytes], form: dict[str, str]) -> tuple[str, str]:
@@ -70,6 +73,7 @@ def granting_client_credentials(app, authority: Authority):
             status, answer = 401, {"error": "invalid_client"}
         else:
             access = secrets.token_urlsafe(24)
+            GRANTED.append(access)
             scopes = form.get("scope", SCOPES[0]).split()
             authority.access[access] = AccessToken(
                 token=access,
@@ -100,6 +104,13 @@ def main() -> None:
     parser.add_argument("--http", type=int, metavar="PORT", required=True)
     port = parser.parse_args().http
     server, authority = build(port)
+
+    @server.tool(title="Token number")
+    async def token_number() -> str:
+        """Which of the granted machine tokens this call carried (1 for the first)."""
+        token = get_access_token()
+        return str(GRANTED.index(token.token) + 1 if token and token.token in GRANTED else 0)
+
     app = granting_client_credentials(server.streamable_http_app(), authority)
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
 

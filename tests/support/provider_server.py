@@ -15,11 +15,13 @@ from tests.support.loopback_http import QuietHandler, serving
 
 
 class Provider:
-    """Where the provider listens (`url`, for OPENAI_BASE_URL), and the hold on its first
-    response: with `held`, it answers only once `open()` is called (as a demo gate)."""
+    """Where the provider listens (`url`, for OPENAI_BASE_URL), the hold on its first
+    response: with `held`, it answers only once `open()` is called (as a demo gate), and the
+    requests it was sent (their JSON bodies: the model's rounds, with the tools offered)."""
 
     def __init__(self, held: bool) -> None:
         self.url = ""
+        self.requests: list[dict[str, Any]] = []
         self.released = threading.Event()
         if not held:
             self.released.set()
@@ -38,7 +40,8 @@ def scripted_provider(
 
     class Handler(QuietHandler):
         def do_POST(self) -> None:
-            self.rfile.read(int(self.headers.get("content-length") or 0))
+            body = self.rfile.read(int(self.headers.get("content-length") or 0))
+            provider.requests.append(json.loads(body or b"{}"))
             provider.released.wait(timeout=30)
             deltas = queue.pop(0) if queue else []
             body = b"".join(

@@ -32,7 +32,8 @@ async def offer_tools(
 ) -> None:
     """Adds to a turn's `registry` the tools it can offer without waiting for anybody: those
     of the servers connected now (or connecting with tools remembered), and those of the
-    sessions its user has open with servers they connect to themselves (with an `asker`).
+    sessions its user has open with servers they connect to themselves (with an `asker`),
+    or opens now with the grant they stored (once per process, within the connect timeout).
     Every other server is offered as its connect tool (chat.agent.mcp.connect_tool), which
     opens it, asking the user if it must, only when the model calls it."""
     specs = [spec for spec in specs if spec.enabled]

@@ -30,7 +30,12 @@ from mcp.shared.dispatcher import ProgressFnT
 
 from chat.agent.mcp import elicitation
 from chat.agent.mcp.config import ServerSpec
-from chat.agent.mcp.machine_auth import MachineConfigError, machine_auth
+from chat.agent.mcp.machine_auth import (
+    MachineConfigError,
+    MemoryTokens,
+    UnreadableSecret,
+    machine_auth,
+)
 from chat.agent.mcp.sessions import kept_session_id
 from chat.agent.mcp.stdio import watched_stdio
 from chat.agent.traceparent import call_meta
@@ -124,6 +129,10 @@ class Connection:
         # and to show the backoff holds.
         self.sessions = 0
         self.waits: list[float] = []
+        # Glassbox's own token for a server declared with client credentials: this
+        # connection's (one declaration's) only, so a changed or removed declaration's token
+        # goes with its connection and is never sent again.
+        self.machine_tokens = MemoryTokens()
         self.task = asyncio.create_task(self._keep_open(), name=f"mcp:{spec.name}")
 
     def _become(self, state: State) -> None:
@@ -321,7 +330,7 @@ class Connection:
         grant (chat.agent.mcp.oauth), Glassbox's own client credentials
         (chat.agent.mcp.machine_auth), or nothing."""
         if self.spec.client_credentials:
-            return machine_auth(self.spec.url, self.spec.client_credentials, self.spec.fingerprint)
+            return machine_auth(self.spec.url, self.spec.client_credentials, self.machine_tokens)
         return None
 
     def _exited(self) -> None:
@@ -454,6 +463,8 @@ def _describe(exc: BaseException, status: int | None = None) -> str | Promise:
         exc = exc.exceptions[0]
     if isinstance(exc, httpx2.HTTPStatusError):
         status = exc.response.status_code
+    if isinstance(exc, UnreadableSecret):
+        return _("its client secret cannot be read")
     if isinstance(exc, MachineConfigError):
         return _("its client's private key cannot be read")
     if isinstance(exc, OAuthTokenError):

@@ -116,6 +116,11 @@ class UserPool:
 
     def __init__(self) -> None:
         self.connections: dict[tuple[str, int], UserConnection] = {}
+        # The user's servers that `offer` found no stored grant for, or whose grant did not
+        # open a session (refused, the server down or slow): not looked up or tried that way
+        # again in this process under the same declaration (its fingerprint), so no later
+        # turn reads or waits for them; a session that opens clears it.
+        self.not_quietly: dict[tuple[str, int], str] = {}
 
     async def connect(self, specs: Iterable[ServerSpec], asker: Asker) -> list[Connection]:
         """This user's sessions with these servers, asking them (through the turn) for the
@@ -128,18 +133,53 @@ class UserPool:
     async def offer(
         self, specs: Iterable[ServerSpec], asker: Asker
     ) -> tuple[list[Connection], list[ServerSpec]]:
-        """Without waiting or asking: this user's sessions that are open, and the servers
-        they have no open session with, left for the turn to open if it needs one
-        (`connect_one`)."""
+        """Without asking: this user's sessions that are open, those their stored grants
+        open within the connect timeout (the first turn of a user connected before this
+        process started, waiting once for all of them), and the servers left for the turn
+        to open if it needs one (`connect_one`)."""
+        declared = await self._declared(specs, asker)
+        quiet = [
+            await self._quietly(spec, asker)
+            for spec in declared
+            if (spec.name, asker.user_id) not in self.connections
+            and self.not_quietly.get((spec.name, asker.user_id)) != spec.fingerprint
+        ]
+        opening = [c for c in quiet if c is not None]
+        if opening:
+            await self._first_attempts(opening, asker)
         open_now: list[Connection] = []
         later = []
-        for spec in await self._declared(specs, asker):
+        for spec in declared:
             connection = self.connections.get((spec.name, asker.user_id))
             if connection is not None and connection.client is not None:
                 open_now.append(await self._session(spec, asker))
             else:
                 later.append(spec)
         return open_now, later
+
+    async def _quietly(self, spec: ServerSpec, asker: Asker) -> UserConnection | None:
+        """This user's session opened with the grant they stored, asking nobody (a grant
+        that does not work leaves it down); None when they stored none."""
+        if await asker.storage(spec).get_tokens() is None:
+            self.not_quietly[spec.name, asker.user_id] = spec.fingerprint
+            return None
+        connection = UserConnection(spec, asker)
+        connection.asker = None  # before its task first runs: nobody is asked from here
+        self.connections[spec.name, asker.user_id] = connection
+        return connection
+
+    async def _first_attempts(self, opening: list[UserConnection], asker: Asker) -> None:
+        with suppress(TimeoutError):
+            async with asyncio.timeout(asker.client.connect_timeout):
+                await asyncio.gather(*(c.tried.wait() for c in opening))
+        for connection in opening:
+            # Unless a turn took it over meanwhile to ask its user (`connect_one`).
+            if connection.client is None and connection.asker is None:
+                key = (connection.spec.name, connection.user_id)
+                self.not_quietly[key] = connection.spec.fingerprint
+                if self.connections.get(key) is connection:
+                    del self.connections[key]
+                await connection.close()
 
     async def connect_one(self, spec: ServerSpec, asker: Asker) -> Connection | None:
         """This user's session with this server, asking them through the turn if they must;
@@ -183,6 +223,8 @@ class UserPool:
                 async with asyncio.timeout(limit):
                     await connection.tried.wait()
         up = connection.client is not None
+        if up:
+            self.not_quietly.pop((connection.spec.name, connection.user_id), None)
         if connection.asked:
             connection.asked = False
             reason = "" if up else str(connection.reason or _("it did not connect"))
@@ -200,6 +242,7 @@ class UserPool:
                 connection.asker = None
 
     async def close(self) -> None:
+        self.not_quietly = {}
         connections, self.connections = list(self.connections.values()), {}
         for connection in connections:
             await connection.close()
