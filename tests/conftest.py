@@ -53,6 +53,17 @@ def fresh_search_index():
 
 
 @pytest.fixture(autouse=True)
+def fresh_server_list():
+    """The MCP servers admins declared are read at most every few seconds; a test's rows are
+    flushed or rolled back without the signals that tell it."""
+    from chat.servers import configured
+
+    configured.forget()
+    yield
+    configured.forget()
+
+
+@pytest.fixture(autouse=True)
 def english_unless_asked():
     """Django keeps the language a request activated in its thread: a page one test asked for
     in Chinese must not make the next test's turn Chinese."""

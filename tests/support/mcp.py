@@ -7,6 +7,7 @@ import contextlib
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -36,27 +37,52 @@ def http_server(
 ) -> Iterator[str]:
     """The server on a free port, or this one (streamable HTTP, or the legacy SSE
     transport); its URL once it accepts connections."""
-    port = port or free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", module, "--sse" if sse else "--http", str(port)],
-        cwd=ROOT,
-        env={"PATH": "/usr/bin:/bin", **env},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}/{'sse' if sse else 'mcp'}"
+    # A free port can be taken by another test process before the server binds it: the
+    # server then exits at once, and starts again on another.
+    for attempt in range(3):
+        chosen = port or free_port()
+        process, said = _start(module, sse, chosen, env)
+        if _accepting(process, chosen):
+            break
+        process.kill()
+        process.wait(10)
+        if port or attempt == 2:
+            reason = said.read_text()[-2000:]
+            said.unlink()
+            raise RuntimeError(f"the MCP server {module} did not start: {reason}")
+        said.unlink()
     try:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"the MCP server {module} did not start") from None
-                time.sleep(0.05)
-        yield url
+        yield f"http://127.0.0.1:{chosen}/{'sse' if sse else 'mcp'}"
     finally:
         # Abruptly, as a server goes away; a graceful stop would wait for open streams.
         process.kill()
         process.wait(10)
+        said.unlink(missing_ok=True)
+
+
+def _start(
+    module: str, sse: bool, port: int, env: dict[str, str]
+) -> tuple[subprocess.Popen, Path]:
+    said = Path(tempfile.mkstemp(prefix="mcp-server-", suffix=".log")[1])
+    with said.open("wb") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", module, "--sse" if sse else "--http", str(port)],
+            cwd=ROOT,
+            env={"PATH": "/usr/bin:/bin", **env},
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+        )
+    return process, said
+
+
+def _accepting(process: subprocess.Popen, port: int) -> bool:
+    """Whether the server accepts connections, waiting while it starts (a loaded machine
+    can take many seconds to import the SDK); False once it has exited."""
+    deadline = time.monotonic() + 60
+    while process.poll() is None and time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return True
+        except OSError:
+            time.sleep(0.05)
+    return False
