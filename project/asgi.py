@@ -7,7 +7,10 @@ from typing import Any, cast
 
 from django.core.asgi import get_asgi_application
 
+from project.unused import DRF_EXTRAS, leave_out, let_in
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
+leave_out(*DRF_EXTRAS)
 # Django must be set up before the routing imports models.
 django_asgi_app = get_asgi_application()
 
@@ -36,4 +39,5 @@ application = ProtocolTypeRouter(
     }
 )
 
+let_in(*DRF_EXTRAS)
 settle()

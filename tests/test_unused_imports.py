@@ -1,12 +1,16 @@
 """A server leaves out what its configuration never uses (project.unused): psycopg on SQLite,
-the TLS stack when it serves plain TCP. TLS still works when an endpoint asks for it, and the
-server runs on asyncio's own loop when uvloop is turned off."""
+the TLS stack when it serves plain TCP, DRF's optional requests and Pygments. TLS still works
+when an endpoint asks for it, the trace exporter still finds requests, and the server runs on
+asyncio's own loop when uvloop is turned off."""
 
 from __future__ import annotations
 
 import datetime
+import os
 import re
 import ssl
+import subprocess
+import sys
 import urllib.request
 
 import pytest
@@ -15,7 +19,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from tests.support.servers import free_port, login, serve
+from tests.support.servers import ROOT, free_port, login, serve
 
 pytestmark = pytest.mark.server
 
@@ -36,7 +40,21 @@ def test_a_plain_server_on_sqlite_loads_neither_psycopg_nor_the_tls_stack(tmp_pa
     assert {"daphne.server", "chat.turns.shutdown", "twisted.internet.tcp"} <= packages
     assert "psycopg.pq" not in packages
     assert "OpenSSL.crypto" not in packages
+    assert "requests.sessions" not in packages and "pygments.lexers" not in packages
     assert "mcp.client.session" not in packages  # the MCP SDK waits for a server to be used
+
+
+def test_what_the_application_left_out_imports_again_after_it_for_the_trace_exporter():
+    program = (
+        "import project.asgi, rest_framework.compat as drf;"
+        "from activity.telemetry import export;"
+        "print(drf.requests is None, export.OTLPSpanExporter.__module__)"
+    )
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "project.settings"}
+    said = subprocess.run(
+        [sys.executable, "-c", program], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    assert said.stdout.split() == ["True", "opentelemetry.exporter.otlp.proto.http.trace_exporter"]
 
 
 def test_with_uvloop_turned_off_the_server_runs_on_asyncios_own_loop(tmp_path):
