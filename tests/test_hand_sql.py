@@ -21,6 +21,7 @@ from activity.recording.writes import insert_rows, update_row, update_rows
 from activity.selectors import _RUNNING_AND_RECENT, running_and_recent
 from chat.models import Conversation, Message
 from chat.socket.reads import _UNCHANGED, _open_answer, _settings_and_open_answer
+from project.sql import insert_row
 
 pytestmark = pytest.mark.django_db
 
@@ -187,6 +188,47 @@ def test_rows_written_by_the_group_commit_are_those_bulk_create_writes(alice_con
     assert _stored(ActivityEvent, written) == _stored(ActivityEvent, created)
     assert _stored(ModelCall, written) == _stored(ModelCall, created)
     assert len(_stored(ActivityEvent, written)) == 2
+
+
+def test_a_questions_rows_are_those_create_writes_with_their_new_keys(alice_conversation):
+    """insert_row, as a question's rows are written, next to `create()`."""
+    elsewhere = Conversation.objects.create(owner_id=alice_conversation.owner_id)
+
+    def rows(conversation, write):
+        feed = write(
+            ActivityFeed,
+            owner_id=conversation.owner_id,
+            conversation_id=conversation.pk,
+            language="it",
+        )
+        question = write(Message, conversation=conversation, role="user", content="Ciao? ü")
+        answer = write(
+            Message, conversation=conversation, role="assistant", state="streaming", feed=feed
+        )
+        return feed, question, answer
+
+    def inserted(model, **fields):
+        row = model(**fields)
+        insert_row(row)
+        return row
+
+    mine = rows(alice_conversation, inserted)
+    twins = rows(elsewhere, lambda model, **fields: model.objects.create(**fields))
+    for row, twin in zip(mine, twins, strict=True):
+        assert row.pk is not None and not row._state.adding
+        stored = type(row).objects.filter(pk=row.pk).values().get()
+        stored_twin = type(twin).objects.filter(pk=twin.pk).values().get()
+        assert stored == {**stored_twin, **_own(stored)}
+        # The instance holds what was stored, as create() leaves it.
+        assert {name: getattr(row, name) for name in stored} == stored
+    assert mine[2].feed_id == mine[0].pk and mine[1].pk < mine[2].pk
+
+
+def _own(stored: dict) -> dict:
+    """What differs between a row and its twin by design: its key, its conversation, its
+    feed and its times."""
+    names = ("id", "conversation_id", "feed_id", "created_at", "updated_at", "started_at")
+    return {name: value for name, value in stored.items() if name in names}
 
 
 def _fields(message: Message) -> tuple:
