@@ -20,7 +20,7 @@ from activity.preferences.feed_prefs import SURFACES
 from activity.recording.writes import insert_rows, update_row, update_rows
 from activity.selectors import _RUNNING_AND_RECENT, running_and_recent
 from chat.models import Conversation, Message
-from chat.socket.reads import _UNCHANGED, _open_answer, _settings_and_open_answer
+from chat.socket.reads import _UNCHANGED, _open_answer, _opened, _settings_and_open_answer
 from project.sql import insert_row
 
 pytestmark = pytest.mark.django_db
@@ -94,7 +94,7 @@ def _answer(conversation: Conversation, state: str) -> Message:
     ],
 )
 def test_a_socket_opening_reads_the_settings_and_open_answer_the_orm_reads(
-    alice, alice_conversation, prefs, answers
+    client, alice, alice_conversation, prefs, answers
 ):
     if prefs is not None:
         FeedPreferences.objects.create(user=alice, **prefs)
@@ -113,6 +113,13 @@ def test_a_socket_opening_reads_the_settings_and_open_answer_the_orm_reads(
     assert (prefs_read.max_lines, language) == ((3, "de") if prefs and language else (6, ""))
     assert running == _open_answer(alice_conversation)
     assert (running is not None) == any(s in Message.OPEN_STATES for s in answers)
+    # The opening's one statement, for a login that stands, reads the same.
+    client.force_login(alice)
+    store = Session.get_session_store_class()(client.session.session_key)
+    for surface in SURFACES:
+        opened = _opened(store, alice_conversation.pk, surface)
+        assert opened is not None
+        assert opened[2] == _settings_and_open_answer(alice.pk, alice_conversation.pk, surface)
 
 
 def test_a_question_counts_the_running_and_recent_turns_the_orm_counts(
