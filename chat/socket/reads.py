@@ -160,6 +160,10 @@ class Opening:
     running: int | None
 
 
+# A socket's user, its conversation, and its settings, language and open answer.
+_Read = tuple[Any, Conversation, tuple[FeedPrefs, str, int | None]]
+
+
 def read_opening(
     scope: Mapping[str, Any], conversation_id: uuid.UUID, surface: str = "page"
 ) -> Opening | Refused:
@@ -179,8 +183,6 @@ def read_opening(
 
 
 opening = database_sync_to_async(read_opening)
-
-_Read = tuple[Any, Conversation, tuple[FeedPrefs, str, int | None]]
 
 
 def _opened_step_by_step(
