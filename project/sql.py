@@ -7,20 +7,22 @@ statement is built once per database and reused:
 - a read is a queryset compiled once (`Compiled`), its changing values marked by `Param`,
   so the managers' rules (a deleted conversation is no conversation), the joins and the
   ordering come from the models as they do for any other query;
-- the group commit's INSERT and UPDATE (`insert_statement`, `update_statement`) have no
-  queryset to compile from: they are written here, from the models' fields, and each has a
-  test running it next to its ORM twin (`bulk_create`, `update()`, `bulk_update`) on SQLite
-  and PostgreSQL (tests/test_hand_sql.py).
+- the group commit's INSERT and UPDATE (`insert_statement`, `update_statement`), and the
+  INSERT of a question's rows (`insert_row`), have no queryset to compile from: they are
+  written here, from the models' fields, and each has a test running it next to its ORM
+  twin (`bulk_create`, `create()`, `update()`, `bulk_update`) on SQLite and PostgreSQL
+  (tests/test_hand_sql.py).
 
 The plumbing imports no app: the models come in as arguments."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import connections, models
+from django.db import connections, models, router
 from django.db.models import Expression, QuerySet
 
 
@@ -48,10 +50,19 @@ class Compiled:
     """A read built by the ORM once per database: `queryset()` is called at the first run
     (the models are ready then) and its SQL kept; each run fills the Params in."""
 
-    def __init__(self, queryset: Callable[[], QuerySet[Any]], *, exists: bool = False) -> None:
+    def __init__(
+        self,
+        queryset: Callable[[], QuerySet[Any]],
+        *,
+        exists: bool = False,
+        converted: bool = False,
+    ) -> None:
         self._queryset = queryset
         self._exists = exists  # as QuerySet.exists() asks: one row or none, no columns
+        # Rows as the ORM hands them (datetimes, UUIDs, JSON decoded), not as the driver does.
+        self._converted = converted
         self._compiled: dict[str, tuple[str, tuple[Any, ...]]] = {}
+        self._converters: dict[str, dict[int, tuple[list[Any], Any]]] = {}
 
     def sql(self, using: str = "default") -> tuple[str, tuple[Any, ...]]:
         """The statement and its parameters, Params still unfilled (also for EXPLAIN)."""
@@ -60,7 +71,11 @@ class Compiled:
             query = self._queryset().query
             if self._exists:
                 query = query.exists()
-            sql, params = query.get_compiler(using=using).as_sql()
+            compiler = query.get_compiler(using=using)
+            sql, params = compiler.as_sql()
+            # The converters the ORM would run on each column (its results_iter).
+            columns = [column[0] for column in compiler.select[: compiler.col_count]]
+            self._converters[using] = compiler.get_converters(columns) if self._converted else {}
             compiled = self._compiled[using] = (sql, tuple(params))
         return compiled
 
@@ -70,7 +85,9 @@ class Compiled:
         sql, params = self.sql(using)
         with connection.cursor() as cursor:
             cursor.execute(sql, _filled(params, values, connection))
-            return cursor.fetchone()
+            row = cursor.fetchone()
+        converters = self._converters[using]
+        return row if row is None or not converters else _converted(row, converters, connection)
 
     def fetchall(self, using: str = "default", **values: Any) -> list[tuple[Any, ...]]:
         """Every row, in the caller's transaction; `values` names every Param."""
@@ -78,7 +95,21 @@ class Compiled:
         sql, params = self.sql(using)
         with connection.cursor() as cursor:
             cursor.execute(sql, _filled(params, values, connection))
-            return cursor.fetchall()
+            rows = cursor.fetchall()
+        converters = self._converters[using]
+        return [_converted(row, converters, connection) for row in rows] if converters else rows
+
+
+def _converted(
+    row: tuple[Any, ...], converters: dict[int, tuple[list[Any], Any]], connection: Any
+) -> tuple[Any, ...]:
+    values = list(row)
+    for position, (functions, expression) in converters.items():
+        value = values[position]
+        for function in functions:
+            value = function(value, expression, connection)
+        values[position] = value
+    return tuple(values)
 
 
 def _filled(params: tuple[Any, ...], values: dict[str, Any], connection: Any) -> list[Any]:
@@ -91,14 +122,48 @@ def _filled(params: tuple[Any, ...], values: dict[str, Any], connection: Any) ->
         raise TypeError(f"no value for the statement's Param {missing.args[0]!r}") from None
 
 
-def insert_statement(model: type[models.Model], alias: str) -> tuple[str, list[models.Field]]:
+def insert_statement(
+    model: type[models.Model], alias: str, returning: bool = False
+) -> tuple[str, list[models.Field]]:
     """INSERT of one row of `model` without its automatic primary key, and the fields whose
-    prepared values fill it, in order (activity.recording.writes.insert_rows)."""
-    quote = connections[alias].ops.quote_name
+    prepared values fill it, in order (activity.recording.writes.insert_rows); `returning`
+    has the row's new primary key come back with it where the database can say it (both
+    SQLite and PostgreSQL can; elsewhere the cursor's lastrowid tells it, as in the ORM)."""
+    connection = connections[alias]
+    quote = connection.ops.quote_name
     fields = [field for field in model._meta.concrete_fields if not field.primary_key]
     columns = ", ".join(quote(str(field.column)) for field in fields)
     placeholders = ", ".join(["%s"] * len(fields))
-    return f"INSERT INTO {quote(model._meta.db_table)} ({columns}) VALUES ({placeholders})", fields
+    sql = f"INSERT INTO {quote(model._meta.db_table)} ({columns}) VALUES ({placeholders})"
+    if returning and connection.features.can_return_columns_from_insert:
+        sql += f" RETURNING {quote(str(model._meta.pk.column))}"
+    return sql, fields
+
+
+def insert_row(row: models.Model) -> None:
+    """Writes `row`, of a model with an automatic primary key, in the caller's transaction,
+    and gives it the key it got, as `save()` does (no signal is sent, `save()` is not
+    called): the ORM's building of one INSERT cost more than SQLite's running of it, and
+    every question writes three rows (chat.turns.admission)."""
+    model = type(row)
+    alias = router.db_for_write(model)
+    connection = connections[alias]
+    sql, fields = _returning_insert(model, alias)
+    values = [field.get_db_prep_save(field.pre_save(row, True), connection) for field in fields]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, values)
+        if connection.features.can_return_columns_from_insert:
+            (pk,) = cursor.fetchone()
+        else:
+            table, column = model._meta.db_table, str(model._meta.pk.column)
+            pk = connection.ops.last_insert_id(cursor, table, column)
+    row.pk = model._meta.pk.to_python(pk)
+    row._state.adding, row._state.db = False, alias
+
+
+@functools.cache
+def _returning_insert(model: type[models.Model], alias: str) -> tuple[str, list[models.Field]]:
+    return insert_statement(model, alias, returning=True)
 
 
 def update_statement(

@@ -20,7 +20,8 @@ from activity.preferences.feed_prefs import SURFACES
 from activity.recording.writes import insert_rows, update_row, update_rows
 from activity.selectors import _RUNNING_AND_RECENT, running_and_recent
 from chat.models import Conversation, Message
-from chat.socket.reads import _UNCHANGED, _open_answer, _settings_and_open_answer
+from chat.socket.reads import _UNCHANGED, _open_answer, _opened, _settings_and_open_answer
+from project.sql import insert_row
 
 pytestmark = pytest.mark.django_db
 
@@ -93,7 +94,7 @@ def _answer(conversation: Conversation, state: str) -> Message:
     ],
 )
 def test_a_socket_opening_reads_the_settings_and_open_answer_the_orm_reads(
-    alice, alice_conversation, prefs, answers
+    client, alice, alice_conversation, prefs, answers
 ):
     if prefs is not None:
         FeedPreferences.objects.create(user=alice, **prefs)
@@ -112,6 +113,13 @@ def test_a_socket_opening_reads_the_settings_and_open_answer_the_orm_reads(
     assert (prefs_read.max_lines, language) == ((3, "de") if prefs and language else (6, ""))
     assert running == _open_answer(alice_conversation)
     assert (running is not None) == any(s in Message.OPEN_STATES for s in answers)
+    # The opening's one statement, for a login that stands, reads the same.
+    client.force_login(alice)
+    store = Session.get_session_store_class()(client.session.session_key)
+    for surface in SURFACES:
+        opened = _opened(store, alice_conversation.pk, surface)
+        assert opened is not None
+        assert opened[2] == _settings_and_open_answer(alice.pk, alice_conversation.pk, surface)
 
 
 def test_a_question_counts_the_running_and_recent_turns_the_orm_counts(
@@ -187,6 +195,47 @@ def test_rows_written_by_the_group_commit_are_those_bulk_create_writes(alice_con
     assert _stored(ActivityEvent, written) == _stored(ActivityEvent, created)
     assert _stored(ModelCall, written) == _stored(ModelCall, created)
     assert len(_stored(ActivityEvent, written)) == 2
+
+
+def test_a_questions_rows_are_those_create_writes_with_their_new_keys(alice_conversation):
+    """insert_row, as a question's rows are written, next to `create()`."""
+    elsewhere = Conversation.objects.create(owner_id=alice_conversation.owner_id)
+
+    def rows(conversation, write):
+        feed = write(
+            ActivityFeed,
+            owner_id=conversation.owner_id,
+            conversation_id=conversation.pk,
+            language="it",
+        )
+        question = write(Message, conversation=conversation, role="user", content="Ciao? ü")
+        answer = write(
+            Message, conversation=conversation, role="assistant", state="streaming", feed=feed
+        )
+        return feed, question, answer
+
+    def inserted(model, **fields):
+        row = model(**fields)
+        insert_row(row)
+        return row
+
+    mine = rows(alice_conversation, inserted)
+    twins = rows(elsewhere, lambda model, **fields: model.objects.create(**fields))
+    for row, twin in zip(mine, twins, strict=True):
+        assert row.pk is not None and not row._state.adding
+        stored = type(row).objects.filter(pk=row.pk).values().get()
+        stored_twin = type(twin).objects.filter(pk=twin.pk).values().get()
+        assert stored == {**stored_twin, **_own(stored)}
+        # The instance holds what was stored, as create() leaves it.
+        assert {name: getattr(row, name) for name in stored} == stored
+    assert mine[2].feed_id == mine[0].pk and mine[1].pk < mine[2].pk
+
+
+def _own(stored: dict) -> dict:
+    """What differs between a row and its twin by design: its key, its conversation, its
+    feed and its times."""
+    names = ("id", "conversation_id", "feed_id", "created_at", "updated_at", "started_at")
+    return {name: value for name, value in stored.items() if name in names}
 
 
 def _fields(message: Message) -> tuple:

@@ -25,6 +25,7 @@ from activity.models import ActivityEvent, ActivityFeed, FeedPreferences, ModelC
 from activity.recording.chain import text_digest
 from activity.recording.events import RecordedEvent, with_seq
 from activity.recording.writes import insert_rows, update_row
+from project.sql import insert_row
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,10 +63,11 @@ def sealed_rows(
 
 
 def open_feed(*, owner_id: int, conversation_id: uuid.UUID, language: str) -> ActivityFeed:
-    """The feed of an answer that begins, in the caller's transaction."""
-    return ActivityFeed.objects.create(
-        owner_id=owner_id, conversation_id=conversation_id, language=language
-    )
+    """The feed of an answer that begins, in the caller's transaction (written as
+    `create()` writes it, by a statement built once: every question opens one)."""
+    feed = ActivityFeed(owner_id=owner_id, conversation_id=conversation_id, language=language)
+    insert_row(feed)
+    return feed
 
 
 def append(

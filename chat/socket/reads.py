@@ -4,6 +4,7 @@ once per new turn."""
 from __future__ import annotations
 
 import enum
+import functools
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -13,10 +14,18 @@ from typing import Any, cast
 
 from channels.db import database_sync_to_async
 from django.conf import settings
-from django.contrib.auth import HASH_SESSION_KEY, SESSION_KEY, get_user, get_user_model
+from django.contrib.auth import (
+    BACKEND_SESSION_KEY,
+    HASH_SESSION_KEY,
+    SESSION_KEY,
+    get_user,
+    get_user_model,
+)
+from django.contrib.auth.backends import ModelBackend
 from django.contrib.sessions.models import Session
+from django.core.exceptions import ValidationError
 from django.db import connection
-from django.db.models import Exists, QuerySet, Subquery
+from django.db.models import Exists, OuterRef, QuerySet, Subquery
 from django.http import HttpRequest
 from django.utils import timezone
 from django.utils.crypto import constant_time_compare
@@ -151,26 +160,135 @@ class Opening:
     running: int | None
 
 
-@database_sync_to_async
-def opening(
+# A socket's user, its conversation, and its settings, language and open answer.
+_Read = tuple[Any, Conversation, tuple[FeedPrefs, str, int | None]]
+
+
+def read_opening(
     scope: Mapping[str, Any], conversation_id: uuid.UUID, surface: str = "page"
 ) -> Opening | Refused:
-    """All a new socket reads, its user included, in one trip to the database thread: a
-    reconnect storm (every page of a restarted server at once) queues there, so each socket
-    must take one turn."""
-    # Django's own reading of a login session (its hash checked against the password),
-    # which needs nothing of a request but its session.
-    user = get_user(cast(HttpRequest, SimpleNamespace(session=scope["session"])))
+    """All a new socket reads, its user included, in one trip to the database thread
+    (`opening`): a reconnect storm (every page of a restarted server at once) queues there,
+    so each socket must take one turn."""
+    read: _Read | Refused | None = _opened(scope["session"], conversation_id, surface)
+    if read is None:
+        read = _opened_step_by_step(scope["session"], conversation_id, surface)
+    if isinstance(read, Refused):
+        return read
+    user, conversation, (prefs, language, running) = read
+    # Only an open turn can be a dead one: most sockets open on a conversation at rest.
+    if running is not None and dead_turns_recover(conversation_id=conversation.pk):
+        running = _open_answer(conversation)
+    return Opening(user, conversation, prefs, language, running)
+
+
+opening = database_sync_to_async(read_opening)
+
+
+def _opened_step_by_step(
+    session: Any, conversation_id: uuid.UUID, surface: str
+) -> _Read | Refused:
+    """Django's own reading of a login session (its hash checked against the password, an
+    old secret's hash renewed), which needs nothing of a request but its session; then the
+    conversation, the settings and the open answer."""
+    user = get_user(cast(HttpRequest, SimpleNamespace(session=session)))
     if not user.is_authenticated:
         return Refused.SESSION
     conversation = Conversation.objects.filter(pk=conversation_id, owner=user).first()
     if conversation is None:
         return Refused.CONVERSATION
-    prefs, language, running = _settings_and_open_answer(user.pk, conversation.pk, surface)
-    # Only an open turn can be a dead one: most sockets open on a conversation at rest.
-    if running is not None and dead_turns_recover(conversation_id=conversation.pk):
-        running = _open_answer(conversation)
-    return Opening(user, conversation, prefs, language, running)
+    return user, conversation, _settings_and_open_answer(user.pk, conversation.pk, surface)
+
+
+def _opened(session: Any, conversation_id: uuid.UUID, surface: str) -> _Read | None:
+    """The common case in one statement: a database session that Django's get_user accepts
+    as it stands, of the user who owns the conversation. Anything else (no such session or
+    conversation, another user's, an inactive user, a hash of a changed password or of an
+    old secret, a backend other than the model's) is None: the step-by-step reading decides,
+    as Django would, and refuses or renews."""
+    if settings.SESSION_ENGINE not in DATABASE_SESSIONS or not session.session_key:
+        return None
+    row = _OPENING.fetchone(
+        conversation=conversation_id, session=session.session_key, now=timezone.now()
+    )
+    if row is None:
+        return None
+    own, users = len(_conversation_columns()), len(_user_columns())
+    overrides, language, stored, running = row[own + users :]
+    if stored is None:
+        return None
+    data = session.decode(stored)
+    user = get_user_model().from_db(connection.alias, _user_columns(), row[own : own + users])
+    if not _accepted(data, user):
+        return None
+    conversation = Conversation.from_db(connection.alias, _conversation_columns(), row[:own])
+    Conversation._meta.get_field("owner").set_cached_value(conversation, user)
+    # The session as its store would have loaded it; its permit compares the row with this.
+    session._session_cache, session.accessed, session.stored = data, True, stored
+    prefs, language = FeedPreferences.settings_of(overrides or {}, language, surface)
+    return user, conversation, (prefs, language, running)
+
+
+_MODEL_BACKEND = "django.contrib.auth.backends.ModelBackend"
+
+
+def _accepted(data: Mapping[str, Any], user: Any) -> bool:
+    """Whether django.contrib.auth.get_user returns `user` for this session data without
+    writing anything: its id, the model backend, an active user, and the session's hash of
+    the password under the current secret."""
+    try:
+        user_id = get_user_model()._meta.pk.to_python(data[SESSION_KEY])
+    except (KeyError, ValidationError):
+        return False
+    session_hash = data.get(HASH_SESSION_KEY)
+    return (
+        user_id == user.pk
+        and data.get(BACKEND_SESSION_KEY) == _MODEL_BACKEND
+        and _MODEL_BACKEND in settings.AUTHENTICATION_BACKENDS
+        and ModelBackend().user_can_authenticate(user)
+        and isinstance(session_hash, str)
+        and bool(session_hash)
+        and constant_time_compare(session_hash, user.get_session_auth_hash())
+    )
+
+
+@functools.cache
+def _conversation_columns() -> list[str]:
+    return [field.attname for field in Conversation._meta.concrete_fields]
+
+
+@functools.cache
+def _user_columns() -> list[str]:
+    return [field.attname for field in get_user_model()._meta.concrete_fields]
+
+
+def _opening_query() -> QuerySet[Any]:
+    """Compiled once: the conversation, its owner, the login session's row, the owner's
+    settings and the conversation's open answer. Every socket runs it as it opens, and the
+    ORM took longer to build its three reads than SQLite to run them."""
+    session = Session._meta
+    login = Session.objects.filter(
+        session_key=Param("session", session.pk),
+        expire_date__gt=Param("now", session.get_field("expire_date")),
+    ).values("session_data")[:1]
+    open_answer = Message.objects.filter(
+        conversation_id=OuterRef("pk"), state__in=Message.OPEN_STATES
+    ).values("pk")[:1]
+    return (
+        Conversation.objects.filter(pk=Param("conversation", Conversation._meta.pk))
+        .annotate(opening_login=Subquery(login), opening_running=Subquery(open_answer))
+        .values_list(
+            *_conversation_columns(),
+            *(f"owner__{name}" for name in _user_columns()),
+            "owner__feed_preferences__overrides",
+            "owner__feed_preferences__language",
+            "opening_login",
+            "opening_running",
+        )
+    )
+
+
+_OPENING = Compiled(_opening_query, converted=True)
 
 
 def _settings_and_open_answer(

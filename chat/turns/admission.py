@@ -22,6 +22,7 @@ from chat.conversations.text_rules import looks_empty, unstorable
 from chat.models import Conversation, Message
 from chat.turns.recovery import dead_turns_recover
 from project.languages import written_language
+from project.sql import insert_row
 
 
 class TurnRejected(Exception):
@@ -225,22 +226,24 @@ def _turn_of_client(conversation: Conversation, client_id: uuid.UUID) -> Started
 def _turn_create(
     conversation: Conversation, text: str, client_id: uuid.UUID | None, language: str
 ) -> StartedTurn:
-    question = Message.objects.create(
-        conversation=conversation, role=Message.Role.USER, content=text
-    )
+    question = Message(conversation=conversation, role=Message.Role.USER, content=text)
+    insert_row(question)
     answer = _answer_create(conversation, language, client_id=client_id)
     return StartedTurn(question=question, answer=answer)
 
 
 def _answer_create(conversation: Conversation, language: str, **fields) -> Message:
-    """A streaming answer with its feed; the caller holds the transaction."""
+    """A streaming answer with its feed; the caller holds the transaction. Its rows are
+    written by statements built once (project.sql.insert_row), as `create()` writes them."""
     feed = open_feed(
         owner_id=conversation.owner_id, conversation_id=conversation.pk, language=language
     )
-    return Message.objects.create(
+    answer = Message(
         conversation=conversation,
         role=Message.Role.ASSISTANT,
         state=Message.State.STREAMING,
         feed=feed,
         **fields,
     )
+    insert_row(answer)
+    return answer

@@ -314,7 +314,7 @@ async def test_a_question_reaches_the_model_after_one_trip_to_the_database_threa
     await turn_frames(alice_conversation, alice, QUESTION, as_json=True)
 
     # From the question to the end (the socket's closing follows).
-    turn = trips[trips.index("opening") + 1 :]
+    turn = trips[trips.index("read_opening") + 1 :]
     turn = turn[: [i for i, trip in enumerate(turn) if trip == "_write_all"][1] + 1]
     assert turn == [
         # The rows of the turn, the checks and what the model is told: one trip.
