@@ -28,6 +28,7 @@ def _write_now(connection: Any, data: bytes) -> None:
         and not connection.TLS  # startTLS's own layer: its bytes reach here another way
         and connection.connected
         and not connection.disconnecting
+        and not connection._aborting  # aborted: what it still writes is dropped, never sent
         and not connection._writeDisconnected
         and not connection._tempDataLen
         and connection.offset == len(connection.dataBuffer)

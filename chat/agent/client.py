@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import weakref
+from typing import Any
 
 import httpx2
 from django.conf import settings
 from openai import AsyncOpenAI, DefaultAioHttpClient
 
 from chat.agent.demo_wire import DemoTransport
+from chat.agent.faults import NamedFaults
 
 # One client per event loop and configuration: building one creates an SSL context, which
 # profiling showed to be most of a turn's CPU time when every turn made its own.
@@ -20,6 +22,17 @@ _shared: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 # a burst of 300 turns closed and reopened 200 connections for each of its requests, and
 # opening them cost more CPU than the SDK's whole request building (py-spy, 300 sessions).
 CONNECTIONS = httpx2.Limits(max_connections=1000, max_keepalive_connections=1000)
+
+
+class ProviderHttpClient(DefaultAioHttpClient):
+    """The SDK's aiohttp client (direct or through a proxy from the environment), its
+    connection faults named as httpx names them (chat.agent.faults)."""
+
+    def _init_transport(self, *args: Any, **kwargs: Any) -> httpx2.AsyncBaseTransport:
+        return NamedFaults(super()._init_transport(*args, **kwargs))
+
+    def _init_proxy_transport(self, *args: Any, **kwargs: Any) -> httpx2.AsyncBaseTransport:
+        return NamedFaults(super()._init_proxy_transport(*args, **kwargs))
 
 
 def uses_demo_model() -> bool:
@@ -65,7 +78,7 @@ def _new_client(transport: httpx2.AsyncBaseTransport | None) -> AsyncOpenAI:
     # kept for a burst: the same requests for about a tenth less of a turn's CPU than on
     # httpcore, whose cancel scopes and readers wrapped every streamed chunk (py-spy, peer
     # bench at 100 sessions).
-    http_client = DefaultAioHttpClient(transport=transport, timeout=timeout, limits=CONNECTIONS)
+    http_client = ProviderHttpClient(transport=transport, timeout=timeout, limits=CONNECTIONS)
     return AsyncOpenAI(
         api_key=settings.OPENAI_API_KEY,
         base_url=settings.OPENAI_BASE_URL or None,

@@ -22,6 +22,8 @@ import anyio
 import httpx2
 import openai
 
+from chat.agent.faults import timed_out
+
 DONE = b"[DONE]"
 # After `[DONE]`, how long the rest of the body may take to arrive (the SDK's own wait).
 DRAIN_SECONDS = 0.1
@@ -99,7 +101,9 @@ async def stream_data(response: httpx2.Response) -> AsyncIterator[Any]:
             if (event := events.line(line)) is not None and not event.startswith(DONE):
                 yield _chunk(response, event)
     except httpx2.TimeoutException as exc:
-        raise openai.APITimeoutError(request=response.request) from exc
+        if timed_out(exc):
+            raise openai.APITimeoutError(request=response.request) from exc
+        raise openai.APIConnectionError(request=response.request) from exc
     except (httpx2.RequestError, ssl.SSLError, anyio.EndOfStream) as exc:
         # As the SDK maps them (openai._httpx2.request_exceptions).
         raise openai.APIConnectionError(request=response.request) from exc

@@ -6,6 +6,7 @@ from collections.abc import Awaitable, Callable
 
 from asgiref.sync import async_to_sync
 
+from chat.agent.client import close_clients
 from chat.agent.tools import ToolRegistry
 from chat.models import Conversation, Message
 from chat.turns import deps, runner
@@ -18,8 +19,15 @@ def run_turn(
     """The answer, finished; run with `dependencies` (a scripted provider, tools of the
     test's own) instead of the configured ones when given."""
     turn = admit(conversation=conversation, text=question)
+
+    async def run() -> None:
+        try:
+            await runner.run(answer=turn.answer)
+        finally:
+            await close_clients()  # this event loop ends with the call
+
     with deps.using(dependencies or deps.current()):
-        async_to_sync(runner.run)(answer=turn.answer)
+        async_to_sync(run)()
     return Message.objects.select_related("feed").get(pk=turn.answer.pk)
 
 

@@ -4,7 +4,8 @@ tests/test_prompt_writes.py. Run as a program: it prints its port, then one JSON
 connection that ended, saying how its writes went.
 
 A client sends `batch FIRST COUNT` (the server writes batch(FIRST, COUNT), a chunk a write),
-or `close`."""
+`close`, or `abort` (the server aborts the connection, then writes AFTER_ABORT to it, as a
+protocol may before it hears of the abort)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import uvloop
 
 # The server's send buffer: small, so that the kernel takes only part of a batch.
 SEND_BUFFER = 4096
+AFTER_ABORT = b"written after the connection was aborted"
 
 
 def batch(first: int, count: int) -> list[bytes]:
@@ -28,6 +30,8 @@ def batch(first: int, count: int) -> list[bytes]:
 
 
 def main() -> None:
+    # `--tls CERTIFICATE KEY`: the same server behind Twisted's TLS, as Daphne's `-e ssl:`.
+    tls = sys.argv[2:4] if sys.argv[1:2] == ["--tls"] else None
     asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
     from twisted.internet import asyncioreactor
 
@@ -39,7 +43,8 @@ def main() -> None:
 
     class Writer(protocol.Protocol):
         def connectionMade(self) -> None:
-            self.transport.socket.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SEND_BUFFER)
+            tcp = self.transport.transport if tls else self.transport
+            tcp.socket.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SEND_BUFFER)
             self.ways = {"sent at once": 0, "partly sent": 0, "queued": 0}
             self.pending = b""
 
@@ -49,12 +54,18 @@ def main() -> None:
                 line, self.pending = self.pending.split(b"\n", 1)
                 if line == b"close":
                     self.transport.loseConnection()
+                elif line == b"abort":
+                    self.transport.abortConnection()
+                    self.write(AFTER_ABORT)
                 else:
                     _, first, count = line.split()
                     for chunk in batch(int(first), int(count)):
                         self.write(chunk)
 
         def write(self, chunk: bytes) -> None:
+            if tls:  # the TLS layer's transport: its socket's writes are not told apart here
+                self.transport.write(chunk)
+                return
             before = self.transport._tempDataLen
             self.transport.write(chunk)
             after = self.transport._tempDataLen
@@ -69,7 +80,13 @@ def main() -> None:
             print(json.dumps(self.ways), flush=True)
 
     factory = protocol.Factory.forProtocol(Writer)
-    port = reactor.listenTCP(0, factory, interface="127.0.0.1")
+    if tls:
+        from twisted.internet import ssl
+
+        context = ssl.DefaultOpenSSLContextFactory(tls[1], tls[0])
+        port = reactor.listenSSL(0, factory, context, interface="127.0.0.1")
+    else:
+        port = reactor.listenTCP(0, factory, interface="127.0.0.1")
     print(port.getHost().port, flush=True)
     reactor.run()
 
