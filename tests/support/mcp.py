@@ -46,7 +46,9 @@ def http_server(
     )
     url = f"http://127.0.0.1:{port}/{'sse' if sse else 'mcp'}"
     try:
-        deadline = time.monotonic() + 20
+        # Only a server that never opens its port waits this long (a busy machine's start
+        # has taken more than 20 s).
+        deadline = time.monotonic() + 120
         while True:
             try:
                 socket.create_connection(("127.0.0.1", port), timeout=1).close()
