@@ -16,7 +16,7 @@ from chat.knowledge import search
 from chat.knowledge.documents import DOCUMENTS
 from chat.models import Conversation, Document
 from tests.support.servers import RUN_FOLDER, run_folder
-from tests.support.template_database import drop_template, migrated_template, on_postgres
+from tests.support.template_database import drop_templates, migrated_template, on_postgres
 
 
 def pytest_configure(config):
@@ -29,7 +29,7 @@ def pytest_configure(config):
     os.environ[RUN_FOLDER] = folder
 
     def clean_up() -> None:
-        drop_template(Path(folder))
+        drop_templates(Path(folder))
         shutil.rmtree(folder, ignore_errors=True)
 
     config.add_cleanup(clean_up)

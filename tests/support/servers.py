@@ -108,13 +108,14 @@ def serve(
     port: int | None = None,
     *,
     mcp_opened: bool = True,
+    seeded: bool = False,
     **settings: str,
 ) -> Iterator[Server]:
     """Starts Daphne (with `daphne_args` besides its port, on `port` if given) on a fresh
     database in `work`, migrated and seeded with the demo (a copy of `migrated_site`'s unless
-    `settings` name a DATABASE_URL), and, unless `mcp_opened` is False, waits for its first
-    attempt at each MCP server it declares; stopped on the way out, whether the test passed
-    or not."""
+    `settings` name a DATABASE_URL, migrated and seeded here unless `seeded` says it is), and,
+    unless `mcp_opened` is False, waits for its first attempt at each MCP server it declares;
+    stopped on the way out, whether the test passed or not."""
     site = migrated_site()
     env = {
         **os.environ,
@@ -131,7 +132,7 @@ def serve(
         **settings,
     }
     if "DATABASE_URL" in settings:
-        for command in (["migrate", "--noinput"], ["seed_demo"]):
+        for command in () if seeded else (["migrate", "--noinput"], ["seed_demo"]):
             manage(env, *command, "-v", "0")
     else:
         copy_database(site / "db.sqlite3", work / "e2e.sqlite3")
@@ -267,11 +268,16 @@ def two_servers(work: Path, **settings: str) -> Iterator[tuple[Server, Server]]:
     database, redis = services()
     name = f"glassbox_test_{uuid.uuid4().hex[:8]}"
     admin = database.rsplit("/", 1)[0] + "/postgres"
+    # A copy of the run's migrated and seeded database, when there is one.
+    from tests.support.template_database import seeded_template
+
+    template = seeded_template(database)
     with psycopg.connect(admin, autocommit=True) as connection:
-        connection.execute(f'CREATE DATABASE "{name}"')
+        copy = f' TEMPLATE "{template}"' if template else ""
+        connection.execute(f'CREATE DATABASE "{name}"{copy}')
     shared = {"DATABASE_URL": database.rsplit("/", 1)[0] + "/" + name, "REDIS_URL": redis}
     try:
-        with serve(work, **shared, **settings) as first:
+        with serve(work, seeded=template is not None, **shared, **settings) as first:
             second = start_daphne(first.env)
             try:
                 yield first, second

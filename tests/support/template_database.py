@@ -8,9 +8,10 @@ import hashlib
 import os
 from pathlib import Path
 
-from tests.support.servers import built, manage, once_per_run
+from tests.support.servers import built, manage, once_per_run, run_folder
 
 BUILT_AS = "template-database"
+SEEDED_AS = "seeded-database"
 
 
 def template_name(folder: Path) -> str:
@@ -38,6 +39,25 @@ def migrated_template(url: str, folder: Path) -> str:
     return name
 
 
+def seeded_template(url: str) -> str | None:
+    """A database migrated and seeded with the demo once per run, which the servers' fresh
+    PostgreSQL databases are copies of (tests.support.servers.two_servers); None outside a
+    run."""
+    folder = run_folder()
+    if folder is None:
+        return None
+    name = template_name(folder) + "_seeded"
+
+    def build() -> None:
+        recreate(url, name)
+        env = {**os.environ, "DATABASE_URL": url.rsplit("/", 1)[0] + "/" + name}
+        for command in (["migrate", "--noinput"], ["seed_demo"]):
+            manage(env, *command, "-v", "0")
+
+    once_per_run(folder, SEEDED_AS, build)
+    return name
+
+
 def recreate(url: str, name: str) -> None:
     import psycopg
 
@@ -46,12 +66,21 @@ def recreate(url: str, name: str) -> None:
         connection.execute(f'CREATE DATABASE "{name}"')
 
 
-def drop_template(folder: Path) -> None:
+def drop_templates(folder: Path) -> None:
     """At the end of the run, in pytest's first process: after every worker's last copy."""
     url = on_postgres()
-    if url is None or not built(folder, BUILT_AS):
+    names = [
+        name
+        for name, marker in (
+            (template_name(folder), BUILT_AS),
+            (template_name(folder) + "_seeded", SEEDED_AS),
+        )
+        if built(folder, marker)
+    ]
+    if url is None or not names:
         return
     import psycopg
 
     with psycopg.connect(url.rsplit("/", 1)[0] + "/postgres", autocommit=True) as connection:
-        connection.execute(f'DROP DATABASE IF EXISTS "{template_name(folder)}" WITH (FORCE)')
+        for name in names:
+            connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
