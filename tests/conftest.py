@@ -1,7 +1,11 @@
 from __future__ import annotations
 
 import contextlib
+import os
+import shutil
+import tempfile
 import uuid
+from pathlib import Path
 
 import pytest
 import pytest_asyncio
@@ -11,6 +15,36 @@ from django.utils import translation
 from chat.knowledge import search
 from chat.knowledge.documents import DOCUMENTS
 from chat.models import Conversation, Document
+from tests.support.servers import RUN_FOLDER, run_folder
+from tests.support.template_database import drop_templates, migrated_template, on_postgres
+
+
+def pytest_configure(config):
+    """pytest's first process makes a folder for the whole run, which pytest-xdist's workers
+    inherit: what the first process to need it builds there, the others use (the migrated
+    site servers start from: tests.support.servers.once_per_run)."""
+    if hasattr(config, "workerinput"):
+        return
+    folder = tempfile.mkdtemp(prefix="glassbox-run-")
+    os.environ[RUN_FOLDER] = folder
+
+    def clean_up() -> None:
+        drop_templates(Path(folder))
+        shutil.rmtree(folder, ignore_errors=True)
+
+    config.add_cleanup(clean_up)
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix):
+    """On PostgreSQL, this process's test database is a copy of the run's migrated template
+    (tests.support.template_database) rather than migrated again beside the others."""
+    from django.db import connections
+
+    url, folder = on_postgres(), run_folder()
+    if url and folder:
+        test_settings = connections["default"].settings_dict.setdefault("TEST", {})
+        test_settings["TEMPLATE"] = migrated_template(url, folder)
 
 
 @pytest.fixture(autouse=True, scope="session")

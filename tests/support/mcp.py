@@ -77,8 +77,8 @@ def _start(
 
 def _accepting(process: subprocess.Popen, port: int) -> bool:
     """Whether the server accepts connections, waiting while it starts (a loaded machine
-    can take many seconds to import the SDK); False once it has exited."""
-    deadline = time.monotonic() + 60
+    has taken more than 20 s to import the SDK); False once it has exited."""
+    deadline = time.monotonic() + 120
     while process.poll() is None and time.monotonic() < deadline:
         try:
             socket.create_connection(("127.0.0.1", port), timeout=1).close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import fcntl
 import functools
 import http.cookiejar
 import json
@@ -19,7 +20,7 @@ import time
 import urllib.parse
 import urllib.request
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -37,13 +38,50 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+# Set by tests/conftest.py in pytest's first process: a folder the whole run (every
+# pytest-xdist worker) shares, for what the first process to need it builds once.
+RUN_FOLDER = "GLASSBOX_TESTS_RUN_FOLDER"
+
+
+def run_folder() -> Path | None:
+    folder = os.environ.get(RUN_FOLDER)
+    return Path(folder) if folder else None
+
+
+def once_per_run(folder: Path, name: str, build: Callable[[], object]) -> None:
+    """`build()` unless a process of this run already did (pytest-xdist's workers share the
+    run's folder). The lock is held while one process builds: the others wait for it, then
+    find it built; a failed build leaves nothing marked built, so the next process retries."""
+    with open(folder / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not built(folder, name):
+            build()
+            (folder / f"{name}.built").touch()
+
+
+def built(folder: Path, name: str) -> bool:
+    return (folder / f"{name}.built").exists()
+
+
 @functools.cache
 def migrated_site() -> Path:
     """A SQLite database migrated and seeded with the demo, and the static files collected,
-    once per test process: each server starts from a copy (the three commands cost seconds a
-    server, tens of seconds on a busy machine)."""
+    once per test run (once per process outside pytest): each server starts from a copy (the
+    three commands cost seconds, tens of seconds on a busy machine). Nothing writes to it."""
+    folder = run_folder()
+    if folder:
+        site = folder / "site"
+        once_per_run(folder, "site", lambda: build_site(site))
+        return site
     site = Path(tempfile.mkdtemp(prefix="glassbox-site-"))
     atexit.register(shutil.rmtree, site, ignore_errors=True)
+    build_site(site)
+    return site
+
+
+def build_site(site: Path) -> None:
+    shutil.rmtree(site, ignore_errors=True)  # what a failed attempt left
+    site.mkdir(exist_ok=True)
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "project.settings",
@@ -52,7 +90,6 @@ def migrated_site() -> Path:
     }
     for command in (["migrate", "--noinput"], ["collectstatic", "--noinput"], ["seed_demo"]):
         manage(env, *command, "-v", "0")
-    return site
 
 
 def copy_database(source: Path, target: Path) -> None:
@@ -71,13 +108,14 @@ def serve(
     port: int | None = None,
     *,
     mcp_opened: bool = True,
+    seeded: bool = False,
     **settings: str,
 ) -> Iterator[Server]:
     """Starts Daphne (with `daphne_args` besides its port, on `port` if given) on a fresh
     database in `work`, migrated and seeded with the demo (a copy of `migrated_site`'s unless
-    `settings` name a DATABASE_URL), and, unless `mcp_opened` is False, waits for its first
-    attempt at each MCP server it declares; stopped on the way out, whether the test passed
-    or not."""
+    `settings` name a DATABASE_URL, migrated and seeded here unless `seeded` says it is), and,
+    unless `mcp_opened` is False, waits for its first attempt at each MCP server it declares;
+    stopped on the way out, whether the test passed or not."""
     site = migrated_site()
     env = {
         **os.environ,
@@ -94,7 +132,7 @@ def serve(
         **settings,
     }
     if "DATABASE_URL" in settings:
-        for command in (["migrate", "--noinput"], ["seed_demo"]):
+        for command in () if seeded else (["migrate", "--noinput"], ["seed_demo"]):
             manage(env, *command, "-v", "0")
     else:
         copy_database(site / "db.sqlite3", work / "e2e.sqlite3")
@@ -230,11 +268,16 @@ def two_servers(work: Path, **settings: str) -> Iterator[tuple[Server, Server]]:
     database, redis = services()
     name = f"glassbox_test_{uuid.uuid4().hex[:8]}"
     admin = database.rsplit("/", 1)[0] + "/postgres"
+    # A copy of the run's migrated and seeded database, when there is one.
+    from tests.support.template_database import seeded_template
+
+    template = seeded_template(database)
     with psycopg.connect(admin, autocommit=True) as connection:
-        connection.execute(f'CREATE DATABASE "{name}"')
+        copy = f' TEMPLATE "{template}"' if template else ""
+        connection.execute(f'CREATE DATABASE "{name}"{copy}')
     shared = {"DATABASE_URL": database.rsplit("/", 1)[0] + "/" + name, "REDIS_URL": redis}
     try:
-        with serve(work, **shared, **settings) as first:
+        with serve(work, seeded=template is not None, **shared, **settings) as first:
             second = start_daphne(first.env)
             try:
                 yield first, second
