@@ -21,7 +21,11 @@ _shared: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 # As many idle connections kept as may be open: with the SDK's default (100 kept of 1,000),
 # a burst of 300 turns closed and reopened 200 connections for each of its requests, and
 # opening them cost more CPU than the SDK's whole request building (py-spy, 300 sessions).
-CONNECTIONS = httpx2.Limits(max_connections=1000, max_keepalive_connections=1000)
+# Idle ones are kept 30 s (httpx's default is 5): a busy process's bursts come further apart
+# than that, and each reopened connection costs more than its idle socket.
+CONNECTIONS = httpx2.Limits(
+    max_connections=1000, max_keepalive_connections=1000, keepalive_expiry=30
+)
 
 
 class ProviderHttpClient(DefaultAioHttpClient):
