@@ -99,6 +99,12 @@ def test_workers_share_one_port_replace_a_dead_one_and_stop_together(tmp_path):
     with tempfile.TemporaryFile() as log:
         try:
             _serve_and_check(env, port, log)
+        except BaseException:
+            # The workers' own account, shown with the failure (pytest prints what a failed
+            # test wrote).
+            log.seek(0)
+            print(log.read().decode(errors="replace")[-20_000:])
+            raise
         finally:
             with psycopg.connect(admin, autocommit=True) as connection:
                 connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
