@@ -5,6 +5,7 @@ or a new turn's check finds it gone, and shows nothing that arrives after."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import random
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -16,6 +17,8 @@ from chat.models import Conversation
 from chat.socket import reads
 from chat.socket.dispatch import DirectConsumer, Message
 from chat.socket.revocation import session_group, user_group
+
+logger = logging.getLogger("glassbox.sockets")
 
 # Close codes in the 4000s: htmx's ws extension reconnects only after 1006/1011/1012/1013.
 CLOSE_UNAUTHENTICATED = 4401
@@ -72,6 +75,7 @@ class GuardedConsumer(DirectConsumer):
         await self.close(code=code)
 
     async def refused(self, problem: reads.NotAllowed) -> None:
+        logger.info("a socket's check found its right gone (%s)", problem.reason.value)
         await self.end(CLOSE_CODES[problem.reason])
 
     # Channel-layer handlers (chat.socket.revocation sends them).
@@ -79,6 +83,7 @@ class GuardedConsumer(DirectConsumer):
     async def access_ended(self, message: dict[str, Any]) -> None:
         """A right this socket relied on was taken away."""
         if not self.ended:
+            logger.info("a socket was told its right is gone (%s)", message["reason"])
             await self.end(CLOSE_CODES[reads.Refused(message["reason"])])
 
     async def session_ended(self, message: dict[str, Any]) -> None:
