@@ -15,7 +15,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.support import socket_faults, twisted_writer
+from tests.support import twisted_writer
+from tests.support.certificates import self_signed
 from tests.support.servers import ROOT
 
 
@@ -104,8 +105,8 @@ def test_nothing_written_after_a_connection_is_aborted_reaches_the_peer(writer):
 
 @pytest.fixture
 def tls_writer(tmp_path) -> Iterator[subprocess.Popen]:
-    _, certificate = socket_faults.tls_for_loopback(tmp_path)
-    yield from started("--tls", str(certificate), str(tmp_path / "provider-key.pem"))
+    key, certificate = self_signed(tmp_path)
+    yield from started("--tls", str(certificate), str(key))
 
 
 def test_writes_behind_tls_the_kernel_takes_in_part_arrive_whole_and_in_order(tls_writer):

@@ -5,7 +5,6 @@ asyncio's own loop when uvloop is turned off."""
 
 from __future__ import annotations
 
-import datetime
 import os
 import re
 import ssl
@@ -14,11 +13,8 @@ import sys
 import urllib.request
 
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
+from tests.support.certificates import self_signed
 from tests.support.servers import ROOT, free_port, login, serve
 
 pytestmark = pytest.mark.server
@@ -61,32 +57,6 @@ def test_with_uvloop_turned_off_the_server_runs_on_asyncios_own_loop(tmp_path):
     packages = imported_by_a_visit(tmp_path, GLASSBOX_UVLOOP="0")
     assert "daphne.server" in packages
     assert "uvloop" not in packages
-
-
-def self_signed(directory) -> tuple[str, str]:
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
-    now = datetime.datetime.now(datetime.UTC)
-    certificate = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=1))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .sign(key, hashes.SHA256())
-    )
-    key_file, certificate_file = directory / "key.pem", directory / "cert.pem"
-    key_file.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-    certificate_file.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
-    return str(key_file), str(certificate_file)
 
 
 def test_a_server_asked_for_a_tls_endpoint_serves_https(tmp_path):

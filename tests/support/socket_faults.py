@@ -6,8 +6,6 @@ never reaches it)."""
 from __future__ import annotations
 
 import contextlib
-import datetime
-import ipaddress
 import json
 import socket
 import ssl
@@ -16,12 +14,8 @@ import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
-
 from chat.agent.demo_wire import chunk
+from tests.support.certificates import self_signed
 
 Behaviour = Callable[[socket.socket], None]
 
@@ -119,33 +113,7 @@ def _run(behaviour: Behaviour, conn: socket.socket, tls: ssl.SSLContext | None) 
 def tls_for_loopback(directory: Path) -> tuple[ssl.SSLContext, Path]:
     """A server context for 127.0.0.1 with a certificate of its own making, and the file of
     that certificate, for a client to trust (SSL_CERT_FILE)."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "Glassbox test provider")])
-    now = datetime.datetime.now(datetime.UTC)
-    certificate = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=1))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .add_extension(
-            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-            critical=False,
-        )
-        .sign(key, hashes.SHA256())
-    )
-    key_file, certificate_file = directory / "provider-key.pem", directory / "provider.pem"
-    key_file.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-    certificate_file.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+    key_file, certificate_file = self_signed(directory)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(certificate_file, key_file)
     return context, certificate_file
