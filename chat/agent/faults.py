@@ -7,13 +7,11 @@ passed. Only a real timeout (aiohttp's are `TimeoutError`s) stays one."""
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
-
 import httpx2
 
 
 def timed_out(exc: httpx2.TimeoutException) -> bool:
+    """Whether time really ran out: aiohttp's own timeouts are TimeoutErrors."""
     cause = exc.__cause__
     return (
         not isinstance(exc, httpx2.ConnectTimeout)
@@ -22,26 +20,20 @@ def timed_out(exc: httpx2.TimeoutException) -> bool:
     )
 
 
-@contextlib.contextmanager
-def named(request: httpx2.Request, *, reading: bool = False) -> Iterator[None]:
-    try:
-        yield
-    except httpx2.TimeoutException as exc:
-        if timed_out(exc):
-            raise
-        fault = httpx2.ReadError if reading else httpx2.ConnectError
-        raise fault(str(exc), request=request) from exc.__cause__
-
-
 class NamedFaults(httpx2.AsyncBaseTransport):
-    """A transport whose request raises what `named` says."""
+    """A transport whose request raises a connection error, not a timeout, for a connection
+    that failed without any time passing (its body's reading: chat.agent.sse)."""
 
     def __init__(self, inner: httpx2.AsyncBaseTransport) -> None:
         self.inner = inner
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
-        with named(request):
+        try:
             return await self.inner.handle_async_request(request)
+        except httpx2.TimeoutException as exc:
+            if timed_out(exc):
+                raise
+            raise httpx2.ConnectError(str(exc), request=request) from exc.__cause__
 
     async def aclose(self) -> None:
         await self.inner.aclose()
