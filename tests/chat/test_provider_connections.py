@@ -5,17 +5,11 @@ from __future__ import annotations
 
 import asyncio
 
-from chat.agent.chunks import stream_completion
 from chat.agent.client import make_client
-from chat.agent.replies import readable
+from tests.support.completions import ask
 from tests.support.keepalive_provider import keepalive_provider
 
 BURST = 105  # above the 100 idle connections the openai SDK keeps by default
-
-
-async def ask(client) -> str:
-    response = await stream_completion(client, {"model": "m", "messages": []})
-    return "".join([chunk.content async for chunk in readable(response)])
 
 
 def test_a_second_burst_of_requests_opens_no_new_connection(settings):
