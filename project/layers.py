@@ -41,9 +41,7 @@ class SweptInMemoryChannelLayer(InMemoryChannelLayer):
         assert isinstance(message, dict), "message is not a dict"
         self.require_valid_channel_name(channel)
         assert "__asgi_channel__" not in message
-        queue = self.channels.get(channel)
-        if queue is None:
-            queue = self.channels[channel] = asyncio.Queue(maxsize=self.get_capacity(channel))
+        queue = self._queue(channel)
         try:
             queue.put_nowait((time.time() + self.expiry, copied(message)))
         except asyncio.QueueFull:
@@ -52,9 +50,7 @@ class SweptInMemoryChannelLayer(InMemoryChannelLayer):
     async def receive(self, channel: str) -> dict:
         self.require_valid_channel_name(channel)
         self._clean_expired()
-        queue = self.channels.get(channel)
-        if queue is None:
-            queue = self.channels[channel] = asyncio.Queue(maxsize=self.get_capacity(channel))
+        queue = self._queue(channel)
         try:
             _, message = await queue.get()
         finally:
@@ -62,6 +58,12 @@ class SweptInMemoryChannelLayer(InMemoryChannelLayer):
             if queue.empty() and self.channels.get(channel) is queue:
                 del self.channels[channel]
         return message
+
+    def _queue(self, channel: str) -> asyncio.Queue:
+        queue = self.channels.get(channel)
+        if queue is None:
+            queue = self.channels[channel] = asyncio.Queue(maxsize=self.get_capacity(channel))
+        return queue
 
     async def group_send(self, group: str, message: dict) -> None:
         """As the stock layer, without a task per member: sending never waits here."""
