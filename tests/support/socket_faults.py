@@ -240,12 +240,13 @@ class Chunked:
     def __call__(self, conn: socket.socket) -> None:
         self.connections += 1
         while _read_request(conn):
+            # Counted before the text leaves: the client's next connection may be read first.
+            partial, self.partial = self.partial > 0, max(self.partial - 1, 0)
             conn.sendall(
                 b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
                 b"transfer-encoding: chunked\r\n\r\n" + sse_event("Hello")
             )
-            if self.partial:
-                self.partial -= 1
+            if partial:
                 while conn.recv(65536):  # whatever comes, until the client hangs up
                     pass
                 return
