@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -87,6 +88,9 @@ def test_workers_share_one_port_replace_a_dead_one_and_stop_together(tmp_path):
         "DJANGO_SETTINGS_MODULE": "project.settings",
         "DATABASE_URL": database.rsplit("/", 1)[0] + "/" + name,
         "REDIS_URL": redis,
+        # Servers of other tests share the Redis, with users and sessions of the same ids: a
+        # password changed there would close these sockets.
+        "GLASSBOX_CHANNEL_PREFIX": f"test-{uuid.uuid4().hex[:8]}",
         "STATIC_ROOT": str(tmp_path / "static"),
         "GLASSBOX_DEMO_DELAY": "0.005",
         "OPENAI_API_KEY": "",
