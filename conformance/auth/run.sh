@@ -29,8 +29,9 @@ scenarios=$($SUITE list 2>/dev/null | sed -n 's/^  - \(auth\/[^ ]*\).*/\1/p')
 results=$(mktemp -d)
 trap 'rm -rf "$results"' EXIT
 # Each scenario's line lands in a file numbered by its place in the list.
+export PYTHON
 status=0
 printf '%s\n' $scenarios | awk '{ print NR, $0 }' | xargs -P 2 -L 1 sh -c \
-    'PYTHON="$0" ./run.sh --one "$3" > "$1/$(printf %03d "$2")"' "$PYTHON" "$results" || status=1
+    './run.sh --one "$2" > "$0/$(printf %03d "$1")"' "$results" || status=1
 cat "$results"/*
 exit $status

@@ -236,12 +236,16 @@ class Chunked:
     def __init__(self, partial: int = 0) -> None:
         self.partial = partial
         self.connections = 0
+        # Each connection has a thread of its own.
+        self.lock = threading.Lock()
 
     def __call__(self, conn: socket.socket) -> None:
-        self.connections += 1
+        with self.lock:
+            self.connections += 1
         while _read_request(conn):
             # Counted before the text leaves: the client's next connection may be read first.
-            partial, self.partial = self.partial > 0, max(self.partial - 1, 0)
+            with self.lock:
+                partial, self.partial = self.partial > 0, max(self.partial - 1, 0)
             conn.sendall(
                 b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
                 b"transfer-encoding: chunked\r\n\r\n" + sse_event("Hello")
