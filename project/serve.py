@@ -22,7 +22,7 @@ import subprocess
 import sys
 import time
 
-from project.unused import TLS, leave_out, speaks_tls
+from project.unused import HIGHLIGHTING, TLS, leave_out, speaks_tls
 
 APPLICATION = "project.asgi:application"
 
@@ -54,6 +54,7 @@ def serve(daphne_args: list[str]) -> int:
 
         # Daphne creates its event loop when daphne.server is imported, from this policy.
         asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
+    leave_out(HIGHLIGHTING)
     if not speaks_tls(daphne_args):
         leave_out(TLS)
     from project import prompt_writes

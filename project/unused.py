@@ -17,6 +17,10 @@ TLS = "OpenSSL"
 # browsable API's docs); a serving process uses neither, about 5 MiB with what they import.
 # The OTLP exporter needs requests: it is let in again once the application is imported.
 DRF_EXTRAS = ("requests", "pygments")
+# Autobahn colours the fields of a debug line about every frame it sends with click whenever
+# click is installed (the dev tools bring it), and formats them whether debug lines are
+# logged or not: four styled strings a frame. Without click they are plain text.
+HIGHLIGHTING = "click"
 
 
 def leave_out(*modules: str) -> None:

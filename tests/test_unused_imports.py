@@ -1,5 +1,6 @@
 """A server leaves out what its configuration never uses (project.unused): psycopg on SQLite,
-the TLS stack when it serves plain TCP, DRF's optional requests and Pygments. TLS still works
+the TLS stack when it serves plain TCP, DRF's optional requests and Pygments, and the click
+that Autobahn would colour every frame's debug line with. TLS still works
 when an endpoint asks for it, the trace exporter still finds requests, and the server runs on
 asyncio's own loop when uvloop is turned off."""
 
@@ -38,6 +39,7 @@ def test_a_plain_server_on_sqlite_loads_neither_psycopg_nor_the_tls_stack(tmp_pa
     assert "OpenSSL.crypto" not in packages
     assert "requests.sessions" not in packages and "pygments.lexers" not in packages
     assert "mcp.client.session" not in packages  # the MCP SDK waits for a server to be used
+    assert "autobahn.util" in packages and "click.termui" not in packages
 
 
 def test_what_the_application_left_out_imports_again_after_it_for_the_trace_exporter():

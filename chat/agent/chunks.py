@@ -76,17 +76,19 @@ class Chunk:
 
 def read_chunk(data: object) -> Chunk:
     """One chunk as the provider sent it; raises ProviderError if it cannot be read."""
-    if not isinstance(data, Mapping):
+    # JSON objects are dicts: checked as such, not as Mappings (an ABC check costs several
+    # times more, and a streamed reply is read a chunk per token).
+    if type(data) is not dict:
         raise _unreadable()
     choices = _typed(data.get("choices"), list) or []
     model = _typed(data.get("model"), str) or ""
-    usage = _typed(data.get("usage"), Mapping)
+    usage = _typed(data.get("usage"), dict)
     if not choices:
         return Chunk(model=model, usage=usage)
-    choice = _typed(choices[0], Mapping)
+    choice = _typed(choices[0], dict)
     if choice is None:
         raise _unreadable()
-    delta = _typed(choice.get("delta"), Mapping) or {}
+    delta = _typed(choice.get("delta"), dict) or {}
     return Chunk(
         model=model,
         usage=usage,
@@ -94,10 +96,7 @@ def read_chunk(data: object) -> Chunk:
         finish_reason=_typed(choice.get("finish_reason"), str),
         content=_typed(delta.get("content"), str) or "",
         reasoning=_reasoning(delta),
-        tool_calls=tuple(
-            _tool_delta(position, item)
-            for position, item in enumerate(_typed(delta.get("tool_calls"), list) or [])
-        ),
+        tool_calls=_tool_deltas(delta.get("tool_calls")),
     )
 
 
@@ -106,6 +105,12 @@ def _typed(value: Any, kind: type) -> Any:
     if value is None or isinstance(value, kind):
         return value
     raise _unreadable()
+
+
+def _tool_deltas(calls: object) -> tuple[ToolDelta, ...]:
+    if calls is None:
+        return ()
+    return tuple(_tool_delta(position, item) for position, item in enumerate(_typed(calls, list)))
 
 
 def _reasoning(delta: Mapping[str, Any]) -> str:
@@ -122,10 +127,10 @@ def _reasoning(delta: Mapping[str, Any]) -> str:
 
 
 def _tool_delta(position: int, item: object) -> ToolDelta:
-    if not isinstance(item, Mapping):
+    if type(item) is not dict:
         raise _unreadable()
     index = item.get("index")
-    function = _typed(item.get("function"), Mapping) or {}
+    function = _typed(item.get("function"), dict) or {}
     return ToolDelta(
         # A provider that leaves the index out sends its calls whole, one per position.
         index=index if isinstance(index, int) and not isinstance(index, bool) else position,

@@ -89,7 +89,7 @@ async def stream_data(response: httpx2.Response) -> AsyncIterator[Any]:
     stalled or broken connection."""
     lines, events = _Lines(), _Events()
     try:
-        async for data in response.aiter_bytes():
+        async for data in _body(response):
             for line in lines.feed(data):
                 if (event := events.line(line)) is None:
                     continue
@@ -109,6 +109,20 @@ async def stream_data(response: httpx2.Response) -> AsyncIterator[Any]:
         raise openai.APIConnectionError(request=response.request) from exc
     finally:
         await response.aclose()
+
+
+def _body(response: httpx2.Response) -> AsyncIterator[bytes]:
+    """The body's bytes as they arrive: the transport's own stream when there is nothing to
+    decode, without httpx's two generators and chunkers around each read (a streamed reply
+    is a read per token); a compressed body through httpx's decoders."""
+    encoding = response.headers.get("content-encoding", "identity").strip().lower()
+    stream = response.stream
+    if encoding in ("", "identity") and isinstance(stream, httpx2.AsyncByteStream):
+        if response.is_stream_consumed:
+            raise httpx2.StreamConsumed()
+        response.is_stream_consumed = True
+        return aiter(stream)
+    return response.aiter_bytes()
 
 
 def _chunk(response: httpx2.Response, event: bytes) -> Any:

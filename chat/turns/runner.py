@@ -96,16 +96,18 @@ class AnswerText:
         self.stored = 0
         self.flush_task: asyncio.Task | None = None
         self.last_frame = 0.0
+        # Read once: `add` runs for every token, and each settings read goes through a proxy.
+        self.window = settings.GLASSBOX_TEXT_FRAME_SECONDS
+        self.flush_chars = settings.GLASSBOX_TEXT_FLUSH_CHARS
 
     async def add(self, content: str) -> None:
         self.text += content
-        window = settings.GLASSBOX_TEXT_FRAME_SECONDS
-        wait = self.last_frame + window - asyncio.get_running_loop().time()
+        wait = self.last_frame + self.window - asyncio.get_running_loop().time()
         if wait <= 0:
             await self.send()
         elif self.flush_task is None:
             self.flush_task = asyncio.create_task(self._send_later(wait))
-        if len(self.text) - self.stored >= settings.GLASSBOX_TEXT_FLUSH_CHARS:
+        if len(self.text) - self.stored >= self.flush_chars:
             await self.recorder.write()
 
     def ride(self) -> Ride | None:

@@ -6,6 +6,8 @@ bytes arriving in pieces of any size."""
 from __future__ import annotations
 
 import asyncio
+import gzip
+import zlib
 from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
 
@@ -47,14 +49,12 @@ class Pieces(httpx2.AsyncByteStream):
             yield self.body[start : start + self.size]
 
 
-def response(body: bytes, size: int) -> httpx2.Response:
+def response(body: bytes, size: int, encoding: str | None = None) -> httpx2.Response:
     request = httpx2.Request("POST", "http://provider.invalid/v1/chat/completions")
-    return httpx2.Response(
-        200,
-        headers={"content-type": "text/event-stream"},
-        stream=Pieces(body, size),
-        request=request,
-    )
+    headers = {"content-type": "text/event-stream"}
+    if encoding is not None:
+        headers["content-encoding"] = encoding
+    return httpx2.Response(200, headers=headers, stream=Pieces(body, size), request=request)
 
 
 async def read(reader: AsyncIterator[object]) -> tuple[list[object], str]:
@@ -71,15 +71,20 @@ async def read(reader: AsyncIterator[object]) -> tuple[list[object], str]:
     return chunks, "end"
 
 
-def compare(body: bytes, sizes: Iterable[int]) -> dict[int, tuple[object, object]]:
+def compare(
+    body: bytes, sizes: Iterable[int], encoding: str | None = None
+) -> dict[int, tuple[object, object]]:
     """For each size of the pieces the body arrives in: what the SDK reads, what we read."""
 
     async def both() -> dict[int, tuple[object, object]]:
         client = AsyncOpenAI(api_key="test", base_url="http://provider.invalid/v1")
         read_by = {}
         for size in sizes:
-            sdk = AsyncStream(cast_to=object, response=response(body, size), client=client)
-            read_by[size] = (await read(aiter(sdk)), await read(stream_data(response(body, size))))
+            sdk = AsyncStream(
+                cast_to=object, response=response(body, size, encoding), client=client
+            )
+            ours = stream_data(response(body, size, encoding))
+            read_by[size] = (await read(aiter(sdk)), await read(ours))
         return read_by
 
     return asyncio.run(both())
@@ -98,6 +103,16 @@ def test_a_recorded_providers_reply_reads_as_the_sdk_reads_it(fixture):
     for size, (sdk, ours) in compare(body, (3, 7, 64, len(body))).items():
         assert ours == sdk, f"{fixture} in pieces of {size} bytes"
         assert ours[1] == "end" and ours[0], fixture
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "deflate"])
+def test_a_compressed_reply_is_decoded_as_the_sdk_decodes_it(encoding):
+    # Most replies are read straight from the transport; one a proxy compressed is not.
+    body = (FIXTURES / sorted(p.name for p in FIXTURES.glob("*.sse"))[0]).read_bytes()
+    packed = gzip.compress(body) if encoding == "gzip" else zlib.compress(body)
+    for size, (sdk, ours) in compare(packed, (5, 64, len(packed)), encoding).items():
+        assert ours == sdk, f"{encoding} in pieces of {size} bytes"
+        assert ours[1] == "end" and len(ours[0]) > 2, encoding
 
 
 def test_a_stall_is_the_sdks_timeout_and_a_cut_its_connection_error():
