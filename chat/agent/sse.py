@@ -114,12 +114,16 @@ async def stream_data(response: httpx2.Response) -> AsyncIterator[Any]:
 def _body(response: httpx2.Response) -> AsyncIterator[bytes]:
     """The body's bytes as they arrive: the transport's own stream when there is nothing to
     decode, without httpx's two generators and chunkers around each read (a streamed reply
-    is a read per token); a compressed body through httpx's decoders."""
+    is a read per token). A compressed body goes through httpx's decoders, and one already
+    read (a transport that built the response whole) or closed is httpx's to give or
+    refuse."""
     encoding = response.headers.get("content-encoding", "identity").strip().lower()
     stream = response.stream
-    if encoding in ("", "identity") and isinstance(stream, httpx2.AsyncByteStream):
-        if response.is_stream_consumed:
-            raise httpx2.StreamConsumed()
+    if (
+        encoding in ("", "identity")
+        and not (response.is_stream_consumed or response.is_closed)
+        and isinstance(stream, httpx2.AsyncByteStream)
+    ):
         response.is_stream_consumed = True
         return aiter(stream)
     return response.aiter_bytes()

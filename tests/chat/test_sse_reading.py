@@ -115,6 +115,23 @@ def test_a_compressed_reply_is_decoded_as_the_sdk_decodes_it(encoding):
         assert ours[1] == "end" and len(ours[0]) > 2, encoding
 
 
+def test_a_reply_a_transport_built_whole_reads_as_the_sdk_reads_it():
+    body = b'data: {"a": 1}\n\ndata: {"a": 2}\n\ndata: [DONE]\n\n'
+
+    async def both() -> tuple[object, object]:
+        def whole() -> httpx2.Response:
+            request = httpx2.Request("POST", "http://provider.invalid/v1/chat/completions")
+            headers = {"content-type": "text/event-stream"}
+            return httpx2.Response(200, headers=headers, content=body, request=request)
+
+        client = AsyncOpenAI(api_key="test", base_url="http://provider.invalid/v1")
+        sdk = AsyncStream(cast_to=object, response=whole(), client=client)
+        return await read(aiter(sdk)), await read(stream_data(whole()))
+
+    sdk, ours = asyncio.run(both())
+    assert ours == sdk and ours[1] == "end" and len(ours[0]) == 2
+
+
 def test_a_stall_is_the_sdks_timeout_and_a_cut_its_connection_error():
     class Failing(httpx2.AsyncByteStream):
         def __init__(self, error: Exception) -> None:
