@@ -41,9 +41,8 @@ class SweptInMemoryChannelLayer(InMemoryChannelLayer):
         assert isinstance(message, dict), "message is not a dict"
         self.require_valid_channel_name(channel)
         assert "__asgi_channel__" not in message
-        queue = self._queue(channel)
         try:
-            queue.put_nowait((time.time() + self.expiry, copied(message)))
+            self._put(channel, message, time.time() + self.expiry)
         except asyncio.QueueFull:
             raise ChannelFull(channel) from None
 
@@ -65,6 +64,10 @@ class SweptInMemoryChannelLayer(InMemoryChannelLayer):
             queue = self.channels[channel] = asyncio.Queue(maxsize=self.get_capacity(channel))
         return queue
 
+    def _put(self, channel: str, message: dict, expires: float) -> None:
+        """Its own copy of `message` on the channel's queue; raises QueueFull at capacity."""
+        self._queue(channel).put_nowait((expires, copied(message)))
+
     async def group_send(self, group: str, message: dict) -> None:
         """As the stock layer, without a task per member: sending never waits here. Each
         member's name was checked as it joined, so it is not checked again per message."""
@@ -75,7 +78,7 @@ class SweptInMemoryChannelLayer(InMemoryChannelLayer):
         expires = time.time() + self.expiry
         for channel in list(self.groups.get(group, ())):
             with contextlib.suppress(asyncio.QueueFull):
-                self._queue(channel).put_nowait((expires, copied(message)))
+                self._put(channel, message, expires)
 
 
 _SHARED = (str, int, float, bool, type(None), bytes)

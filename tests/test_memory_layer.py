@@ -65,3 +65,19 @@ def test_messages_arrive_in_order_and_a_full_channel_refuses_more():
         assert layer.channels == {}
 
     asyncio.run(scenario())
+
+
+def test_a_group_message_skips_a_full_member_and_reaches_the_others():
+    async def scenario() -> None:
+        layer = SweptInMemoryChannelLayer(capacity=2)
+        full, free = await layer.new_channel(), await layer.new_channel()
+        for channel in (full, free):
+            await layer.group_add("conversation", channel)
+        for n in range(2):
+            await layer.send(full, {"type": "x", "n": n})
+        await layer.group_send("conversation", {"type": "x", "n": "group"})
+        assert [(await layer.receive(full))["n"] for _ in range(2)] == [0, 1]
+        assert (await layer.receive(free))["n"] == "group"
+        assert layer.channels == {}
+
+    asyncio.run(scenario())
