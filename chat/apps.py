@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from django.apps import AppConfig
+from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
 
@@ -27,6 +28,12 @@ class ChatConfig(AppConfig):
                 fresh_index=fresh_index, search_documents=search_documents, outbox_add=outbox_add
             )
         )
+
+        from chat.pages import starters
+
+        problem = starters.problem(settings.GLASSBOX_STARTERS)
+        if problem:
+            raise ImproperlyConfigured(problem)
 
         try:
             declared = declared_servers()

@@ -9,6 +9,7 @@ app_name = "chat"
 urlpatterns = [
     path("", views.conversation_list, name="conversation_list"),
     path("c/new/", views.conversation_new, name="conversation_new"),
+    path("sidebar/", views.conversation_sidebar, name="conversation_sidebar"),
     path("inbox/", inbox.inbox, name="inbox"),
     path("inbox/badge/", inbox.inbox_badge, name="inbox_badge"),
     path("inbox/<uuid:conversation_id>/act/", inbox.inbox_act, name="inbox_act"),

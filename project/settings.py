@@ -229,6 +229,9 @@ GLASSBOX_PROVIDER_RETRIES = env_int("GLASSBOX_PROVIDER_RETRIES", 2)
 GLASSBOX_TOOL_TIMEOUT = env_float("GLASSBOX_TOOL_TIMEOUT", 20.0)
 GLASSBOX_MAX_TOOL_ROUNDS = env_int("GLASSBOX_MAX_TOOL_ROUNDS", 4)
 GLASSBOX_MAX_MESSAGE_CHARS = env_int("GLASSBOX_MAX_MESSAGE_CHARS", 8000)
+# The prompts a new conversation offers to send with one click: a JSON list of strings (at
+# most 6 are shown). Unset: the demo's, one for each path the agent can take.
+GLASSBOX_STARTERS = env_json("GLASSBOX_STARTERS", "null")
 # Days a deleted conversation stays available to admins before `purge_deleted` removes it.
 GLASSBOX_RETENTION_DAYS = env_int("GLASSBOX_RETENTION_DAYS", 30)
 AXES_FAILURE_LIMIT = env_int("GLASSBOX_LOGIN_FAILURES", 5)

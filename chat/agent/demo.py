@@ -36,6 +36,9 @@ CONTACT_WORDS = re.compile(
 COMPARE_WORDS = re.compile(r"\b(compare|both|versus|confront\w*|entrambi)\b|比較")
 SURVEY_WORDS = re.compile(r"\b(surveys?|sondagg\w*|indagin\w*)\b|調查")
 SURVEY_TOOL = "__compare_salary_surveys"
+# The demo server's tool that asks the user a question (an MCP elicitation) before it runs.
+OFFER_WORDS = re.compile(r"\b(offer letter|lettera d'offerta|lettera di offerta)\b|錄取信|聘書")
+OFFER_TOOL = "__draft_offer_letter"
 # A question that names an offered tool calls it, with the JSON object that follows, if any.
 NAMED_TOOL = re.compile(r"\b([A-Za-z0-9-]+__[A-Za-z0-9_-]+)(\s*\{.*\})?", re.DOTALL)
 THINK_WORDS = re.compile(r"\b(think|thinking|reason|pensa\w*|ragiona\w*)\b|思考|想一想")
@@ -172,6 +175,16 @@ class DemoModel:
                 "role": role.group() if role else "engineer",
             }
             return [*(opening if opened else []), [Call(surveys[0], arguments)]]
+        letters = sorted(name for name in offered if name.endswith(OFFER_TOOL))
+        if OFFER_WORDS.search(folded) and (letters or openers):
+            if not letters:
+                return opening
+            role = ROLE_WORDS.search(folded)
+            arguments = {
+                "feedback_to_user": say("feedback_offer", language),
+                "role": role.group() if role else "engineer",
+            }
+            return [*(opening if opened else []), [Call(letters[0], arguments)]]
         if FAILURE_WORDS.search(folded) and "search_documents" in offered:
             # No query: the tool's argument validation fails, and the agent falls back.
             feedback = say("feedback_search", language, query=keywords(question))

@@ -28,6 +28,11 @@ TEXT: dict[str, dict[str, str]] = {
         "it": "Apro {server}",
         "zh": "正在開啟 {server}",
     },
+    "feedback_offer": {
+        "en": "Drafting the offer letter",
+        "it": "Preparo la lettera d'offerta",
+        "zh": "正在草擬錄取信",
+    },
     "feedback_tool": {
         "en": "Running the tool you named",
         "it": "Eseguo lo strumento che hai indicato",

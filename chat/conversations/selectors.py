@@ -86,18 +86,23 @@ def _ranked_by_postgres(conversations, query: str):
         .annotate(rank=SearchRank(F("vector"), search))
     )
     best = matching.order_by("-rank").values("rank")[:1]
+    titled = Q()
+    for word in query.split():
+        titled |= Q(title__icontains=word)
     return (
         conversations.annotate(rank=Subquery(best))
-        .filter(rank__isnull=False)
-        .order_by("-rank", "-last_activity")
+        .filter(Q(rank__isnull=False) | titled)
+        .order_by(F("rank").desc(nulls_last=True), "-last_activity")
     )
 
 
 def _ranked_by_term_counts(conversations, terms: list[str]):
-    """Without PostgreSQL: how many of the words each conversation's messages contain, then
-    how often, then recency."""
+    """Without PostgreSQL: how many of the words each conversation's messages (or title)
+    contain, then how often, then recency."""
+    # A word in the title the user gave counts as in a message.
     matches = [
-        Exists(Message.objects.filter(conversation=OuterRef("pk"), content__icontains=term))
+        Q(Exists(Message.objects.filter(conversation=OuterRef("pk"), content__icontains=term)))
+        | Q(title__icontains=term)
         for term in terms
     ]
     hits = [

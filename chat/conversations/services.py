@@ -27,6 +27,12 @@ def conversation_create(*, owner) -> Conversation:
     return Conversation.objects.create(owner=owner)
 
 
+def conversation_discard(*, conversation: Conversation) -> None:
+    """Removes a conversation made for a first question that was refused: it holds nothing,
+    and a conversation that does hold a message is left alone."""
+    Conversation.all_objects.filter(pk=conversation.pk, messages__isnull=True).delete()
+
+
 def title_clean(title: str) -> str:
     """A title as it is stored: one line, no display-reordering controls, something to see."""
     problem = unstorable(title)

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from asgiref.sync import async_to_sync
 from django.conf import settings
@@ -17,12 +18,13 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from activity.selectors import reader_settings
 from chat import turns
 from chat.api.serializers import ConversationDetailSerializer
-from chat.conversations import selectors, services
+from chat.conversations import selectors, services, sidebar
 from chat.conversations.exports import conversation_markdown
 from chat.conversations.text_rules import unstorable
 from chat.models import Message
+from chat.pages import starters
 from chat.pages.forms import ContactForm
-from chat.turns import actions, question_cards
+from chat.turns import actions, broadcast, question_cards
 from chat.turns.recovery import dead_turns_recover
 
 LIST_PAGE = 30
@@ -38,6 +40,9 @@ def conversation_list(request):
         return redirect(f"{reverse('chat:conversation_list')}?archived=1" if archived else "/")
     conversations = selectors.conversations_of(request.user, archived=archived, query=query)
     page = Paginator(conversations, LIST_PAGE).get_page(request.GET.get("page"))
+    if query:
+        page.object_list = list(page.object_list)
+        sidebar.with_snippets(page.object_list, query)
     more = ""
     if page.has_next():
         params = {"page": page.next_page_number(), "q": query, "archived": int(archived)}
@@ -48,10 +53,69 @@ def conversation_list(request):
     return render(request, "chat/conversation_list.html", context)
 
 
-@require_POST
+@require_http_methods(["GET", "POST"])
 def conversation_new(request):
+    """A new conversation's page, which stores nothing: the conversation is made when its
+    first question is sent here (a starter or the composer), and that question's turn runs
+    at once on the conversation's own page. A refused question makes nothing."""
+    if request.method == "GET":
+        return _new_page(request)
+    form = request.POST
+    try:
+        action = actions.read({key: form.get(key) for key in form})
+        if not isinstance(action, actions.Ask):
+            raise actions.Unreadable(_("A new conversation starts with a question."))
+    except actions.Unreadable as problem:
+        flash.error(request, str(problem))
+        return _new_page(request, draft=form.get("message", ""), status=400)
     conversation = services.conversation_create(owner=request.user)
+    try:
+        async_to_sync(actions.perform)(
+            action, conversation=conversation, user=request.user, language=request.LANGUAGE_CODE
+        )
+    except turns.TurnRejected as refusal:
+        services.conversation_discard(conversation=conversation)
+        flash.error(request, str(refusal))
+        return _new_page(request, draft=form.get("message", ""), status=refusal.status)
     return redirect(conversation)
+
+
+def _new_page(request, *, draft: str = "", status: int = 200):
+    context = {
+        "draft": draft,
+        "max_chars": settings.GLASSBOX_MAX_MESSAGE_CHARS,
+        "starters": starters.for_page(),
+        "sidebar": _sidebar_context(request, current=None),
+    }
+    return render(request, "chat/conversation_new.html", context, status=status)
+
+
+SIDEBAR_SIZE = 50
+
+
+def _sidebar_context(request, *, current, query: str = "") -> dict[str, Any]:
+    """The sidebar's conversations: by day, or ranked by the search with snippets."""
+    found = selectors.conversations_of(request.user, query=query)
+    shown = list(found[: SIDEBAR_SIZE + 1])
+    more, shown = len(shown) > SIDEBAR_SIZE, shown[:SIDEBAR_SIZE]
+    context: dict[str, Any] = {"current": current, "query": query, "more": more}
+    if query:
+        sidebar.with_snippets(shown, query)
+        context["groups"] = [sidebar.Group(_("Results"), shown)] if shown else []
+    else:
+        context["groups"] = sidebar.by_day(shown)
+    return context
+
+
+@require_GET
+def conversation_sidebar(request):
+    """The sidebar's list alone, for its search and its live updates."""
+    query = request.GET.get("q", "").strip()[:200]
+    if unstorable(query):
+        query = ""
+    current = request.GET.get("current", "")
+    context = _sidebar_context(request, current=current, query=query)
+    return render(request, "chat/_sidebar_list.html", context)
 
 
 @require_GET
@@ -77,6 +141,8 @@ def _conversation_page(request, conversation, *, draft: str = "", status: int = 
         "refresh_url": _refresh_url(request, history.messages),
         # MCP servers' questions waiting for an answer (answered here too without JavaScript).
         "questions": question_cards.cards(conversation.pk),
+        "starters": starters.for_page(),
+        "sidebar": _sidebar_context(request, current=str(conversation.pk)),
     }
     if before is not None and request.htmx:
         return render(request, "chat/_earlier_turns.html", context)
@@ -143,9 +209,16 @@ def conversation_rename(request, conversation_id):
             context = {"conversation": conversation, "problem": str(problem)}
             return render(request, "chat/_title_refused.html", context)
         flash.error(request, str(problem))
+    else:
+        _conversations_changed(request.user)
     if request.htmx:
         return render(request, "chat/_title.html", {"conversation": conversation})
     return redirect(conversation)
+
+
+def _conversations_changed(user) -> None:
+    """The user's other pages refresh their sidebars (chat.turns.broadcast)."""
+    async_to_sync(broadcast.send_conversations_changed)(user.pk)
 
 
 @require_POST
@@ -153,6 +226,7 @@ def conversation_archive(request, conversation_id):
     conversation = selectors.conversation_for(request.user, conversation_id)
     archived = request.POST.get("archived") == "1"
     services.conversation_archive(conversation=conversation, archived=archived)
+    _conversations_changed(request.user)
     if archived:
         flash.success(request, _("“%(title)s” is archived.") % {"title": conversation})
     else:
@@ -172,6 +246,7 @@ def conversation_delete(request, conversation_id):
         }
         return render(request, "chat/conversation_delete.html", context)
     services.conversation_delete(conversation=conversation)
+    _conversations_changed(request.user)
     flash.success(request, _("“%(title)s” was deleted.") % {"title": conversation})
     return redirect("chat:conversation_list")
 

@@ -153,6 +153,12 @@ class ChatConsumer(GuardedConsumer):
         if not self.ended:
             self.screen.deliver(message)
 
+    async def conversations_changed(self, message: dict[str, Any]) -> None:
+        """One of the user's conversations began, ended a turn or was renamed, archived or
+        deleted: a page refreshes its sidebar (glassbox.js fetches it, scoped to its user)."""
+        if not self.ended and hasattr(self, "permit") and not self.wants_json:
+            await self.send_text(render.SIDEBAR_STALE)
+
     async def elicitation_changed(self, message: dict[str, Any]) -> None:
         """An MCP server's question was asked, answered or ended: every socket of the
         conversation shows the cards as the record has them, its right checked first."""

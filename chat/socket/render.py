@@ -125,3 +125,7 @@ def notice(text: str, *, level: str = "error") -> str:
 
 def clear_notice() -> str:
     return '<div id="notice" hx-swap-oob="true" class="notice" role="status"></div>'
+
+
+# The sidebar's cue: swapped in by id, it tells glassbox.js to fetch the list again.
+SIDEBAR_STALE = '<span id="sidebar-stale" hx-swap-oob="true" hidden></span>'

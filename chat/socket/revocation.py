@@ -25,13 +25,10 @@ from django.dispatch import receiver
 from chat.conversations.access import conversations_closed
 from chat.models import Conversation
 from chat.socket.reads import Refused
-from chat.turns.broadcast import group_send
+from chat.turns.broadcast import group_send, user_group
 
 ACCESS_ENDED = "access.ended"
-
-
-def user_group(user_id: int) -> str:
-    return f"user-{user_id}"
+__all__ = ["end_access", "session_group", "user_group"]
 
 
 def session_group(session_key: str) -> str:

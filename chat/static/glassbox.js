@@ -1,5 +1,7 @@
 // Small behaviours of the conversation page, kept out of inline handlers so htmx can run
 // with eval switched off.
+// The page's CSS tells a page with JavaScript (one Stop, in the composer) from one without.
+document.documentElement.classList.add("js");
 // The question stays in the box until the server has taken it: the box is emptied when the
 // question appears in the conversation, and kept when a refusal (or a closed socket) comes.
 const sameText = (a, b) => a.replace(/\s+/g, " ").trim() === b.replace(/\s+/g, " ").trim();
@@ -27,6 +29,114 @@ document.addEventListener("keydown", (event) => {
     event.preventDefault();
     box.form.requestSubmit();
   }
+});
+
+// The composer keeps the focus: on a new page, and after anything is sent from it or from a
+// starter (the socket's forms leave the focus on the button that was clicked).
+const focusComposer = () => {
+  const box = document.getElementById("question");
+  if (box && !matchMedia("(pointer: coarse)").matches) box.focus({preventScroll: true});
+};
+document.addEventListener("htmx:wsAfterSend", (event) => {
+  if (event.target.closest("form#composer, ul.starters")) focusComposer();
+});
+
+// Esc: closes an open menu or the sidebar's drawer first, else stops the running answer.
+document.addEventListener("keydown", (event) => {
+  if (event.key !== "Escape" || event.isComposing) return;
+  const menu = document.querySelector("details.menu[open], details.conversation-tools[open]");
+  if (menu) {
+    menu.open = false;
+    menu.querySelector("summary").focus();
+    return;
+  }
+  if (document.body.classList.contains("sidebar-open")) {
+    setSidebar(false);
+    return;
+  }
+  const stop = document.querySelector("#composer .stop-turn");
+  if (stop && stop.offsetParent !== null) {
+    event.preventDefault();
+    stop.click();
+  }
+});
+
+// A menu closes when the reader clicks elsewhere.
+document.addEventListener("click", (event) => {
+  for (const menu of document.querySelectorAll("details.menu[open], details.conversation-tools[open]")) {
+    if (!menu.contains(event.target)) menu.open = false;
+  }
+});
+
+// The sidebar: beside the chat on a wide screen (collapsible, remembered), a drawer on a
+// narrow one.
+const narrow = matchMedia("(max-width: 56rem)");
+function setSidebar(shown) {
+  const body = document.body;
+  if (narrow.matches) {
+    body.classList.toggle("sidebar-open", shown);
+    document.querySelector(".sidebar-backdrop")?.toggleAttribute("hidden", !shown);
+    if (shown) document.getElementById("sidebar-q")?.focus();
+  } else {
+    body.classList.toggle("sidebar-collapsed", !shown);
+    try { localStorage.setItem("glassbox.sidebar", shown ? "shown" : "collapsed"); } catch {}
+  }
+  document.getElementById("sidebar-toggle")?.setAttribute("aria-expanded", String(shown));
+}
+const sidebarShown = () => narrow.matches
+  ? document.body.classList.contains("sidebar-open")
+  : !document.body.classList.contains("sidebar-collapsed");
+
+document.addEventListener("DOMContentLoaded", () => {
+  const toggle = document.getElementById("sidebar-toggle");
+  if (!toggle) return;
+  let remembered = null;
+  try { remembered = localStorage.getItem("glassbox.sidebar"); } catch {}
+  if (!narrow.matches && remembered === "collapsed") document.body.classList.add("sidebar-collapsed");
+  toggle.hidden = false;
+  toggle.setAttribute("aria-expanded", String(sidebarShown()));
+  narrow.addEventListener("change", () => {
+    document.body.classList.remove("sidebar-open");
+    toggle.setAttribute("aria-expanded", String(sidebarShown()));
+  });
+});
+document.addEventListener("click", (event) => {
+  if (event.target.closest("#sidebar-toggle")) setSidebar(!sidebarShown());
+  else if (event.target.closest(".sidebar-backdrop")) setSidebar(false);
+});
+
+// The socket says the user's conversations changed (one began, ended, was renamed...): the
+// sidebar's list is fetched again, with its search, if any.
+document.addEventListener("htmx:oobAfterSwap", (event) => {
+  if (event.detail.target?.id !== "sidebar-stale") return;
+  const list = document.getElementById("sidebar-list");
+  const search = document.getElementById("sidebar-q");
+  if (!list || !search) return;
+  htmx.trigger(search, "search");
+});
+
+// The theme: the system's unless the reader chose, kept in a cookie so the next page is
+// drawn in it from the start.
+const darkNow = () => {
+  const chosen = document.documentElement.dataset.theme;
+  return chosen ? chosen === "dark" : matchMedia("(prefers-color-scheme: dark)").matches;
+};
+const labelTheme = (button) => {
+  button.textContent = darkNow() ? button.dataset.light : button.dataset.dark;
+};
+document.addEventListener("DOMContentLoaded", () => {
+  const button = document.querySelector(".theme-toggle");
+  if (!button) return;
+  labelTheme(button);
+  button.hidden = false;
+});
+document.addEventListener("click", (event) => {
+  const button = event.target.closest(".theme-toggle");
+  if (!button) return;
+  const theme = darkNow() ? "light" : "dark";
+  document.documentElement.dataset.theme = theme;
+  document.cookie = `theme=${theme}; path=/; max-age=31536000; SameSite=Lax`;
+  labelTheme(button);
 });
 
 // A deep link to a turn (#m-<id>) opens it with its feed expanded, loading it first when it

@@ -33,3 +33,14 @@ def minutes(duration: timedelta | None) -> int:
 def settled_and_tail(text: str) -> tuple[str, str]:
     """A streaming answer as the live page shows it: settled blocks, then the raw tail."""
     return split_settled(text or "")
+
+
+THEMES = ("light", "dark")
+
+
+@register.filter
+def theme(request) -> str:
+    """The theme the reader chose (the page's toggle keeps it in a cookie); '' follows the
+    system's (prefers-color-scheme)."""
+    chosen = getattr(request, "COOKIES", {}).get("theme", "")
+    return chosen if chosen in THEMES else ""

@@ -31,6 +31,21 @@ async def group_send(group: str, message: dict[str, Any]) -> None:
         logger.warning("could not broadcast %s to %s", message.get("type"), group, exc_info=True)
 
 
+def user_group(user_id: int) -> str:
+    """The group every socket of one user joins: told when access ends
+    (chat.socket.revocation) and when their list of conversations changes."""
+    return f"user-{user_id}"
+
+
+CONVERSATIONS_CHANGED = "conversations.changed"
+
+
+async def send_conversations_changed(owner_id: int) -> None:
+    """The owner's pages refresh their sidebar: a conversation began, ended a turn, was
+    renamed, archived or deleted."""
+    await group_send(user_group(owner_id), {"type": CONVERSATIONS_CHANGED})
+
+
 def turn_started(turn: StartedTurn) -> dict[str, Any]:
     """The message that tells a conversation's sockets a turn began; the socket that asked
     is handed it directly, so it never depends on the layer for its own turn."""

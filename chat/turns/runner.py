@@ -49,7 +49,7 @@ from chat.agent.traceparent import trace_turn
 from chat.models import Conversation, Message, ToolApproval
 from chat.servers.asking import ConnectAsker
 from chat.turns import deps, registry
-from chat.turns.broadcast import send_turn_event
+from chat.turns.broadcast import send_conversations_changed, send_turn_event
 from chat.turns.elicitations import TurnAsker
 from chat.turns.history import amodel_history
 from chat.turns.policy import agent_policy
@@ -401,8 +401,22 @@ async def _finish(
         event=to_json(done),
         written={"seq": recorder.last_seq, "text": len(content)},
     )
+    await send_conversations_changed(await _owner_of(answer))
     if telemetry.enabled():
         await _trace_sent(recorder.feed.pk)
+
+
+async def _owner_of(answer: Message) -> int:
+    """Read from the conversation admission loaded with the answer; a turn resumed from
+    storage reads it."""
+    if Message.conversation.is_cached(answer):
+        return answer.conversation.owner_id
+    owner = (
+        await Conversation.objects.filter(pk=answer.conversation_id)
+        .values_list("owner_id", flat=True)
+        .afirst()
+    )
+    return owner or 0
 
 
 async def _trace_sent(feed_id: int) -> None:

@@ -13,7 +13,7 @@ from django.utils.translation import gettext as _
 from chat.models import Conversation
 from chat.turns import approvals, registry, runner
 from chat.turns.admission import Restarting, StartedTurn, admit, admit_again
-from chat.turns.broadcast import send_turn_started
+from chat.turns.broadcast import send_conversations_changed, send_turn_started
 from chat.turns.history import model_history
 
 
@@ -43,6 +43,7 @@ async def begin(
         # The question appears on every open tab before the agent starts.
         await send_turn_started(turn)
         registry.launch(turn.answer.pk, runner.run(answer=turn.answer, history=history))
+        await send_conversations_changed(conversation.owner_id)
     return turn
 
 
@@ -58,6 +59,7 @@ async def regenerate(
     )
     await send_turn_started(turn)
     registry.launch(turn.answer.pk, runner.run(answer=turn.answer, history=history))
+    await send_conversations_changed(conversation.owner_id)
     return turn
 
 

@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from activity.models import ActivityEvent, ActivityFeed
 from chat.models import Conversation, Message
+from tests.support.conversations import stored
 from tests.support.turns import run_turn
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -24,21 +25,10 @@ def converse(owner, *questions, title=""):
     return conversation
 
 
-def stored(owner, *pairs, title="Chat"):
-    """A conversation written straight to the database: fast, for long histories."""
-    conversation = Conversation.objects.create(owner=owner, title=title)
-    for question, answer in pairs:
-        Message.objects.create(conversation=conversation, role="user", content=question)
-        feed = ActivityFeed.objects.create(owner=owner, conversation_id=conversation.pk,
-                                           state="complete")  # fmt: skip
-        Message.objects.create(conversation=conversation, role="assistant", content=answer,
-                               feed=feed)  # fmt: skip
-    return conversation
-
-
 def listed(client, query="") -> list[str]:
     html = client.get(f"/?{query}").content.decode()
-    return re.findall(r'<li class="conversation-row">\s*<a href="/c/([0-9a-f-]+)/"', html)
+    row = r'<li class="conversation-row">\s*<span class="row-main"><a href="/c/([0-9a-f-]+)/"'
+    return re.findall(row, html)
 
 
 def test_search_finds_the_salary_conversation_ranked_and_only_mine(

@@ -36,20 +36,24 @@ def test_a_wrong_password_is_refused_with_a_message(client, alice):
     assert b"didn't match" in response.content
 
 
-def test_new_conversation_redirects_to_its_page(alice_client, alice):
-    response = alice_client.post(reverse("chat:conversation_new"))
-    conversation = Conversation.objects.get(owner=alice)
-    assert response.status_code == 302
-    assert response.url == f"/c/{conversation.pk}/"
-    page = alice_client.get(response.url)
+def test_new_conversation_stores_nothing_until_its_first_question(alice_client, alice):
+    page = alice_client.get(reverse("chat:conversation_new"))
     assert page.status_code == 200
-    assert f'ws-connect="/ws/c/{conversation.pk}/?lang=en"'.encode() in page.content
-    assert b'hx-ext="ws"' in page.content
-    assert b"ws-send" in page.content
+    assert not Conversation.all_objects.filter(owner=alice).exists()
+    content = page.content.decode()
+    # The composer and each starter post to the new conversation's address; no socket yet.
+    assert 'action="/c/new/"' in content and "ws-connect" not in content
+    assert content.count('class="starter"') == 6
 
 
-def test_new_conversation_needs_a_post(alice_client):
-    assert alice_client.get("/c/new/").status_code == 405
+def test_a_refused_first_question_stores_no_conversation_and_keeps_the_text(alice_client, alice):
+    response = alice_client.post("/c/new/", {"message": "x" * 9000})
+    assert response.status_code == 400
+    assert not Conversation.all_objects.filter(owner=alice).exists()
+    assert "x" * 9000 in response.content.decode()  # still in the box
+    for fields in ({"message": "   "}, {"stop": "1"}, {}):
+        assert alice_client.post("/c/new/", fields).status_code == 400, fields
+    assert not Conversation.all_objects.filter(owner=alice).exists()
 
 
 def test_the_page_loads_htmx_and_its_ws_extension_from_the_package(alice_client):
@@ -140,8 +144,9 @@ def test_history_needs_the_same_number_of_queries_for_any_number_of_turns(
         with CaptureQueriesContext(connection) as queries:
             alice_client.get(alice_conversation.get_absolute_url())
         counts.append(len(queries))
-    # 12, the inbox badge included: one count over all it lists.
-    assert counts[0] == counts[1] == counts[2] <= 12
+    # 13, the inbox badge included (one count over all it lists) and the sidebar's
+    # conversations (one query, whatever their number).
+    assert counts[0] == counts[1] == counts[2] <= 13
 
 
 def test_a_recent_running_turn_still_blocks_a_second_one(alice_conversation):
@@ -158,4 +163,4 @@ def test_a_flash_message_and_the_history_do_not_mix(alice_client, alice_conversa
     page = alice_client.get(alice_conversation.get_absolute_url()).content.decode()
     assert page.count('<div class="bubble">my question</div>') == 1
     assert "user: my question" not in page
-    assert 'class="notice' not in page.split("<main>")[1].split("<section")[0]
+    assert 'class="notice' not in page.split("<main")[1].split("<section")[0]

@@ -8,7 +8,7 @@ import json
 import pytest
 from django.test import AsyncClient
 
-from chat.models import Message, OutboxEmail
+from chat.models import Conversation, Message, OutboxEmail
 from chat.turns.registry import finish_all
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
@@ -129,3 +129,19 @@ async def test_a_form_and_a_socket_message_with_the_same_fields_get_the_same_ref
     await socket.disconnect()
     assert said == {"type": "error", "message": refusal}
     assert not await Message.objects.aexists()  # nothing started either way
+
+
+async def test_a_first_question_makes_the_conversation_and_runs_on_its_page(alice, knowledge_base):
+    client = await logged_in(alice)
+
+    response = await client.post("/c/new/", {"message": "How do I negotiate my salary?"})
+    await finish_all()
+
+    conversation = await Conversation.objects.aget(owner=alice)
+    assert response.status_code == 302
+    assert response["Location"] == f"/c/{conversation.pk}/"
+    answer = await Message.objects.aget(role="assistant", conversation=conversation)
+    assert answer.state == Message.State.COMPLETE
+    page = (await client.get(response["Location"])).content.decode()
+    assert "Salary negotiation" in page
+    assert 'class="starter"' not in page  # a conversation with turns invites no more

@@ -16,5 +16,13 @@ def log_in(page: Page, url: str, username: str = "demo", password: str = "demo")
 
 
 def new_conversation(page: Page, url: str) -> None:
-    page.click("main button:text('New conversation')")
-    expect(page).to_have_url(re.compile(r"/c/[0-9a-f-]+/$"))
+    """The page of a new conversation, which is stored only when its first question is sent
+    (then the browser moves to the conversation's own page)."""
+    page.click("main a:text('New conversation')")
+    expect(page).to_have_url(re.compile(r"/c/new/$"))
+
+
+def open_menu(page: Page) -> None:
+    """The header's menu (preferences, connections, language, theme, log out)."""
+    page.click("details.menu > summary")
+    expect(page.locator("details.menu .menu-panel")).to_be_visible()

@@ -79,7 +79,15 @@ class Browser:
         return self.opener.open(request, timeout=30).geturl()
 
     def new_conversation(self) -> str:
-        return self.post("/c/new/", {}).rstrip("/").split("/")[-1]
+        """An empty conversation, made as a program makes one (the page's New conversation
+        stores nothing until the first question)."""
+        token = next(c.value for c in self.jar if c.name == "csrftoken")
+        request = urllib.request.Request(
+            self.url + "/api/conversations/", data=b"{}", method="POST",
+            headers={"Content-Type": "application/json", "X-CSRFToken": token,
+                     "Referer": self.url + "/"},
+        )  # fmt: skip
+        return json.loads(self.opener.open(request, timeout=30).read())["id"]
 
 
 async def live_silent_socket(url: str, conversation: str, cookies: str):

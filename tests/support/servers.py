@@ -242,9 +242,11 @@ def login(url: str) -> tuple[str, str]:
                                        headers={"Referer": f"{url}/accounts/login/"}))  # fmt: skip
     # Logging in rotates the CSRF token: use the new one from its cookie.
     token = next(c.value for c in jar if c.name == "csrftoken")
-    new = opener.open(urllib.request.Request(f"{url}/c/new/", data=b"",
-                                             headers={"X-CSRFToken": token}))  # fmt: skip
-    conversation = new.geturl().rstrip("/").split("/")[-1]
+    # An empty conversation, as a program makes one: the page's stores nothing until asked.
+    headers = {"X-CSRFToken": token, "Referer": f"{url}/", "Content-Type": "application/json"}
+    new = opener.open(urllib.request.Request(f"{url}/api/conversations/", data=b"{}",
+                                             headers=headers))  # fmt: skip
+    conversation = json.loads(new.read())["id"]
     cookies = "; ".join(f"{c.name}={c.value}" for c in jar)
     return conversation, cookies
 
