@@ -16,9 +16,25 @@ def log_in(page: Page, url: str, username: str = "demo", password: str = "demo")
 
 
 def new_conversation(page: Page, url: str) -> None:
-    """The page of a new conversation, which is stored only when its first question is sent
-    (then the browser moves to the conversation's own page)."""
-    page.click("main a:text('New conversation')")
+    """An empty conversation's own page, its socket open: made as a program makes one (the
+    page's New conversation stores nothing until its first question; see start_new)."""
+    made = page.evaluate(
+        """async () => {
+            const token = document.cookie.match(/csrftoken=([^;]+)/)[1];
+            const response = await fetch("/api/conversations/", {
+                method: "POST", credentials: "same-origin", body: "{}",
+                headers: {"Content-Type": "application/json", "X-CSRFToken": token},
+            });
+            return (await response.json()).id;
+        }"""
+    )
+    page.goto(f"{url}/c/{made}/")
+    expect(page.locator("section.conversation[ws-connect]")).to_be_attached()
+
+
+def start_new(page: Page) -> None:
+    """The page's New conversation: a page that stores nothing yet."""
+    page.locator("a.new-conversation:visible").first.click()
     expect(page).to_have_url(re.compile(r"/c/new/$"))
 
 
