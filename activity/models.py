@@ -43,7 +43,10 @@ class ActivityFeed(models.Model):
         WAITING = "waiting"
         COMPLETE = "complete"
         FAILED = "failed"
+        # Its process died (chat.turns.recovery).
         INTERRUPTED = "interrupted"
+        # Its owner stopped it: an end they chose, not a failure.
+        STOPPED = "stopped"
 
     # Denormalised from the conversation so feeds are scoped by user without joining chat.
     owner = models.ForeignKey(
@@ -118,7 +121,7 @@ class ActivityFeed(models.Model):
 
     # The states a feed ends in; it is closed (activity.recording.chain.closing) when it
     # reaches one.
-    ENDED = (State.COMPLETE, State.FAILED, State.INTERRUPTED)
+    ENDED = (State.COMPLETE, State.FAILED, State.INTERRUPTED, State.STOPPED)
 
     @classmethod
     def close(cls, feed_id: int, fields: dict[str, Any]) -> None:

@@ -96,7 +96,10 @@ class Message(models.Model):
         WAITING = "waiting"
         COMPLETE = "complete"
         FAILED = "failed"
+        # Its process died (chat.turns.recovery): the server stopped it, not its owner.
         INTERRUPTED = "interrupted"
+        # Its owner stopped it (chat.turns.stopping): an end they chose, not a failure.
+        STOPPED = "stopped"
 
     # A turn not yet over: running, or waiting for a decision.
     OPEN_STATES = (State.STREAMING, State.WAITING)

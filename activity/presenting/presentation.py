@@ -317,9 +317,13 @@ def summarize(
     events: Iterable[RecordedEvent],
     labels: Mapping[str, ToolLabels],
     show_reasoning: str = "full",
+    *,
+    stopped: bool = False,
 ) -> Summary | None:
     """The folded feed's one line. None when the model answered directly (nothing to show);
-    a model that only thought says how long (unless the site hides its thinking)."""
+    a model that only thought says how long (unless the site hides its thinking). A turn
+    its owner `stopped` ends with its ⏹ line, which is done (not failed) like a finished
+    turn's ✅: the caller says which it was."""
     tools_by_call: dict[str, str] = {}
     results: list[ToolResult] = []
     last_status: Status | None = None
@@ -338,7 +342,7 @@ def summarize(
     if not tools_by_call:
         # No tool ran: only a failure or a stop leaves lines, and the last one says it best.
         return Summary(last_status.icon, last_status.message) if last_status else None
-    if last_status is not None and last_status.state == "failed" and not last_status.tool:
+    if last_status and not last_status.tool and (stopped or last_status.state == "failed"):
         # Seed 002: a turn that was stopped or broke off folds to what happened to it, not to
         # the tools it had used by then.
         return Summary(last_status.icon, last_status.message)

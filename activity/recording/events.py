@@ -25,11 +25,11 @@ FALLBACK = "fallback"
 CONNECT = "connect"
 IN_PLACE = (REASONING, FALLBACK, CONNECT)
 StatusState = Literal["in_progress", "waiting", "done", "failed"]
-TurnState = Literal["complete", "failed", "interrupted"]
+TurnState = Literal["complete", "failed", "interrupted", "stopped"]
 STATUS_STATES: tuple[StatusState, ...] = ("in_progress", "waiting", "done", "failed")
 DecisionKind = Literal["approve", "deny", "timeout"]
 DECISIONS: tuple[DecisionKind, ...] = ("approve", "deny", "timeout")
-TURN_STATES: tuple[TurnState, ...] = ("complete", "failed", "interrupted")
+TURN_STATES: tuple[TurnState, ...] = ("complete", "failed", "interrupted", "stopped")
 # Where a tool result keeps its MCP session id: a key of its row's `arguments` (JSON).
 MCP_SESSION_KEY = "mcp_session_id"
 MCP_SESSION_COLUMN = f"arguments.{MCP_SESSION_KEY}"

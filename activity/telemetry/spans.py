@@ -24,6 +24,7 @@ from activity.telemetry.ids import span_id, trace_id
 AGENT_NAME = "glassbox"
 Attributes = dict[str, str | int | float | bool]
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+# A turn its owner stopped ended as they chose: no error, nor are the calls it cut short.
 _FAILED_TURNS = (ActivityFeed.State.FAILED, ActivityFeed.State.INTERRUPTED)
 
 
@@ -90,7 +91,8 @@ def trace_plan(
     if feed.conversation_id is not None:
         shared["gen_ai.conversation.id"] = str(feed.conversation_id)
     models = [_model_span(trace, turn_id, call, shared, start) for call in calls]
-    tools = _tool_spans(trace, turn_id, rows, shared, options, end)
+    stopped = feed.state == ActivityFeed.State.STOPPED
+    tools = _tool_spans(trace, turn_id, rows, shared, options, end, stopped)
     turn = SpanPlan(
         name=f"invoke_agent {AGENT_NAME}",
         span_id=turn_id,
@@ -160,6 +162,7 @@ def _tool_spans(
     shared: Attributes,
     options: Options,
     turn_end: int,
+    stopped: bool,
 ) -> list[SpanPlan]:
     by_call: dict[str, list[ActivityEvent]] = {}
     for row in rows:
@@ -171,7 +174,9 @@ def _tool_spans(
         if call is None:
             continue  # a 💭 line, or a call announced but never made
         result = next((row for row in own if row.kind == ActivityEvent.Kind.TOOL_RESULT), None)
-        spans.append(_tool_span(trace, parent, call, result, own, shared, options, turn_end))
+        spans.append(
+            _tool_span(trace, parent, call, result, own, shared, options, turn_end, stopped)
+        )
     return spans
 
 
@@ -184,6 +189,7 @@ def _tool_span(
     shared: Attributes,
     options: Options,
     turn_end: int,
+    stopped: bool,
 ) -> SpanPlan:
     attributes: Attributes = {
         "gen_ai.operation.name": "execute_tool",
@@ -220,7 +226,7 @@ def _tool_span(
             )
     error = None
     if result is None:
-        error = "the call has no result"
+        error = None if stopped else "the call has no result"
     else:
         if result.progress_count:
             events.append(_progress_event(result, options))

@@ -8,7 +8,7 @@ from rest_framework import serializers
 from rest_framework.fields import empty
 
 from chat.conversations.services import TitleInvalid, title_clean
-from chat.models import Conversation
+from chat.models import Conversation, Message
 from chat.turns import actions
 
 
@@ -78,7 +78,13 @@ class MessageSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     role = serializers.CharField()
     content = serializers.CharField()
-    state = serializers.CharField()
+    state = serializers.ChoiceField(
+        choices=Message.State.choices,
+        help_text=(
+            "`stopped`: its owner stopped it; `interrupted`: the server stopped while it ran "
+            "(its process died); `failed`: it broke off. Each keeps the text that arrived."
+        ),
+    )
     created_at = serializers.DateTimeField()
     feed = serializers.JSONField(allow_null=True)
     replaces = serializers.IntegerField(

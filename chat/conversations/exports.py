@@ -64,6 +64,8 @@ def _document(
         parts += [written(message.content.strip()) or emphasis(_("(no answer)")), ""]
         if message.state == Message.State.FAILED:
             parts += [emphasis(_("This answer failed before it was finished.")), ""]
+        elif message.state == Message.State.STOPPED:
+            parts += [emphasis(_("This answer was stopped before it was finished.")), ""]
         elif message.state != Message.State.COMPLETE:
             parts += [emphasis(_("This answer was interrupted.")), ""]
     return "\n".join(parts).rstrip() + "\n"

@@ -103,7 +103,10 @@ def assistant_message(message: TurnView) -> str:
 ENDED = {
     "complete": lambda: _("The answer is ready."),
     "failed": lambda: _("The answer failed; what arrived is kept."),
-    "interrupted": lambda: _("The answer was stopped; what was saved is kept."),
+    # Its process died or shut down: nobody chose it, so the text says it was the server.
+    "interrupted": lambda: _("The server stopped while answering; what was saved is kept."),
+    # Its owner's Stop: their choice, said plainly, not as a failure.
+    "stopped": lambda: _("The answer was stopped; what was saved is kept."),
 }
 
 

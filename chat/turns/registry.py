@@ -37,6 +37,10 @@ class Held:
 
 
 _tasks: dict[int, asyncio.Task[Any]] = {}
+# Turns whose owner asked them to stop, until their runner ends them. A turn's task is also
+# cancelled when its event loop shuts down under it (asyncio.run's last step, a test's loop):
+# the cancellation alone cannot tell the two apart, and only the owner's Stop is `stopped`.
+_stops: set[int] = set()
 _texts: dict[int, LiveText] = {}
 _feeds: dict[int, LiveFeed] = {}
 # Set once this process is restarting: it takes no new turn (chat.turns.shutdown).
@@ -84,8 +88,14 @@ def launch(answer_id: int, run: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
     _tasks[answer_id] = task
     # A resumed turn may start before the run that paused it is quite over: each task
     # unregisters only itself.
-    task.add_done_callback(lambda done: _forget(_tasks, answer_id, done))
+    task.add_done_callback(lambda done: _forgotten(answer_id, done))
     return task
+
+
+def _forgotten(answer_id: int, task: asyncio.Task[Any]) -> None:
+    if _tasks.get(answer_id) is task:
+        del _tasks[answer_id]
+        _stops.discard(answer_id)
 
 
 def running() -> list[int]:
@@ -97,13 +107,29 @@ def runs_here(answer_id: int) -> bool:
     return answer_id in _tasks
 
 
-def cancel(answer_id: int) -> bool:
-    """Stops the turn if this process runs it; False if it runs elsewhere (or nowhere)."""
+def stop(answer_id: int) -> bool:
+    """Its owner's Stop: cancels the turn if this process runs it, marked as theirs (see
+    `stop_asked`); False if it runs elsewhere (or nowhere)."""
     task = _tasks.get(answer_id)
     if task is None:
         return False
+    stop_asked(answer_id)
     task.cancel()
     return True
+
+
+def stop_asked(answer_id: int) -> None:
+    """Marks the turn's coming cancellation as its owner's Stop (made here, or in another
+    process and seen by the runner's heartbeat)."""
+    _stops.add(answer_id)
+
+
+def stopped_by_owner(answer_id: int) -> bool:
+    """Whether the turn's cancellation was its owner's Stop; read once, by its runner."""
+    if answer_id in _stops:
+        _stops.discard(answer_id)
+        return True
+    return False
 
 
 def text_started(answer_id: int, text: LiveText, feed: LiveFeed) -> None:
@@ -117,11 +143,6 @@ def text_finished(answer_id: int, text: LiveText | None = None) -> None:
     if text is None or _texts.get(answer_id) is text:
         _texts.pop(answer_id, None)
         _feeds.pop(answer_id, None)
-
-
-def _forget(table: dict[int, Any], key: int, value: Any) -> None:
-    if table.get(key) is value:
-        del table[key]
 
 
 def text_so_far(answer_id: int, stored: str) -> str:

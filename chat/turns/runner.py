@@ -53,11 +53,17 @@ from chat.turns.broadcast import send_conversations_changed, send_turn_event
 from chat.turns.elicitations import TurnAsker
 from chat.turns.history import amodel_history
 from chat.turns.policy import agent_policy
+from chat.turns.recovery import lost
 
 logger = logging.getLogger("glassbox.turns")
 
 
-async def heartbeat(recorder: FeedRecorder, turn: asyncio.Task) -> None:
+def stopped_line() -> Status:
+    """The last line of a turn its owner stopped: an end they chose, so done, not failed."""
+    return Status(icon="⏹", message=_("Stopped"), state="done")
+
+
+async def heartbeat(recorder: FeedRecorder, turn: asyncio.Task, answer_id: int) -> None:
     """Proves the turn alive, with the group commit that writes what it did meanwhile, and
     picks up a Stop from another process."""
     interval = settings.GLASSBOX_HEARTBEAT_SECONDS
@@ -73,6 +79,7 @@ async def heartbeat(recorder: FeedRecorder, turn: asyncio.Task) -> None:
             )
             continue
         if stop:
+            registry.stop_asked(answer_id)
             turn.cancel()
             return
 
@@ -212,7 +219,7 @@ async def _turn_run(
     this = asyncio.current_task()
     assert this is not None  # a turn runs as a task of its own (registry.launch)
     recorder.join(text)
-    beating = asyncio.create_task(heartbeat(recorder, this))
+    beating = asyncio.create_task(heartbeat(recorder, this, answer.pk))
     asker = ConnectAsker(recorder.feed.owner_id, emit)
     try:
         async with asyncio.timeout(settings.GLASSBOX_TURN_TIMEOUT):
@@ -246,8 +253,14 @@ async def _turn_run(
                     await emit(event)
     except asyncio.CancelledError:
         beating.cancel()
-        state = Message.State.INTERRUPTED
-        await emit(Status(icon="⏹", message=_("Stopped"), state="failed"))
+        # Only its owner's Stop is `stopped`; any other cancellation (its event loop shutting
+        # down under it) is not theirs, and ends it as a dead process's turn would end.
+        if registry.stopped_by_owner(answer.pk):
+            state = Message.State.STOPPED
+            await emit(stopped_line())
+        else:
+            state = Message.State.INTERRUPTED
+            await emit(lost())
         await _finish(answer, recorder, text, tools, state)
         raise
     except Exception as exc:
@@ -314,9 +327,9 @@ async def close_paused(answer: Message) -> None:
     text.text = answer.content
     text.stored = text.sent = len(answer.content)
     with translation.override(answer.answer_feed.language):
-        stopped = await recorder.number(Status(icon="⏹", message=_("Stopped"), state="failed"))
+        stopped = await recorder.number(stopped_line())
         await send_turn_event(text.group, answer_id=answer.pk, event=to_json(stopped))
-        await _finish(answer, recorder, text, None, Message.State.INTERRUPTED)
+        await _finish(answer, recorder, text, None, Message.State.STOPPED)
 
 
 FIRST_WAIT = 0.05
@@ -361,7 +374,7 @@ async def _finish(
     await text.send()
     labels = (tools or default_registry()).labels()
     shown = FeedPrefs.from_mappings(settings.GLASSBOX_FEED).show_reasoning
-    summary = summarize(recorder.events, labels, shown)
+    summary = summarize(recorder.events, labels, shown, stopped=state == Message.State.STOPPED)
     content, feed = text.text, recorder.finished(state, summary, text.text)
     opened = answer.state  # streaming, or waiting for a paused turn that is stopped
 

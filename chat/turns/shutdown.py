@@ -52,7 +52,10 @@ async def _drain_then_stop(reactor) -> None:
         )
     finally:
         # Whatever happened above, the process stops: let the last bytes leave, then drop
-        # every connection.
+        # every connection. A turn still running is not cancelled (nor Stopped: its owner
+        # asked nothing); it stops beating with the process and another one recovers it as
+        # `interrupted`, the server's doing. Were its task cancelled here, its runner would
+        # end it `interrupted` too: only an owner's Stop (registry.stop) makes it `stopped`.
         await asyncio.sleep(0.1)
         try:
             await close_clients()  # the provider's connections, closed rather than dropped

@@ -1,4 +1,5 @@
-"""Stop: a running turn ends on purpose, wherever it runs; a waiting one at once."""
+"""Stop: a running turn ends on purpose (`stopped`, not failed), wherever it runs; a waiting
+one at once."""
 
 from __future__ import annotations
 
@@ -27,6 +28,8 @@ async def stop(*, conversation_id: uuid.UUID, answer_id: int) -> bool:
         return await approvals.stop_waiting(answer_id) or await stop(
             conversation_id=conversation_id, answer_id=answer_id
         )
-    if not registry.cancel(answer_id):
+    # Marked as the owner's Stop, here or by the running process's heartbeat: the runner
+    # ends it `stopped`, where any other cancellation of its task ends it `interrupted`.
+    if not registry.stop(answer_id):
         await feeds.request_stop(feed_id)
     return True

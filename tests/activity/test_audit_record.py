@@ -29,7 +29,7 @@ from chat.models import Conversation, Message
 from chat.turns.recovery import dead_turns_recover
 from tests.support.audit import sql, verify
 from tests.support.lock_waits import second_waits_for_first
-from tests.support.turns import decided_turn, run_turn
+from tests.support.turns import decided_turn, run_turn, stopped_turn
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -392,8 +392,26 @@ def test_a_turn_that_ends_without_a_decision_by_its_owner_is_closed_and_verifies
     async_to_sync(settle)()
 
     feed = ActivityFeed.objects.get(pk=answer.feed_id)
-    assert feed.state in ActivityFeed.ENDED and feed.closing
+    assert feed.state == ("stopped" if end == "stopped while waiting" else "complete")
+    assert feed.closing and LedgerEntry.objects.get(feed_id=feed.pk).sealed == feed.closing
     assert verify()[0] == 0
+
+
+def test_a_running_turn_its_owner_stopped_is_sealed_as_stopped_and_verifies(
+    alice_conversation, knowledge_base, gate
+):
+    held = gate(after=20, request=2)
+    answer = stopped_turn(alice_conversation, "How do I negotiate my salary?", held)
+
+    feed = answer.feed
+    assert (answer.state, feed.state) == ("stopped", "stopped") and answer.content
+    assert feed.closing and LedgerEntry.objects.get(feed_id=feed.pk).sealed == feed.closing
+    assert verify()[0] == 0
+    # Its end is sealed with the rest: a stop passed off as a finished answer is found.
+    sql("UPDATE activity_activityfeed SET state = 'complete' WHERE id = %s", feed.pk)
+    status, out = verify()
+    assert status == 1 and f"feed {feed.pk}: BROKEN" in out
+    assert "does not match its closing" in out
 
 
 def test_the_admin_shows_a_feeds_closing_and_what_fails_in_its_record(admin_client, answered):

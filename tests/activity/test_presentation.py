@@ -73,8 +73,16 @@ def test_one_tool_called_twice_folds_into_that_tool_twice():
 
 
 def test_a_stopped_turn_folds_into_what_happened_to_it():
-    stopped = [*search_turn()[:5], Status("⏹", "Stopped", "failed", seq=6)]
-    assert summarize(stopped, LABELS) == Summary("⏹", "Stopped")
+    # Its ⏹ line is done, not failed: the end its owner chose, which its caller names.
+    stopped = [*search_turn()[:5], Status("⏹", "Stopped", "done", seq=6)]
+    assert summarize(stopped, LABELS, stopped=True) == Summary("⏹", "Stopped")
+    # A finished turn's last done line (✅) is no end of that kind: it folds into its tools.
+    assert summarize(stopped, LABELS) == summarize(search_turn()[:5], LABELS)
+
+
+def test_a_turn_that_broke_off_after_its_tools_folds_into_its_failed_line():
+    broke = [*search_turn()[:5], Status("⚠️", "Interrupted: the server stopped", "failed", seq=6)]
+    assert summarize(broke, LABELS) == Summary("⚠️", "Interrupted: the server stopped")
 
 
 def test_a_direct_answer_has_no_summary_and_no_lines():

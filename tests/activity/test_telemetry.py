@@ -18,7 +18,7 @@ from activity.recording.events import ToolResult
 from activity.telemetry.spans import Options, TracePlan, trace_plan
 from chat.models import Conversation
 from tests.support.loopback_http import QuietHandler, serving
-from tests.support.turns import decided_turn, run_turn
+from tests.support.turns import decided_turn, run_turn, stopped_turn
 
 pytestmark = pytest.mark.django_db(transaction=True)
 QUESTION = "How do I negotiate my salary?"
@@ -185,6 +185,30 @@ def test_an_interrupted_turn_is_an_error_span_and_a_call_without_result_too():
     assert plan.spans[2].error == "the call has no result"
     assert plan.spans[2].end_ns == plan.root.end_ns
     assert plan.spans[1].start_ns == plan.root.start_ns  # never before its turn
+
+
+def test_a_turn_its_owner_stopped_is_no_error_span_nor_is_the_call_it_cut_short():
+    now = timezone.now()
+    feed = ActivityFeed(pk=7, started_at=now, finished_at=now + timedelta(seconds=2))
+    feed.state = ActivityFeed.State.STOPPED
+    call = ActivityEvent(seq=1, kind="tool_call", tool="slow", call_id="c1", arguments={})
+    call.created_at = now + timedelta(seconds=1)
+    plan = trace_plan(feed, [], [call], Options("openai"))
+
+    assert plan.root.error is None
+    assert plan.root.attributes["glassbox.turn.state"] == "stopped"
+    assert plan.spans[1].error is None and plan.spans[1].end_ns == plan.root.end_ns
+
+
+def test_a_stopped_turns_trace_says_so_without_an_error(alice, knowledge_base, gate):
+    held = gate(after=20, request=2)
+    answer = stopped_turn(Conversation.objects.create(owner=alice), QUESTION, held)
+    plan = plan_of(answer.feed_id)
+
+    assert [span.error for span in plan.spans] == [None] * len(plan.spans)
+    assert plan.root.attributes["glassbox.turn.state"] == "stopped"
+    last = plan.root.events[-1].attributes
+    assert (last["glassbox.status.icon"], last["glassbox.status.state"]) == ("⏹", "done")
 
 
 def test_a_feeds_trace_id_is_its_own_and_the_admin_shows_it(admin_client, alice, knowledge_base):

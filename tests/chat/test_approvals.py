@@ -162,8 +162,13 @@ async def test_stop_while_waiting_ends_the_turn_as_stopped(alice, alice_conversa
     rest = await json_until_done(socket)
     await socket.disconnect()
 
-    assert [e["message"] for e in rest if e["type"] == "status"] == ["Stopped"]
-    assert rest[-1]["state"] == "interrupted"
+    stopped = [(e["icon"], e["message"], e["state"]) for e in rest if e["type"] == "status"]
+    assert stopped == [("⏹", "Stopped", "done")]  # an end the owner chose, not a failure
+    assert rest[-1]["state"] == "stopped"
+    assert rest[-1]["summary"] == {"icon": "⏹", "text": "Stopped"}
+    answer = await Message.objects.select_related("feed").aget(pk=answer_id)
+    assert (answer.state, answer.feed.state) == ("stopped", "stopped")
+    assert answer.content == text(events)  # what it wrote before it paused is kept
     assert (await ToolApproval.objects.aget()).decision == "stopped"
     with pytest.raises(approvals.AlreadyDecided):
         await approvals.decide(

@@ -348,7 +348,7 @@ async def test_a_turn_stopped_while_it_waits_for_consent_ends_and_a_later_grant_
     async with asyncio.timeout(20):
         await user_sessions.connections["notes", alice.pk].up.wait()
 
-    assert events[-1]["state"] == "interrupted"
+    assert events[-1]["state"] == "stopped"
     assert await ActivityEvent.objects.acount() == written
     assert await McpGrant.objects.exclude(tokens="").filter(user=alice).aexists()
 

@@ -202,10 +202,10 @@ async def test_stop_cancels_the_call_on_the_server(bench, tmp_path, alice, alice
     await finish_turns()
     await socket.disconnect()
 
-    assert events[-1]["state"] == "interrupted"
+    assert events[-1]["state"] == "stopped"
     await _appears(marker)
     answer = await Message.objects.aget(pk=answer_id)
-    assert answer.state == Message.State.INTERRUPTED
+    assert answer.state == Message.State.STOPPED
 
 
 async def test_an_unreachable_server_never_blocks_turns_that_do_not_use_it(

@@ -19,6 +19,7 @@ from tests.support.sockets import (
     final_render,
     finish_turns,
     frames_until_done,
+    json_until_done,
     live_render,
     open_socket,
 )
@@ -160,12 +161,22 @@ async def test_stop_keeps_the_partial_answer_and_records_a_stopped_line(
     final = (await frames_until_done(socket))[-1]
     await finish_turns()
     await socket.disconnect()
-    answer = await Message.objects.aget(pk=answer_id)
-    assert answer.state == Message.State.INTERRUPTED
+    answer = await Message.objects.select_related("feed").aget(pk=answer_id)
+    # Stopped, as its owner asked: neither failed nor taken for a dead process's turn.
+    assert answer.state == Message.State.STOPPED
+    assert answer.feed.state == ActivityFeed.State.STOPPED
     assert answer.content and "Salary negotiation: during" not in answer.content
+    assert answer.content.startswith("Here is what the knowledge base says:")
+    assert "Here is what the knowledge base says:" in final  # kept, and shown
     last = await ActivityEvent.objects.filter(feed_id=answer.feed_id).order_by("-seq").afirst()
-    assert (last.icon, last.message) == ("⏹", "Stopped")
-    assert "state-interrupted" in final and "⏹" in final and "🔄 Retry" in final
+    assert (last.icon, last.message, last.state) == ("⏹", "Stopped", "done")
+    assert (answer.feed.summary_icon, answer.feed.summary_text) == ("⏹", "Stopped")
+    assert "state-stopped" in final and "state-interrupted" not in final
+    stop_line = re.search(
+        r'<li id="line-\d+-[^"]*" class="line ([^"]*)"[^>]*>(?:(?!</li>).)*⏹', final, re.S
+    )
+    assert stop_line and stop_line.group(1) == "state-done"
+    assert "state-failed" not in final  # nothing on the page reads as a failure
     # A screen reader hears that what was saved is kept, never more than was.
     assert "The answer was stopped; what was saved is kept." in final
 
@@ -185,7 +196,34 @@ async def test_a_stop_from_another_process_is_seen_at_the_next_heartbeat(
     await finish_turns()
     await socket.disconnect()
     await answer.arefresh_from_db()
-    assert answer.state == Message.State.INTERRUPTED
+    assert answer.state == Message.State.STOPPED
+    last = await ActivityEvent.objects.filter(feed_id=answer.feed_id).order_by("-seq").afirst()
+    assert (last.icon, last.state) == ("⏹", "done")
+
+
+async def test_a_turn_cancelled_by_anything_but_its_owners_stop_ends_interrupted(
+    gate, alice, alice_conversation, knowledge_base
+):
+    """Its event loop shutting down under it cancels its task as a Stop does: the server
+    stopped it, not its owner, and it ends as a dead process's turn does."""
+    held = gate(after=20, request=2)
+    socket = await open_socket(alice_conversation, alice, as_json=True)
+    await ask(socket, QUESTION)
+    await held.reached.wait()
+    answer = await Message.objects.aget(role="assistant")
+    (task,) = [t for t in asyncio.all_tasks() if t.get_name() == f"turn-{answer.pk}"]
+    task.cancel()
+    events = await json_until_done(socket)
+    await finish_turns()
+    await socket.disconnect()
+
+    await answer.arefresh_from_db()
+    assert answer.state == Message.State.INTERRUPTED and answer.content
+    feed = await ActivityFeed.objects.aget(pk=answer.feed_id)
+    assert (feed.state, feed.summary_icon) == ("interrupted", "⚠️")
+    last = [e for e in events if e["type"] == "status"][-1]
+    assert (last["icon"], last["state"]) == ("⚠️", "failed")
+    assert events[-1]["type"] == "done" and events[-1]["state"] == "interrupted"
 
 
 async def test_a_commit_the_database_refuses_is_written_with_the_next_and_the_turn_stays_alive(

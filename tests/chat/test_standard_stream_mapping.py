@@ -106,11 +106,46 @@ def test_each_end_of_a_turn_ends_the_agui_run_so(end, last):
         ("stopped", [{"type": "finish", "finishReason": "other"}]),
         ("failed", [{"type": "error", "errorText": "The model stopped answering."},
                     {"type": "finish", "finishReason": "error"}]),
+        ("interrupted", [{"type": "error", "errorText": "The model stopped answering."},
+                         {"type": "finish", "finishReason": "error"}]),
     ],
 )  # fmt: skip
 def test_each_end_of_a_turn_ends_the_ui_message_stream_so(end, last):
     parts = chunks(stream(ui_wire(), every_kind(end)))
     assert parts[-1 - len(last) : -1] == last
+
+
+def test_a_stopped_turn_ends_its_agui_run_cancelled_with_its_line_a_finished_step():
+    events = payloads(stream(agui_wire(), every_kind("stopped")))
+    assert "RUN_ERROR" not in [e["type"] for e in events]
+    stop = [e for e in events if e.get("stepName") == "status-12"]
+    assert [e["type"] for e in stop] == ["STEP_STARTED", "STEP_FINISHED"]
+    assert stop[1]["rawEvent"]["state"] == "done"
+    assert events[-1]["outcome"] == {"type": "cancelled"}
+    rebuilt = rebuild_agui([events])
+    assert rebuilt.text == ANSWER and rebuilt.ends == ["RUN_FINISHED"]
+
+
+def test_a_stopped_turn_finishes_its_ui_message_stream_without_an_error_part():
+    parts = chunks(stream(ui_wire(), every_kind("stopped")))
+    assert "error" not in [p["type"] for p in parts[:-1]]
+    stop = next(p for p in parts[:-1] if p.get("id") == "status-12")
+    assert stop["type"] == "data-status" and stop["data"]["state"] == "done"
+    assert parts[-2] == {"type": "finish", "finishReason": "other"}
+    assert rebuild_ui_stream([parts]).text == ANSWER
+
+
+def test_an_interrupted_turn_without_an_error_event_says_the_server_stopped():
+    """A turn whose process died ends with its ⚠️ line and `done`: no `error` event."""
+    events = [e for e in every_kind("interrupted") if e["type"] != "error"]
+    run = payloads(stream(agui_wire(), events))
+    parts = chunks(stream(ui_wire(), events))
+
+    said = "The server stopped while answering."
+    assert run[-1] == {"type": "RUN_ERROR", "message": said, "code": "interrupted"}
+    assert parts[-3:-1] == [
+        {"type": "error", "errorText": said}, {"type": "finish", "finishReason": "error"},
+    ]  # fmt: skip
 
 
 def test_a_turn_that_waits_ends_its_agui_run_with_an_interrupt():

@@ -9,6 +9,7 @@ import pytest
 from django.test import AsyncClient
 
 from activity.models import ActivityEvent
+from chat import turns
 from chat.models import Message
 from chat.turns.registry import finish_all
 from tests.support.api import ask, client_for, streamed_json
@@ -58,6 +59,32 @@ async def test_a_finished_turn_rebuilds_to_the_stored_answer(
         assert frames[-1] == (None, "[DONE]")
     ids = [frame_id for frame_id, _ in frames if frame_id]
     assert len(ids) == len(set(ids))
+
+
+@pytest.mark.parametrize(("wire", "rebuild"), WIRES)
+async def test_a_turn_its_owner_stopped_ends_as_stopped_and_never_as_an_error(
+    alice, alice_conversation, knowledge_base, gate, wire, rebuild
+):
+    held = gate(after=10, request=2)
+    client = await client_for(alice)
+    await ask(client, alice_conversation)
+    await held.reached.wait()  # mid-answer
+    answer = await Message.objects.aget(role="assistant")
+    assert await turns.stop(conversation_id=alice_conversation.pk, answer_id=answer.pk)
+    await finish_all()
+    await answer.arefresh_from_db()
+    _, frames = await read_frames(client, stream_url(alice_conversation, answer.pk, wire))
+
+    payloads = data(frames)
+    rebuilt = rebuild([payloads])
+    assert answer.state == Message.State.STOPPED
+    assert rebuilt.text == answer.content != ""  # what was written before the Stop
+    kinds = [p["type"] for p in payloads if isinstance(p, dict)]
+    assert "RUN_ERROR" not in kinds and "error" not in kinds
+    if wire == "agui":
+        assert payloads[-1]["outcome"] == {"type": "cancelled"}
+    else:
+        assert payloads[-2:] == [{"type": "finish", "finishReason": "other"}, "[DONE]"]
 
 
 DROPS = ["TOOL_CALL_START", "tool-input-start", "TEXT_MESSAGE_CONTENT", "text-delta"]

@@ -1,7 +1,8 @@
 """The protocols' own clients read what Glassbox streams: @ag-ui/client's HttpAgent and the
 `ai` package's chat transport and UI message stream reader follow a live server's turn
 themselves, let go of it mid tool call and resume with Last-Event-ID, missing and repeating
-nothing; and they rebuild a turn that paused for an approval, exactly as stored."""
+nothing; and they rebuild a turn that paused for an approval, exactly as stored, and one its
+owner stopped, ended without an error."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ import json
 import pytest
 
 from activity.models import ActivityEvent
+from chat import turns
 from chat.models import Message
+from tests.support.api import ask as ask_over_api
 from tests.support.api import client_for
 from tests.support.fakes import text_response, tool_call_response
 from tests.support.held_provider import held_provider
@@ -179,3 +182,30 @@ async def test_the_standard_client_reads_a_pause_for_approval_then_the_rest(
         assert "decision" in rebuilt["customs"]
     else:
         assert "data-decision" in rebuilt["data"]
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.asyncio
+@pytest.mark.parametrize("wire", ["agui", "ui-stream"])
+async def test_the_standard_client_reads_a_stopped_turn_as_ended_without_an_error(
+    alice, alice_conversation, knowledge_base, gate, wire
+):
+    ensure_installed()
+    held = gate(after=10, request=2)
+    client = await client_for(alice)
+    await ask_over_api(client, alice_conversation)
+    await held.reached.wait()  # mid-answer
+    answer = await Message.objects.aget(role="assistant")
+    assert await turns.stop(conversation_id=alice_conversation.pk, answer_id=answer.pk)
+    await finish_turns()
+    stopped = await raw(client, stream_url(alice_conversation, answer.pk, wire))
+
+    rebuilt = read_with_client(wire, [stopped])
+    await answer.arefresh_from_db()
+    assert answer.state == Message.State.STOPPED
+    assert rebuilt["errors"] == []  # no RUN_ERROR, no error part: the client saw no failure
+    assert rebuilt["text"] == answer.content != ""
+    if wire == "agui":
+        assert rebuilt["ends"] == ["cancelled"]
+    else:
+        assert "data-status" in rebuilt["data"]

@@ -97,7 +97,7 @@ async def test_stop_approve_and_regenerate_by_post(alice, alice_conversation, bo
     assert again.state == Message.State.WAITING
     assert (await client.post(url, {"stop": str(again.pk)})).status_code == 302
     await again.arefresh_from_db()
-    assert again.state == Message.State.INTERRUPTED
+    assert again.state == Message.State.STOPPED
     refused = await client.post(url, {"stop": str(again.pk)})
     assert refused.status_code == 409 and "That answer is not running any more." in (
         refused.content.decode()

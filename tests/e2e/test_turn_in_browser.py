@@ -338,8 +338,10 @@ def test_the_composers_stop_stops_the_running_turn(conversation):
     page = conversation
     ask(page, "Compare salary negotiation and interview preparation")
     page.locator("#composer .stop-turn").click()
-    expect(page.locator("article.assistant.state-interrupted")).to_be_visible()
-    expect(page.locator("article.assistant.state-interrupted .feed")).to_contain_text("Stopped")
+    expect(page.locator("article.assistant.state-stopped")).to_be_visible()
+    expect(page.locator("article.assistant.state-stopped .feed")).to_contain_text("Stopped")
+    # An end its owner chose: nothing on the answer reads as a failure.
+    expect(page.locator("article.assistant.state-stopped .line.state-failed")).to_have_count(0)
 
 
 def test_copy_puts_the_answers_markdown_on_the_clipboard(conversation):

@@ -9,7 +9,7 @@ import re
 from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
 
-from chat.turns.registry import cancel, finish_all, running
+from chat.turns.registry import finish_all, running, stop
 
 
 def session_cookie_for(user) -> bytes:
@@ -112,7 +112,7 @@ async def stop_turns_left_running(limit: float = 10) -> None:
     to end, in the test's own loop: not cancelled with the loop's other tasks in no set order
     when it closes, and not found by the next test (the registry outlives a loop)."""
     for answer_id in running():
-        cancel(answer_id)
+        stop(answer_id)
     async with asyncio.timeout(limit):
         await finish_all()
 

@@ -41,5 +41,10 @@ def every_kind(end: str = "complete") -> list[dict[str, Any]]:
     ]  # fmt: skip
     if end in ("failed", "interrupted"):
         events.append({"type": "error", "message": "The model stopped answering."})
+    if end == "stopped":
+        # Its owner's Stop: a line of its own, done, and no error.
+        events.append(
+            {"type": "status", "seq": 12, "icon": "⏹", "message": "Stopped", "state": "done"}
+        )
     done = {"type": "done", "message_id": "2", "state": end, "summary": {"icon": "", "text": ""}}
     return [*events, done]

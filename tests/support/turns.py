@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable
 from asgiref.sync import async_to_sync
 
 from chat.agent.client import close_clients
+from chat.agent.demo_wire import Gate
 from chat.agent.tools import ToolRegistry
 from chat.models import Conversation, Message
 from chat.turns import deps, runner
@@ -28,6 +29,27 @@ def run_turn(
 
     with deps.using(dependencies or deps.current()):
         async_to_sync(run)()
+    return Message.objects.select_related("feed").get(pk=turn.answer.pk)
+
+
+def stopped_turn(conversation: Conversation, question: str, held: Gate) -> Message:
+    """The answer of a turn launched in this process as a question launches it, stopped by
+    its owner (chat.turns.stop) once `held` holds the model mid-stream, and ended."""
+    from chat.turns import stop
+    from chat.turns.registry import finish_all, launch
+
+    turn = admit(conversation=conversation, text=question)
+
+    async def run() -> None:
+        try:
+            launch(turn.answer.pk, runner.run(answer=turn.answer))
+            await held.reached.wait()
+            assert await stop(conversation_id=conversation.pk, answer_id=turn.answer.pk)
+            await finish_all()
+        finally:
+            await close_clients()  # this event loop ends with the call
+
+    async_to_sync(run)()
     return Message.objects.select_related("feed").get(pk=turn.answer.pk)
 
 

@@ -41,6 +41,8 @@ from chat.api.standards.frames import Frame, Numbering
 
 MEDIA_TYPE = EventEncoder().get_content_type()
 FAILED_TEXT = "The answer failed."
+# A turn whose process died (or was shut down) says so; its owner's Stop is no error at all.
+INTERRUPTED_TEXT = "The server stopped while answering."
 
 
 class AguiWire:
@@ -169,7 +171,8 @@ class AguiWire:
             return self._frame(self._run_finished(None), terminal=True)
         if state == "stopped":
             return self._frame(self._run_finished(RunFinishedCancelledOutcome()), terminal=True)
-        error = RunErrorEvent(message=self.error or FAILED_TEXT, code=state)
+        said = self.error or (INTERRUPTED_TEXT if state == "interrupted" else FAILED_TEXT)
+        error = RunErrorEvent(message=said, code=state)
         return self._frame(error, terminal=True)
 
     def _run_started(self) -> RunStartedEvent:

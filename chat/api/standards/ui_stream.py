@@ -21,6 +21,8 @@ MEDIA_TYPE = "text/event-stream"
 HEADERS = {"x-vercel-ai-ui-message-stream": "v1"}
 FINISH_REASONS = {"complete": "stop", "stopped": "other", "waiting": "tool-calls"}
 FAILED_TEXT = "The answer failed."
+# A turn whose process died (or was shut down) says so; its owner's Stop is no error at all.
+INTERRUPTED_TEXT = "The server stopped while answering."
 
 
 class UiStreamWire:
@@ -122,7 +124,8 @@ class UiStreamWire:
             yield self._frame({"type": "text-end", "id": self.message_id})
             self.text_open = False
         if state not in FINISH_REASONS:
-            error = {"type": "error", "errorText": self.error or FAILED_TEXT}
+            said = self.error or (INTERRUPTED_TEXT if state == "interrupted" else FAILED_TEXT)
+            error = {"type": "error", "errorText": said}
             yield self._frame(error, terminal=True)
         reason = FINISH_REASONS.get(state, "error")
         yield self._frame({"type": "finish", "finishReason": reason}, terminal=True)
