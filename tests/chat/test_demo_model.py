@@ -114,3 +114,33 @@ async def test_a_server_not_open_yet_is_opened_by_its_connect_tool_only_when_nee
     assert tools(opened) == [["connect_surveys"], [survey]]
     named = await model.plan("notes__whoami {}", "en", {"connect_notes"})
     assert tools(named) == [["connect_notes"]]
+
+
+@pytest.mark.parametrize("language", ["en", "it", "zh-hant"])
+async def test_each_starter_takes_its_own_path_in_every_language(language, knowledge_base):
+    """The new conversation's starters, as each page language shows them."""
+    from django.utils import translation
+
+    from chat.agent.demo import DemoModel, detect_language
+    from chat.pages.starters import for_page
+
+    offered = {
+        "search_documents", "current_datetime", "send_email", "request_contact_form",
+        "calculator", "surveys__compare_salary_surveys", "surveys__draft_offer_letter",
+    }  # fmt: skip
+    expected = [
+        ["search_documents"],
+        ["current_datetime", "search_documents"],
+        ["surveys__compare_salary_surveys"],
+        ["send_email"],
+        ["surveys__draft_offer_letter"],
+        ["request_contact_form"],
+    ]
+    with translation.override(language):
+        prompts = [starter.prompt for starter in for_page()]
+    model = DemoModel()
+    taken = []
+    for prompt in prompts:
+        rounds = await model.plan(prompt, detect_language(prompt), offered)
+        taken.append([call.tool for calls in rounds for call in calls])
+    assert taken == expected, prompts
