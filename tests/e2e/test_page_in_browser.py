@@ -1,4 +1,4 @@
-"""The page a person uses, in real Chromium at 1280×800 and on a 390×844 phone (mobile
+"""The page a person uses, in real Chromium at 1280 by 800 and on a 390 by 844 phone (mobile
 emulation: touch, `is_mobile`): no sideways scrolling, controls big enough for a finger, the
 sidebar and its search, a new conversation that invites and stores nothing until asked, one
 Stop (and Esc), the composer's focus, the dark theme, and axe-core with no violation at all."""
@@ -192,7 +192,8 @@ def test_the_composer_keeps_the_focus_and_enter_shift_enter_and_esc_do_what_they
     expect(note).to_contain_text("Stopped")
     # Stopped is not failed: a neutral note, and one way to try again.
     assert "interrupted" not in note.inner_text() and "failed" not in note.inner_text()
-    expect(stopped.locator("button:visible", has_text=re.compile("Retry|Regenerate"))).to_have_count(1)
+    again = stopped.locator("button:visible", has_text=re.compile("Retry|Regenerate"))
+    expect(again).to_have_count(1)
     expect(page.locator("#composer .send")).to_be_visible()
 
 
@@ -239,7 +240,9 @@ def test_the_sidebar_search_shows_what_matched_and_the_list_follows_other_tabs(
         expect(sidebar).to_be_visible()
 
 
-def test_the_composer_stays_on_screen_after_a_long_expanded_answer_on_a_phone(phone, live_server_url):
+def test_the_composer_stays_on_screen_after_a_long_expanded_answer_on_a_phone(
+    phone, live_server_url
+):
     page = phone
     new_conversation(page, live_server_url)
     ask(page, "Compare salary negotiation and interview preparation")
