@@ -3,12 +3,11 @@ decision wins, and the other tab follows at once."""
 
 from __future__ import annotations
 
-import re
-
 import pytest
 from playwright.sync_api import expect
 
 from tests.e2e.test_turn_in_browser import DONE
+from tests.support.browser import new_conversation
 
 pytestmark = pytest.mark.e2e
 
@@ -29,8 +28,7 @@ def test_both_tabs_ask_the_first_decision_wins_and_the_other_follows(browser, li
     context = browser.new_context(viewport={"width": 1100, "height": 900})
     context.set_default_timeout(20_000)
     first = logged_in_page(context, live_server_url)
-    first.click("main button:text('New conversation')")
-    expect(first).to_have_url(re.compile(r"/c/[0-9a-f-]+/$"))
+    new_conversation(first, live_server_url)
     second = context.new_page()
     second.goto(first.url)
     expect(second.locator("#composer")).to_be_visible()
@@ -62,7 +60,7 @@ def test_approving_sends_the_email_to_the_outbox(browser, live_server_url, glass
     context = browser.new_context(viewport={"width": 1100, "height": 900})
     context.set_default_timeout(20_000)
     page = logged_in_page(context, live_server_url)
-    page.click("main button:text('New conversation')")
+    new_conversation(page, live_server_url)
     page.fill("#question", "Email team@example.com: the report is ready")
     page.click("#composer button.send")
     page.locator(f"{WAITING} form.approve button").click()
@@ -85,7 +83,7 @@ def test_a_reloaded_page_waiting_for_approval_does_not_say_it_waits_for_the_agen
     context = browser.new_context(viewport={"width": 1100, "height": 900})
     context.set_default_timeout(20_000)
     page = logged_in_page(context, live_server_url)
-    page.click("main button:text('New conversation')")
+    new_conversation(page, live_server_url)
     page.fill("#question", "Email advisor@example.com: shall we move the call?")
     page.click("#composer button.send")
     expect(page.locator(WAITING)).to_be_visible()

@@ -6,6 +6,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
+from tests.support.browser import start_new
 from tests.support.servers import manage
 
 pytestmark = pytest.mark.e2e
@@ -68,6 +69,7 @@ def test_search_rename_and_delete_from_the_page(logged_in, glassbox_server):
     made = json.loads(manage(env, "shell", "-c", LONG_CONVERSATION).strip().splitlines()[-1])
     page = logged_in
     page.goto(f"{url}/c/{made['id']}/")
+    page.click("details.conversation-tools > summary")
     page.click("text=Rename")
     page.fill("[name=title]", "Salary talk <2026>")
     page.click(".rename button")
@@ -90,7 +92,7 @@ OPENED = (
 def test_expanding_a_folded_feed_is_counted_once_per_page(logged_in, glassbox_server):
     _, env = glassbox_server
     page = logged_in
-    page.click("main button:text('New conversation')")
+    start_new(page)
     page.fill("#question", "How do I prepare for an interview?")
     page.click("#composer button.send")
     done = page.locator("article.assistant.state-complete")

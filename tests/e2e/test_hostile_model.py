@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import re
-
 import pytest
 from playwright.sync_api import expect
 
 from tests.e2e.hostile_provider import FEEDBACK, LEAK, PAYLOADS
+from tests.support.browser import start_new
 
 pytestmark = pytest.mark.e2e
 
@@ -23,8 +22,7 @@ def test_no_payload_runs_live_or_in_history(page, hostile_server_url):
     page.fill("[name=username]", "demo")
     page.fill("[name=password]", "demo")
     page.click("main form button[type=submit]")
-    page.click("main button:text('New conversation')")
-    expect(page).to_have_url(re.compile(r"/c/[0-9a-f-]+/$"))
+    start_new(page)
     question = '<script>alert("title")</script> hi'
     page.fill("#question", question)
     page.click("#composer button.send")

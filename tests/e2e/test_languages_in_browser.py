@@ -9,6 +9,7 @@ from contextlib import contextmanager
 import pytest
 from playwright.sync_api import expect
 
+from tests.support.browser import new_conversation, open_menu, start_new
 from tests.support.servers import manage
 
 pytestmark = pytest.mark.e2e
@@ -45,6 +46,7 @@ def test_an_italian_user_picks_italian_in_the_switcher(browser, glassbox_server)
 
 def italian_turn(page) -> None:
     expect(page.locator("h1")).to_have_text("Your conversations")
+    open_menu(page)
     page.click(".language-switcher button[lang=it]")
     expect(page.locator("h1")).to_have_text("Le tue conversazioni")
     page.click("main button:text('Nuova conversazione')")
@@ -79,7 +81,7 @@ def test_a_chinese_browser_gets_traditional_chinese(browser, glassbox_server):
 
 def chinese_turn(page) -> None:
     expect(page.locator("h1")).to_have_text("你的對話")
-    page.click("main button:text('新對話')")
+    start_new(page)
     page.fill("#question", "我該如何進行薪資談判？")
     page.click("#composer button.send")
     done = page.locator("article.assistant.state-complete")
@@ -97,8 +99,7 @@ def test_the_live_feed_speaks_the_pages_language_whatever_the_socket_handshake_s
     """The page is rendered in Chinese, but the browser's socket handshake asks for English:
     every line and the folded summary follow the page."""
     with new_user_in_browser(browser, glassbox_server, "wenhua", "en-US") as page:
-        page.click("main button:text('New conversation')")
-        expect(page).to_have_url(re.compile(r"/c/[0-9a-f-]+/$"))
+        new_conversation(page, glassbox_server[0])
 
         def in_chinese(route):
             headers = {**route.request.headers, "accept-language": "zh-TW,zh;q=0.9"}

@@ -42,7 +42,7 @@ ITALIAN = Language(
     done="Fatto",
     summary="Ha cercato nella base di conoscenza",
     answer="Ecco cosa dice la base di conoscenza",
-    page="Fai una domanda: vedrai cosa fa l'agente mentre lavora.",
+    page="Invio invia, Maiusc+Invio va a capo, Esc ferma la risposta.",
     duration=r"· \d+,\d s",
     html_lang='<html lang="it">',
 )
@@ -56,7 +56,7 @@ CHINESE = Language(
     done="完成",
     summary="搜尋了知識庫",
     answer="以下是知識庫中的相關內容",
-    page="提出問題：你會看到助理在工作時做了什麼。",
+    page="Enter 送出，Shift+Enter 換行，Esc 停止回答。",
     duration=r"· \d+\.\d 秒",
     html_lang='<html lang="zh-hant">',
 )
