@@ -1,11 +1,13 @@
 """Stopping `make run` is quiet: Ctrl+C (SIGINT to the terminal's process group) or a plain
 SIGTERM stops Glassbox and the demo MCP server it runs over stdio, with no traceback, no
-warning and no word of a restart; the MCP server is closed, not left behind. The demo server
+warning and no word of a restart, also in the middle of a call to that server; the MCP server
+is closed, not left behind. The demo server
 on its own stops as quietly: at Ctrl+C in a terminal of its own, and when its client is
 killed in the middle of a call."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -17,10 +19,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import websockets
 
 from tests.support.mcp import DEMO
 from tests.support.processes import children
-from tests.support.servers import ROOT, serve
+from tests.support.servers import ROOT, Server, login, serve
 
 # The demo MCP server as `make run` declares it (the Makefile's DEMO_MCP).
 MAKE_RUN_MCP = json.dumps([{"name": "surveys", "command": sys.executable, "args": ["-m", DEMO]}])
@@ -47,6 +50,34 @@ def test_stopping_the_demo_says_nothing_wrong_and_stops_its_mcp_server(tmp_path,
         assert noise not in said, said
     # Closed before the process ended, not orphaned to find its pipes gone.
     assert not any(alive(pid) for pid in mcp_servers)
+
+
+@pytest.mark.server
+def test_ctrl_c_in_the_middle_of_an_mcp_call_stops_as_quietly(tmp_path):
+    with serve(tmp_path, terminal=True, GLASSBOX_MCP_SERVERS=MAKE_RUN_MCP) as server:
+        conversation, cookies = login(server.url)
+        asyncio.run(interrupt_mid_call(server, conversation, cookies))
+        assert server.process.wait(timeout=30) == 0
+        said = server.output()
+    for noise in NOISE:
+        assert noise not in said, said
+
+
+async def interrupt_mid_call(server: Server, conversation: str, cookies: str) -> None:
+    """Asks for the demo server's slow tool over the page's socket, and presses Ctrl+C once
+    the tool reported its first progress."""
+    async with websockets.connect(
+        server.url.replace("http", "ws") + f"/ws/c/{conversation}/",
+        additional_headers={"Cookie": cookies, "Origin": server.url},
+        subprotocols=["glassbox.json"],
+    ) as socket:
+        await socket.send(json.dumps({"message": "Compare five salary surveys for an engineer"}))
+        while "progress" not in json.loads(await asyncio.wait_for(socket.recv(), 30)):
+            pass
+        server.interrupt()
+        with contextlib.suppress(websockets.ConnectionClosed):
+            while True:
+                await asyncio.wait_for(socket.recv(), 30)
 
 
 def test_the_demo_mcp_server_stops_quietly_at_ctrl_c_in_a_terminal_of_its_own():

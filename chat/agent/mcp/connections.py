@@ -241,10 +241,14 @@ class Connection:
         await asyncio.wait({self.task}, timeout=CLOSE_WAIT)
 
     def _lost(self, exc: BaseException | None, reason: str | Promise = LOST) -> None:
-        logger.warning(
-            "MCP server %s: %s (%s)", self.spec.name, reason, type(exc).__name__ if exc else "-"
-        )
         if not isinstance(self.state, Closing):
+            # Closing, the loss is this process's own doing (it stops): nothing to say.
+            logger.warning(
+                "MCP server %s: %s (%s)",
+                self.spec.name,
+                reason,
+                type(exc).__name__ if exc else "-",
+            )
             self._become(Down(reason, timezone.now()))
         self.attempt.broken.set()
 
