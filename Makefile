@@ -48,7 +48,8 @@ run: $(VENV)/.installed $(CATALOGUES)
 	$(PY) manage.py seed_demo
 	@echo ""
 	@echo "  Glassbox is running at http://127.0.0.1:$(PORT)/"
-	@echo "  Log in as demo / demo"
+	@echo "  Log in as demo / demo (an admin account of your own: make admin)"
+	@echo "  Ctrl+C stops it"
 	@echo ""
 	$(PY) -m project.serve -b 127.0.0.1 -p $(PORT) $(DAPHNE_LIMITS) project.asgi:application
 
