@@ -19,7 +19,7 @@ DAPHNE_LIMITS := --websocket-max-message-size 65536 --websocket-max-frame-size 6
 CATALOGUES := $(patsubst %.po,%.mo,$(wildcard locale/*/LC_MESSAGES/django.po))
 LANGUAGES := it zh_Hant
 
-.PHONY: run test lint format bench fuzz phoenix messages clean clients catalogues conformance conformance-all conformance-auth
+.PHONY: run admin test lint format bench fuzz phoenix messages clean clients catalogues conformance conformance-all conformance-auth
 
 # The modules are compiled once here, on every core (pip's own compiling is serial). Python
 # would otherwise compile them on every process's start where PYTHONDONTWRITEBYTECODE is set:
@@ -48,9 +48,18 @@ run: $(VENV)/.installed $(CATALOGUES)
 	$(PY) manage.py seed_demo
 	@echo ""
 	@echo "  Glassbox is running at http://127.0.0.1:$(PORT)/"
-	@echo "  Log in as demo / demo"
+	@echo "  Log in as demo / demo (an admin account of your own: make admin)"
+	@echo "  Ctrl+C stops it"
 	@echo ""
 	$(PY) -m project.serve -b 127.0.0.1 -p $(PORT) $(DAPHNE_LIMITS) project.asgi:application
+
+# An admin account (Django admin, the audit, MCP servers) in the database `make run` serves
+# (DATABASE_URL, by default db.sqlite3), migrated first so it works before the first run. It
+# asks for a name and password; with DJANGO_SUPERUSER_USERNAME, DJANGO_SUPERUSER_EMAIL and
+# DJANGO_SUPERUSER_PASSWORD set it asks nothing.
+admin: $(VENV)/.installed
+	$(PY) manage.py migrate --noinput --verbosity 0
+	$(PY) manage.py createsuperuser $(if $(DJANGO_SUPERUSER_PASSWORD),--noinput)
 
 # Most of the suite waits on servers, sockets and the browser, so more processes than cores
 # pay; each has its own test database (pytest-django names it after the worker).
@@ -91,7 +100,7 @@ $(FUZZ_VENV)/.installed: requirements-fuzz.txt
 fuzz: $(VENV)/.installed $(FUZZ_VENV)/.installed $(CATALOGUES)
 	$(PY) tests/fuzz_api.py $(FUZZ_VENV)/bin/st
 
-# Arize Phoenix, a trace backend (README, "Traces"), in a virtualenv of its own: the trace
+# Arize Phoenix, a trace backend (docs/telemetry.md), in a virtualenv of its own: the trace
 # tests send to it when it is installed (CI installs it).
 PHOENIX_VENV := .venv-phoenix
 

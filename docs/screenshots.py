@@ -1,4 +1,5 @@
-"""Takes the README's screenshots from a running Glassbox (`make run`), with Debian's Chromium.
+"""Takes the screenshots of the README and docs/ from a running Glassbox (`make run`), with
+Debian's Chromium.
 
 .venv/bin/python docs/screenshots.py http://127.0.0.1:8000
 """

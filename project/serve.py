@@ -4,11 +4,11 @@
                             [application, by default project.asgi:application]
 
 uvloop runs the event loop under Daphne's Twisted reactor: the same work for about a fifth
-less CPU than asyncio's own loop (bench/README figures). With `--workers N` (`auto`: one per
-core) this process opens the listening socket and starts N Daphne processes that accept
-from it; a worker that dies is started again, and SIGTERM or SIGINT reach every worker,
-which finish their running turns first (chat.turns.shutdown). Workers share their turns'
-events through the Redis channel layer, so more than one needs REDIS_URL."""
+less CPU than asyncio's own loop. With `--workers N` (`auto`: one per core) this process
+opens the listening socket and starts N Daphne processes that accept from it; a worker that
+dies is started again, and SIGTERM or SIGINT reach every worker: on SIGTERM they finish their
+running turns first (chat.turns.shutdown). Workers share their turns' events through the
+Redis channel layer, so more than one needs REDIS_URL."""
 
 from __future__ import annotations
 

@@ -268,7 +268,7 @@ GLASSBOX_TOOLS = env_list(
     ),
 )
 # MCP servers whose tools the agent may use, besides those added in the admin: a JSON list,
-# or the path of a JSON file holding one (see the README).
+# or the path of a JSON file holding one (docs/mcp.md).
 # Read, and checked at start-up, by chat.agent.mcp.config.declared_servers().
 GLASSBOX_MCP_SERVERS = env_str("GLASSBOX_MCP_SERVERS", "")
 # Seconds to open a session with an MCP server (and list its tools); a turn waits for a
@@ -323,7 +323,7 @@ GLASSBOX_CURRENCY = env_str("GLASSBOX_CURRENCY", "USD")
 GLASSBOX_DAILY_TOKENS = env_int("GLASSBOX_DAILY_TOKENS", 0)
 # Earlier turns sent to the model, trimmed from the oldest to this many characters.
 GLASSBOX_HISTORY_CHARS = env_int("GLASSBOX_HISTORY_CHARS", 24000)
-# How the live feed is presented (see the README); each user can override these.
+# How the live feed is presented (docs/feed.md); each user can override these.
 GLASSBOX_FEED = {
     "MODE": env_str("GLASSBOX_FEED_MODE", "partial"),
     "LABEL": env_str("GLASSBOX_FEED_LABEL", "auto"),

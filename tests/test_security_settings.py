@@ -1,4 +1,4 @@
-"""The production settings the README documents pass Django's deployment checks, and every
+"""The production settings docs/deploy.md documents pass Django's deployment checks, and every
 page carries a strict Content Security Policy."""
 
 from __future__ import annotations

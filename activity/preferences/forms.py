@@ -184,8 +184,8 @@ class FeedPreferencesForm(_SurfacePreferencesForm):
 
 
 class ProgramPreferencesForm(_SurfacePreferencesForm):
-    """What a program (the JSON socket, SSE) is sent; README's "Programs" says what each
-    setting means there."""
+    """What a program (the JSON socket, SSE) is sent; docs/feed.md ("The page and programs")
+    says what each setting means there."""
 
     surface = "program"
     prefix = PROGRAM_KEY

@@ -100,9 +100,9 @@ class EventStreamRenderer(BaseRenderer):
     description=(
         "Asks a question. With `Accept: text/event-stream` the turn's events stream as "
         "server-sent events (`turn`, then `status`, `tool_call`, `tool_result`, `text`, and "
-        "`done`), as the owner's feed settings for programs choose (README: the page and "
-        "programs); otherwise the answer is returned when it is complete. Repeating a `client_id` "
-        "joins that turn instead of starting another."
+        "`done`), as the owner's feed settings for programs choose (docs/feed.md: the page "
+        "and programs); otherwise the answer is returned when it is complete. Repeating a "
+        "`client_id` joins that turn instead of starting another."
     ),
 )
 class TurnCreate(APIView):

@@ -1,5 +1,5 @@
 """Erasing an account: what goes at once, what the audit keeps and in what form, stated once
-for the admin's confirmation page, `manage.py erase_user` and the README."""
+for the admin's confirmation page, `manage.py erase_user` and docs/audit.md."""
 
 from __future__ import annotations
 

@@ -40,6 +40,7 @@ FORGOTTEN_AFTER = timedelta(hours=1)
 FIRST_LOOK_WAIT = 2.0
 _CONNECTIONS = "chat.agent.mcp.connections"
 _TOOLS = "chat.agent.mcp.tools"
+_USERS = "chat.agent.mcp.oauth"
 _watching: set[asyncio.Task[None]] = set()
 # Set once this process's first look opened its servers with their remembered tools (None
 # where no watch runs: tests, commands).
@@ -71,6 +72,36 @@ def watch_on_start() -> None:
         # GIL from the first turns (their time doubled, bench/first_status_cold.py).
         importlib.import_module(_TOOLS)
     reactor.callWhenRunning(start_watching)
+    # Whatever stops the reactor (Ctrl+C, the drain after SIGTERM), it waits for this: a
+    # stdio server is told to stop by its closed stdin and waited for (then killed), rather
+    # than left to find its pipes gone when this process exits, and no session is reopened
+    # or lost noisily meanwhile.
+    reactor.addSystemEventTrigger("before", "shutdown", _stop_before_the_reactor)
+
+
+def _stop_before_the_reactor() -> Any:
+    from twisted.internet.defer import Deferred
+
+    return Deferred.fromFuture(asyncio.ensure_future(stop_watching()))
+
+
+async def stop_watching() -> None:
+    """Ends the watch and closes this event loop's MCP sessions, each server's at once."""
+    watching = list(_watching)
+    for task in watching:
+        task.cancel()
+    await asyncio.gather(*watching, return_exceptions=True)
+    # Only the modules already loaded hold sessions: none is imported to close nothing.
+    closing = []
+    if _CONNECTIONS in sys.modules:
+        from chat.agent.mcp.connections import pool
+
+        closing.append(pool().close())
+    if _USERS in sys.modules:
+        from chat.agent.mcp.oauth import user_pool
+
+        closing.append(user_pool().close())
+    await asyncio.gather(*closing)
 
 
 def start_watching() -> asyncio.Task[None]:
@@ -117,9 +148,12 @@ async def next_beat(connections: list[Connection]) -> None:
     if not first:
         await asyncio.sleep(every)
         return
-    await asyncio.wait(first, timeout=every, return_when=asyncio.FIRST_COMPLETED)
-    for waiting in first:
-        waiting.cancel()
+    try:
+        await asyncio.wait(first, timeout=every, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        # Also when the watch ends (the process stops): none is left pending.
+        for waiting in first:
+            waiting.cancel()
 
 
 async def beat(

@@ -39,14 +39,21 @@ async def _drain_then_stop(reactor) -> None:
         return
     registry.start_draining()
     try:
-        logger.warning("restarting: waiting for %d running turn(s)", len(registry.running()))
+        if registry.running() or registry.streams():
+            # Said only when there is something to wait for: a stop with nothing running
+            # (a person stopping `make run`, an idle process restarted) is quiet.
+            logger.info(
+                "stopping: waiting for %d running turn(s) and %d stream(s) to end",
+                len(registry.running()),
+                registry.streams(),
+            )
         async with asyncio.timeout(settings.GLASSBOX_DRAIN_SECONDS):
             await registry.finish_all()
             # Their streams end once `done` reached them through the channel layer.
             await registry.streams_ended()
     except TimeoutError:
         logger.warning(
-            "restarting: %d turn(s) and %d stream(s) did not end in time",
+            "stopping: %d turn(s) and %d stream(s) did not end in time",
             len(registry.running()),
             registry.streams(),
         )

@@ -6,7 +6,7 @@
 cd "$(dirname "$0")"
 PYTHON="${PYTHON:-../../.venv/bin/python}"
 SUITE="node_modules/.bin/node node_modules/.bin/conformance"
-# Known and explained in the README's table, all extensions beyond the authorization spec:
+# Known and explained in docs/mcp.md's table, all extensions beyond the authorization spec:
 # enterprise-managed authorization (an enterprise identity provider's ID token, which
 # Glassbox does not hold), DPoP and workload identity federation (neither in the mcp SDK).
 EXPECTED="auth/enterprise-managed-authorization auth/dpop auth/dpop-nonce auth/wif-jwt-bearer"

@@ -1,4 +1,4 @@
-"""The README's promise: a script runs a turn over SSE and prints status lines as they come."""
+"""docs/api.md's promise: a script runs a turn over SSE and prints status lines as they come."""
 
 from __future__ import annotations
 

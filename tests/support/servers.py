@@ -11,6 +11,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import socket
 import sqlite3
 import subprocess
@@ -109,13 +110,15 @@ def serve(
     *,
     mcp_opened: bool = True,
     seeded: bool = False,
+    terminal: bool = False,
     **settings: str,
 ) -> Iterator[Server]:
-    """Starts Daphne (with `daphne_args` besides its port, on `port` if given) on a fresh
-    database in `work`, migrated and seeded with the demo (a copy of `migrated_site`'s unless
-    `settings` name a DATABASE_URL, migrated and seeded here unless `seeded` says it is), and,
-    unless `mcp_opened` is False, waits for its first attempt at each MCP server it declares;
-    stopped on the way out, whether the test passed or not."""
+    """Starts Daphne (with `daphne_args` besides its port, on `port` if given, as from a
+    `terminal` if asked: see `start_daphne`) on a fresh database in `work`, migrated and
+    seeded with the demo (a copy of `migrated_site`'s unless `settings` name a DATABASE_URL,
+    migrated and seeded here unless `seeded` says it is), and, unless `mcp_opened` is False,
+    waits for its first attempt at each MCP server it declares; stopped on the way out,
+    whether the test passed or not."""
     site = migrated_site()
     env = {
         **os.environ,
@@ -136,7 +139,7 @@ def serve(
             manage(env, *command, "-v", "0")
     else:
         copy_database(site / "db.sqlite3", work / "e2e.sqlite3")
-    server = start_daphne(env, args=daphne_args, port=port)
+    server = start_daphne(env, args=daphne_args, port=port, terminal=terminal)
     try:
         if mcp_opened and env["DATABASE_URL"].startswith("sqlite:"):
             first_attempts(work / "e2e.sqlite3", env.get("GLASSBOX_MCP_SERVERS", ""))
@@ -184,6 +187,18 @@ class Server:
                 self.process.wait(timeout=10)
         self.log.close()
 
+    def interrupt(self) -> None:
+        """Ctrl+C, as a terminal sends it: SIGINT to the process group (of a server started
+        with `terminal=True`)."""
+        os.killpg(self.process.pid, signal.SIGINT)
+
+    def output(self) -> str:
+        """Everything it wrote, read once it has exited (the file's offset is shared with
+        the process, so reading while it writes would move its writes)."""
+        assert self.process.poll() is not None
+        self.log.seek(0)
+        return self.log.read().decode(errors="replace")
+
 
 def manage(env: dict[str, str], *command: str) -> str:
     done = subprocess.run(
@@ -199,9 +214,13 @@ def start_daphne(
     args: tuple[str, ...] = (),
     port: int | None = None,
     seconds: float = 120,
+    *,
+    terminal: bool = False,
 ) -> Server:
     """A Daphne process on a free port (or this one), once it accepts connections (within
-    `seconds`)."""
+    `seconds`). From a `terminal` it is started as a shell starts a command there: in a
+    process group of its own, SIGINT at its default whatever the test process does with it,
+    so that `Server.interrupt` is a person's Ctrl+C."""
     port = port or free_port()
     # A file, not a pipe: a pipe nobody reads fills up and blocks the server.
     log = tempfile.TemporaryFile()  # noqa: SIM115 - closed by Server.stop
@@ -212,6 +231,8 @@ def start_daphne(
         cwd=ROOT,
         stdout=log,
         stderr=subprocess.STDOUT,
+        process_group=0 if terminal else None,
+        preexec_fn=_sigint_at_its_default if terminal else None,
     )  # fmt: skip
     deadline = time.monotonic() + seconds
     while True:
@@ -227,6 +248,12 @@ def start_daphne(
                 raise RuntimeError(f"Daphne did not start: {problem}") from None
             time.sleep(0.1)
     return Server(f"http://127.0.0.1:{port}", env, daphne, log)
+
+
+def _sigint_at_its_default() -> None:
+    # A process that ignores SIGINT (a test runner's worker may) passes that on to its
+    # children, and neither Python nor Twisted would then handle it.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def login(url: str) -> tuple[str, str]:

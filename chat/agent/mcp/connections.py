@@ -241,10 +241,14 @@ class Connection:
         await asyncio.wait({self.task}, timeout=CLOSE_WAIT)
 
     def _lost(self, exc: BaseException | None, reason: str | Promise = LOST) -> None:
-        logger.warning(
-            "MCP server %s: %s (%s)", self.spec.name, reason, type(exc).__name__ if exc else "-"
-        )
         if not isinstance(self.state, Closing):
+            # Closing, the loss is this process's own doing (it stops): nothing to say.
+            logger.warning(
+                "MCP server %s: %s (%s)",
+                self.spec.name,
+                reason,
+                type(exc).__name__ if exc else "-",
+            )
             self._become(Down(reason, timezone.now()))
         self.attempt.broken.set()
 
@@ -388,9 +392,12 @@ class Connection:
             while True:
                 stale = asyncio.create_task(self.stale.wait())
                 broken = asyncio.create_task(self.attempt.broken.wait())
-                await asyncio.wait({stale, broken}, return_when=asyncio.FIRST_COMPLETED)
-                stale.cancel()
-                broken.cancel()
+                try:
+                    await asyncio.wait({stale, broken}, return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    # Also when the session is closed (the process stops): none left pending.
+                    stale.cancel()
+                    broken.cancel()
                 if self.attempt.broken.is_set():
                     return
                 self.stale.clear()
@@ -546,8 +553,8 @@ class Pool:
 
     async def close(self) -> None:
         connections, self.connections = list(self.connections.values()), {}
-        for connection in connections:
-            await connection.close()
+        # Side by side: each may wait for its server to exit (bounded by CLOSE_WAIT).
+        await asyncio.gather(*(connection.close() for connection in connections))
 
 
 _pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Pool] = weakref.WeakKeyDictionary()

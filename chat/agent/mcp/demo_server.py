@@ -11,6 +11,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import signal
+import sys
 import uuid
 from typing import Annotated, Literal
 
@@ -138,8 +140,24 @@ def main() -> None:
     options = parser.parse_args()
     if options.http:
         server.run("streamable-http", host="127.0.0.1", port=options.http)
-    else:
+        return
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _stop_at_once)
+    try:
         server.run()
+    except* BrokenPipeError:
+        # Its client went away without closing the session (it was killed): nobody is left
+        # to read the answer, and the interpreter's last flush must not fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+def _stop_at_once(_signum: int, _frame: object) -> None:
+    """Ctrl+C where it runs in a terminal of its own (Glassbox starts it in a session of its
+    own, and closes its stdin to stop it): it stops as asked, by the signal, as Python would,
+    but without a traceback and without waiting for the thread that reads stdin, which
+    nothing interrupts."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGINT)
 
 
 if __name__ == "__main__":

@@ -244,8 +244,7 @@ class UserPool:
     async def close(self) -> None:
         self.not_quietly = {}
         connections, self.connections = list(self.connections.values()), {}
-        for connection in connections:
-            await connection.close()
+        await asyncio.gather(*(connection.close() for connection in connections))
 
 
 _pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, UserPool] = (
