@@ -18,11 +18,36 @@ DONE = "article.assistant.state-complete"
 
 
 def ask_anew(page, base: str, question: str) -> None:
-    """A new conversation, and the question sent."""
-    page.goto(f"{base}/")
-    page.click("main button:text('New conversation')")
+    """A new conversation, and the question sent (the conversation is made then)."""
+    page.goto(f"{base}/c/new/")
     page.fill("#question", question)
     page.click("#composer button.send")
+
+
+def log_in(page, base: str) -> None:
+    page.goto(f"{base}/accounts/login/")
+    page.fill("[name=username]", "demo")
+    page.fill("[name=password]", "demo")
+    page.click("main form button[type=submit]")
+
+
+def phone(browser, base: str) -> None:
+    """A 390 by 844 phone: a new conversation's starters, then an answer with its feed."""
+    context = browser.new_context(
+        viewport={"width": 390, "height": 844}, device_scale_factor=2, is_mobile=True,
+        has_touch=True,
+    )  # fmt: skip
+    page = context.new_page()
+    log_in(page, base)
+    page.goto(f"{base}/c/new/")
+    page.screenshot(path=HERE / "phone.png")
+    page.locator("button.starter").first.tap()
+    expect(page.locator(DONE)).to_be_visible(timeout=60_000)
+    page.locator(f"{DONE} details.feed > summary").tap()
+    page.screenshot(path=HERE / "phone-answer.png")
+    page.locator("#sidebar-toggle").tap()
+    page.screenshot(path=HERE / "phone-sidebar.png")
+    context.close()
 
 
 def main(base: str) -> None:
@@ -31,11 +56,10 @@ def main(base: str) -> None:
             executable_path="/usr/bin/chromium",
             args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
         )
-        page = browser.new_page(viewport={"width": 900, "height": 560}, device_scale_factor=1)
-        page.goto(f"{base}/accounts/login/")
-        page.fill("[name=username]", "demo")
-        page.fill("[name=password]", "demo")
-        page.click("main form button[type=submit]")
+        page = browser.new_page(viewport={"width": 1280, "height": 800}, device_scale_factor=1)
+        log_in(page, base)
+        page.goto(f"{base}/c/new/")
+        page.screenshot(path=HERE / "new-conversation.png")
 
         ask_anew(page, base, "How do I negotiate my salary?")
         expect(page.locator(".answer.streaming")).to_contain_text("market range", timeout=30_000)
@@ -69,6 +93,17 @@ def main(base: str) -> None:
         page.screenshot(path=HERE / "approval.png")
         page.locator("li.state-waiting form.approve button").click()
         expect(page.locator(DONE)).to_be_visible(timeout=30_000)
+
+        # The dark theme, as a system set to dark shows it.
+        dark = browser.new_context(viewport={"width": 1280, "height": 800}, color_scheme="dark")
+        page = dark.new_page()
+        log_in(page, base)
+        page.goto(f"{base}/")
+        page.locator(".conversation-row a").first.click()
+        page.screenshot(path=HERE / "dark.png")
+        dark.close()
+
+        phone(browser, base)
         browser.close()
 
 
