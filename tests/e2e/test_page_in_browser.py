@@ -277,3 +277,51 @@ def test_the_dark_theme_follows_the_system_and_the_menus_toggle_keeps_the_choice
     page.click(".theme-toggle")
     assert brightness() < 150
     context.close()
+
+
+FOCUS_SHOWN = """() => {
+  const style = getComputedStyle(document.activeElement);
+  return style.outlineStyle !== "none" && parseFloat(style.outlineWidth) >= 2;
+}"""
+
+
+def tab_to(page, selector: str, limit: int = 80) -> None:
+    """Presses Tab until `selector` has the focus, as a keyboard user would."""
+    for _ in range(limit):
+        page.keyboard.press("Tab")
+        if page.evaluate("(s) => document.activeElement.matches(s)", selector):
+            return
+    raise AssertionError(f"Tab never reached {selector}")
+
+
+def test_ask_approve_stop_and_regenerate_with_the_keyboard_alone(page, live_server_url):
+    log_in(page, live_server_url)
+    new_conversation(page, live_server_url)
+    expect(page.locator("#question")).to_be_focused()
+    page.keyboard.type("Email advisor@example.com: can we meet on Tuesday?")
+    page.keyboard.press("Enter")
+    card = page.locator("section.approval-card")
+    expect(card).to_be_visible()
+    tab_to(page, "section.approval-card button.approve")
+    assert page.evaluate(FOCUS_SHOWN)  # the focus is seen, not only there
+    page.keyboard.press("Enter")
+    expect(page.locator(DONE)).to_be_visible()
+    expect(page.locator(f"{DONE} details.feed")).to_contain_text("Approved by demo")
+
+    tab_to(page, "#question")
+    page.keyboard.type("Compare salary negotiation and interview preparation")
+    page.keyboard.press("Enter")
+    expect(page.locator("article.assistant.state-streaming")).to_be_visible()
+    # The streaming answer stays a polite live region; the page's one announcer too.
+    expect(page.locator("article.assistant.state-streaming ol.lines")).to_have_attribute(
+        "aria-live", "polite"
+    )
+    expect(page.locator("#announcer")).to_have_attribute("aria-live", "polite")
+    page.keyboard.press("Escape")
+    expect(page.locator("article.assistant.state-stopped")).to_be_visible()
+
+    tab_to(page, "article.assistant.state-stopped form.regenerate button")
+    assert page.evaluate(FOCUS_SHOWN)
+    page.keyboard.press("Enter")
+    expect(page.locator("article.superseded.state-stopped")).to_be_attached()
+    expect(page.locator(DONE)).to_have_count(2)
