@@ -219,3 +219,29 @@ def test_without_javascript_the_card_changes_refuses_and_approves_by_post(
     )
     assert sent_to(glassbox_server, "nojs-dean@example.com") == 1
     context.close()
+
+
+def test_on_a_touch_screen_every_control_of_the_card_is_a_finger_tall(browser, live_server_url):
+    context = browser.new_context(
+        viewport={"width": 390, "height": 844}, has_touch=True, is_mobile=True
+    )
+    context.set_default_timeout(20_000)
+    page = logged_in_page(context, live_server_url)
+    new_conversation(page, live_server_url)
+    assert page.evaluate("matchMedia('(pointer: coarse)').matches")
+    page.fill("#question", "Email advisor@example.com: coffee?")
+    page.locator("#composer button.send").dispatch_event("click")
+    card = page.locator(CARD)
+    expect(card.locator("button.approve")).to_be_visible()
+
+    controls = card.locator(
+        "button:visible, a.change, summary, input:visible, form.deny input[name=reason]"
+    )
+    heights = {
+        control.evaluate("e => e.outerHTML.slice(0, 60)"): control.bounding_box()["height"]
+        for control in controls.all()
+    }
+    assert len(heights) >= 7 and all(h >= 44 for h in heights.values()), heights
+    page.locator(f"{CARD} button.approve").dispatch_event("click")
+    expect(page.locator(DONE)).to_be_visible()
+    context.close()
