@@ -132,8 +132,8 @@ class ToolApprovalAdmin(AskedDuringATurnAdmin):
     list_filter = ["decision", "tool"]
     list_select_related = ["answer__conversation__owner", "decided_by"]
     search_fields = ["tool", "call_id", "reason", "answer__conversation__owner__username"]
-    readonly_fields = ["answer", "call_id", "tool", "arguments", "fingerprint", "asked_at",
-                       "deadline", "decision", "decided_at", "decided_by", "reason",
+    readonly_fields = ["answer", "call_id", "tool", "title", "arguments", "fingerprint",
+                       "asked_at", "deadline", "decision", "decided_at", "decided_by", "reason",
                        "edited_arguments"]  # fmt: skip
     exclude = ["state", "parameters"]
 

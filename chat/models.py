@@ -270,6 +270,9 @@ class ToolApproval(models.Model):
     answer = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="approvals")
     call_id = models.CharField(max_length=64)
     tool = models.CharField(max_length=64)
+    # The tool's name for people when it asked (an MCP server's, known only to that turn);
+    # a built-in tool's card names it in its reader's language instead.
+    title = models.CharField(max_length=80, blank=True)
     arguments = models.JSONField(default=dict)
     # chat.agent.approval.Paused, as JSON.
     state = models.JSONField()

@@ -89,9 +89,9 @@ def main(base: str) -> None:
 
         # A tool that asks first, waiting for the user's decision.
         ask_anew(page, base, "Email advisor@example.com: can we meet on Tuesday?")
-        expect(page.locator("li.state-waiting form.approve")).to_be_visible(timeout=30_000)
+        expect(page.locator("section.approval-card button.approve")).to_be_visible(timeout=30_000)
         page.screenshot(path=HERE / "approval.png")
-        page.locator("li.state-waiting form.approve button").click()
+        page.locator("section.approval-card button.approve").click()
         expect(page.locator(DONE)).to_be_visible(timeout=30_000)
 
         # The dark theme, as a system set to dark shows it.

@@ -29,6 +29,9 @@ class Paused:
     # The waiting tool's parameters (its JSON schema), kept beside the state for the card's
     # edit form; not part of the state.
     parameters: dict[str, Any] | None = None
+    # Its tool's name for people as the card shows it, kept beside the state too: an MCP
+    # server's title is known only to the turn that asked it.
+    title: str = ""
     type: str = "paused"
 
     @property

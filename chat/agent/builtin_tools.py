@@ -14,7 +14,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 from django.utils.formats import date_format, number_format
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy, ngettext
+from django.utils.translation import gettext_lazy, gettext_noop, ngettext
 from pydantic import BaseModel, ConfigDict, Field
 
 from activity.presenting.presentation import ToolLabels
@@ -66,6 +66,7 @@ SEARCH_DOCUMENTS = Tool(
     ),
     arguments=SearchArguments,
     run=run_search_documents,
+    title=gettext_lazy("Search the knowledge base"),
     icon="🔍",
     working_message=gettext_lazy("Searching the knowledge base…"),
     labels=ToolLabels(
@@ -113,6 +114,7 @@ CALCULATOR = Tool(
     description="Evaluate an arithmetic expression exactly. Use it for any calculation.",
     arguments=CalculatorArguments,
     run=run_calculator,
+    title=gettext_lazy("Calculator"),
     icon="🧮",
     working_message=gettext_lazy("Calculating…"),
     labels=ToolLabels(
@@ -150,6 +152,7 @@ CURRENT_DATETIME = Tool(
     description="The current date and time, in a given time zone.",
     arguments=DateTimeArguments,
     run=run_current_datetime,
+    title=gettext_lazy("Date and time"),
     icon="🕒",
     working_message=gettext_lazy("Checking the date and time…"),
     labels=ToolLabels(
@@ -183,6 +186,7 @@ REQUEST_CONTACT_FORM = Tool(
     ),
     arguments=ContactFormArguments,
     run=run_request_contact_form,
+    title=gettext_lazy("Contact form"),
     icon="📝",
     working_message=gettext_lazy("Opening a contact form…"),
     labels=ToolLabels(
@@ -194,10 +198,28 @@ REQUEST_CONTACT_FORM = Tool(
 )
 
 
+# The titles and descriptions are the model's in English, and a card's in the reader's
+# language (marked here, translated where the card is drawn: chat.turns.approval_cards).
 class EmailArguments(Arguments):
-    to: str = Field(description="The recipient's email address.", min_length=3, max_length=254)
-    subject: str = Field(description="The subject line.", min_length=1, max_length=200)
-    body: str = Field(description="The message, in plain text.", min_length=1, max_length=5000)
+    to: str = Field(
+        title=gettext_noop("To"),
+        description=gettext_noop("The recipient's email address."),
+        min_length=3,
+        max_length=254,
+        json_schema_extra={"format": "email"},
+    )
+    subject: str = Field(
+        title=gettext_noop("Subject"),
+        description=gettext_noop("The subject line."),
+        min_length=1,
+        max_length=200,
+    )
+    body: str = Field(
+        title=gettext_noop("Message"),
+        description=gettext_noop("The message, in plain text."),
+        min_length=1,
+        max_length=5000,
+    )
 
 
 async def run_send_email(arguments: EmailArguments) -> ToolOutcome:
@@ -221,6 +243,7 @@ SEND_EMAIL = Tool(
     ),
     arguments=EmailArguments,
     run=run_send_email,
+    title=gettext_lazy("Send an email"),
     icon="📧",
     working_message=gettext_lazy("Writing an email…"),
     labels=ToolLabels(

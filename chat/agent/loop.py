@@ -108,6 +108,7 @@ async def run_agent(
                 yield Paused(
                     waiting=waiting(call, shown.get(call.call_id, "")),
                     parameters=tool.schema.get("function", {}).get("parameters"),
+                    title=str(tool.title or tool.name),
                     conversation=conversation,
                     round=round_number,
                     pending=[

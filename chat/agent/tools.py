@@ -14,6 +14,7 @@ from django.utils.functional import Promise
 from django.utils.module_loading import import_string
 from django.utils.translation import gettext as _
 from pydantic import BaseModel, ValidationError
+from pydantic.json_schema import GenerateJsonSchema
 
 from activity.presenting.presentation import ToolLabels
 from activity.recording.events import Link
@@ -80,6 +81,8 @@ class AgentTool(Protocol):
     @property
     def name(self) -> str: ...
     @property
+    def title(self) -> str | Promise: ...
+    @property
     def icon(self) -> str: ...
     @property
     def working_message(self) -> str | Promise: ...
@@ -115,12 +118,17 @@ class Tool:
     user_facing: bool = True
     # Tools that act in the world (send mail, change records, spend money) ask the user first.
     needs_approval: bool = False
+    # Its name for people, as a card that asks to run it says it (lazy, like the status
+    # texts); the name when it has none.
+    title: str | Promise = ""
 
     @cached_property
     def schema(self) -> dict[str, Any]:
         """The OpenAI function-tool schema; user-facing tools require feedback_to_user.
         Built once: pydantic's schema generation was a visible share of every turn's CPU."""
-        generated = _without_titles(self.arguments.model_json_schema())
+        generated = _without_class_titles(
+            self.arguments.model_json_schema(schema_generator=_DeclaredTitles)
+        )
         properties = dict(generated.get("properties", {}))
         required = list(generated.get("required", []))
         if self.user_facing:
@@ -170,11 +178,22 @@ def _first_problem(exc: ValidationError) -> str:
     return _("argument %(name)s is invalid: %(problem)s") % {**values, "problem": error["msg"]}
 
 
-def _without_titles(schema: Any) -> Any:
-    if isinstance(schema, dict):
-        return {k: _without_titles(v) for k, v in schema.items() if k != "title"}
-    if isinstance(schema, list):
-        return [_without_titles(v) for v in schema]
+class _DeclaredTitles(GenerateJsonSchema):
+    """Only the titles a field declares (what a card labels it with): pydantic's own, made
+    from the field's name, cost the model tokens and tell it nothing."""
+
+    def field_title_should_be_set(self, schema: Any) -> bool:
+        return False
+
+
+def _without_class_titles(schema: dict[str, Any]) -> dict[str, Any]:
+    """Without the titles pydantic gives the model's classes (the schema's and its `$defs`')."""
+    schema = {k: v for k, v in schema.items() if k != "title"}
+    if "$defs" in schema:
+        schema["$defs"] = {
+            name: {k: v for k, v in part.items() if k != "title"}
+            for name, part in schema["$defs"].items()
+        }
     return schema
 
 

@@ -10,6 +10,7 @@ from rest_framework.fields import empty
 from chat.conversations.services import TitleInvalid, title_clean
 from chat.models import Conversation, Message
 from chat.turns import actions
+from chat.turns.receipts import EditRefused
 
 
 def refusal(problem: actions.Unreadable) -> serializers.ValidationError:
@@ -18,6 +19,14 @@ def refusal(problem: actions.Unreadable) -> serializers.ValidationError:
     if problem.field:
         return serializers.ValidationError({problem.field: [str(problem)]})
     return serializers.ValidationError({"detail": str(problem)})
+
+
+def edit_refusal(refused: EditRefused) -> serializers.ValidationError:
+    """Edits that do not fit the tool, as a 400's body: under `edited_arguments`, by the
+    argument at fault when one is (as DRF words a nested field's errors)."""
+    if refused.field:
+        return serializers.ValidationError({"edited_arguments": {refused.field: [str(refused)]}})
+    return serializers.ValidationError({"edited_arguments": [str(refused)]})
 
 
 class StrictCharField(serializers.CharField):
@@ -139,9 +148,10 @@ class ApprovalRequestSerializer(serializers.Serializer):
         required=False,
         help_text=(
             "With `approve`: the arguments to run instead of the ones the model asked for, "
-            "checked against the tool's parameters (an invalid edit is a 400 and the call "
-            "still waits). `feedback_to_user` is kept from the model's. The model is told "
-            "what was changed."
+            "checked against the tool's parameters, formats included (an invalid edit is a "
+            '400 naming the argument: `{"edited_arguments": {"to": ["…"]}}`, and the '
+            "call still waits). `feedback_to_user` is kept from the model's. The model is "
+            "told what was changed."
         ),
     )
     fingerprint = StrictCharField(
@@ -178,6 +188,7 @@ class ApprovalReceiptSerializer(serializers.Serializer):
 
     call_id = serializers.CharField()
     tool = serializers.CharField()
+    title = serializers.CharField(help_text="The tool's name for people, as it was when asked.")
     arguments = serializers.DictField()
     fingerprint = serializers.CharField(
         help_text="SHA-256 over the RFC 8785 canonical JSON of `arguments`."

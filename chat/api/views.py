@@ -32,6 +32,7 @@ from chat.api.serializers import (
     InboxItemSerializer,
     MessageSerializer,
     TurnRequestSerializer,
+    edit_refusal,
     refusal,
 )
 from chat.api.sse import first_error, program_frames, sse, turn_events
@@ -191,6 +192,8 @@ class ApprovalDecide(APIView):
             )
         except actions.Unreadable as problem:
             raise refusal(problem) from None
+        except turns.EditRefused as refused:
+            raise edit_refusal(refused) from None
         except turns.TurnRejected as refused:
             return Response({"detail": str(refused)}, status=refused.status)
         assert isinstance(decision, Decision)

@@ -25,6 +25,7 @@ from chat.models import Message
 from chat.pages import starters
 from chat.pages.forms import ContactForm
 from chat.turns import actions, broadcast, question_cards
+from chat.turns.approval_cards import refused_card
 from chat.turns.recovery import dead_turns_recover
 
 LIST_PAGE = 30
@@ -124,21 +125,28 @@ def conversation_detail(request, conversation_id):
     return _conversation_page(request, conversation)
 
 
-def _conversation_page(request, conversation, *, draft: str = "", status: int = 200):
+def _conversation_page(request, conversation, *, draft: str = "", status: int = 200, refused=None):
     dead_turns_recover(conversation_id=conversation.pk)
     prefs = reader_settings(request).feed
     before = _message_id(request.GET.get("before"))
     history = selectors.messages_with_feeds(
         conversation, prefs, before=before, starting_at=_message_id(request.GET.get("from"))
     )
+    # The answer whose approval card shows its arguments to change (its Change link).
+    changing = _message_id(request.GET.get("change"))
+    editing = changing is not None or refused is not None
     context = {
         "conversation": conversation,
         "turns": history.messages,
         "earlier": history.earlier,
         "max_chars": settings.GLASSBOX_MAX_MESSAGE_CHARS,
         "draft": draft,
-        # Without JavaScript the page reloads itself while an answer is being written.
-        "refresh_url": _refresh_url(request, history.messages),
+        # Without JavaScript the page reloads itself while an answer is being written, but
+        # not under someone changing a call's arguments: that would wipe what they type.
+        "refresh_url": "" if editing else _refresh_url(request, history.messages),
+        "changing": changing,
+        # An approval card as a refused edit left it (chat.templatetags.approvals).
+        "refused_card": refused,
         # MCP servers' questions waiting for an answer (answered here too without JavaScript).
         "questions": question_cards.cards(conversation.pk),
         "starters": starters.for_page(),
@@ -156,9 +164,8 @@ def conversation_act(request, conversation_id):
     conversation page again (never a GET that carries a question). A refusal comes back on
     the page with the question still in the box."""
     conversation = selectors.conversation_for(request.user, conversation_id)
-    form = request.POST
     try:
-        action = actions.read({key: form.get(key) for key in form})
+        action = actions.read_posted(request.POST)
         if isinstance(action, actions.Resume):
             raise actions.Unreadable(_("Resume is for the socket."))
         done = async_to_sync(actions.perform)(
@@ -166,6 +173,10 @@ def conversation_act(request, conversation_id):
         )
     except actions.Unreadable as problem:
         return _refused(request, conversation, str(problem), 400)
+    except turns.EditRefused as refusal:
+        assert isinstance(action, actions.Decide)  # only a decision carries edits
+        card = refused_card(conversation.pk, action.call_id, action.edits, refusal)
+        return _refused(request, conversation, str(refusal), refusal.status, card)
     except turns.TurnRejected as refusal:
         return _refused(request, conversation, str(refusal), refusal.status)
     anchor = f"#m-{done.answer.pk}" if isinstance(done, turns.StartedTurn) else ""
@@ -190,10 +201,10 @@ def _refresh_url(request, messages) -> str:
     return f"{request.path}?refresh={count}#{open_turn.dom_id}"
 
 
-def _refused(request, conversation, text: str, status: int):
+def _refused(request, conversation, text: str, status: int, card=None):
     flash.error(request, text)
     draft = request.POST.get("message", "")
-    return _conversation_page(request, conversation, draft=draft, status=status)
+    return _conversation_page(request, conversation, draft=draft, status=status, refused=card)
 
 
 @require_POST

@@ -18,6 +18,7 @@ from chat.socket import inbound, questions, reads, render
 from chat.socket.guard import CLOSE_CODES, GuardedConsumer
 from chat.socket.viewer import Screen
 from chat.turns import actions, broadcast
+from chat.turns.approval_cards import refused_card
 from project.languages import socket_language
 
 CLOSE_TOO_MANY = 4429
@@ -103,8 +104,23 @@ class ChatConsumer(GuardedConsumer):
             await self.act(request, allowed)
         except reads.NotAllowed as problem:
             await self.refused(problem)
+        except turns.EditRefused as refusal:
+            assert isinstance(request, actions.Decide)  # only a decision carries edits
+            await self.edit_refused(request, refusal)
         except turns.TurnRejected as refusal:
             await self.send_notice(str(refusal))
+
+    async def edit_refused(self, request: actions.Decide, refusal: turns.EditRefused) -> None:
+        """A page gets the card back as the owner left it, the reason under the field at
+        fault, with the notice; a program gets the notice."""
+        await self.send_notice(str(refusal))
+        if self.wants_json:
+            return
+        card = await database_sync_to_async(refused_card)(
+            self.conversation.pk, request.call_id, request.edits, refusal
+        )
+        if card is not None:
+            await self.send_text(render.approval_card(card.answer_id, card))
 
     async def act(self, request: actions.Request, allowed: Callable[[], None]) -> None:
         """One request of the page; a refusal raises. A question is admitted only if

@@ -18,7 +18,7 @@ from activity.recording.events import Error, TurnStarted, to_json
 from chat.conversations.markdown import render_markdown
 from chat.conversations.selectors import TurnView
 from chat.models import Message
-from chat.turns.receipts import ApprovalCard
+from chat.turns.approval_cards import ApprovalCard
 
 
 def json_frame(event: dict[str, Any]) -> str:

@@ -20,7 +20,7 @@ from chat import turns
 from chat.conversations.selectors import TurnView, aturn_view
 from chat.models import Message
 from chat.socket import reads, render
-from chat.turns.receipts import waiting_card
+from chat.turns.approval_cards import waiting_card
 
 
 def presenter_after(view: TurnView, prefs: FeedPrefs) -> LivePresenter:

@@ -6,7 +6,8 @@
 - `follow_turn()` gives one follower a turn's events in order, filling gaps from the
   database and recovering a turn whose process died (`follow`, `recovery`);
 - `stop()` ends a running turn, wherever it runs (`stopping`);
-- `decide()` takes the owner's decision on a call that asks first (`approvals`).
+- `decide()` takes the owner's decision on a call that asks first (`approvals`), refusing
+  edits that do not fit its tool (`receipts`; its card is `approval_cards`').
 
 The model sees the conversation through `history`; what a turn runs with (client, tools) is
 `deps`'s, its policy `policy`'s."""
@@ -24,10 +25,12 @@ from chat.turns.admission import (
 from chat.turns.approvals import decide
 from chat.turns.broadcast import subscribe
 from chat.turns.follow import Inbox, Position, follow_turn, replay, snapshot
+from chat.turns.receipts import EditRefused
 from chat.turns.starting import begin, regenerate
 from chat.turns.stopping import stop
 
 __all__ = [
+    "EditRefused",
     "Inbox",
     "Position",
     "QuestionInvalid",

@@ -228,6 +228,12 @@ def read(data: object) -> Request:
     return Ask(text=data.get("message", ""), client_id=client_id)
 
 
+def read_posted(form: Mapping[str, Any]) -> Request:
+    """The request a page's form makes without JavaScript (a QueryDict: one value a field,
+    the last, as the socket's JSON has it)."""
+    return read({key: form.get(key) for key in form})
+
+
 def read_answer(data: Mapping[str, Any]) -> AnswerQuestion:
     """An answer to a server's question: its id, accept / decline / cancel, the values."""
     values = data.get("answer", {})

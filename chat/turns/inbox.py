@@ -17,7 +17,7 @@ from django.utils.translation import gettext as _
 
 from chat.models import Elicitation, Message, ToolApproval
 from chat.turns import question_cards
-from chat.turns.receipts import ApprovalCard, card_of
+from chat.turns.approval_cards import ApprovalCard, card_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +91,7 @@ def _approval_item(approval: ToolApproval) -> WaitingItem:
         approval,
         kind="approval",
         key=f"approval-{approval.pk}",
-        title=_("Run %(tool)s?") % {"tool": approval.tool},
+        title=card.title,
         answer_url=reverse("chat:inbox_act", args=[conversation_id]),
         api_url=reverse("api-approval", args=[conversation_id, approval.call_id]),
         card=card,

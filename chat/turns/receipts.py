@@ -1,7 +1,8 @@
-"""What a waiting call's card shows and what an owner may change before approving: the
-arguments' fingerprint (activity.recording.receipts), the edit form built from the tool's
-parameters (its JSON schema), and the reading and checking of the edits, whichever way they
-come: typed JSON from a program, or a form's text fields from a page."""
+"""What an owner may change before approving a waiting call, and what their decision binds:
+the reading and checking of the edits against the tool's parameters (its JSON schema),
+whichever way they come (typed JSON from a program, or a form's text fields from a page), and
+the arguments' fingerprint (activity.recording.receipts). The card that shows all this is
+chat.turns.approval_cards."""
 
 from __future__ import annotations
 
@@ -11,22 +12,33 @@ from dataclasses import dataclass
 from typing import Any
 
 import jsonschema
+from django.core.exceptions import ValidationError as Invalid
+from django.core.validators import validate_email
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, ngettext
 
 from activity.recording.receipts import fingerprint_or_blank
-from chat.models import Message, ToolApproval
 from chat.turns.admission import TurnRejected
 
 FEEDBACK_ARG = "feedback_to_user"
 # A page's edit form names each argument's field so: `argument.to`, `argument.subject`.
 ARGUMENT_FIELD = "argument."
 SIMPLE_KINDS = ("string", "number", "integer", "boolean")
+# What a refusal quotes of the schema's own words (jsonschema's message, an enum's choices).
+QUOTED_LIMIT = 200
 
 
 class EditRefused(TurnRejected):
-    """Edits that do not fit the tool's parameters: nothing is saved, the call still waits."""
+    """Edits that do not fit the tool's parameters: nothing is saved, the call still waits.
+    `field` names the argument at fault, if one is, and `problem` says what is wrong with it
+    in words that fit under that field (the message says it whole, naming the argument)."""
 
     status = 400
+
+    def __init__(self, message: str, *, field: str = "", problem: str = "") -> None:
+        super().__init__(message)
+        self.field = field
+        self.problem = problem or message
 
 
 class ChangedSinceShown(TurnRejected):
@@ -44,24 +56,25 @@ class Edits:
     from_form: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class EditField:
-    """One argument in the card's edit form."""
-
-    name: str
-    # string, number, integer, boolean, enum, or json (anything else, in a textarea).
-    kind: str
-    value: str
-    required: bool
-    description: str = ""
-    choices: tuple[str, ...] = ()
-
-    @property
-    def field_name(self) -> str:
-        return ARGUMENT_FIELD + self.name
+# The formats an edit is checked for: the ones jsonschema checks with no extra package, in
+# time linear in the value, and e-mail addresses by Django's rule, the one send_email runs
+# (jsonschema's own only looks for an "@"). Left out: `regex`, which compiles the owner's
+# text as a pattern (deep nesting raises a RecursionError jsonschema does not catch), and
+# those that need packages not installed here (hostname, uri, date-time…): not checked.
+FORMATS = jsonschema.FormatChecker(("date", "ipv4", "ipv6", "uuid"))
 
 
-def _resolved(schema: Mapping[str, Any], parameters: Mapping[str, Any]) -> Mapping[str, Any]:
+@FORMATS.checks("idn-email", raises=Invalid)
+@FORMATS.checks("email", raises=Invalid)
+def is_email(instance: object) -> bool:
+    """Django's check: more than 320 characters is refused before its patterns run, and
+    those are linear (no two ways to match the same text)."""
+    if isinstance(instance, str):
+        validate_email(instance)
+    return True
+
+
+def resolved(schema: Mapping[str, Any], parameters: Mapping[str, Any]) -> Mapping[str, Any]:
     """A property's schema, through one local `$ref` (pydantic puts enums in `$defs`)."""
     ref = schema.get("$ref")
     if isinstance(ref, str) and ref.startswith("#/$defs/"):
@@ -71,7 +84,9 @@ def _resolved(schema: Mapping[str, Any], parameters: Mapping[str, Any]) -> Mappi
     return schema
 
 
-def _kind(schema: Mapping[str, Any]) -> str:
+def kind_of(schema: Mapping[str, Any]) -> str:
+    """How a form field holds a property: string, number, integer, boolean, enum (strings
+    to choose from), or json (anything else, written as JSON)."""
     enum = schema.get("enum")
     if isinstance(enum, list) and enum and all(isinstance(v, str) for v in enum):
         return "enum"
@@ -79,7 +94,8 @@ def _kind(schema: Mapping[str, Any]) -> str:
     return kind if kind in SIMPLE_KINDS else "json"
 
 
-def _as_text(kind: str, value: Any) -> str:
+def as_text(kind: str, value: Any) -> str:
+    """A value as its form field shows it (read back by `_read_text`)."""
     if value is None:
         return ""
     if kind in ("string", "enum") and isinstance(value, str):
@@ -89,76 +105,124 @@ def _as_text(kind: str, value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, indent=2 if kind == "json" else None)
 
 
-def form_fields(
-    parameters: Mapping[str, Any] | None, arguments: Mapping[str, Any]
-) -> list[EditField]:
-    """The edit form's fields, in the schema's order, filled with the arguments as asked; the
-    model's feedback line is not the owner's to edit."""
-    parameters = parameters or {}
-    properties = parameters.get("properties") or {}
-    required = set(parameters.get("required") or [])
-    fields = []
-    for name, raw in properties.items():
-        if name == FEEDBACK_ARG or not isinstance(raw, Mapping):
-            continue
-        schema = _resolved(raw, parameters)
-        kind = _kind(schema)
-        fields.append(
-            EditField(
-                name=name,
-                kind=kind,
-                value=_as_text(kind, arguments.get(name)),
-                required=name in required,
-                description=str(raw.get("description") or schema.get("description") or ""),
-                choices=tuple(schema["enum"]) if kind == "enum" else (),
-            )
-        )
-    return fields
-
-
 def edited_arguments(
     parameters: Mapping[str, Any] | None, asked: Mapping[str, Any], edits: Edits
 ) -> dict[str, Any] | None:
-    """The arguments to run instead of `asked`, checked against the tool's parameters; None
-    when the edits change nothing. EditRefused says which argument is wrong and why."""
+    """The arguments to run instead of `asked`, checked against the tool's parameters,
+    formats included; None when the edits change nothing. EditRefused names the argument
+    that is wrong, and why."""
     parameters = parameters or {"type": "object"}
-    values = _from_form(parameters, edits.values) if edits.from_form else dict(edits.values)
+    form = edits.from_form
+    values = _from_form(parameters, edits.values, asked) if form else dict(edits.values)
     if FEEDBACK_ARG in asked and FEEDBACK_ARG not in values:
         values[FEEDBACK_ARG] = asked[FEEDBACK_ARG]  # the model's line, not the owner's
     try:
-        validator = jsonschema.validators.validator_for(parameters)(parameters)
-        problem = jsonschema.exceptions.best_match(validator.iter_errors(values))
+        validator = jsonschema.validators.validator_for(parameters)
+        found = validator(parameters, format_checker=FORMATS).iter_errors(values)
+        problem = jsonschema.exceptions.best_match(found)
     except jsonschema.exceptions.SchemaError:
         raise EditRefused(
             _("This tool's parameters cannot check edits; approve or deny it as it is.")
         ) from None
     if problem is not None:
-        where = ".".join(str(part) for part in problem.absolute_path)
-        if not where:  # a missing or unknown argument: the message names it
-            raise EditRefused(
-                _("The edited arguments are not valid: %(problem)s") % {"problem": problem.message}
-            )
-        raise EditRefused(
-            _("The edited argument “%(name)s” is not valid: %(problem)s")
-            % {"name": where, "problem": problem.message}
-        )
+        raise refusal_of(problem)
     if fingerprint_or_blank(values) == "":
         raise EditRefused(_("The edited arguments hold a number too large to fingerprint."))
     return None if values == dict(asked) else values
 
 
-def _from_form(parameters: Mapping[str, Any], texts: Mapping[str, Any]) -> dict[str, Any]:
-    """A form's text fields read by their parameters' types; an empty optional field is left
-    out, and a field the tool does not have is refused."""
+def refusal_of(problem: jsonschema.exceptions.ValidationError) -> EditRefused:
+    """A schema's objection in the owner's words, naming the argument: the one at its path,
+    or the one it misses or does not know."""
+    where = [str(part) for part in problem.absolute_path]
+    instance, rule, value = problem.instance, problem.validator, problem.validator_value
+    if rule == "required" and isinstance(instance, Mapping) and isinstance(value, list):
+        missing = [name for name in value if name not in instance]
+        where += [str(missing[0])] if missing else []
+    elif rule == "additionalProperties" and isinstance(instance, Mapping):
+        schema = problem.schema if isinstance(problem.schema, Mapping) else {}
+        known = schema.get("properties") or {}
+        unknown = [str(name) for name in instance if name not in known]
+        if unknown and not where:
+            name = unknown[0]
+            return EditRefused(
+                _("This tool has no argument “%(name)s”.") % {"name": name},
+                field=name,
+                problem=_("This tool has no such argument."),
+            )
+    if not where:
+        return EditRefused(
+            _("The edited arguments are not valid: %(problem)s")
+            % {"problem": _cut(problem.message)}
+        )
+    said = _said(problem)
+    return EditRefused(
+        _("The edited argument “%(name)s” is not valid: %(problem)s")
+        % {"name": ".".join(where), "problem": said},
+        field=where[0],
+        problem=said,
+    )
+
+
+def _said(problem: jsonschema.exceptions.ValidationError) -> str:
+    """What is wrong with one value, for the line under its field."""
+    rule, value = problem.validator, problem.validator_value
+    if rule == "required" or (rule == "minLength" and problem.instance == ""):
+        return _("This field is required.")
+    if rule == "format" and value in ("email", "idn-email"):
+        return _("Enter a valid email address.")
+    if rule == "format":
+        return _("Enter a valid %(format)s.") % {"format": _cut(str(value))}
+    if rule == "minLength" and isinstance(value, int):
+        return ngettext(
+            "Enter at least %(count)d character.", "Enter at least %(count)d characters.", value
+        ) % {"count": value}
+    if rule == "maxLength" and isinstance(value, int):
+        return ngettext(
+            "Enter at most %(count)d character.", "Enter at most %(count)d characters.", value
+        ) % {"count": value}
+    if rule == "type" and isinstance(value, str) and value in TYPE_WORDS:
+        return _("This must be %(type)s.") % {"type": TYPE_WORDS[value]}
+    if rule == "enum" and isinstance(value, list):
+        choices = ", ".join(json.dumps(v, ensure_ascii=False) for v in value)
+        return _("Choose one of: %(choices)s.") % {"choices": _cut(choices)}
+    return _cut(problem.message)  # the schema's own words (jsonschema's, in English)
+
+
+TYPE_WORDS = {
+    "string": gettext_lazy("text"),
+    "integer": gettext_lazy("a whole number"),
+    "number": gettext_lazy("a number"),
+    "boolean": gettext_lazy("true or false"),
+}
+
+
+def _cut(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= QUOTED_LIMIT else text[: QUOTED_LIMIT - 1] + "…"
+
+
+def _from_form(
+    parameters: Mapping[str, Any], texts: Mapping[str, Any], asked: Mapping[str, Any]
+) -> dict[str, Any]:
+    """A form's text fields read by their parameters' types, over the arguments the form
+    does not show (kept as asked); an empty optional field is left out, and a field the tool
+    does not have is refused."""
     properties = parameters.get("properties") or {}
     required = set(parameters.get("required") or [])
-    values: dict[str, Any] = {}
+    values: dict[str, Any] = {k: v for k, v in asked.items() if k not in properties}
     for name, text in texts.items():
         if name not in properties or name == FEEDBACK_ARG:
-            raise EditRefused(_("This tool has no argument “%(name)s”.") % {"name": name})
+            raise EditRefused(
+                _("This tool has no argument “%(name)s”.") % {"name": name},
+                field=name,
+                problem=_("This tool has no such argument."),
+            )
         if not isinstance(text, str):
-            raise EditRefused(_("The edited argument “%(name)s” must be text.") % {"name": name})
-        kind = _kind(_resolved(properties[name], parameters))
+            raise EditRefused(
+                _("The edited argument “%(name)s” must be text.") % {"name": name}, field=name
+            )
+        kind = kind_of(resolved(properties[name], parameters))
         if text.strip() == "" and kind != "string" and name not in required:
             continue
         values[name] = _read_text(name, kind, text)
@@ -177,7 +241,9 @@ def _read_text(name: str, kind: str, text: str) -> Any:
     if kind == "integer" and isinstance(value, float) and value.is_integer():
         value = int(value)
     if kind == "json" and value is text:
-        raise EditRefused(_("The edited argument “%(name)s” is not JSON.") % {"name": name})
+        raise EditRefused(
+            _("The edited argument “%(name)s” is not JSON.") % {"name": name}, field=name
+        )
     return value  # its type is checked with the rest, against the schema
 
 
@@ -214,59 +280,3 @@ def bound(approval: Any, asked: Receipt) -> Receipt:
     if edited is None:
         return Receipt(fingerprint=approval.fingerprint)
     return Receipt(fingerprint=fingerprint_or_blank(edited), edited_arguments=edited)
-
-
-@dataclass(frozen=True, slots=True)
-class ApprovalCard:
-    """A waiting call as its card shows it: what exactly will run, its fingerprint, and the
-    form to change it before approving."""
-
-    answer_id: int
-    conversation_id: Any
-    call_id: str
-    tool: str
-    arguments: dict[str, Any]
-    fingerprint: str
-    deadline: Any
-    fields: list[EditField]
-    # On a page of its own (the inbox): with its own approve and deny buttons, posting back
-    # to the inbox; in a conversation the waiting line has them, and the socket carries them.
-    standalone: bool = False
-
-    @property
-    def shown_arguments(self) -> str:
-        shown = {k: v for k, v in self.arguments.items() if k != FEEDBACK_ARG}
-        return json.dumps(shown, ensure_ascii=False, indent=2)
-
-    @property
-    def short_fingerprint(self) -> str:
-        digest = self.fingerprint.removeprefix("sha256:")
-        return f"{digest[:12]}…{digest[-4:]}" if digest else ""
-
-
-def card_of(approval: Any, *, standalone: bool = False) -> ApprovalCard:
-    """The card of a waiting ToolApproval (its answer loaded for the conversation's id)."""
-    arguments = approval.arguments if isinstance(approval.arguments, dict) else {}
-    return ApprovalCard(
-        answer_id=approval.answer_id,
-        conversation_id=approval.answer.conversation_id,
-        call_id=approval.call_id,
-        tool=approval.tool,
-        arguments=arguments,
-        fingerprint=approval.fingerprint,
-        deadline=approval.deadline,
-        fields=form_fields(approval.parameters, arguments),
-        standalone=standalone,
-    )
-
-
-def waiting_card(answer_id: int) -> ApprovalCard | None:
-    """The card of the call `answer_id` waits on, if it still waits."""
-    approval = (
-        ToolApproval.objects.filter(
-            answer_id=answer_id, decision="", answer__state=Message.State.WAITING
-        )
-        .select_related("answer")
-        .first()
-    )
-    return card_of(approval) if approval is not None else None

@@ -304,6 +304,7 @@ async def _pause(
             answer=answer,
             call_id=call["call_id"],
             tool=call["name"],
+            title=paused.title[:80],
             arguments=arguments,
             fingerprint=fingerprint_or_blank(arguments),
             parameters=paused.parameters,

@@ -24,23 +24,15 @@ def a_line(**fields) -> SimpleNamespace:
     return SimpleNamespace(**{**shown, **fields})
 
 
-def test_a_waiting_line_is_one_line_of_html_with_its_spaces_and_the_callers_address():
+def test_a_waiting_line_is_one_line_of_html_with_its_spaces_and_no_buttons():
+    """The decision is taken on the call's card, under what it approves (chat's template)."""
     html = render_to_string(
-        "activity/_line.html", {"line": a_line(), "answer_id": 7, "live": True, "act_url": "/a/"}
+        "activity/_line.html", {"line": a_line(), "answer_id": 7, "live": True}
     )
     assert html == (
         '<li id="line-7-call_1" class="line state-waiting">'
         '<span class="icon" aria-hidden="true">📧</span>'
-        ' <span class="text">Sending &lt;b&gt;</span>'
-        ' <span class="approval">'
-        '<form class="inline approve" ws-send method="post" action="/a/">'
-        '<input type="hidden" name="approve" value="call_1"><button type="submit">Approve</button>'
-        "</form>"
-        ' <form class="inline deny" ws-send method="post" action="/a/">'
-        '<input type="hidden" name="deny" value="call_1">'
-        '<input name="reason" maxlength="500" placeholder="Reason (optional)"'
-        ' aria-label="Why you deny it (optional)">'
-        ' <button type="submit" class="secondary">Deny</button></form></span></li>\n'
+        ' <span class="text">Sending &lt;b&gt;</span></li>\n'
     )
 
 

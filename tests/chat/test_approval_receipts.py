@@ -19,6 +19,7 @@ from activity.recording.receipts import fingerprint
 from chat.models import OutboxEmail, ToolApproval
 from tests.support.api import client_for
 from tests.support.audit import sql, verify
+from tests.support.cards import arguments, card_in
 from tests.support.sockets import (
     ask,
     finish_turns,
@@ -177,27 +178,40 @@ async def test_approved_with_edits_the_edited_arguments_run_both_are_sealed_and_
     assert approval.fingerprint in page and "dean@example.com" in page
 
 
+NOT_VALID = "The edited argument “{}” is not valid: {}"
+TOO_LONG = "Enter at most 200 characters."
+
+
 @pytest.mark.parametrize(
-    "edit, problem",
+    "edit, body",
     [
-        ({"to": 5}, "The edited argument “to” is not valid: 5 is not of type 'string'"),
-        ({"subject": ""}, "The edited argument “subject” is not valid"),
-        ({"cc": "me"}, "('cc' was unexpected)"),
-        ({"body": None}, "“body” is not valid"),
-        ("not an object", "must be a JSON object"),
+        ({"to": 5}, {"to": [NOT_VALID.format("to", "This must be text.")]}),
+        (
+            {"to": "not-an-address"},
+            {"to": [NOT_VALID.format("to", "Enter a valid email address.")]},
+        ),
+        ({"to": "x@y"}, {"to": [NOT_VALID.format("to", "Enter a valid email address.")]}),
+        ({"subject": ""}, {"subject": [NOT_VALID.format("subject", "This field is required.")]}),
+        ({"subject": "s" * 201}, {"subject": [NOT_VALID.format("subject", TOO_LONG)]}),
+        ({"cc": "me"}, {"cc": ["This tool has no argument “cc”."]}),
+        ({"body": None}, {"body": [NOT_VALID.format("body", "This must be text.")]}),
+        ({"body": ...}, {"body": [NOT_VALID.format("body", "This field is required.")]}),
+        ("not an object", ["The edited arguments must be a JSON object."]),
     ],
-)
-async def test_an_invalid_edit_is_refused_with_a_clear_error_saving_nothing(
-    alice, alice_conversation, edit, problem
+    ids=["type", "email", "email-without-domain", "empty", "too-long", "unknown", "null",
+         "missing", "not-an-object"],
+)  # fmt: skip
+async def test_an_invalid_edit_is_refused_naming_its_argument_and_nothing_runs(
+    alice, alice_conversation, edit, body
 ):
     socket, call, url = await paused(alice_conversation, alice)
     owner = await client_for(alice)
-    if isinstance(edit, dict):
-        edit = call["arguments"] | edit
+    if isinstance(edit, dict):  # the model's arguments, with this change (... takes one out)
+        edit = {k: v for k, v in (call["arguments"] | edit).items() if v is not ...}
     refused = await post(owner, url, {"decision": "approve", "edited_arguments": edit})
 
     assert refused.status_code == 400
-    assert problem in json.dumps(refused.json(), ensure_ascii=False)
+    assert refused.json() == {"edited_arguments": body}
     approval = await ToolApproval.objects.aget()
     assert (approval.decision, approval.edited_arguments) == ("", None)
     assert not await ActivityEvent.objects.filter(kind="decision").aexists()
@@ -274,7 +288,9 @@ async def test_a_page_gets_the_card_live_and_again_when_it_joins_and_loses_it_on
     card = frames[-1]
     assert f'<section id="approval-{approval.answer_id}"' in card
     assert f'data-fingerprint="{approval.fingerprint}"' in card
-    assert 'name="argument.to" value="advisor@example.com"' in card
+    assert "Approve “Send an email”?" in card
+    (to, *_others) = arguments(card_in(card, approval.answer_id))
+    assert (to.label, to.value, to.readonly, to.name) == ("To", "advisor@example.com", True, None)
     await page.disconnect()
 
     # A page that opens while the call waits (a reload) gets the card with the turn.

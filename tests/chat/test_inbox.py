@@ -72,12 +72,20 @@ async def test_the_inbox_lists_each_waiting_call_with_its_deadline_and_what_will
     page = (await client.get("/inbox/")).content.decode()
 
     assert f'href="/c/{alice_conversation.pk}/"' in page
-    assert "Run send_email?" in page
+    assert "· Send an email" in page and "Approve “Send an email”?" in page
     deadline = re.search(r'class="deadline">until <time datetime="([^"]+)"', page)
     assert deadline and deadline[1].startswith(approval.deadline.strftime("%Y-%m-%dT%H:%M"))
-    assert "advisor@example.com" in page and approval.fingerprint[7:19] in page
+    assert 'readonly value="advisor@example.com"' in page
+    assert approval.fingerprint[7:19] in page
     assert f'action="/inbox/{alice_conversation.pk}/act/"' in page
-    assert 'name="argument.to"' in page and 'name="feedback_to_user"' not in page
+    # Read-only until Change: the approve form sends no argument, only what was shown.
+    assert 'name="argument.to"' not in page and "feedback_to_user" not in page
+    change = f'href="/inbox/?change={approval.answer_id}#approval-{approval.answer_id}"'
+    assert change in page
+
+    changing = (await client.get(f"/inbox/?change={approval.answer_id}")).content.decode()
+    assert 'name="argument.to" value="advisor@example.com"' in changing
+    assert "Approve with these arguments" in changing
 
 
 async def test_a_call_approved_from_the_inbox_goes_on_in_its_conversation(

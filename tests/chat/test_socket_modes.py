@@ -131,9 +131,9 @@ async def test_a_request_for_approval_shows_at_once_whatever_the_mode(
     socket = await open_socket(alice_conversation, alice)
     await ask(socket, "Email advisor@example.com: can we meet on Tuesday?")
     frames = [await socket.receive_from(timeout=5)]  # the question
-    while 'name="approve"' not in frames[-1]:
+    while 'name="approve"' not in frames[-1]:  # the card, with the buttons
         frames.append(await socket.receive_from(timeout=5))
-    assert "waiting for your approval" in frames[-1]
+    assert "waiting for your approval" in frames[-2]  # its line, just before
     call_id = re.search(r'name="approve" value="([^"]+)"', frames[-1]).group(1)
 
     await socket.send_to(text_data=json.dumps({"approve": call_id}))

@@ -11,6 +11,7 @@ from chat.agent.builtin_tools import (
     CURRENT_DATETIME,
     REQUEST_CONTACT_FORM,
     SEARCH_DOCUMENTS,
+    SEND_EMAIL,
     default_registry,
 )
 from chat.agent.loop import run_agent
@@ -62,6 +63,18 @@ def test_the_schema_is_generated_from_the_arguments_model():
     }
     assert parameters["required"] == [FEEDBACK_ARG]
     assert "title" not in json.dumps(parameters)
+
+
+def test_the_email_schema_titles_its_fields_and_says_the_recipient_is_an_address():
+    """Declared titles are kept (a card labels the fields with them); pydantic's own, made
+    from the names, are not."""
+    properties = SEND_EMAIL.schema["function"]["parameters"]["properties"]
+    assert {name: p.get("title") for name, p in properties.items()} == {
+        FEEDBACK_ARG: None, "to": "To", "subject": "Subject", "body": "Message"
+    }  # fmt: skip
+    assert properties["to"]["format"] == "email"
+    assert properties["body"]["description"] == "The message, in plain text."
+    assert SEND_EMAIL.schema["function"]["parameters"].get("title") is None
 
 
 def test_the_contact_form_does_not_ask_for_feedback():

@@ -46,12 +46,19 @@ def test_a_waiting_call_with_its_card_open_and_the_inbox(conversation):  # noqa:
     page = conversation
     ask(page, "Email advisor@example.com: can we meet on Tuesday?")
     card = page.locator("section.approval-card")
-    expect(card.locator("pre.arguments")).to_be_visible()
-    card.locator("details.edit-arguments > summary").click()
-    assert serious_violations(page) == []
+    expect(card.locator("fieldset.arguments")).to_be_visible()
+    assert serious_violations(page) == []  # read-only
+    card.locator("details.receipt > summary").click()
+    card.locator("a.change").click()
+    to = card.get_by_role("textbox", name="To", exact=True)
+    expect(to).to_be_editable()
+    to.fill("not-an-address")
+    card.locator("button.approve").click()
+    expect(card.locator(".argument.invalid .error")).to_be_visible()
+    assert serious_violations(page) == []  # being changed, with an edit refused
     here = re.sub(r"^https?://[^/]+", "", page.url)
     page.goto(re.sub(r"/c/.*", "", page.url) + "/inbox/")
     assert serious_violations(page) == []
     item = page.locator("li.waiting-item", has=page.locator(f"a[href='{here}']"))
-    item.locator("form.approve button").click()  # leaves nothing waiting for other tests
+    item.locator("button.approve").click()  # leaves nothing waiting for other tests
     expect(page.locator(f"li.waiting-item a[href='{here}']")).to_have_count(0)

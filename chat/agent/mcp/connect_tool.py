@@ -58,6 +58,10 @@ class ConnectTool:
         return connect_tool_name(self.spec.name)
 
     @property
+    def title(self) -> str:
+        return _("Connect to %(server)s") % {"server": self.spec.name}
+
+    @property
     def icon(self) -> str:
         return ICON
 

@@ -71,7 +71,10 @@ class McpTool:
 
     @cached_property
     def title(self) -> str:
-        return one_line(self.remote.title or self.remote.name, TITLE_LIMIT)
+        """Its name for people, as MCP ranks them: its title, its annotations' title, its name."""
+        hints = self.remote.annotations
+        named = self.remote.title or (hints.title if hints is not None else None)
+        return one_line(named or self.remote.name, TITLE_LIMIT)
 
     @property
     def icon(self) -> str:
