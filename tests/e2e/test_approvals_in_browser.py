@@ -6,6 +6,8 @@ without JavaScript the same card decides by POST."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from playwright.sync_api import expect
 
