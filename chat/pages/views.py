@@ -221,15 +221,15 @@ def conversation_rename(request, conversation_id):
             return render(request, "chat/_title_refused.html", context)
         flash.error(request, str(problem))
     else:
-        _conversations_changed(request.user)
+        _conversations_changed(request.user, conversation)
     if request.htmx:
         return render(request, "chat/_title.html", {"conversation": conversation})
     return redirect(conversation)
 
 
-def _conversations_changed(user) -> None:
+def _conversations_changed(user, conversation) -> None:
     """The user's other pages refresh their sidebars (chat.turns.broadcast)."""
-    async_to_sync(broadcast.send_conversations_changed)(user.pk)
+    async_to_sync(broadcast.send_conversations_changed)(user.pk, conversation.pk)
 
 
 @require_POST
@@ -237,7 +237,7 @@ def conversation_archive(request, conversation_id):
     conversation = selectors.conversation_for(request.user, conversation_id)
     archived = request.POST.get("archived") == "1"
     services.conversation_archive(conversation=conversation, archived=archived)
-    _conversations_changed(request.user)
+    _conversations_changed(request.user, conversation)
     if archived:
         flash.success(request, _("“%(title)s” is archived.") % {"title": conversation})
     else:
@@ -257,7 +257,7 @@ def conversation_delete(request, conversation_id):
         }
         return render(request, "chat/conversation_delete.html", context)
     services.conversation_delete(conversation=conversation)
-    _conversations_changed(request.user)
+    _conversations_changed(request.user, conversation)
     flash.success(request, _("“%(title)s” was deleted.") % {"title": conversation})
     return redirect("chat:conversation_list")
 

@@ -170,9 +170,12 @@ class ChatConsumer(GuardedConsumer):
             self.screen.deliver(message)
 
     async def conversations_changed(self, message: dict[str, Any]) -> None:
-        """One of the user's conversations began, ended a turn or was renamed, archived or
-        deleted: a page refreshes its sidebar (glassbox.js fetches it, scoped to its user)."""
-        if not self.ended and hasattr(self, "permit") and not self.wants_json:
+        """Another of the user's conversations began, ended a turn or was renamed, archived
+        or deleted: a page refreshes its sidebar (glassbox.js fetches it, scoped to its
+        user). A page's own turns tell it themselves."""
+        if self.ended or not hasattr(self, "permit") or self.wants_json:
+            return
+        if message.get("conversation") != str(self.conversation.pk):
             await self.send_text(render.SIDEBAR_STALE)
 
     async def elicitation_changed(self, message: dict[str, Any]) -> None:

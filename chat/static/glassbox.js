@@ -108,7 +108,8 @@ document.addEventListener("click", (event) => {
 // The socket says the user's conversations changed (one began, ended, was renamed...): the
 // sidebar's list is fetched again, with its search, if any.
 document.addEventListener("htmx:oobAfterSwap", (event) => {
-  if (event.detail.target?.id !== "sidebar-stale") return;
+  // Another conversation changed, or a turn of this one began (its title comes with it).
+  if (!["sidebar-stale", "conversation-title"].includes(event.detail.target?.id)) return;
   const list = document.getElementById("sidebar-list");
   const search = document.getElementById("sidebar-q");
   if (!list || !search) return;

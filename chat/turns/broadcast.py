@@ -40,10 +40,11 @@ def user_group(user_id: int) -> str:
 CONVERSATIONS_CHANGED = "conversations.changed"
 
 
-async def send_conversations_changed(owner_id: int) -> None:
-    """The owner's pages refresh their sidebar: a conversation began, ended a turn, was
-    renamed, archived or deleted."""
-    await group_send(user_group(owner_id), {"type": CONVERSATIONS_CHANGED})
+async def send_conversations_changed(owner_id: int, conversation_id: Any = None) -> None:
+    """The owner's pages of other conversations refresh their sidebar: `conversation_id`
+    began, ended a turn, was renamed, archived or deleted (its own page sees its turns)."""
+    message = {"type": CONVERSATIONS_CHANGED, "conversation": str(conversation_id or "")}
+    await group_send(user_group(owner_id), message)
 
 
 def turn_started(turn: StartedTurn) -> dict[str, Any]:

@@ -415,7 +415,7 @@ async def _finish(
         event=to_json(done),
         written={"seq": recorder.last_seq, "text": len(content)},
     )
-    await send_conversations_changed(await _owner_of(answer))
+    await send_conversations_changed(await _owner_of(answer), answer.conversation_id)
     if telemetry.enabled():
         await _trace_sent(recorder.feed.pk)
 

@@ -43,7 +43,7 @@ async def begin(
         # The question appears on every open tab before the agent starts.
         await send_turn_started(turn)
         registry.launch(turn.answer.pk, runner.run(answer=turn.answer, history=history))
-        await send_conversations_changed(conversation.owner_id)
+        await send_conversations_changed(conversation.owner_id, conversation.pk)
     return turn
 
 
@@ -59,7 +59,7 @@ async def regenerate(
     )
     await send_turn_started(turn)
     registry.launch(turn.answer.pk, runner.run(answer=turn.answer, history=history))
-    await send_conversations_changed(conversation.owner_id)
+    await send_conversations_changed(conversation.owner_id, conversation.pk)
     return turn
 
 

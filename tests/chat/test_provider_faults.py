@@ -196,7 +196,7 @@ def test_a_provider_fault_ends_the_turn_visibly_and_keeps_what_arrived(
                       if m.role == "assistant"]  # fmt: skip
     html = render_to_string("chat/_assistant_message.html", {"message": page_answer})
     assert "failed before it was finished" in html
-    assert 'value="How do I negotiate my salary?"' in html and "Retry" in html
+    assert 'name="regenerate"' in html and "Regenerate" in html
 
     # The conversation stays usable.
     again = ask(alice_conversation, Fault(streaming_ok), question="And now?")

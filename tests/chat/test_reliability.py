@@ -21,6 +21,7 @@ from tests.support.sockets import (
     frames_until_done,
     json_until_done,
     live_render,
+    next_frame,
     open_socket,
 )
 
@@ -334,7 +335,7 @@ async def test_the_per_user_cap_on_running_turns_is_explained(
     await ask(first, QUESTION)
     await held.reached.wait()
     await ask(second, "Tell me a joke")
-    notice = await second.receive_from(timeout=5)
+    notice = await next_frame(second)
     held.open()
     await frames_until_done(first)
     await finish_turns()

@@ -106,7 +106,8 @@ def test_renaming_tells_the_owners_pages_to_refresh_their_sidebars(alice_client,
     channel = async_to_sync(layer.new_channel)()
     async_to_sync(layer.group_add)(user_group(alice.pk), channel)
     alice_client.post(f"/c/{conversation.pk}/rename/", {"title": "Renamed"})
-    assert async_to_sync(layer.receive)(channel) == {"type": "conversations.changed"}
+    told = {"type": "conversations.changed", "conversation": str(conversation.pk)}
+    assert async_to_sync(layer.receive)(channel) == told
 
 
 def test_the_snippet_of_a_text_without_the_word_is_its_start_escaped():

@@ -170,3 +170,12 @@ async def frames_until(socket, found, limit: float = 10) -> list[str]:
         while not frames or not found(frames[-1]):
             frames.append(await socket.receive_from(timeout=limit))
     return frames
+
+
+async def next_frame(socket, timeout: float = 5) -> str:
+    """The socket's next frame about its own conversation: a cue that another of the user's
+    conversations changed (the sidebar's) is passed over."""
+    while True:
+        frame = await socket.receive_from(timeout=timeout)
+        if 'id="sidebar-stale"' not in frame:
+            return frame
