@@ -172,10 +172,10 @@ async def frames_until(socket, found, limit: float = 10) -> list[str]:
     return frames
 
 
-async def next_frame(socket, timeout: float = 5) -> str:
+async def next_frame(socket, wait: float = 5) -> str:
     """The socket's next frame about its own conversation: a cue that another of the user's
     conversations changed (the sidebar's) is passed over."""
     while True:
-        frame = await socket.receive_from(timeout=timeout)
+        frame = await socket.receive_from(timeout=wait)
         if 'id="sidebar-stale"' not in frame:
             return frame
