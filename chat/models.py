@@ -52,11 +52,15 @@ class Conversation(models.Model):
     def display_title(self) -> str:
         """The title a user gave it, else its first question: derived, not stored, so asking
         costs no extra write."""
-        if self.title:
-            return without_bidi_controls(self.title)
-        return (
-            self.title_from(self.first_question) if self.first_question else _("New conversation")
-        )
+        # A titled conversation never reads its first question (a query, unless annotated).
+        return self.title_of(self.title, None if self.title else self.first_question)
+
+    @classmethod
+    def title_of(cls, title: str, first_question: str | None) -> str:
+        """display_title's rule, for a list that read the first question alongside."""
+        if title:
+            return without_bidi_controls(title)
+        return cls.title_from(first_question) if first_question else _("New conversation")
 
     @cached_property
     def first_question(self) -> str | None:

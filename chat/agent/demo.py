@@ -20,6 +20,7 @@ from chat.agent.demo_script import say
 from chat.agent.mcp.config import SEPARATOR
 from chat.agent.mcp.connect_tool import connect_tool_name, connected_server
 from chat.agent.services import provided
+from chat.agent.tools import FEEDBACK_ARG
 from chat.knowledge.words import CJK, STOPWORDS
 
 MODEL = "glassbox-demo"
@@ -101,12 +102,13 @@ class DemoModel:
         system = next((_text(m) for m in messages if m.get("role") == "system"), "")
         language = reply_language(question, system)
         offered = {t.get("function", {}).get("name") for t in body.get("tools") or []}
+        bare = {t.get("function", {}).get("name") for t in body.get("tools") or [] if _bare(t)}
         called = {
             call.get("function", {}).get("name")
             for m in since_question
             for call in m.get("tool_calls") or []
         }
-        rounds = await self.plan(question, language, offered, called)
+        rounds = await self.plan(question, language, offered, called, bare=bare)
         done = sum(
             1 for m in since_question if m.get("role") == "assistant" and m.get("tool_calls")
         )
@@ -134,10 +136,50 @@ class DemoModel:
         language: str,
         offered: set[str],
         called: AbstractSet[str] = frozenset(),
+        *,
+        bare: AbstractSet[str] = frozenset(),
     ) -> list[list[Call]]:
         """The tool rounds this question calls for; one round may hold parallel calls. A
         server whose tools are not offered yet is opened first, by its connect tool
-        (`called` says which were, in earlier rounds of this answer)."""
+        (`called` says which were, in earlier rounds of this answer); `bare` are the offered
+        tools that need no argument."""
+        rounds = await self._rounds(question, language, offered, called)
+        return [*rounds, *self.using_opened(rounds, called, bare, language)]
+
+    def using_opened(
+        self,
+        rounds: list[list[Call]],
+        called: AbstractSet[str],
+        bare: AbstractSet[str],
+        language: str,
+    ) -> list[list[Call]]:
+        """A server opened for a question that then needs none of its tools (it names one
+        the server lacks, or the survey tool was not there) would leave the user connected
+        for nothing: its first tool that needs no argument is called, and answers."""
+        if any(connected_server(call.tool) is None for calls in rounds for call in calls):
+            return []
+        opened = [
+            server
+            for calls in rounds
+            for call in calls
+            if call.tool in called and (server := connected_server(call.tool))
+        ]
+        # Only once a server opened are its tools offered: a failed opening adds nothing.
+        usable = [
+            next((name for name in sorted(bare) if name.startswith(server + SEPARATOR)), None)
+            for server in opened
+        ]
+        feedback = {FEEDBACK_ARG: say("feedback_tool", language)}
+        calls = [Call(tool, dict(feedback)) for tool in usable if tool]
+        return [calls] if calls else []
+
+    async def _rounds(
+        self,
+        question: str,
+        language: str,
+        offered: set[str],
+        called: AbstractSet[str],
+    ) -> list[list[Call]]:
         folded = question.casefold()
         named = NAMED_TOOL.search(question)
         if named:
@@ -245,16 +287,29 @@ class DemoModel:
             try:
                 content = json.loads(_text(message))
             except ValueError:
-                # An MCP tool's text result is plain text.
-                content = _text(message) if "__" in tool else {"error": "unreadable result"}
+                # An MCP tool's text result is plain text, and so is an opened server's.
+                plain = "__" in tool or connected_server(tool)
+                content = _text(message) if plain else {"error": "unreadable result"}
             parts.append(self.describe(tool, content, language))
-        return "\n\n".join(parts)
+        # An opening says something only when nothing came after it: the feed already says
+        # the server opened, and its tools' results are what the user asked for.
+        said = [part for part in parts if part] or [
+            say("opened", language, server=connected_server(tool) or tool)
+            for tool in names.values()
+            if connected_server(tool)
+        ]
+        return "\n\n".join(said)
 
     def describe(self, tool: str, content: Any, language: str) -> str:
         if tool == "send_email" and isinstance(content, dict):
             if "error" in content:
                 return say("email_not_sent", language, reason=content["error"])
             return say("emailed", language, to=content["to"])
+        server = connected_server(tool)
+        if server and isinstance(content, dict) and "error" in content:
+            return say("not_opened", language, server=server, reason=content["error"])
+        if server:
+            return ""
         if isinstance(content, dict) and "error" in content:
             return say("tool_failed", language, tool=tool, reason=content["error"])
         if tool == "calculator":
@@ -280,6 +335,12 @@ class DemoModel:
             lines += [f"**{document.get('title', '')}**", "", str(document.get("snippet", "")), ""]
         lines.append(say("follow_up", language))
         return "\n".join(lines)
+
+
+def _bare(tool: dict[str, Any]) -> bool:
+    """Whether a tool's schema needs no argument but the feedback every tool takes."""
+    parameters = tool.get("function", {}).get("parameters") or {}
+    return set(parameters.get("required") or []) <= {FEEDBACK_ARG}
 
 
 def _expression(question: str) -> str:

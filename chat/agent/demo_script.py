@@ -107,6 +107,17 @@ TEXT: dict[str, dict[str, str]] = {
         "zh": "目前無法使用 {tool}（{reason}），以下是一般性的回答："
         "充分準備、具體表達，並清楚提出你的需求。",
     },
+    "opened": {
+        "en": "{server} is open now: ask again and I will use its tools.",
+        "it": "{server} ora è aperto: chiedimelo di nuovo e userò i suoi strumenti.",
+        "zh": "{server} 已開啟：請再問一次，我會使用它的工具。",
+    },
+    "not_opened": {
+        "en": "I could not open {server} ({reason}), so this answer does not use it.",
+        "it": "Non sono riuscito ad aprire {server} ({reason}), quindi questa risposta non lo "
+        "usa.",
+        "zh": "無法開啟 {server}（{reason}），所以這個回答沒有使用它。",
+    },
     "calculated": {
         "en": "{expression} = **{result}**",
         "it": "{expression} = **{result}**",

@@ -11,11 +11,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import OuterRef, QuerySet, Subquery
 from django.urls import reverse
 from django.utils.translation import gettext as _
 
-from chat.models import Elicitation, Message, ToolApproval
+from chat.models import Conversation, Elicitation, Message, ToolApproval
 from chat.turns import question_cards
 from chat.turns.approval_cards import ApprovalCard, card_of
 
@@ -25,7 +25,10 @@ class WaitingItem:
     kind: str
     key: str
     conversation_id: uuid.UUID
+    # As the conversation list names it: an untitled one by its first question.
     conversation_title: str
+    # The turn that waits: the item links to it (its feed opens, chat/static/glassbox.js).
+    answer_id: int
     title: str
     deadline: datetime
     # The page's form posts here (the inbox's own route goes on to the same turn pipeline).
@@ -34,6 +37,12 @@ class WaitingItem:
     api_url: str
     # What the inbox shows to decide with: for an approval, its card.
     card: Any = None
+
+    @property
+    def turn_url(self) -> str:
+        return reverse("chat:conversation_detail", args=[self.conversation_id]) + (
+            f"#m-{self.answer_id}"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +54,15 @@ class Source:
     item: Callable[[Any], WaitingItem]
 
     def items(self, user: Any) -> list[WaitingItem]:
-        rows = self.waiting(user).select_related("answer__conversation")
+        # The first question comes along in the same query, as the conversation list's does.
+        first_question = Message.objects.filter(
+            conversation=OuterRef("answer__conversation"), role=Message.Role.USER
+        ).order_by("id")
+        rows = (
+            self.waiting(user)
+            .select_related("answer__conversation")
+            .annotate(first_question=Subquery(first_question.values("content")[:1]))
+        )
         return [self.item(row) for row in rows.order_by("deadline", "pk")[:INBOX_LIMIT]]
 
 
@@ -59,13 +76,16 @@ def _item_of(
     api_url: str,
     card: Any,
 ) -> WaitingItem:
-    """A waiting row with its conversation and deadline, as every source's rows have them."""
+    """A waiting row with its conversation and deadline, as every source's rows have them
+    (and the first question of the conversation, annotated by Source.items)."""
     conversation = row.answer.conversation
+    first_question: str | None = row.first_question  # type: ignore[union-attr]
     return WaitingItem(
         kind=kind,
         key=key,
         conversation_id=conversation.pk,
-        conversation_title=conversation.title or _("New conversation"),
+        conversation_title=Conversation.title_of(conversation.title, first_question),
+        answer_id=row.answer_id,
         title=title,
         deadline=row.deadline,
         answer_url=answer_url,

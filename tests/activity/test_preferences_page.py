@@ -153,3 +153,38 @@ def test_a_reader_chooses_rich_lines_for_the_page_and_plain_frames_for_programs(
     assert FeedPreferences.settings_for(alice.pk, "program")[0].render == "plain"
     page = alice_client.get("/preferences/").content.decode()
     assert re.search(r'<option value="rich" selected>', page)
+
+
+def programs_section(page: str) -> re.Match | None:
+    return re.search(r'<details class="preference-group for-programs"( open)?>(.*?)</details>',
+                     page, re.S)  # fmt: skip
+
+
+def test_a_persons_own_settings_come_first_and_what_programs_receive_is_folded_below(
+    alice_client,
+):
+    page = alice_client.get("/preferences/").content.decode()
+
+    own = page.index("How the page shows the agent's work")
+    folded = programs_section(page)
+    assert folded and folded[1] is None  # closed
+    assert own < folded.start() < page.index('<p class="actions">')  # then Save
+    assert "<summary>What programs receive</summary>" in folded[2]
+    # Every program setting is in the folded group, and no setting of the page is.
+    names = set(re.findall(r'name="([\w-]+)"', folded[2]))
+    assert names == {"program-mode", "program-label_kind", "program-label_text",
+                     "program-detail", "program-tool_progress", "program-line_width",
+                     "program-render_as"}  # fmt: skip
+    outside = page[: folded.start()] + page[folded.end() :]
+    assert 'name="program-' not in outside and 'name="max_lines"' in outside
+
+
+def test_the_programs_group_opens_when_it_holds_a_mistake_and_only_then(alice_client):
+    wrong_program = alice_client.post("/preferences/", {**VALID, **PROGRAM,
+                                                        "program-line_width": "-1"})  # fmt: skip
+    wrong_page = alice_client.post("/preferences/", {**VALID, **PROGRAM, "max_lines": "0"})
+
+    shown = programs_section(wrong_program.content.decode())
+    assert shown and shown[1] == " open" and "greater than or equal to 0" in shown[2]
+    still_folded = programs_section(wrong_page.content.decode())
+    assert still_folded and still_folded[1] is None

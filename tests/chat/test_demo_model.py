@@ -144,3 +144,69 @@ async def test_each_starter_takes_its_own_path_in_every_language(language, knowl
         rounds = await model.plan(prompt, detect_language(prompt), offered)
         taken.append([call.tool for calls in rounds for call in calls])
     assert taken == expected, prompts
+
+
+def _tool(name: str, *required: str) -> dict:
+    parameters = {"type": "object", "required": ["feedback_to_user", *required]}
+    return {"type": "function", "function": {"name": name, "parameters": parameters}}
+
+
+NOTES_TOOLS = [_tool("notes__whoami"), _tool("notes__write_note", "text")]
+OPENED = "notes is open; its tools are offered now: notes__whoami, notes__write_note"
+
+
+def _called(call_id: str, tool: str, result: str) -> list[dict]:
+    """An assistant round that called `tool`, and the tool's message with `result`."""
+    function = {"name": tool, "arguments": "{}"}
+    return [
+        {"role": "assistant", "tool_calls": [{"id": call_id, "type": "function",
+                                              "function": function}]},
+        {"role": "tool", "tool_call_id": call_id, "content": result},
+    ]  # fmt: skip
+
+
+async def _respond(question: str, tools: list[dict], since_question: list[dict]):
+    """What the demo streams for one round: the tools it calls, else its answer."""
+    from chat.agent.demo import DemoModel
+
+    body = {"messages": [{"role": "user", "content": question}, *since_question], "tools": tools}
+    deltas = await DemoModel().respond(body)
+    calls = [c["function"]["name"] for d in deltas for c in d.get("tool_calls") or [] if "id" in c]
+    return calls, "".join(d.get("content") or "" for d in deltas)
+
+
+async def test_after_connecting_the_answer_is_the_servers_tools_not_a_failure_to_open_it():
+    connected = _called("c1", "connect_notes", OPENED)
+    whoami = _called("c2", "notes__whoami", "you are alice@notes")
+
+    calls, _ = await _respond("notes__whoami {}", [_tool("connect_notes"), *NOTES_TOOLS],
+                              connected)  # fmt: skip
+    assert calls == ["notes__whoami"]
+    _, answer = await _respond("notes__whoami {}", NOTES_TOOLS, [*connected, *whoami])
+    assert answer == 'The tool notes__whoami answered: "you are alice@notes"'
+
+
+async def test_a_server_opened_for_a_question_none_of_its_tools_answer_still_answers_with_one():
+    # A survey question opens every server not open yet; this one has no survey tool, and
+    # its tool that needs no argument answers rather than nothing (or a failure).
+    question = "Compare salary surveys for an engineer"
+    connected = _called("c1", "connect_notes", OPENED)
+
+    calls, _ = await _respond(question, [_tool("connect_notes"), *NOTES_TOOLS], connected)
+    assert calls == ["notes__whoami"]
+    whoami = _called("c2", "notes__whoami", "you are alice@notes")
+    _, answer = await _respond(question, NOTES_TOOLS, [*connected, *whoami])
+    assert answer == 'The tool notes__whoami answered: "you are alice@notes"'
+    # A server with no such tool: the answer says it is open, in the user's language.
+    only_writes = [_tool("notes__write_note", "text")]
+    calls, answer = await _respond("Confronta i sondaggi", only_writes, connected)
+    assert calls == [] and answer.startswith("notes ora è aperto")
+
+
+async def test_a_server_that_did_not_open_is_named_with_why_and_no_tool_of_it_is_called():
+    refused = _called("c1", "connect_notes", '{"error": "you declined"}')
+
+    calls, answer = await _respond("notes__whoami {}", [_tool("connect_notes")], refused)
+
+    assert calls == []
+    assert answer == "I could not open notes (you declined), so this answer does not use it."

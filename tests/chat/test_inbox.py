@@ -15,7 +15,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from chat.models import Conversation, Elicitation, Message, OutboxEmail, ToolApproval
-from chat.turns.inbox import waiting_count
+from chat.turns.inbox import waiting_count, waiting_items
 from chat.turns.registry import finish_all
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
@@ -71,7 +71,7 @@ async def test_the_inbox_lists_each_waiting_call_with_its_deadline_and_what_will
 
     page = (await client.get("/inbox/")).content.decode()
 
-    assert f'href="/c/{alice_conversation.pk}/"' in page
+    assert f'href="/c/{alice_conversation.pk}/#m-{approval.answer_id}"' in page
     assert "· Send an email" in page and "Approve “Send an email”?" in page
     deadline = re.search(r'class="deadline">until <time datetime="([^"]+)"', page)
     assert deadline and deadline[1].startswith(approval.deadline.strftime("%Y-%m-%dT%H:%M"))
@@ -201,3 +201,70 @@ def _counted_with_queries(user) -> tuple[int, int]:
     with CaptureQueriesContext(connection) as queries:
         count = waiting_count(user)
     return count, len(queries)
+
+
+def item_in(page: str, key: str) -> str:
+    found = re.search(rf'<li id="{key}"[^>]*>(.*?)</li>', page, re.S)
+    assert found, f"no item {key} in the inbox"
+    return found[1]
+
+
+async def test_an_untitled_conversations_item_is_named_as_the_list_names_it_and_links_to_its_turn(
+    alice, alice_conversation
+):
+    client = await logged_in(alice)
+    approval = await waiting_in(client, alice_conversation)  # untitled: named by the question
+    titled = await Conversation.objects.acreate(owner=alice, title="Meeting the advisor")
+    other = await waiting_in(client, titled)
+
+    page = (await client.get("/inbox/")).content.decode()
+
+    untitled_item = item_in(page, f"approval-{approval.pk}")
+    link = f'<a href="/c/{alice_conversation.pk}/#m-{approval.answer_id}">{EMAIL}</a>'
+    assert link in untitled_item and "New conversation" not in untitled_item
+    listed = (await client.get("/")).content.decode()
+    assert f">{EMAIL}</a>" in listed  # the same name as in the conversation list
+    titled_link = f'<a href="/c/{titled.pk}/#m-{other.answer_id}">Meeting the advisor</a>'
+    assert titled_link in item_in(page, f"approval-{other.pk}")
+    (api_item, _) = sorted(
+        (await client.get("/api/inbox/")).json(), key=lambda i: i["conversation_title"]
+    )
+    assert api_item["conversation_title"] == EMAIL
+
+
+async def test_a_waiting_question_is_named_by_its_conversations_first_question_too(alice):
+    untitled = await Conversation.objects.acreate(owner=alice)
+    await Message.objects.acreate(conversation=untitled, role="user", content="Which survey?")
+    answer = await Message.objects.acreate(
+        conversation=untitled, role="assistant", state=Message.State.STREAMING
+    )
+    await Elicitation.objects.acreate(
+        answer=answer, call_id="c", server="surveys", mode="form", message="Who?",
+        deadline=timezone.now() + timedelta(minutes=5),
+    )  # fmt: skip
+
+    (item,) = await sync_to_async(waiting_items)(alice)
+
+    assert (item.kind, item.conversation_title) == ("question", "Which survey?")
+    assert item.turn_url == f"/c/{untitled.pk}/#m-{answer.pk}"
+
+
+async def test_the_inbox_reads_the_conversations_names_without_a_query_per_item(
+    alice, alice_conversation
+):
+    client = await logged_in(alice)
+    await waiting_in(client, alice_conversation)
+    one = await sync_to_async(_items_with_queries)(alice)
+    for _ in range(3):
+        await waiting_in(client, await Conversation.objects.acreate(owner=alice))
+    four = await sync_to_async(_items_with_queries)(alice)
+
+    assert (len(one[0]), len(four[0])) == (1, 4)
+    assert [item.conversation_title for item in four[0]] == [EMAIL] * 4
+    assert four[1] == one[1]
+
+
+def _items_with_queries(user) -> tuple[list, int]:
+    with CaptureQueriesContext(connection) as queries:
+        items = waiting_items(user)
+    return items, len(queries)

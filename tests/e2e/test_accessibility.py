@@ -56,9 +56,16 @@ def test_a_waiting_call_with_its_card_open_and_the_inbox(conversation):  # noqa:
     card.locator("button.approve").click()
     expect(card.locator(".argument.invalid .error")).to_be_visible()
     assert serious_violations(page) == []  # being changed, with an edit refused
+    turn = page.locator("article.assistant", has=card).get_attribute("id")
     here = re.sub(r"^https?://[^/]+", "", page.url)
-    page.goto(re.sub(r"/c/.*", "", page.url) + "/inbox/")
+    inbox = re.sub(r"/c/.*", "", page.url) + "/inbox/"
+    page.goto(inbox)
     assert serious_violations(page) == []
-    item = page.locator("li.waiting-item", has=page.locator(f"a[href='{here}']"))
+    # The item links to the very turn that waits, and the page opens at it.
+    page.locator(f"li.waiting-item a[href='{here}#{turn}']").click()
+    expect(page).to_have_url(re.compile(rf"{re.escape(here)}#{turn}$"))
+    expect(page.locator(f"article#{turn}")).to_be_in_viewport()
+    page.goto(inbox)
+    item = page.locator("li.waiting-item", has=page.locator(f"a[href='{here}#{turn}']"))
     item.locator("button.approve").click()  # leaves nothing waiting for other tests
-    expect(page.locator(f"li.waiting-item a[href='{here}']")).to_have_count(0)
+    expect(page.locator(f"li.waiting-item a[href^='{here}']")).to_have_count(0)

@@ -65,14 +65,17 @@ def test_the_inbox_answers_a_call_and_the_conversation_goes_on_in_its_tab(
     expect(inbox.locator("#inbox-badge .count")).to_have_text(re.compile(r"^[1-9]\d*$"))
     inbox.click("#inbox-badge")
     expect(inbox).to_have_url(f"{live_server_url}/inbox/")
-    item = inbox.locator("li.waiting-item", has=inbox.locator(f"a[href='{conversation}']"))
+    # Linked to the turn that waits, and named by the question (the conversation is untitled).
+    turn = inbox.locator(f"a[href^='{conversation}#m-']")
+    item = inbox.locator("li.waiting-item", has=turn)
+    expect(item.locator("p.where a")).to_have_text("Email board@example.com: the report is ready")
     expect(item.locator("p.where .deadline time")).to_be_visible()
     expect(item.get_by_role("textbox", name="To", exact=True)).to_have_value("board@example.com")
     item.locator("button.approve").click()
 
     expect(inbox).to_have_url(f"{live_server_url}/inbox/")
     expect(inbox.locator("main")).to_contain_text("Decided: the conversation goes on.")
-    expect(inbox.locator(f"li.waiting-item a[href='{conversation}']")).to_have_count(0)
+    expect(inbox.locator(f"li.waiting-item a[href^='{conversation}#m-']")).to_have_count(0)
     expect(chat.locator(DONE)).to_be_visible()
     expect(chat.locator(f"{DONE} .answer")).to_contain_text(
         "the email to board@example.com is in the outbox"
