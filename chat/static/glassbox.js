@@ -154,13 +154,26 @@ document.addEventListener("DOMContentLoaded", () => {
     }
     return;
   }
-  const feed = document.getElementById(`feed-${match[1]}`);
+  markLinked(turn);
+  turn.scrollIntoView({block: "start"});
+});
+
+function markLinked(turn) {
+  const feed = turn.querySelector("details.feed");
   if (feed) {
     delete feed.dataset.count;  // opened by the link, not by its reader
     feed.open = true;
   }
   turn.classList.add("linked");
-  turn.scrollIntoView({block: "start"});
+}
+
+// A linked turn that is still open is drawn again when the socket connects (as it now
+// stands): it stays the linked one.
+document.addEventListener("htmx:oobAfterSwap", (event) => {
+  // The swapped-out element is the event's; the one now in the page is found by its id.
+  const id = event.detail.target?.id;
+  const turn = id && location.hash === `#${id}` ? document.getElementById(id) : null;
+  if (turn?.matches("article.message")) markLinked(turn);
 });
 
 // A page whose socket was down while a turn ended (a network cut, a server restart) must not

@@ -65,6 +65,8 @@ def test_a_waiting_call_with_its_card_open_and_the_inbox(conversation):  # noqa:
     page.locator(f"li.waiting-item a[href='{here}#{turn}']").click()
     expect(page).to_have_url(re.compile(rf"{re.escape(here)}#{turn}$"))
     expect(page.locator(f"article#{turn}")).to_be_in_viewport()
+    # Marked as the linked one, and still so once its socket has drawn it as it stands.
+    expect(page.locator(f"article#{turn}.linked")).to_be_attached()
     page.goto(inbox)
     item = page.locator("li.waiting-item", has=page.locator(f"a[href='{here}#{turn}']"))
     item.locator("button.approve").click()  # leaves nothing waiting for other tests

@@ -94,9 +94,7 @@ def test_nothing_scrolls_sideways(preferences):
     assert form.evaluate("(form) => form.scrollWidth") <= form.evaluate("(f) => f.clientWidth")
     box = form.bounding_box()
     assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= width
-    # The whole page too, once the header fits a phone (the lead's change to base.html, made
-    # at the same time): switch to this assertion after merging it.
-    # assert page.evaluate("document.documentElement.scrollWidth <= innerWidth")
+    assert page.evaluate("document.documentElement.scrollWidth <= innerWidth")  # the page too
 
 
 def test_saving_with_the_programs_group_folded_posts_it_too(preferences):
