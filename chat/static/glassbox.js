@@ -76,7 +76,8 @@ function setSidebar(shown) {
   if (narrow.matches) {
     body.classList.toggle("sidebar-open", shown);
     document.querySelector(".sidebar-backdrop")?.toggleAttribute("hidden", !shown);
-    if (shown) document.getElementById("sidebar-q")?.focus();
+    // Into the drawer, on its first link: focusing the search would open a phone's keyboard.
+    if (shown) document.querySelector("#sidebar .new-conversation")?.focus();
   } else {
     body.classList.toggle("sidebar-collapsed", !shown);
     try { localStorage.setItem("glassbox.sidebar", shown ? "shown" : "collapsed"); } catch {}
