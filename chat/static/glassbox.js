@@ -155,8 +155,17 @@ document.addEventListener("DOMContentLoaded", () => {
     }
     return;
   }
+  linkedTurn = turn.id;
   markLinked(turn);
   turn.scrollIntoView({block: "start"});
+});
+
+// A linked turn that is still open is drawn again by its socket (as it now stands, once
+// htmx has settled the message): it stays the linked one.
+let linkedTurn = null;
+document.addEventListener("htmx:wsAfterMessage", () => {
+  const turn = linkedTurn && document.getElementById(linkedTurn);
+  if (turn && !turn.classList.contains("linked")) markLinked(turn);
 });
 
 function markLinked(turn) {
@@ -167,15 +176,6 @@ function markLinked(turn) {
   }
   turn.classList.add("linked");
 }
-
-// A linked turn that is still open is drawn again when the socket connects (as it now
-// stands): it stays the linked one.
-document.addEventListener("htmx:oobAfterSwap", (event) => {
-  // The swapped-out element is the event's; the one now in the page is found by its id.
-  const id = event.detail.target?.id;
-  const turn = id && location.hash === `#${id}` ? document.getElementById(id) : null;
-  if (turn?.matches("article.message")) markLinked(turn);
-});
 
 // A page whose socket was down while a turn ended (a network cut, a server restart) must not
 // stay on "Working…": on every (re)connect it names the answers it still shows as running,

@@ -66,7 +66,7 @@ def test_a_waiting_call_with_its_card_open_and_the_inbox(conversation):  # noqa:
     expect(page).to_have_url(re.compile(rf"{re.escape(here)}#{turn}$"))
     expect(page.locator(f"article#{turn}")).to_be_in_viewport()
     # Marked as the linked one, and still so once its socket has drawn it as it stands.
-    expect(page.locator(f"article#{turn}.linked")).to_be_attached()
+    expect(page.locator(f"article#{turn}")).to_have_css("outline-style", "solid")
     page.goto(inbox)
     item = page.locator("li.waiting-item", has=page.locator(f"a[href='{here}#{turn}']"))
     item.locator("button.approve").click()  # leaves nothing waiting for other tests
