@@ -11,23 +11,11 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.e2e.test_turn_in_browser import DONE, ask
-from tests.support.browser import log_in, new_conversation
+from tests.support.browser import DEVICES, TOUCH_TARGET, log_in, new_conversation
 from tests.support.oauth import oauth_server
 from tests.support.servers import free_port, manage, serve
 
 pytestmark = pytest.mark.e2e
-
-DEVICES = {
-    "desktop": {"viewport": {"width": 1280, "height": 800}},
-    "phone": {
-        "viewport": {"width": 390, "height": 844},
-        "is_mobile": True,
-        "has_touch": True,
-        "device_scale_factor": 3,
-    },
-}
-# The smallest target a finger hits reliably (WCAG 2.5.5).
-TOUCH_TARGET = 44
 
 
 @pytest.fixture(scope="module")

@@ -11,18 +11,19 @@ import pytest
 from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import expect
 
-from tests.support.browser import log_in, new_conversation, open_menu, start_new
+from tests.support.browser import (
+    DESKTOP,
+    PHONE,
+    log_in,
+    new_conversation,
+    open_menu,
+    start_new,
+    watch_console,
+)
 
 pytestmark = pytest.mark.e2e
 
 DONE = "article.assistant.state-complete"
-DESKTOP = {"viewport": {"width": 1280, "height": 800}}
-PHONE = {
-    "viewport": {"width": 390, "height": 844},
-    "is_mobile": True,
-    "has_touch": True,
-    "device_scale_factor": 3,
-}
 # Every control a finger aims at; links inside running text are not among them.
 CONTROLS = (
     "button, .button, input:not([type=hidden], [type=checkbox], [type=radio]), select, "
@@ -41,13 +42,7 @@ def screen(request, browser, live_server_url):
     context.set_default_timeout(20_000)
     page = context.new_page()
     page.kind = request.param
-    page.console_errors = []
-    page.on(
-        "console",
-        lambda message: (
-            page.console_errors.append(message.text) if message.type == "error" else None
-        ),
-    )
+    watch_console(page)
     log_in(page, live_server_url)
     yield page
     context.close()

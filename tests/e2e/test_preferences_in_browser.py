@@ -9,20 +9,10 @@ import pytest
 from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import expect
 
-from tests.support.browser import log_in
+from tests.support.browser import DEVICES, TOUCH_TARGET, log_in
 
 pytestmark = pytest.mark.e2e
 
-DEVICES = {
-    "desktop": {"viewport": {"width": 1280, "height": 800}},
-    "phone": {
-        "viewport": {"width": 390, "height": 844},
-        "is_mobile": True,
-        "has_touch": True,
-        "device_scale_factor": 3,
-    },
-}
-TOUCH_TARGET = 44
 CONTROLS = ".preferences form :is(input:not([type=hidden]), select, button, summary)"
 
 

@@ -5,7 +5,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.support.browser import log_in, new_conversation
+from tests.support.browser import log_in, new_conversation, watch_console
 from tests.support.servers import manage
 
 pytestmark = pytest.mark.e2e
@@ -15,13 +15,7 @@ DONE = "article.assistant.state-complete"
 
 @pytest.fixture
 def conversation(page, live_server_url):
-    page.console_errors = []
-    page.on(
-        "console",
-        lambda message: (
-            page.console_errors.append(message.text) if message.type == "error" else None
-        ),
-    )
+    watch_console(page)
     log_in(page, live_server_url)
     new_conversation(page, live_server_url)
     return page

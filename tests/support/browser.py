@@ -42,3 +42,30 @@ def open_menu(page: Page) -> None:
     """The header's menu (preferences, connections, language, theme, log out)."""
     page.click("details.menu > summary")
     expect(page.locator("details.menu .menu-panel")).to_be_visible()
+
+
+# The two screens the page is judged on: a laptop, and a phone under Chromium's mobile
+# emulation (touch events, `is_mobile`, a phone's pixel ratio).
+DESKTOP = {"viewport": {"width": 1280, "height": 800}}
+PHONE = {
+    "viewport": {"width": 390, "height": 844},
+    "is_mobile": True,
+    "has_touch": True,
+    "device_scale_factor": 3,
+}
+DEVICES = {"desktop": DESKTOP, "phone": PHONE}
+# The smallest target a finger hits reliably (WCAG 2.5.5).
+TOUCH_TARGET = 44
+
+
+def watch_console(page: Page) -> None:
+    """Keeps the page's console errors in `page.console_errors` (a CSP violation is one)."""
+    page.console_errors = []  # type: ignore[attr-defined]
+    page.on(
+        "console",
+        lambda message: (
+            page.console_errors.append(message.text)  # type: ignore[attr-defined]
+            if message.type == "error"
+            else None
+        ),
+    )
