@@ -143,7 +143,7 @@ def is_email(text: str) -> bool:
 
 # jsonschema 4.26's keywords that run patterns, on RE2 instead of Python's `re` (whose
 # backtracking is exponential on a pattern such as `^(a+)+$`). The bodies are
-# jsonschema._keywords' own, with the search swapped (test_hostile_schemas pins them).
+# jsonschema._keywords' own, with the search swapped (their behaviour: test_hostile_schemas).
 
 
 def _search(pattern: str, text: str) -> bool:
