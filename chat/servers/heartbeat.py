@@ -219,7 +219,8 @@ async def write_sightings(worker: str, started: datetime, connections: list[Conn
         state = seen[name]
         values: dict[str, Any] = {
             "state": state.state,
-            "reason": state.reason[:300],
+            # Up, what it listed but is not offered is its problem (chat.agent.mcp.screening).
+            "reason": (state.reason or "; ".join(state.not_offered))[:300],
             "since": state.since,
             "sessions": state.sessions,
             "started_at": started,

@@ -12,12 +12,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import jsonschema
-from django.core.exceptions import ValidationError as Invalid
-from django.core.validators import validate_email
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
 from activity.recording.receipts import fingerprint_or_blank
+from chat.agent.schemas import TooLong, Unsupported, first_error, is_email
 from chat.turns.admission import TurnRejected
 
 FEEDBACK_ARG = "feedback_to_user"
@@ -58,20 +57,17 @@ class Edits:
 
 # The formats an edit is checked for: the ones jsonschema checks with no extra package, in
 # time linear in the value, and e-mail addresses by Django's rule, the one send_email runs
-# (jsonschema's own only looks for an "@"). Left out: `regex`, which compiles the owner's
-# text as a pattern (deep nesting raises a RecursionError jsonschema does not catch), and
-# those that need packages not installed here (hostname, uri, date-time…): not checked.
+# (jsonschema's own only looks for an "@"), over 320 characters refused first
+# (chat.agent.schemas.is_email). Left out: `regex`, which compiles the owner's text as a
+# pattern (deep nesting raises a RecursionError jsonschema does not catch), and those that
+# need packages not installed here (hostname, uri, date-time…): not checked.
 FORMATS = jsonschema.FormatChecker(("date", "ipv4", "ipv6", "uuid"))
 
 
-@FORMATS.checks("idn-email", raises=Invalid)
-@FORMATS.checks("email", raises=Invalid)
-def is_email(instance: object) -> bool:
-    """Django's check: more than 320 characters is refused before its patterns run, and
-    those are linear (no two ways to match the same text)."""
-    if isinstance(instance, str):
-        validate_email(instance)
-    return True
+@FORMATS.checks("idn-email")
+@FORMATS.checks("email")
+def is_address(instance: object) -> bool:
+    return not isinstance(instance, str) or is_email(instance)
 
 
 def resolved(schema: Mapping[str, Any], parameters: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -117,12 +113,17 @@ def edited_arguments(
     if FEEDBACK_ARG in asked and FEEDBACK_ARG not in values:
         values[FEEDBACK_ARG] = asked[FEEDBACK_ARG]  # the model's line, not the owner's
     try:
-        validator = jsonschema.validators.validator_for(parameters)
-        found = validator(parameters, format_checker=FORMATS).iter_errors(values)
-        problem = jsonschema.exceptions.best_match(found)
-    except jsonschema.exceptions.SchemaError:
+        # Patterns on RE2, the tool's schema and the edits within bounds (chat.agent.schemas).
+        problem = first_error(parameters, values, format_checker=FORMATS)
+    except (jsonschema.exceptions.SchemaError, Unsupported):
         raise EditRefused(
             _("This tool's parameters cannot check edits; approve or deny it as it is.")
+        ) from None
+    except TooLong as exc:
+        raise EditRefused(
+            _("The edited arguments are not valid: %(problem)s") % {"problem": exc},
+            field=exc.field,
+            problem=_("This is too long."),
         ) from None
     if problem is not None:
         raise refusal_of(problem)

@@ -36,8 +36,10 @@ from chat.agent.mcp.machine_auth import (
     UnreadableSecret,
     machine_auth,
 )
+from chat.agent.mcp.screening import offerable, output_validators
 from chat.agent.mcp.sessions import kept_session_id
 from chat.agent.mcp.stdio import watched_stdio
+from chat.agent.schemas import BOUNDS, SchemaBounds
 from chat.agent.traceparent import call_meta
 
 logger = logging.getLogger("glassbox.mcp")
@@ -110,8 +112,10 @@ class Connection:
     """The session with one server; the task that owns it lives as long as the process.
     Its state is one of Connected, Down and Closing, changed only by `_become`."""
 
-    def __init__(self, spec: ServerSpec) -> None:
+    def __init__(self, spec: ServerSpec, bounds: SchemaBounds = BOUNDS) -> None:
         self.spec = spec
+        # What its tools' schemas, and the arguments checked against them, may take.
+        self.bounds = bounds
         self.state: State = Down()
         self.attempt = Attempt()
         # Set while Connected.
@@ -125,6 +129,9 @@ class Connection:
         # The tools a session of this declaration listed before this process started
         # (chat.servers.heartbeat): offered while the first attempt is under way.
         self.remembered: tuple[types.Tool, ...] = ()
+        # Why listed tools are not offered (a schema that cannot be checked in bounded time,
+        # tools beyond the bound): for the health page.
+        self.not_offered: tuple[str, ...] = ()
         # Sessions opened so far, and the wait before each new attempt: for the health view
         # and to show the backoff holds.
         self.sessions = 0
@@ -369,7 +376,11 @@ class Connection:
                 cursor = page.next_cursor
                 if cursor is None:
                     break
-        self.listed = tuple(listed)
+        self.listed, self.not_offered = offerable(listed, self.bounds)
+        for reason in self.not_offered:
+            logger.warning("MCP server %s: %s", self.spec.name, reason)
+        # The SDK checks results against their output schemas with Python's `re`: with ours.
+        client.session._tool_output_validators.update(output_validators(self.listed, self.bounds))
 
     @property
     def tools(self) -> list[types.Tool]:
@@ -540,7 +551,8 @@ class Pool:
         for name, spec in wanted.items():
             if name not in self.connections:
                 self.connections[name] = connection = Connection(spec)
-                connection.remembered = (remembered or {}).get(name, ())
+                kept = (remembered or {}).get(name, ())
+                connection.remembered = offerable(kept, connection.bounds)[0]
         return [self.connections[name] for name in wanted]
 
     async def _wait_for_first(self, connections: list[Connection]) -> list[Connection]:
@@ -570,6 +582,8 @@ class Health:
     reason: str
     sessions: int
     tools: tuple[str, ...]
+    # Why listed tools are not offered, in words.
+    not_offered: tuple[str, ...] = ()
 
 
 def health(names: Iterable[str]) -> dict[str, Health]:
@@ -592,6 +606,7 @@ def health(names: Iterable[str]) -> dict[str, Health]:
             reason="" if up else str(connection.reason),
             sessions=connection.sessions,
             tools=tuple(tool.name for tool in connection.listed),
+            not_offered=connection.not_offered,
         )
     return report
 

@@ -15,18 +15,18 @@ from typing import Any
 
 from django.utils.translation import gettext as _
 
+from chat.agent.schemas import BOUNDS, SchemaBounds, compiled, is_email, screened
+
 TITLE_LIMIT = 120
 DESCRIPTION_LIMIT = 500
 FIELD_LIMIT = 30
 OPTION_LIMIT = 100
-STRING_LIMIT = 10_000
 KINDS = ("string", "number", "integer", "boolean")
 # The 2025-11-25 schema names no way to mark a field secret (it asks servers to use URL mode
 # for secrets); a server that asks for a string of format "password" anyway, or marks a field
 # "writeOnly" (JSON Schema's own word for it), gets it sent but never stored in clear.
 SENSITIVE_FORMATS = frozenset({"password"})
 WITHHELD = "(withheld)"
-EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 DATE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})?$")
 
@@ -61,6 +61,8 @@ class Field:
     min_length: int | None = None
     max_length: int | None = None
     sensitive: bool = False
+    # The spec names none, but a server may send one: checked on RE2 (chat.agent.schemas).
+    pattern: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -112,11 +114,14 @@ def _length(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def read_form(schema: Any) -> tuple[Field, ...]:
+def read_form(schema: Any, bounds: SchemaBounds = BOUNDS) -> tuple[Field, ...]:
     """The fields of a requested schema, in the server's order. Raises UnsupportedForm for a
-    schema that is not a flat object of the spec's primitive types."""
+    schema that is not a flat object of the spec's primitive types, or that cannot be
+    checked in bounded time (too large, or a pattern RE2 cannot take)."""
     if not isinstance(schema, dict) or schema.get("type", "object") != "object":
         raise UnsupportedForm(_("the form is not an object"))
+    if why := screened(schema, bounds):
+        raise UnsupportedForm(why)
     properties = schema.get("properties") or {}
     if not isinstance(properties, dict) or len(properties) > FIELD_LIMIT:
         raise UnsupportedForm(_("the form has too many or malformed fields"))
@@ -157,6 +162,7 @@ def read_form(schema: Any) -> tuple[Field, ...]:
                 min_length=_length(spec.get("minLength")),
                 max_length=_length(spec.get("maxLength")),
                 sensitive=form in SENSITIVE_FORMATS or spec.get("writeOnly") is True,
+                pattern=spec["pattern"] if isinstance(spec.get("pattern"), str) else "",
             )
         )
     return tuple(fields)
@@ -170,7 +176,7 @@ class Invalid(Exception):
         self.errors = errors
 
 
-def _one(field: Field, raw: Any) -> Any:
+def _one(field: Field, raw: Any, bounds: SchemaBounds) -> Any:
     """One value, from JSON (its own type) or from a form (a string), or raises ValueError
     with the reason."""
     if field.many:
@@ -207,7 +213,7 @@ def _one(field: Field, raw: Any) -> Any:
         return number
     if not isinstance(raw, str):
         raise ValueError(_("enter text"))
-    if len(raw) > STRING_LIMIT:
+    if len(raw) > bounds.answer_chars:
         raise ValueError(_("too long"))
     if field.options and raw not in {o.value for o in field.options}:
         raise ValueError(_("choose among the options"))
@@ -215,7 +221,9 @@ def _one(field: Field, raw: Any) -> Any:
         raise ValueError(_("at least %(count)d characters") % {"count": field.min_length})
     if field.max_length is not None and len(raw) > field.max_length:
         raise ValueError(_("at most %(count)d characters") % {"count": field.max_length})
-    if field.format == "email" and not EMAIL.match(raw):
+    if field.pattern and compiled(field.pattern).search(raw) is None:
+        raise ValueError(_("enter text in the form the server asks for"))
+    if field.format == "email" and not is_email(raw):
         raise ValueError(_("enter an email address"))
     if field.format == "date" and not DATE.match(raw):
         raise ValueError(_("enter a date (YYYY-MM-DD)"))
@@ -226,7 +234,9 @@ def _one(field: Field, raw: Any) -> Any:
     return raw
 
 
-def check_answer(fields: tuple[Field, ...], values: dict[str, Any]) -> dict[str, Any]:
+def check_answer(
+    fields: tuple[Field, ...], values: dict[str, Any], bounds: SchemaBounds = BOUNDS
+) -> dict[str, Any]:
     """The answer as the server gets it (typed values, only the form's fields), or raises
     Invalid with every field's problem. An empty optional field is left out."""
     errors: dict[str, str] = {}
@@ -245,7 +255,7 @@ def check_answer(fields: tuple[Field, ...], values: dict[str, Any]) -> dict[str,
         if missing and not field.required and field.name not in values:
             continue
         try:
-            content[field.name] = _one(field, raw)
+            content[field.name] = _one(field, raw, bounds)
         except ValueError as exc:
             errors[field.name] = str(exc)
     if errors:

@@ -11,16 +11,17 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-import jsonschema
 import mcp_types as types
 from django.conf import settings
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
+from jsonschema.exceptions import SchemaError
 
 from activity.presenting.presentation import ToolLabels
 from activity.recording.events import Link
 from chat.agent.mcp.config import SEPARATOR
 from chat.agent.mcp.connections import Connection, Unreachable
+from chat.agent.schemas import TooLong, Unsupported, first_error
 from chat.agent.tools import (
     FEEDBACK_ARG,
     FEEDBACK_SCHEMA,
@@ -138,11 +139,13 @@ class McpTool:
             )
         values = {k: v for k, v in arguments.items() if k != FEEDBACK_ARG}
         try:
-            validator = jsonschema.validators.validator_for(self.input_schema)
-            error = jsonschema.exceptions.best_match(
-                validator(self.input_schema).iter_errors(values)
-            )
-        except jsonschema.exceptions.SchemaError:
+            error = first_error(self.input_schema, values, self.connection.bounds)
+        except Unsupported as exc:
+            # Screened when listed (a tool remembered from before may not have been).
+            raise ToolError(str(exc)) from None
+        except TooLong as exc:
+            raise ToolError(str(exc)) from None
+        except SchemaError:
             return values  # the server's schema is its own business; it checks the call
         if error is not None:
             where = ".".join(str(part) for part in error.absolute_path) or "arguments"
