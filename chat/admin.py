@@ -10,6 +10,7 @@ from django.contrib.auth.models import User
 from django.template.response import TemplateResponse
 
 from chat.conversations.erasure import ErasureRefused, account_erase, terms
+from chat.conversations.sealed_records import approval_integrity, question_integrity
 from chat.conversations.services import conversation_delete
 from chat.models import (
     ContactRequest,
@@ -117,25 +118,47 @@ class DocumentAdmin(admin.ModelAdmin):
 
 
 class AskedDuringATurnAdmin(ReadOnlyAdmin):
-    """What a turn asked its owner while it ran (a call to approve, a server's question)."""
+    """What a turn asked its owner while it ran (a call to approve, a server's question),
+    each row compared with what its feed's chain sealed as the page is read (one query a
+    row; manage.py verify_audit checks them all)."""
+
+    # Each row on the list is checked against its feed: a page of them stays short.
+    list_per_page = 50
 
     @admin.display(description="owner")
     def owner(self, row):
         return row.answer.conversation.owner
+
+    def problem(self, row) -> tuple[bool, str]:
+        """Whether the feed sealed the row, and what of it does not match ("": nothing)."""
+        raise NotImplementedError
+
+    @admin.display(description="integrity")
+    def integrity(self, row):
+        sealed, problem = self.problem(row)
+        if problem:
+            return f"✘ BROKEN: {problem}"
+        if not sealed:
+            return "— not sealed: it ended without its line in the feed"
+        return "✔ intact: as its feed's chain sealed it"
 
 
 @admin.register(ToolApproval)
 class ToolApprovalAdmin(AskedDuringATurnAdmin):
     """Tool calls that asked first, and what became of them (the feed has each decision)."""
 
-    list_display = ["asked_at", "tool", "call_id", "owner", "decision", "decided_by", "reason"]
+    list_display = ["asked_at", "tool", "call_id", "owner", "decision", "decided_by", "reason",
+                    "integrity"]  # fmt: skip
     list_filter = ["decision", "tool"]
     list_select_related = ["answer__conversation__owner", "decided_by"]
     search_fields = ["tool", "call_id", "reason", "answer__conversation__owner__username"]
     readonly_fields = ["answer", "call_id", "tool", "title", "arguments", "fingerprint",
                        "asked_at", "deadline", "decision", "decided_at", "decided_by", "reason",
-                       "edited_arguments"]  # fmt: skip
+                       "edited_arguments", "integrity"]  # fmt: skip
     exclude = ["state", "parameters"]
+
+    def problem(self, row):
+        return True, approval_integrity(row)
 
 
 @admin.register(Elicitation)
@@ -143,13 +166,18 @@ class ElicitationAdmin(AskedDuringATurnAdmin):
     """MCP servers' questions and their answers: who answered what, and when (the feed has a
     sealed line for each). A field the server marked sensitive is kept as its SHA-256."""
 
-    list_display = ["asked_at", "server", "mode", "owner", "state", "answered_by", "answered_at"]
+    list_display = ["asked_at", "server", "mode", "owner", "state", "answered_by", "answered_at",
+                    "integrity"]  # fmt: skip
     list_filter = ["state", "mode", "server"]
     list_select_related = ["answer__conversation__owner", "answered_by"]
     search_fields = ["server", "call_id", "message", "answered_by__username"]
     readonly_fields = ["id", "answer", "call_id", "server", "mode", "message", "requested_schema",
                        "url", "server_elicitation_id", "asked_at", "deadline", "state", "content",
-                       "answered_at", "answered_by", "reason", "completed_at"]  # fmt: skip
+                       "answered_at", "answered_by", "reason", "completed_at",
+                       "integrity"]  # fmt: skip
+
+    def problem(self, row):
+        return question_integrity(row)
 
 
 @admin.register(OutboxEmail)

@@ -152,6 +152,13 @@ def text_digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+def json_digest(value: Any) -> str:
+    """The SHA-256 of a JSON value as the chain seals it (`_typed`: the same in every
+    database), for a record kept outside activity that an event vouches for (an MCP
+    question's answer); "" for none."""
+    return "" if value is None else _digest(["value", _typed(value)])
+
+
 def closing(feed: Mapping[str, Any], calls: Sequence[Mapping[str, Any]]) -> str:
     """The hash that closes a feed: its fields (the head among them) and its model calls."""
     return _digest(

@@ -134,6 +134,15 @@ class Status:
             omit_default=True, shown_with="progress", read=_number, unstored=LIVE_ONLY
         ),
     )
+    # The line that says how an MCP server's question ended: the question's id, its outcome
+    # and the digest of the answer as kept (chain.json_digest), so the audit compares the
+    # stored question with them (chat.conversations.sealed_records). Off the wire, sealed in
+    # the `arguments` column no status used before (older lines have none).
+    question: str = field(default="", metadata=declare(key=False, column="arguments.question"))
+    outcome: str = field(default="", metadata=declare(key=False, column="arguments.outcome"))
+    answer_sha256: str = field(
+        default="", metadata=declare(key=False, column="arguments.answer_sha256")
+    )
     type: Literal["status"] = field(default="status", metadata=declare(column="kind"))
 
     @property

@@ -167,13 +167,23 @@ def hide_from_owner(*, conversation_id: uuid.UUID) -> None:
 
 def erase_for(user: Any, *, reason: str) -> None:
     """What an account's erasure does to activity's record, in the caller's transaction: its
-    events keep no text, argument, result or error, its feeds are hidden and have no summary,
-    their chains are sealed again (with the answers' texts empty) and the reseal recorded,
-    and its feed preferences go."""
+    events keep no text, argument, result (structured or linked), progress message or error,
+    its model calls no reasoning, its feeds are hidden and have no summary, their chains are
+    sealed again (with the answers' texts empty) and the reseal recorded, and its feed
+    preferences go."""
     # Events are append-only for everyone else; erasure is the one rewrite the audit allows.
+    # tests/chat/test_erasure_columns.py fails on a text or JSON column this leaves filled.
     ActivityEvent.objects.filter(feed__owner=user).update(
-        message="", arguments=None, result_summary="", result_content="", error=""
+        message="",
+        arguments=None,
+        result_summary="",
+        result_content="",
+        error="",
+        progress_message="",
+        result_structured=None,
+        result_links=None,
     )
+    ModelCall.objects.filter(feed__owner=user).update(reasoning="")
     feeds = ActivityFeed.objects.filter(owner=user)
     feeds.update(hidden_from_owner=True, summary_text="")
     reseal(feeds.values_list("pk", flat=True), reason=reason, answer_text="")

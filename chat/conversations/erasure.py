@@ -12,7 +12,16 @@ from rest_framework.authtoken.models import Token
 
 from activity.recording import feeds
 from chat.conversations.access import conversations_closed
-from chat.models import ContactRequest, Conversation, McpConsent, Message
+from chat.models import (
+    ContactRequest,
+    Conversation,
+    Elicitation,
+    McpConsent,
+    McpGrant,
+    Message,
+    OutboxEmail,
+    ToolApproval,
+)
 from chat.servers.grants import connected, disconnect
 
 
@@ -25,13 +34,16 @@ def terms() -> list[str]:
     return [
         "At once: the username, name, email and password are replaced (the account is "
         "renamed erased-<id>, deactivated and cannot log in; its sessions stop working), and "
-        "its API token, preferences, contact requests and connections to MCP servers (their "
-        "OAuth tokens) are deleted.",
+        "its API token, preferences, contact requests, outbox e-mails and connections to MCP "
+        "servers (their OAuth tokens and client registrations) are deleted.",
         "At once: every question, answer and title of its conversations is emptied, and the "
-        "conversations are deleted as their owner would delete them.",
+        "conversations are deleted as their owner would delete them; so are the arguments, "
+        "edits, fingerprints and reasons of its approvals and the text, address and answer of "
+        "every MCP server's question to it.",
         "Kept for the audit: each turn's feed as a skeleton (which tools ran, when, for how "
-        "long, whether they failed), with every text, argument, result and error removed and "
-        "the user shown as erased-<id>; their hash chains are sealed again, and the audit "
+        "long, whether they failed, who decided and when), with every text, argument, result "
+        "(structured results and links too), progress message, reasoning and error removed "
+        "and the user shown as erased-<id>; their hash chains are sealed again, and the audit "
         "records that they were.",
         f"Removed for good: those skeletons and conversations, {days} days later "
         "(manage.py purge_deleted), as for any deleted conversation.",
@@ -46,14 +58,25 @@ def account_erase(*, user: Any) -> str:
     now = timezone.now()
     conversations = Conversation.all_objects.filter(owner=user)
     Message.objects.filter(conversation__in=conversations).update(content="", client_id=None)
+    # What the turns asked their owner keeps who decided and when, none of what was asked,
+    # edited, answered or said (the decisions' and answers' lines are emptied with the feed's).
+    ToolApproval.objects.filter(answer__conversation__in=conversations).update(
+        arguments={}, state={}, reason="", fingerprint="", parameters=None, edited_arguments=None
+    )
+    Elicitation.objects.filter(answer__conversation__in=conversations).update(
+        message="", requested_schema={}, url="", content=None, reason=""
+    )
     conversations.update(title="", deleted_at=now)
     # Their chains and closings no longer match what they hold: sealed again, and the reseal
     # recorded (activity.recording.feeds.erase_for).
     feeds.erase_for(user, reason=f"account erasure of user {user.pk}")
     ContactRequest.objects.filter(owner=user).delete()
+    OutboxEmail.objects.filter(owner=user).delete()
     Token.objects.filter(user=user).delete()
     for grant in connected(user.pk):
         disconnect(user_id=user.pk, server=grant.server, detail="account erased")
+    # A client registered at a server the user never finished connecting to.
+    McpGrant.objects.filter(user=user).delete()
     McpConsent.objects.filter(user=user).delete()
     user.username = f"erased-{user.pk}"
     user.first_name = user.last_name = user.email = ""

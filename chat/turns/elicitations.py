@@ -22,6 +22,7 @@ from django.conf import settings
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from activity.recording.chain import json_digest
 from activity.recording.events import RecordedEvent, Status
 from chat.agent.mcp.elicit_schema import WITHHELD, Field, Invalid, check_answer, kept, read_form
 from chat.agent.questions import Question, Reply
@@ -220,6 +221,9 @@ def _answered_line(row: Elicitation, fields: tuple[Field, ...]) -> Status:
         message=_line(outcome_of(row, fields)),
         state="in_progress",
         call_id=row.call_id,
+        question=str(row.pk),
+        outcome=row.state,
+        answer_sha256=json_digest(row.content),
     )
 
 

@@ -46,6 +46,7 @@ from chat.agent.mcp import release_asker
 from chat.agent.questions import ask_with
 from chat.agent.tools import ToolRegistry
 from chat.agent.traceparent import trace_turn
+from chat.conversations import outbox
 from chat.models import Conversation, Message, ToolApproval
 from chat.servers.asking import ConnectAsker
 from chat.turns import deps, registry
@@ -165,6 +166,7 @@ async def run(
     tools are those of chat.turns.deps."""
     # Every line and the summary are written in the asker's language; the override holds
     # for this task only, whatever the sockets watching it speak.
+    outbox.sending_for.set(answer.answer_feed.owner_id)
     with translation.override(answer.answer_feed.language):
         return await _turn_run(answer, history, deps.current(), resume, verdict, decided)
 

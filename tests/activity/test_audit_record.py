@@ -25,7 +25,7 @@ from activity.recording import feeds
 from activity.recording.chain import GENESIS, SEAL_V1, link
 from activity.recording.events import ToolResult
 from chat.conversations.services import conversation_delete, deleted_conversations_purge
-from chat.models import Conversation, Message
+from chat.models import Conversation, Message, ToolApproval
 from chat.turns.recovery import dead_turns_recover
 from tests.support.audit import sql, verify
 from tests.support.lock_waits import second_waits_for_first
@@ -221,7 +221,88 @@ def test_an_approvals_decision_changed_is_found(alice, alice_conversation):
     sql("UPDATE chat_toolapproval SET decision = 'approve' WHERE answer_id = %s", answer.pk)
     status, out = verify()
     assert status == 1
-    assert f"feed {answer.feed_id}: BROKEN, its approvals' decisions are not" in out
+    approval = ToolApproval.objects.get(answer=answer)
+    assert (
+        f"feed {answer.feed_id}: BROKEN, approval {approval.pk} (call {approval.call_id}): "
+        "its decision is not the one its chain sealed"
+    ) in out
+
+
+@pytest.fixture
+def approved_with_edits(alice, alice_conversation) -> ToolApproval:
+    answer = decided_turn(
+        alice_conversation,
+        EMAIL,
+        user=alice,
+        approve=True,
+        reason="Dean runs the meetings",
+        edits={"to": "dean@example.com"},
+    )
+    assert answer.state == Message.State.COMPLETE
+    approval = ToolApproval.objects.select_related("answer").get(answer=answer)
+    assert approval.edited_arguments["to"] == "dean@example.com"
+    return approval
+
+
+def _edited_again(approval: ToolApproval) -> dict:
+    return {"edited_arguments": approval.edited_arguments | {"to": "eve@example.com"}}
+
+
+# Each column of an approval the chain vouches for, changed after the fact as a tamperer
+# with the database would, and what verify_audit says of it.
+ROW_CHANGES = {
+    "edited arguments": (_edited_again, "its edited arguments are not the ones its chain"),
+    "fingerprint": (
+        lambda row: {"fingerprint": "sha256:" + "0" * 64},
+        "its fingerprint is not the one of the arguments its chain sealed",
+    ),
+    "decision": (lambda row: {"decision": "deny"}, "its decision is not the one its chain"),
+    "reason": (lambda row: {"reason": "Nobody objected"}, "its reason is not the one its chain"),
+    "arguments": (
+        lambda row: {"arguments": row.arguments | {"to": "eve@example.com"}},
+        "its arguments are not the ones its chain sealed",
+    ),
+    "set back to waiting": (
+        lambda row: {"decision": "", "decided_at": None},
+        "its chain holds a decision the row does not",
+    ),
+}
+
+
+def test_an_approval_with_edits_and_a_reason_verifies_untouched(approved_with_edits):
+    status, out = verify()
+    assert status == 0 and "1 intact, 0 broken" in out
+
+
+@pytest.mark.parametrize("change", ROW_CHANGES)
+def test_an_approval_changed_after_the_fact_is_found_and_named(
+    approved_with_edits, admin_client, change
+):
+    approval = approved_with_edits
+    changed, said = ROW_CHANGES[change]
+    ToolApproval.objects.filter(pk=approval.pk).update(**changed(approval))
+
+    status, out = verify()
+    assert status == 1
+    assert (
+        f"feed {approval.answer.feed_id}: BROKEN, approval {approval.pk} "
+        f"(call {approval.call_id}): {said}"
+    ) in out
+    # The admin says so on the feed, on the approval's page and in the approvals' list.
+    feed_page = admin_client.get(f"/admin/activity/activityfeed/{approval.answer.feed_id}/change/")
+    assert f"✘ BROKEN: approval {approval.pk}" in feed_page.content.decode()
+    row_page = admin_client.get(f"/admin/chat/toolapproval/{approval.pk}/change/")
+    assert f"✘ BROKEN: approval {approval.pk} (call {approval.call_id}): {said}" in (
+        row_page.content.decode()
+    )
+    assert "✘ BROKEN" in admin_client.get("/admin/chat/toolapproval/").content.decode()
+
+
+def test_an_untouched_approval_reads_intact_in_the_admin(approved_with_edits, admin_client):
+    approval = approved_with_edits
+    row_page = admin_client.get(f"/admin/chat/toolapproval/{approval.pk}/change/").content
+    assert "✔ intact: as its feed&#x27;s chain sealed it" in row_page.decode()
+    assert "BROKEN" not in admin_client.get("/admin/chat/toolapproval/").content.decode()
 
 
 @pytest.mark.parametrize("ledger", ["kept", "its entries removed too"])

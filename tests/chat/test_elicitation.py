@@ -17,6 +17,7 @@ from activity.models import ActivityEvent
 from chat.agent.mcp.config import spec_from_mapping
 from chat.models import Elicitation, Message
 from chat.turns import elicitations
+from tests.support.api import client_for
 from tests.support.audit import verify
 from tests.support.mcp import DEMO, http_server, stdio
 from tests.support.questions import (
@@ -391,3 +392,52 @@ async def test_a_2025_server_asks_during_the_call_and_says_when_the_page_is_done
     row = await Elicitation.objects.aget()
     assert row.state == "accept" and row.server_elicitation_id == "visit-1"
     assert row.completed_at is not None
+
+
+async def _ada_answered(conversation, user) -> Elicitation:
+    socket, _events, card = await _asked(conversation, user)
+    await answer(socket, card, candidate="Ada Lovelace", salary_eur=72000, tone="friendly")
+    await json_until_done(socket, 20)
+    await finish_turns()
+    await socket.disconnect()
+    return await Elicitation.objects.select_related("answer").aget()
+
+
+# An answered question's row changed after the fact, and what verify_audit says of it.
+QUESTION_CHANGES = {
+    "answer": (
+        {"content": {"candidate": "Eve", "salary_eur": 90000, "tone": "friendly"}},
+        "its answer is not the one its chain sealed",
+    ),
+    "outcome": ({"state": "decline"}, "its outcome is not the one its chain sealed"),
+}
+
+
+@pytest.mark.parametrize("change", QUESTION_CHANGES)
+async def test_an_answer_changed_after_the_fact_is_found_and_named(
+    change, demo, alice, alice_conversation, admin_user
+):
+    row = await _ada_answered(alice_conversation, alice)
+    sealed = await ActivityEvent.objects.filter(arguments__question=str(row.pk)).aget()
+    assert sealed.arguments["outcome"] == "accept" and sealed.arguments["answer_sha256"]
+    assert (await sync_to_async(verify)())[0] == 0
+    admin = await client_for(admin_user)
+    page = f"/admin/chat/elicitation/{row.pk}/change/"
+    assert "✔ intact" in (await admin.get(page)).content.decode()
+
+    values, said = QUESTION_CHANGES[change]
+    await Elicitation.objects.filter(pk=row.pk).aupdate(**values)
+
+    status, out = await sync_to_async(verify)()
+    assert status == 1
+    assert f"feed {row.answer.feed_id}: BROKEN, question {row.pk}: {said}" in out
+    assert f"✘ BROKEN: question {row.pk}: {said}" in (await admin.get(page)).content.decode()
+    listed = (await admin.get("/admin/chat/elicitation/")).content.decode()
+    assert "✘ BROKEN" in listed
+
+
+async def test_a_sealed_question_deleted_is_found(demo, alice, alice_conversation):
+    row = await _ada_answered(alice_conversation, alice)
+    await Elicitation.objects.filter(pk=row.pk).adelete()
+    status, out = await sync_to_async(verify)()
+    assert status == 1 and f"question {row.pk}, which its chain sealed, is gone" in out

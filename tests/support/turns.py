@@ -62,19 +62,34 @@ def fixed_tools(tools: ToolRegistry) -> Callable[..., Awaitable[ToolRegistry]]:
     return fixed
 
 
-def decided_turn(conversation: Conversation, question: str, *, user, approve: bool) -> Message:
-    """A turn whose tool asks first, run until it pauses, then decided by `user` and run to its
-    end (in one event loop: the decision launches the rest as a task)."""
+def decided_turn(
+    conversation: Conversation,
+    question: str,
+    *,
+    user,
+    approve: bool,
+    reason: str = "",
+    edits: dict | None = None,
+) -> Message:
+    """A turn whose tool asks first, run until it pauses, then decided by `user` (with a
+    reason, and approved with `edits` to its arguments if given) and run to its end (in one
+    event loop: the decision launches the rest as a task)."""
     from chat.models import ToolApproval
     from chat.turns import approvals
+    from chat.turns.receipts import Edits
     from chat.turns.registry import finish_all
 
     answer = run_turn(conversation, question)
-    call_id = ToolApproval.objects.get(answer=answer).call_id
+    asked = ToolApproval.objects.get(answer=answer)
 
     async def decide() -> None:
         await approvals.decide(
-            conversation_id=conversation.pk, call_id=call_id, user=user, approve=approve
+            conversation_id=conversation.pk,
+            call_id=asked.call_id,
+            user=user,
+            approve=approve,
+            reason=reason,
+            edits=None if edits is None else Edits(asked.arguments | edits),
         )
         await finish_all()
 
