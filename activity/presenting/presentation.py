@@ -17,6 +17,7 @@ from django.utils.functional import Promise
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
+from activity.presenting.bounded import cut_long
 from activity.recording.events import (
     CONNECT,
     IN_PLACE,
@@ -181,7 +182,9 @@ def line_for(status: Status, *, width: int = 80, detail: str = "") -> Line:
         message=shown,
         state=status.state,
         tool=status.tool,
-        full=whole if shown != whole else "",
+        # A title attribute: the whole text up to the frame's bound (one line is no place
+        # for a tool's 100 KB message).
+        full=cut_long(whole) if shown != whole else "",
         progress=status.progress,
         total=status.total,
         call_id=status.call_id,

@@ -12,6 +12,8 @@ With PROGRAM_DEFAULTS every event passes unchanged, as before surfaces existed. 
 - LINE_WIDTH: a status frame's `message` cut to it, the whole text then in `full`.
 - RENDER rich: a status frame also carries its line as `fields` (activity.presenting.line_fields).
 A status that waits for a decision, a decision, an error and `done` always pass.
+Every frame fits a socket's (activity.presenting.bounded): answer text comes in pieces, and any
+other string in a frame is cut with a mark (the stored event keeps it whole).
 
 Plain Python (and gettext for the label)."""
 
@@ -24,6 +26,7 @@ from typing import Any
 from django.utils import translation
 
 from activity.preferences.feed_prefs import FeedPrefs
+from activity.presenting.bounded import cut_values, text_pieces
 from activity.presenting.line_fields import fields_of
 from activity.presenting.live_markdown import settled_length
 from activity.presenting.presentation import cut, line_for
@@ -44,6 +47,9 @@ class ProgramFrames:
 
     def frames(self, event: dict[str, Any]) -> list[dict[str, Any]]:
         """The frames this event becomes, in order: none, itself (perhaps cut), or more."""
+        return [bounded for frame in self._frames(event) for bounded in _bounded(frame)]
+
+    def _frames(self, event: dict[str, Any]) -> list[dict[str, Any]]:
         kind = event["type"]
         if kind == "text":
             return self._text(event)
@@ -106,3 +112,9 @@ class ProgramFrames:
 
     def _speaking(self) -> AbstractContextManager[None]:
         return translation.override(self.language) if self.language else nullcontext()
+
+
+def _bounded(frame: dict[str, Any]) -> list[dict[str, Any]]:
+    if frame["type"] == "text":
+        return [frame | {"content": piece} for piece in text_pieces(frame["content"])]
+    return [cut_values(frame)]

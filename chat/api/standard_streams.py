@@ -10,6 +10,7 @@ import contextlib
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from typing import Any, Protocol
 
+from asgiref.sync import async_to_sync
 from django.http import StreamingHttpResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -18,6 +19,7 @@ from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
+from chat import turns
 from chat.api.sse import first_error, stored_then_live
 from chat.api.standards import agui, ui_stream
 from chat.api.standards.frames import BadEventId, Cursor, Frame, Resume
@@ -72,6 +74,16 @@ class _Output:
                 yield self.wire.encode(frame)
 
 
+async def _check_sent(after: Cursor, answer_id: int, wire: Wire) -> None:
+    """Refuses an id the stream of `answer_id` never sent (a fresh `wire` numbers its stored
+    events as a stream would): resumed after it, a client would get a replay with holes."""
+    view, _position = await turns.snapshot(answer_id)
+    stored = []
+    for event in turns.replay(view):
+        stored += [*wire.frames(event), *(wire.interrupt(event) if _waits(event) else ())]
+    after.check_sent(stored, text=len(view.content), running=view.state in Message.OPEN_STATES)
+
+
 def _waits(event: dict[str, Any]) -> bool:
     return event["type"] == "status" and event.get("state") == "waiting"
 
@@ -123,6 +135,9 @@ class _StandardStreamView(APIView):
         if last_event_id := request.headers.get("Last-Event-ID", ""):
             try:
                 after = Cursor.parse(last_event_id)
+                async_to_sync(_check_sent)(
+                    after, answer.pk, type(self).make_wire(conversation, answer)
+                )
             except BadEventId as problem:
                 raise ValidationError({"Last-Event-ID": str(problem)}) from None
         wire = type(self).make_wire(conversation, answer)

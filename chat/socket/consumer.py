@@ -3,6 +3,7 @@ pipeline, and shows its client every turn of the conversation. It never calls th
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -12,6 +13,7 @@ from django.utils import translation
 from django.utils.translation import gettext as _
 
 from activity.preferences.feed_prefs import FeedPrefs
+from activity.presenting.bounded import fits, size_of
 from chat import turns
 from chat.models import Conversation
 from chat.socket import inbound, questions, reads, render
@@ -20,6 +22,8 @@ from chat.socket.viewer import Screen
 from chat.turns import actions, broadcast
 from chat.turns.approval_cards import refused_card
 from project.languages import socket_language
+
+logger = logging.getLogger("glassbox.sockets")
 
 CLOSE_TOO_MANY = 4429
 JSON_PROTOCOL = "glassbox.json"
@@ -86,7 +90,9 @@ class ChatConsumer(GuardedConsumer):
             self.screen.close()
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
-        if self.ended:
+        # Refused as it opened (closed, but a frame the client sent before it heard can
+        # still arrive): it has nothing to act with, and nothing is said.
+        if self.ended or not hasattr(self, "flood"):
             return
         if self.flood.flooded():
             await self.send_notice(_("Too many messages at once; this page stopped listening."))
@@ -146,10 +152,16 @@ class ChatConsumer(GuardedConsumer):
             await self.turn_started(broadcast.turn_started(started))
 
     async def send_text(self, text: str) -> None:
+        """Every frame the socket sends: one over the budget (many long things at once, each
+        already cut) is not sent, as Daphne would end the socket; the page is told to reload
+        instead, which draws the same record over HTTP."""
+        if not fits(text):
+            logger.warning("a %s-byte frame was not sent on a socket", size_of(text))
+            text = render.refusal(render.too_large(), as_json=self.wants_json)
         await self.send(text_data=text)
 
     async def send_notice(self, text: str) -> None:
-        await self.send(text_data=render.refusal(text, as_json=self.wants_json))
+        await self.send_text(render.refusal(text, as_json=self.wants_json))
 
     # Channel-layer handlers: one per message type sent to the groups (and chat.socket.guard's).
 

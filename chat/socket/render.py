@@ -40,6 +40,10 @@ def refusal(text: str, *, as_json: bool) -> str:
     return as_json_event(Error(text)) if as_json else notice(text)
 
 
+def too_large() -> str:
+    return _("Part of this conversation is too large to show here; reload the page to see it.")
+
+
 def as_json_event(event: TurnStarted | Error) -> str:
     return json_frame(to_json(event))
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +17,7 @@ from django.utils.translation import gettext as _
 
 from activity.recording.events import Decision
 from chat import turns
+from chat.conversations.text_rules import unstorable
 from chat.models import Conversation
 from chat.turns import elicitations
 from chat.turns.approvals import REASON_LIMIT
@@ -195,9 +196,11 @@ def read(data: object) -> Request:
                 _("Approve and deny need the id of the tool call."),
                 field="approve" if approve else "deny",
             )
+        _storable(call_id, "approve" if approve else "deny")
         reason = data.get("reason", "")
         if not isinstance(reason, str):
             raise Unreadable(_("The reason must be text."), field="reason")
+        _storable(reason, "reason")
         if len(reason) > REASON_LIMIT:
             raise Unreadable(
                 _("The reason is at most %(limit)s characters long.") % {"limit": REASON_LIMIT},
@@ -254,7 +257,31 @@ def read_answer(data: Mapping[str, Any]) -> AnswerQuestion:
     action = data.get("action", "accept")
     if action not in ("accept", "decline", "cancel"):
         raise Unreadable(_("Answer with accept, decline or cancel."), field="action")
+    _storable(values, "answer")
     return AnswerQuestion(question_id=question_id, action=action, values=values)
+
+
+def _storable(value: object, field: str) -> None:
+    """Text a database cannot store, anywhere in a value (its keys too), is refused here,
+    before any check of its form or schema and before it reaches a database: PostgreSQL
+    fails on a NUL, SQLite keeps it and hands it on."""
+    for text in _texts(value):
+        if problem := unstorable(text):
+            raise Unreadable(problem, field=field)
+
+
+def _texts(value: object) -> Iterator[str]:
+    # A loop, not recursion: the depth is DEPTH_LIMIT's for JSON, but not for every caller.
+    left = [value]
+    while left:
+        item = left.pop()
+        if isinstance(item, str):
+            yield item
+        elif isinstance(item, Mapping):
+            left.extend(item.keys())
+            left.extend(item.values())
+        elif isinstance(item, list | tuple):
+            left.extend(item)
 
 
 def _argument_fields(data: object) -> dict[str, Any]:
@@ -278,6 +305,7 @@ def _edits(edited: object, form_edits: dict[str, Any]) -> Edits | None:
             field="edited_arguments",
         )
     if form_edits:
+        _storable(form_edits, "edited_arguments")
         return Edits(form_edits, from_form=True)
     if edited is None:
         return None
@@ -285,6 +313,7 @@ def _edits(edited: object, form_edits: dict[str, Any]) -> Edits | None:
         raise Unreadable(
             _("The edited arguments must be a JSON object."), field="edited_arguments"
         )
+    _storable(edited, "edited_arguments")
     return Edits(dict(edited))
 
 

@@ -15,6 +15,7 @@ from typing import Any
 from django.conf import settings
 from django.utils.translation import gettext
 
+from activity.presenting.bounded import VALUE_LIMIT, cut_long
 from chat.agent.tools import Tool, ToolRegistry
 from chat.models import Message, ToolApproval
 from chat.turns.receipts import (
@@ -114,7 +115,7 @@ def card_of(approval: Any, *, standalone: bool = False, editing: bool = False) -
     if builtin is not None:  # our own words, in the reader's language
         title = str(builtin.title or approval.tool)
     else:
-        title = approval.title or approval.tool
+        title = _one_line(approval.title or approval.tool, LABEL_LIMIT)
     fields = card_fields(
         approval.parameters,
         arguments,
@@ -209,6 +210,9 @@ def card_fields(
         schema = resolved(raw, parameters)
         kind = kind_of(schema)
         value = as_text(kind, arguments.get(name))
+        # Too long for a socket's frame: shown cut, and not edited (its text would not be
+        # the value); an edit of the others keeps it as asked (receipts._from_form).
+        whole = len(value) <= VALUE_LIMIT
         limit, fmt = schema.get("maxLength"), schema.get("format")
         about = raw.get("description") or schema.get("description")
         fields.append(
@@ -217,13 +221,14 @@ def card_fields(
                 dom_id=f"{prefix}{len(fields) + 1}",
                 label=_label(name, raw.get("title"), translated),
                 kind=kind,
-                value=value,
+                value=cut_long(value),
                 required=name in required,
                 description=_words(about, translated),
                 choices=tuple(schema["enum"]) if kind == "enum" else (),
                 format=fmt if isinstance(fmt, str) else "",
                 multiline=kind == "json"
                 or (kind == "string" and (_long(value) or _allows_long(limit))),
+                editable=whole,
             )
         )
     for name, value in arguments.items():
@@ -237,7 +242,7 @@ def card_fields(
                 dom_id=f"{prefix}{len(fields) + 1}",
                 label=_label(name, None, translated=False),
                 kind=kind,
-                value=text,
+                value=cut_long(text),
                 required=False,
                 multiline=kind == "json" or _long(text),
                 editable=False,

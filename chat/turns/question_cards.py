@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from activity.presenting.bounded import cut_long
 from chat.agent.mcp.elicit_schema import Field, UnsupportedForm, read_form, safe_link
 from chat.models import Elicitation
 from chat.turns.elicitations import close_if_orphaned, outcome_of
@@ -53,15 +54,18 @@ def card_of(row: Elicitation) -> QuestionCard:
         fields = read_form(row.requested_schema) if row.mode == Elicitation.Mode.FORM else ()
     except UnsupportedForm:
         fields = ()
+    # The server's words are cut where a socket's frame could not carry them (the row keeps
+    # them whole); a URL that had to be cut is no link: it would not lead where it said.
+    url = cut_long(row.url)
     return QuestionCard(
         id=row.pk,
         answer_id=row.answer_id,
         server=row.server,
-        message=row.message,
+        message=cut_long(row.message),
         mode=row.mode,
         fields=fields,
-        url=row.url,
-        link=safe_link(row.url),
+        url=url,
+        link=safe_link(row.url) if url == row.url else "",
         deadline=row.deadline,
         waiting=row.state == Elicitation.State.WAITING,
         outcome=outcome_of(row, fields),

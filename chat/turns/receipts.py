@@ -112,6 +112,14 @@ def edited_arguments(
     values = _from_form(parameters, edits.values, asked) if form else dict(edits.values)
     if FEEDBACK_ARG in asked and FEEDBACK_ARG not in values:
         values[FEEDBACK_ARG] = asked[FEEDBACK_ARG]  # the model's line, not the owner's
+    if values.get(FEEDBACK_ARG) != asked.get(FEEDBACK_ARG):
+        # A program's JSON may send it back as it was; changed, it is refused as the page's
+        # form refuses the field (its text is the same).
+        raise EditRefused(
+            _("This tool has no argument “%(name)s”.") % {"name": FEEDBACK_ARG},
+            field=FEEDBACK_ARG,
+            problem=_("This tool has no such argument."),
+        )
     try:
         # Patterns on RE2, the tool's schema and the edits within bounds (chat.agent.schemas).
         problem = first_error(parameters, values, format_checker=FORMATS)
@@ -207,11 +215,12 @@ def _from_form(
     parameters: Mapping[str, Any], texts: Mapping[str, Any], asked: Mapping[str, Any]
 ) -> dict[str, Any]:
     """A form's text fields read by their parameters' types, over the arguments the form
-    does not show (kept as asked); an empty optional field is left out, and a field the tool
-    does not have is refused."""
+    does not send (kept as asked: those the tool does not list, and those too long for the
+    card to offer, chat.turns.approval_cards); an empty optional field is left out, and a
+    field the tool does not have is refused."""
     properties = parameters.get("properties") or {}
     required = set(parameters.get("required") or [])
-    values: dict[str, Any] = {k: v for k, v in asked.items() if k not in properties}
+    values: dict[str, Any] = {k: v for k, v in asked.items() if k not in texts}
     for name, text in texts.items():
         if name not in properties or name == FEEDBACK_ARG:
             raise EditRefused(

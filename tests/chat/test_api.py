@@ -159,6 +159,19 @@ def test_a_made_up_cursor_is_a_400_naming_it(client, alice, world, cursor):
     assert "cursor" in response.json()
 
 
+# DRF read these as the first page: 5,000 characters of base64 with none of its keys in it,
+# one naming a key it does not write, a real cursor padded to 5,000 characters.
+@pytest.mark.parametrize(
+    "cursor", ["A" * 5_000, "eD0x", "cD0x" + "A" * 4_996], ids=["zeros", "x=1", "padded"]
+)
+@pytest.mark.parametrize("route", ["/api/conversations/", "/api/feeds/"])
+def test_a_cursor_drf_never_wrote_is_a_400_not_the_first_page(client, alice, world, cursor, route):
+    client.force_login(alice)
+    response = client.get(f"{route}?cursor={cursor}")
+    assert response.status_code == 400
+    assert "cursor" in response.json()
+
+
 @pytest.mark.asyncio
 async def test_an_export_that_fails_midway_ends_and_says_so(alice, world, monkeypatch):
     from activity.auditing import export

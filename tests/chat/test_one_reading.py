@@ -139,6 +139,41 @@ CASES = {
         api=(("approvals", '{"decision": "maybe"}'),),
     ),
 }
+# Text no database can store: PostgreSQL fails on a NUL (the socket closed with 1011), SQLite
+# kept it and handed it on; a lone surrogate is refused as well. A browser's form cannot send
+# a lone surrogate (it is no UTF-8), so the form is sent the NUL only.
+NUL = "The text holds a NUL character, which cannot be stored; remove it."
+SURROGATE = "The text holds a broken character (a lone surrogate); remove it."
+QUESTION = str(uuid.uuid4())
+for bad, refusal, word in (("\x00", NUL, "a NUL"), ("\ud800", SURROGATE, "a lone surrogate")):
+    form = (lambda fields: fields) if bad == "\x00" else (lambda fields: None)
+    CASES |= {
+        f"{word} in an answer to a server's question": Case(
+            refusal,
+            socket=json.dumps({"elicitation": QUESTION, "answer": {"name": f"Ada{bad}"}}),
+            form=form({"elicitation": QUESTION, "answer.name": f"Ada{bad}"}),
+        ),
+        f"{word} in a field's name of an answer": Case(
+            refusal, socket=json.dumps({"elicitation": QUESTION, "answer": {f"n{bad}": "Ada"}})
+        ),
+        f"{word} in an edited argument": Case(
+            refusal,
+            socket=json.dumps({"approve": "call_1", "edited_arguments": {"to": [f"a{bad}"]}}),
+            form=form({"approve": "call_1", "argument.to": f"a{bad}@example.com"}),
+            api=(
+                (
+                    "approvals",
+                    json.dumps({"decision": "approve", "edited_arguments": {"to": f"a{bad}"}}),
+                ),
+            ),
+        ),
+        f"{word} in a denial's reason": Case(
+            refusal,
+            socket=json.dumps({"deny": "call_1", "reason": f"no{bad}"}),
+            form=form({"deny": "call_1", "reason": f"no{bad}"}),
+            api=(("approvals", json.dumps({"decision": "deny", "reason": f"no{bad}"})),),
+        ),
+    }
 SENDS = [
     pytest.param(name, surface, sent, id=f"{name} over {surface}")
     for name, case in CASES.items()
@@ -175,6 +210,20 @@ async def test_a_bad_request_gets_the_same_refusal_on_every_surface_and_saves_no
 )
 async def test_the_api_names_the_field_at_fault(alice, alice_conversation, body, field):
     assert field in await api_refusal(alice_conversation, alice, "messages", body)
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"decision": "deny", "reason": "no\x00"}, "reason"),
+        ({"decision": "approve", "edited_arguments": {"to": "\ud800"}}, "edited_arguments"),
+    ],
+)
+async def test_the_api_names_the_field_that_holds_unstorable_text(
+    alice, alice_conversation, body, field
+):
+    refused = await api_refusal(alice_conversation, alice, "approvals", json.dumps(body))
+    assert list(refused) == [field]
 
 
 async def test_an_sse_client_hears_the_refusal_as_an_error_event(alice, alice_conversation):

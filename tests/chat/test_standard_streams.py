@@ -187,6 +187,35 @@ async def test_a_bad_last_event_id_is_a_clear_400_that_streams_nothing(
     assert json.dumps(error).count("3-2-0") == 1
 
 
+@pytest.mark.parametrize("wire", ["agui", "ui-stream"])
+@pytest.mark.parametrize(
+    "last_event_id",
+    ["999-1-0", "1-99-0", "1-1-999999", "000000000001-1-0"],
+    ids=["an event never recorded", "a part never sent", "text never written", "padded"],
+)
+async def test_an_id_of_the_right_form_this_stream_never_sent_is_a_400(
+    alice, alice_conversation, knowledge_base, wire, last_event_id
+):
+    client = await client_for(alice)
+    answer = await finished_turn(client, alice_conversation)
+    url = stream_url(alice_conversation, answer.pk, wire)
+    _, frames = await read_frames(client, url)
+    sent = [frame_id for frame_id, _payload in frames if frame_id]  # [DONE] has none
+    if last_event_id == "000000000001-1-0":  # the same numbers as a sent id, written longer
+        assert "1-1-0" in sent
+        response = await client.get(url, headers={"Last-Event-ID": last_event_id})
+        assert response.status_code == 200
+        return
+    assert last_event_id not in sent
+
+    response = await client.get(url, headers={"Last-Event-ID": last_event_id})
+    assert response.status_code == 400
+    assert list(response.json()) == ["Last-Event-ID"]
+    for frame_id in sent:  # every id it did send resumes
+        resumed = await client.get(url, headers={"Last-Event-ID": frame_id})
+        assert resumed.status_code == 200, frame_id
+
+
 async def test_an_empty_last_event_id_reads_from_the_start(
     alice, alice_conversation, knowledge_base
 ):

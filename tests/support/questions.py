@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+from datetime import timedelta
 
 from asgiref.sync import sync_to_async
 from django.db import connections
 from django.urls import reverse
+from django.utils import timezone
 
 
 async def json_until_question(socket, limit: float = 20) -> tuple[list[dict], dict]:
@@ -68,3 +70,31 @@ async def answer_without_javascript(client, conversation, card: dict, **values: 
             connections.close_all()
 
     return await sync_to_async(post)()
+
+
+async def waiting_questions(conversation, count: int = 1, **row) -> list:
+    """Questions a running turn's server asked, as chat.turns.elicitations writes them,
+    waiting for an answer (a form with one text field `name`, unless `row` says otherwise)."""
+    from activity.recording.feeds import open_feed
+    from chat.models import Elicitation, Message
+
+    await Message.objects.acreate(conversation=conversation, role="user", content="Go on")
+    feed = await sync_to_async(open_feed)(
+        owner_id=conversation.owner_id, conversation_id=conversation.pk, language="en"
+    )
+    answer = await Message.objects.acreate(
+        conversation=conversation, role="assistant", state=Message.State.STREAMING, feed=feed
+    )
+    fields = {
+        "call_id": "call_1",
+        "server": "surveys",
+        "mode": "form",
+        "message": "Who?",
+        "requested_schema": {"type": "object", "properties": {"name": {"type": "string"}}},
+    }
+    return [
+        await Elicitation.objects.acreate(
+            answer=answer, deadline=timezone.now() + timedelta(minutes=2), **(fields | row)
+        )
+        for _ in range(count)
+    ]

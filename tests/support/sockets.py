@@ -179,3 +179,11 @@ async def next_frame(socket, wait: float = 5) -> str:
         frame = await socket.receive_from(timeout=wait)
         if 'id="sidebar-stale"' not in frame:
             return frame
+
+
+async def everything_sent(socket, quiet: float = 0.5) -> list[str]:
+    """The frames a socket was sent until it goes quiet for `quiet` seconds."""
+    frames = []
+    while not await socket.receive_nothing(timeout=quiet):
+        frames.append(await socket.receive_from(timeout=5))
+    return frames

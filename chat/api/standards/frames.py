@@ -18,6 +18,12 @@ _ID = re.compile(r"(\d{1,12})-(\d{1,6})-(\d{1,12})")
 class BadEventId(ValueError):
     """A Last-Event-ID this stream never sent."""
 
+    def __init__(self) -> None:
+        super().__init__(
+            "Last-Event-ID must be the id of a frame of this stream "
+            '(three numbers joined by "-", as in "3-2-0").'
+        )
+
 
 @dataclass(frozen=True, slots=True, order=True)
 class Cursor:
@@ -32,11 +38,28 @@ class Cursor:
     def parse(cls, value: str) -> Cursor:
         match = _ID.fullmatch(value)
         if match is None:
-            raise BadEventId(
-                "Last-Event-ID must be the id of a frame of this stream "
-                '(three numbers joined by "-", as in "3-2-0").'
-            )
+            raise BadEventId
         return cls(*(int(number) for number in match.groups()))
+
+    def check_sent(self, stored: Iterable[Frame], *, text: int, running: bool) -> None:
+        """Raises BadEventId unless a stream of this turn could have sent this id: `stored`
+        are the frames of its stored events, `text` the length of its stored answer. Live,
+        the answer's text comes in pieces between the events (its message opened and closed
+        as frames of the event before), stored in one piece after them: so the id must name
+        a stored event, a part of it (or of the text frames live added to it), and no more
+        text than there is. A turn that still runs may have sent ids past what is stored."""
+        parts: dict[int, int] = {0: 0}
+        for frame in stored:
+            parts[frame.id.seq] = max(parts.get(frame.id.seq, 0), frame.id.part)
+        if running and self.seq > max(parts):
+            return
+        known = self.seq in parts and self.part <= parts[self.seq] + TEXT_FRAMES
+        if not known or (self.text > text and not running):
+            raise BadEventId
+
+
+# The frames live text adds to an event's: its message's start and end.
+TEXT_FRAMES = 2
 
 
 @dataclass(slots=True)
