@@ -193,18 +193,24 @@ def card_fields(
     translated: bool,
     prefix: str,
 ) -> tuple[CardField, ...]:
-    """The card's fields: the tool's parameters in their schema's order, filled with the
-    arguments as asked, then any argument they do not list. The model's feedback line is not
-    the owner's to see or edit. `translated`: the titles and descriptions are our own (a
-    built-in tool's), shown in the reader's language. `prefix`: of the fields' ids (a
-    parameter's name, the server's, is no id)."""
+    """The card's fields: the tool's parameters (required ones first, as the schema lists
+    them), filled with the arguments as asked, then any argument they do not list. The
+    model's feedback line is not the owner's to see or edit. `translated`: the titles and
+    descriptions are our own (a built-in tool's), shown in the reader's language. `prefix`:
+    of the fields' ids (a parameter's name, the server's, is no id)."""
     parameters = parameters if isinstance(parameters, Mapping) else {}
     properties = parameters.get("properties")
     properties = properties if isinstance(properties, Mapping) else {}
-    required = parameters.get("required")
-    required = set(required) if isinstance(required, list) else set()
+    listed = parameters.get("required")
+    listed = [n for n in listed if isinstance(n, str)] if isinstance(listed, list) else []
+    required = set(listed)
+    # PostgreSQL's jsonb keeps an object's keys in its own order (shortest first), not the
+    # schema's; a list keeps its order: the required ones as listed, then the others.
+    ordered = [n for n in dict.fromkeys(listed) if n in properties]
+    ordered += [n for n in properties if n not in required]
     fields: list[CardField] = []
-    for name, raw in properties.items():
+    for name in ordered:
+        raw = properties[name]
         if name == FEEDBACK_ARG or not isinstance(raw, Mapping):
             continue
         schema = resolved(raw, parameters)

@@ -3,11 +3,12 @@ marked, a search that shows what matched, and pages told when the list changes."
 
 from __future__ import annotations
 
+import asyncio
 import re
 from datetime import timedelta
 
 import pytest
-from asgiref.sync import async_to_sync
+from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 from django.utils import timezone
 
@@ -87,9 +88,10 @@ def test_a_search_finds_a_title_the_user_gave(alice_client, alice):
 
 
 def test_the_history_page_search_shows_snippets_too(alice_client, alice):
-    stored(alice, ("Where is the <office>?", "Upstairs."), title="")
+    stored(alice, ("Where is the office? Up the <b>stairs</b>.", "Upstairs."), title="")
     html = alice_client.get("/", {"q": "office"}).content.decode()
-    assert '<span class="snippet">Where is the &lt;<mark>office</mark>&gt;?</span>' in html
+    snippet = "Where is the <mark>office</mark>? Up the &lt;b&gt;stairs&lt;/b&gt;."
+    assert f'<span class="snippet">{snippet}</span>' in html
 
 
 def test_the_list_is_bounded_and_links_to_the_rest(alice_client, alice):
@@ -100,14 +102,16 @@ def test_the_list_is_bounded_and_links_to_the_rest(alice_client, alice):
     assert "All conversations" in html
 
 
-def test_renaming_tells_the_owners_pages_to_refresh_their_sidebars(alice_client, alice):
-    conversation = stored(alice, ("q", "a"))
+@pytest.mark.asyncio
+async def test_renaming_tells_the_owners_pages_to_refresh_their_sidebars(alice_client, alice):
+    conversation = await sync_to_async(stored)(alice, ("q", "a"))
     layer = get_channel_layer()
-    channel = async_to_sync(layer.new_channel)()
-    async_to_sync(layer.group_add)(user_group(alice.pk), channel)
-    alice_client.post(f"/c/{conversation.pk}/rename/", {"title": "Renamed"})
+    channel = await layer.new_channel()
+    await layer.group_add(user_group(alice.pk), channel)
+    rename = sync_to_async(alice_client.post)
+    await rename(f"/c/{conversation.pk}/rename/", {"title": "Renamed"})
     told = {"type": "conversations.changed", "conversation": str(conversation.pk)}
-    assert async_to_sync(layer.receive)(channel) == told
+    assert await asyncio.wait_for(layer.receive(channel), 5) == told
 
 
 def test_the_snippet_of_a_text_without_the_word_is_its_start_escaped():
