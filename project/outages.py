@@ -4,7 +4,9 @@ elsewhere. The page is rendered from nothing the database holds."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 
 from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -17,6 +19,32 @@ logger = logging.getLogger("glassbox.outages")
 DATABASE_DOWN = (OperationalError, InterfaceError)
 # Seconds a client should wait: a restarting database is usually back within them.
 RETRY_AFTER = 5
+
+
+async def while_down[T](
+    attempt: Callable[[], Awaitable[T]],
+    *,
+    first: float,
+    most: float,
+    for_seconds: float,
+    failed: Callable[[float, bool], None],
+) -> T:
+    """`attempt()`, tried again while the database is unreachable (a restart, a failover):
+    `first` seconds between the first tries, doubling up to `most`; the last failure is
+    raised once the next try would start more than `for_seconds` after the first.
+    `failed(wait, first_time)` hears of each failure that is tried again."""
+    loop = asyncio.get_running_loop()
+    give_up = loop.time() + for_seconds
+    wait = first
+    while True:
+        try:
+            return await attempt()
+        except DATABASE_DOWN:
+            if loop.time() + wait > give_up:
+                raise
+            failed(wait, wait == first)
+        await asyncio.sleep(wait)
+        wait = min(wait * 2, most)
 
 
 def unavailable(request: HttpRequest) -> HttpResponse:

@@ -8,19 +8,22 @@ every event before those is in the database; a missing stretch of answer text co
 running process's buffer or the stored text, or, if neither has it yet, from the finished
 answer just before `done` (which also brings any text lost at the very end). A turn that goes
 quiet is looked up in the database: a `done` that was dropped is found there, and a runner
-that died is recovered (chat.turns.recovery)."""
+that died is recovered (chat.turns.recovery). A read the database cannot answer (a restart, a
+failover) is tried again for as long as the turn may still end, so `done` follows its return."""
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
 import functools
+import logging
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from channels.db import database_sync_to_async
+from django.conf import settings
 
 from activity.models import ActivityEvent
 from activity.preferences.feed_prefs import FeedPrefs
@@ -30,6 +33,9 @@ from chat.models import Message
 from chat.turns import registry
 from chat.turns.feedback import feedback_of, with_feedback
 from chat.turns.recovery import dead_turns_recover, quiet_seconds
+from project.outages import while_down
+
+logger = logging.getLogger("glassbox.turns")
 
 
 class Inbox(Protocol):
@@ -95,7 +101,8 @@ async def follow_turn(
                 message = await inbox.get()
         except TimeoutError:
             if not registry.runs_here(answer_id):
-                await database_sync_to_async(dead_turns_recover)(conversation_id=conversation_id)
+                recover = functools.partial(dead_turns_recover, conversation_id=conversation_id)
+                await read_again(answer_id, recover)
             events = await gaps.ended()
         else:
             if message.get("type") != "turn.event" or message.get("answer_id") != answer_id:
@@ -105,6 +112,29 @@ async def follow_turn(
             yield event
             if event["type"] == "done":
                 return
+
+
+async def read_again[T](answer_id: int, read: Callable[[], T]) -> T:
+    """`read()` in the database thread, tried again while the database is unreachable: for
+    as long as the turn may still end (its runner tries its end as long, see
+    chat.turns.runner), 0.2 s doubling to 2 s between tries. Each try starts with a
+    connection that works or a new one (database_sync_to_async drops a broken one)."""
+
+    def failed(wait: float, first: bool) -> None:
+        logger.warning(
+            "a follower of turn %s could not read it; trying again in %.2f s",
+            answer_id,
+            wait,
+            exc_info=first,
+        )
+
+    return await while_down(
+        database_sync_to_async(read),
+        first=0.2,
+        most=2.0,
+        for_seconds=settings.GLASSBOX_TURN_TIMEOUT,
+        failed=failed,
+    )
 
 
 class _Gaps:
@@ -164,12 +194,16 @@ class _Gaps:
         """The end of a turn whose `done` never arrived, as stored; [] while it runs."""
         if self.finished:
             return []
-        row = await (
-            Message.objects.filter(pk=self.answer_id)
-            .exclude(state__in=Message.OPEN_STATES)
-            .values_list("state", "feed__summary_icon", "feed__summary_text")
-            .afirst()
-        )
+
+        def end() -> tuple[str, str, str] | None:
+            return (
+                Message.objects.filter(pk=self.answer_id)
+                .exclude(state__in=Message.OPEN_STATES)
+                .values_list("state", "feed__summary_icon", "feed__summary_text")
+                .first()
+            )
+
+        row = await read_again(self.answer_id, end)
         if row is None:
             return []
         state, icon, text = row
@@ -191,18 +225,24 @@ class _Gaps:
 
     async def _missing_text_at_end(self) -> list[dict[str, Any]]:
         """Whatever text never arrived (a gap, or frames lost at the very end)."""
+        content = await read_again(self.answer_id, self._stored_text)
         self.text_gap = False
-        content = await Message.objects.values_list("content", flat=True).aget(pk=self.answer_id)
         rest = content[self.text :]
         return [{"type": "text", "content": rest}] if rest else []
 
     async def _recorded(self, *, after: int, before: int | None) -> list[dict[str, Any]]:
-        feed_id = await Message.objects.values_list("feed_id", flat=True).aget(pk=self.answer_id)
-        rows = ActivityEvent.objects.filter(feed_id=feed_id, seq__gt=after)
-        if before is not None:
-            rows = rows.filter(seq__lt=before)
-        return [to_json(row.to_event()) async for row in rows.order_by("seq")]
+        def rows() -> list[dict[str, Any]]:
+            feed_id = Message.objects.values_list("feed_id", flat=True).get(pk=self.answer_id)
+            found = ActivityEvent.objects.filter(feed_id=feed_id, seq__gt=after)
+            if before is not None:
+                found = found.filter(seq__lt=before)
+            return [to_json(row.to_event()) for row in found.order_by("seq")]
+
+        return await read_again(self.answer_id, rows)
 
     async def _text_so_far(self) -> str:
-        stored = await Message.objects.values_list("content", flat=True).aget(pk=self.answer_id)
+        stored = await read_again(self.answer_id, self._stored_text)
         return registry.text_so_far(self.answer_id, stored)
+
+    def _stored_text(self) -> str:
+        return Message.objects.values_list("content", flat=True).get(pk=self.answer_id)

@@ -13,7 +13,7 @@ from typing import Any
 
 from channels.db import database_sync_to_async
 from django.conf import settings
-from django.db import DatabaseError, InterfaceError, OperationalError
+from django.db import DatabaseError
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 
@@ -55,6 +55,7 @@ from chat.turns.elicitations import TurnAsker
 from chat.turns.history import amodel_history
 from chat.turns.policy import agent_policy
 from chat.turns.recovery import lost
+from project.outages import while_down
 
 logger = logging.getLogger("glassbox.turns")
 
@@ -346,25 +347,23 @@ async def _end_written(recorder: FeedRecorder, end: Callable[[], None]) -> None:
     """The end's commit, tried again while the database is unreachable (a restart, a
     failover), for up to GLASSBOX_TURN_TIMEOUT; at most a second between tries, so `done`
     follows the database's return within about a second."""
-    loop = asyncio.get_running_loop()
-    give_up = loop.time() + settings.GLASSBOX_TURN_TIMEOUT
-    wait = FIRST_WAIT
-    while True:
-        try:
-            await recorder.write(end)
-            return
-        except (OperationalError, InterfaceError):
-            if loop.time() + wait > give_up:
-                raise
-            # The first failure with its cause; the tries after it in one line each.
-            logger.warning(
-                "turn of feed %s could not write its end; trying again in %.2f s",
-                recorder.feed.pk,
-                wait,
-                exc_info=wait == FIRST_WAIT,
-            )
-        await asyncio.sleep(wait)
-        wait = min(wait * 2, 1.0)
+
+    def failed(wait: float, first: bool) -> None:
+        # The first failure with its cause; the tries after it in one line each.
+        logger.warning(
+            "turn of feed %s could not write its end; trying again in %.2f s",
+            recorder.feed.pk,
+            wait,
+            exc_info=first,
+        )
+
+    await while_down(
+        lambda: recorder.write(end),
+        first=FIRST_WAIT,
+        most=1.0,
+        for_seconds=settings.GLASSBOX_TURN_TIMEOUT,
+        failed=failed,
+    )
 
 
 async def _finish(

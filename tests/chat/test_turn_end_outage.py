@@ -17,7 +17,14 @@ from chat.knowledge.documents import DOCUMENTS
 from chat.models import Conversation, Document, Message
 from tests.support import QUESTION
 from tests.support.postgres import django_on, private_postgres
-from tests.support.sockets import ask, finish_turns, json_until_done, open_socket
+from tests.support.sockets import (
+    ask,
+    finish_turns,
+    frames_until_done,
+    is_final,
+    json_until_done,
+    open_socket,
+)
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 
@@ -155,3 +162,55 @@ async def test_a_turn_closed_elsewhere_before_its_end_was_written_stays_closed(
         last.seq == closed_at and last.message == "Interrupted: the server stopped while working"
     )
     assert any("closed elsewhere" in r.getMessage() for r in caplog.records)
+
+
+async def test_open_sockets_hear_done_with_the_whole_answer_after_a_12_second_outage(
+    settings, gate, caplog, own_postgres
+):
+    """Each follower goes quiet during the outage and reads the turn (its `done` may have
+    been dropped): the reads are tried again until the database is back, not the end of the
+    follower, so both pages end (they stayed running until reloaded)."""
+    settings.GLASSBOX_HEARTBEAT_SECONDS = 0.5  # quiet for 1 s: the followers read meanwhile
+    await sync_to_async(connections.close_all)()
+    conversation = await sync_to_async(seeded)()
+    held = gate(after=5, request=2)
+    program = await open_socket(conversation, conversation.owner, as_json=True)
+    page = await open_socket(conversation, conversation.owner)
+    await ask(program, QUESTION)
+    await held.reached.wait()
+    loop = asyncio.get_running_loop()
+    await sync_to_async(own_postgres.stop)()
+    down = loop.time()
+    caplog.set_level(logging.WARNING, logger="glassbox.turns")
+    held.open()  # the turn streams on and reaches its end while the database is away
+    events: list[dict] = []
+    frames: list[str] = []
+    # 12 s away, as an operator's restart: drained meanwhile, and no `done` before it ends.
+    while loop.time() - down < 12:
+        if not await program.receive_nothing(timeout=0.05):
+            events.append(json.loads(await program.receive_from()))
+        if not await page.receive_nothing(timeout=0.05):
+            frames.append(await page.receive_from())
+    assert not any(e["type"] == "done" for e in events) and not any(map(is_final, frames))
+    failed = [r.getMessage() for r in caplog.records]
+    assert any("could not write its end" in m for m in failed)
+    assert any("a follower of turn" in m and "could not read it" in m for m in failed)
+    await sync_to_async(own_postgres.start)()
+    back = loop.time()
+    events += await json_until_done(program, limit=20)
+    frames += await frames_until_done(page, limit=20)
+    # Both within 5 s of the database's return (2 s at most between a follower's tries).
+    assert loop.time() - back < 5
+    await finish_turns()
+    # Still open: a socket whose follower failed would close (1011) or hang running.
+    assert await program.receive_nothing(timeout=0.2) and await page.receive_nothing(timeout=0.2)
+    await program.disconnect()
+    await page.disconnect()
+
+    answer = await Message.objects.aget(role="assistant")
+    assert answer.state == "complete"
+    assert events[-1]["type"] == "done" and events[-1]["state"] == "complete"
+    assert "".join(e["content"] for e in events if e["type"] == "text") == answer.content
+    assert 'state-complete"' in frames[-1] or "state-complete " in frames[-1]
+    assert "Ask me to go deeper into any of these." in frames[-1]
+    await sync_to_async(connections.close_all)()
