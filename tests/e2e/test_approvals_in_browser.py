@@ -100,14 +100,14 @@ def test_the_card_explains_before_it_asks_and_refuses_an_edit_under_its_field(
     expect(page.locator(WAITING)).to_be_visible()  # nothing decided: it still waits
     assert sent_to(glassbox_server, "not-an-address") == 0
 
-    to.fill("dean@example.com")
+    to.fill("card-dean@example.com")
     approve.click()
     expect(page.locator(DONE)).to_be_visible()
     expect(page.locator(f"{DONE} .answer")).to_contain_text(
-        "the email to dean@example.com is in the outbox"
+        "the email to card-dean@example.com is in the outbox"
     )
     expect(page.locator(CARD)).to_have_count(0)
-    assert sent_to(glassbox_server, "dean@example.com") == 1
+    assert sent_to(glassbox_server, "card-dean@example.com") == 1
     context.close()
 
 

@@ -37,6 +37,8 @@ def test_the_card_shows_what_will_run_and_approves_it_with_edits(page, live_serv
     card.locator("button.approve").click()
     expect(page.locator("#notice")).to_contain_text("The edited argument “to” is not valid")
     expect(page.locator(WAITING)).to_be_visible()  # nothing decided: it still waits
+    # The card comes back as typed, the reason under the field: the fill goes into that one.
+    expect(card.locator(".argument.invalid .error")).to_be_visible()
 
     to.fill("dean@example.com")
     card.locator("button.approve").click()
