@@ -10,6 +10,7 @@ import shutil
 
 import pytest
 
+from tests.support.browser import log_in, new_conversation, watch_console
 from tests.support.mcp import DEMO, stdio
 from tests.support.servers import serve
 
@@ -39,7 +40,7 @@ def live_server_url(glassbox_server):
 @pytest.fixture(scope="session")
 def hostile_server_url(tmp_path_factory):
     """Glassbox talking to an OpenAI-compatible provider whose model writes attacks."""
-    from tests.e2e.hostile_provider import HostileProvider
+    from tests.support.hostile_provider import HostileProvider
 
     with (
         HostileProvider() as provider,
@@ -86,3 +87,12 @@ def page(browser):
     page = context.new_page()
     yield page
     context.close()
+
+
+@pytest.fixture
+def conversation(page, live_server_url):
+    """The page, logged in, on a new conversation, failing on any console error."""
+    watch_console(page)
+    log_in(page, live_server_url)
+    new_conversation(page, live_server_url)
+    return page

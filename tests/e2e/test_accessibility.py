@@ -8,7 +8,7 @@ import pytest
 from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import expect
 
-from tests.e2e.test_turn_in_browser import DONE, ask, conversation  # noqa: F401  (fixture)
+from tests.support.browser import DONE, ask
 
 pytestmark = pytest.mark.e2e
 
@@ -29,7 +29,7 @@ def test_the_login_page(page, live_server_url):
     assert serious_violations(page) == []
 
 
-def test_the_conversation_list_a_conversation_and_the_preferences(conversation):  # noqa: F811
+def test_the_conversation_list_a_conversation_and_the_preferences(conversation):
     page = conversation
     ask(page, "How do I negotiate my salary?")
     expect(page.locator(DONE)).to_be_visible()
@@ -42,7 +42,7 @@ def test_the_conversation_list_a_conversation_and_the_preferences(conversation):
         assert serious_violations(page) == [], path
 
 
-def test_a_waiting_call_with_its_card_open_and_the_inbox(conversation):  # noqa: F811
+def test_a_waiting_call_with_its_card_open_and_the_inbox(conversation):
     page = conversation
     ask(page, "Email advisor@example.com: can we meet on Tuesday?")
     card = page.locator("section.approval-card")

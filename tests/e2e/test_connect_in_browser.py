@@ -10,8 +10,7 @@ import json
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.test_turn_in_browser import DONE, ask
-from tests.support.browser import DEVICES, TOUCH_TARGET, log_in, new_conversation
+from tests.support.browser import DEVICES, DONE, TOUCH_TARGET, ask, log_in, new_conversation
 from tests.support.oauth import oauth_server
 from tests.support.servers import free_port, manage, serve
 

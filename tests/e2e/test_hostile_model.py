@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.hostile_provider import FEEDBACK, LEAK, PAYLOADS
 from tests.support.browser import start_new
+from tests.support.hostile_provider import FEEDBACK, LEAK, PAYLOADS
 
 pytestmark = pytest.mark.e2e
 

@@ -8,12 +8,12 @@ import json
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.test_turn_in_browser import DONE, ask, conversation  # noqa: F401  (fixture)
+from tests.support.browser import DONE, ask
 
 pytestmark = pytest.mark.e2e
 
 
-def test_a_demo_survey_comparison_shows_its_progress_and_result(conversation):  # noqa: F811
+def test_a_demo_survey_comparison_shows_its_progress_and_result(conversation):
     page = conversation
     ask(page, "Compare five salary surveys for an engineer")
 
@@ -26,7 +26,7 @@ def test_a_demo_survey_comparison_shows_its_progress_and_result(conversation):  
     expect(bar).to_have_attribute("max", "5")
 
 
-def test_nothing_an_mcp_server_writes_runs_in_the_page(conversation, tmp_path):  # noqa: F811
+def test_nothing_an_mcp_server_writes_runs_in_the_page(conversation, tmp_path):
     page = conversation
     dialogs, errors = [], []
     page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))

@@ -6,12 +6,12 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.test_turn_in_browser import DONE, ask, conversation  # noqa: F401  (fixture)
+from tests.support.browser import DONE, ask
 
 pytestmark = pytest.mark.e2e
 
 
-def test_a_person_fills_a_servers_form_and_the_tool_gets_the_answer(conversation):  # noqa: F811
+def test_a_person_fills_a_servers_form_and_the_tool_gets_the_answer(conversation):
     page = conversation
     ask(page, 'surveys__draft_offer_letter {"role": "designer"}')
 

@@ -9,8 +9,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.test_turn_in_browser import DONE
-from tests.support.browser import log_in, new_conversation
+from tests.support.browser import DONE, log_in, new_conversation
 
 pytestmark = pytest.mark.e2e
 

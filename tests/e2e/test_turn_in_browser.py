@@ -5,25 +5,10 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.support.browser import log_in, new_conversation, watch_console
+from tests.support.browser import DONE, ask
 from tests.support.servers import manage
 
 pytestmark = pytest.mark.e2e
-
-DONE = "article.assistant.state-complete"
-
-
-@pytest.fixture
-def conversation(page, live_server_url):
-    watch_console(page)
-    log_in(page, live_server_url)
-    new_conversation(page, live_server_url)
-    return page
-
-
-def ask(page, question: str) -> None:
-    page.fill("#question", question)
-    page.click("#composer button.send")
 
 
 def feed_lines(page) -> list[str]:

@@ -69,3 +69,12 @@ def watch_console(page: Page) -> None:
             else None
         ),
     )
+
+
+# A finished answer on the page.
+DONE = "article.assistant.state-complete"
+
+
+def ask(page, question: str) -> None:
+    page.fill("#question", question)
+    page.click("#composer button.send")
