@@ -24,8 +24,10 @@ from project.unused import POSTGRES_FIELDS, leave_out
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 DEBUG = env_bool("DEBUG", False)
-# The fallback key only suits the local demo; any real deployment sets SECRET_KEY.
-SECRET_KEY = env_str("SECRET_KEY", "glassbox-insecure-demo-key-set-SECRET_KEY-in-production")
+# The fallback key only suits the local demo; any real deployment sets SECRET_KEY, and
+# `check --deploy` fails while it is this one (project.checks).
+DEMO_SECRET_KEY = "glassbox-insecure-demo-key-set-SECRET_KEY-in-production"
+SECRET_KEY = env_str("SECRET_KEY", DEMO_SECRET_KEY)
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "127.0.0.1,localhost")
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
 
