@@ -45,9 +45,12 @@ SYSTEM_PROMPT = (
     "tool). Answer in Markdown."
 )
 # The demo model reads the code back from this sentence.
+# Feedback lines sit among the app's own lines, which speak the feed's language: they follow
+# it always; only the answer follows a user who writes in another language.
 LANGUAGE_PROMPT = (
-    "The user's language is {name} (language code {code}): write every feedback_to_user and "
-    "your answer in {name}, unless the user writes to you in another language; then use theirs."
+    "The user's language is {name} (language code {code}). Write every feedback_to_user in "
+    "{name}: it is shown among the app's own lines in {name}. Write your answer in {name} too, "
+    "unless the user writes to you in another language; then answer in theirs."
 )
 
 

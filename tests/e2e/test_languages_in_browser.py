@@ -109,7 +109,7 @@ def test_the_live_feed_speaks_the_pages_language_whatever_the_socket_handshake_s
         page.route(page.url, in_chinese)
         page.goto(page.url)
         expect(page.locator("html")).to_have_attribute("lang", "zh-hant")
-        page.fill("#question", "salary negotiation")
+        page.fill("#question", "bonus")
         page.click("#composer button.send")
         done = page.locator("article.assistant.state-complete")
         expect(done.locator("details.feed summary")).to_have_text(re.compile("搜尋了知識庫"))

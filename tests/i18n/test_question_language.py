@@ -4,6 +4,7 @@ feed written, in that language whatever the page's; any other question gets the 
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 
 import pytest
 from asgiref.sync import sync_to_async
@@ -34,6 +35,11 @@ def text_of(html: str) -> str:
         ("Quanto fa 52000 * 1.07?", "it"),
         ("How do I negotiate my salary?", "en"),
         ("What is 1+2?", "en"),
+        # Short questions: a word or two still name their language.
+        ("Stipendio?", "it"),
+        ("Ciao, mi aiuti?", "it"),
+        ("Scrivi una lettera di offerta", "it"),
+        ("salary negotiation", "en"),
         ("我該如何進行薪資談判？", "zh-hant"),
         ("那前端轉職呢？", "zh-hant"),
         # Languages without a catalogue, and words that name none: the page's language.
@@ -42,7 +48,10 @@ def text_of(html: str) -> str:
         ("Wie verhandle ich mein Gehalt?", ""),
         ("¿Cómo negocio mi salario?", ""),
         ("Comment négocier mon salaire avec mon patron?", ""),
-        ("salary negotiation", ""),
+        ("Gehalt?", ""),
+        # Words the identifier cannot place with confidence.
+        ("bonus", ""),
+        ("hello", ""),
         ("52000 * 1.07", ""),
     ],
 )
@@ -185,3 +194,39 @@ async def test_a_decision_in_an_italian_feed_reads_in_italian_on_an_english_page
     page = text_of((await client.get(conversation.get_absolute_url())).content.decode())
     assert "Approvato da alice" in page and "Approved by" not in page
     assert "Send" in page  # the page's own words stay English
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.asyncio
+async def test_a_folded_feed_speaks_its_language_units_and_numbers_too(alice, knowledge_base):
+    """An Italian feed on a Traditional-Chinese page folds as "Ha cercato … · 4 passaggi ·
+    1,7 s", not "搜尋了知識庫 · 4 passaggi" nor "… · 4 個步驟 · 1.7 s"."""
+    await FeedPreferences.objects.acreate(user=alice, language="zh-hant")
+    conversation = await Conversation.objects.acreate(owner=alice)
+    await turn_frames(conversation, alice, "Stipendio?")
+    feed = await ActivityFeed.objects.aget(owner=alice)
+    assert feed.language == "it"
+    await ActivityFeed.objects.filter(pk=feed.pk).aupdate(
+        finished_at=feed.started_at + timedelta(milliseconds=1700)
+    )
+
+    client = Client()
+    await sync_to_async(client.force_login)(alice)
+    page = (await sync_to_async(client.get)(conversation.get_absolute_url())).content.decode()
+    assert '<html lang="zh-hant">' in page
+    summary = re.search(r'<summary lang="it">(.*?)</summary>', page, re.S)
+    assert summary, "the fold does not say it is Italian"
+    folded = " ".join(text_of(summary.group(1)).split())
+    assert "Ha cercato nella base di conoscenza" in folded
+    assert re.search(r"· \d+ passaggi? · 1,7 s", folded), folded
+    assert "步驟" not in folded and "搜尋" not in folded
+
+
+def test_the_model_is_told_to_write_its_feedback_in_the_feeds_language_always():
+    """The feed's own lines speak one language: the model's feedback lines must too, even
+    when it answers a question written in a language the feed does not speak."""
+    from chat.agent.loop import system_prompt
+
+    told = system_prompt("it")
+    assert "every feedback_to_user in Italian" in told
+    assert "unless" not in told.split("feedback_to_user in Italian")[1].split(".")[0]

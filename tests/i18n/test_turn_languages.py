@@ -118,7 +118,7 @@ async def test_the_socket_speaks_the_language_of_the_page_whatever_its_handshake
     assert query == "lang=zh-hant"
 
     socket = await browser_socket(conversation, alice, "en-US,en;q=0.9", query=query)
-    await ask(socket, "salary negotiation")
+    await ask(socket, "bonus")
     frames = await frames_until_done(socket)
     await finish_turns()
     await socket.disconnect()
@@ -145,7 +145,7 @@ async def test_without_a_saved_language_the_browsers_is_used_and_the_model_is_to
     conversation = await Conversation.objects.acreate(owner=alice)
     socket = await browser_socket(conversation, alice, "zh-TW,zh;q=0.9,en;q=0.5")
     # Words the demo model cannot place in any language: it answers in the one it was told.
-    await ask(socket, "salary negotiation")
+    await ask(socket, "bonus")
     frames = await frames_until_done(socket)
     await finish_turns()
     await socket.disconnect()
