@@ -196,6 +196,20 @@ class ContactRequest(models.Model):
         return f"{self.name} <{self.email}>"
 
 
+class Revocation(models.Model):
+    """A right taken away, written down for the serving processes the channel layer does not
+    reach (the in-memory layer: a shell or `erase_user` runs in a process of its own). Each
+    serving process reads the new rows once a second and tells its own sockets
+    (chat.socket.relay); rows older than a few minutes are of no use and are deleted."""
+
+    group = models.CharField(max_length=200)
+    reason = models.CharField(max_length=32)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    def __str__(self) -> str:
+        return f"{self.group}: {self.reason}"
+
+
 class McpServer(models.Model):
     """An MCP server whose tools the agent may use, added by an admin (GLASSBOX_MCP_SERVERS
     declares more without admin clicks). Header and environment values are secrets: the admin

@@ -123,12 +123,14 @@ REDIS_MAX_CONNECTIONS = env_int("GLASSBOX_REDIS_MAX_CONNECTIONS", 1000)
 # users and sessions, whose ids repeat from one database to the next.
 CHANNEL_PREFIX = env_str("GLASSBOX_CHANNEL_PREFIX", "asgi")
 # An open socket checks its right this often, besides being told when it is taken away and
-# checking before each new turn: for a login that expires while the socket is idle. On the
-# in-memory layer a right taken away by another process (a shell, `erase_user`, another
-# worker) is told to nobody here, so the check is how it arrives: every second, which costs
-# about 0.2 ms of a core a socket on SQLite, 0.5 ms on PostgreSQL (docs/deploy.md).
-GLASSBOX_SOCKET_RECHECK_SECONDS = env_float(
-    "GLASSBOX_SOCKET_RECHECK_SECONDS", 60.0 if REDIS_URL else 1.0
+# checking before each new turn: for a login that expires while the socket is idle.
+GLASSBOX_SOCKET_RECHECK_SECONDS = env_float("GLASSBOX_SOCKET_RECHECK_SECONDS", 60.0)
+# On the in-memory layer a right taken away by another process (a shell, `erase_user`) is told
+# to nobody here: it is written down (chat.Revocation), and each serving process reads what
+# was written this often, one statement a process whatever its sockets (chat.socket.relay).
+# Redis carries it between processes instead; 0 turns the reading off.
+GLASSBOX_REVOCATION_POLL_SECONDS = env_float(
+    "GLASSBOX_REVOCATION_POLL_SECONDS", 0.0 if REDIS_URL else 1.0
 )
 if REDIS_URL:
     # Pub/sub: a group message is one PUBLISH, and each process routes it to its sockets. The

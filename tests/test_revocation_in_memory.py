@@ -1,7 +1,8 @@
 """On the in-memory channel layer (no REDIS_URL, the default), a right taken away by another
-process (`manage.py shell`, `manage.py erase_user`) is told to nobody in the serving process:
-its sockets find out by checking their right again, every second on this layer
-(GLASSBOX_SOCKET_RECHECK_SECONDS), not when the next turn starts."""
+process (`manage.py shell`, `manage.py erase_user`) cannot be told through the layer: it is
+written down with the change, and the serving process reads it within a second
+(GLASSBOX_REVOCATION_POLL_SECONDS), not when the next turn starts nor at the socket's own
+check a minute later."""
 
 from __future__ import annotations
 
@@ -15,8 +16,8 @@ from tests.support.servers import manage, serve
 pytestmark = pytest.mark.server
 
 LOGIN = 4401
-# The check comes 0.5 to 1 s after the last (spread out); its statement and the close's
-# frame on a busy machine take the rest.
+# The relay reads once a second; its statement and the close's frame on a busy machine take
+# the rest.
 WITHIN = 1.5
 
 

@@ -14,7 +14,7 @@ from channels.db import database_sync_to_async
 from django.conf import settings
 
 from chat.models import Conversation
-from chat.socket import reads
+from chat.socket import reads, relay
 from chat.socket.dispatch import DirectConsumer, Message
 from chat.socket.revocation import session_group, user_group
 
@@ -50,6 +50,7 @@ class GuardedConsumer(DirectConsumer):
         ]
         for group in self.groups:
             await self.channel_layer.group_add(group, self.channel_name)
+        relay.ensure_relaying()
 
     def clock(self) -> Callable[[], Awaitable[Message]]:
         """Every GLASSBOX_SOCKET_RECHECK_SECONDS the socket checks its right again, so a

@@ -6,7 +6,8 @@ deleted or cleared) and its conversation's (deleted, erased, moved to another us
 A group is told once the change is committed: told earlier, a socket could still read the
 old row, and a change rolled back takes nothing away. This is the first wall; the second is
 the socket's own check before it shows a new turn (ChatConsumer.turn_started), for changes
-made where no signal is sent (a raw SQL update)."""
+made where no signal is sent (a raw SQL update). On the in-memory layer, which reaches no
+other process, chat.socket.relay carries what a shell or a command takes away."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from django.db.models.signals import post_delete, post_save, pre_save
 from django.dispatch import receiver
 
 from chat.conversations.access import conversations_closed
-from chat.models import Conversation
+from chat.models import Conversation, Revocation
 from chat.socket.reads import Refused
 from chat.turns.broadcast import group_send, user_group
 
@@ -37,8 +38,12 @@ def session_group(session_key: str) -> str:
 
 def end_access(group: str, reason: Refused) -> None:
     """Closes the group's sockets (4401 for a login, 4404 for a conversation) once the
-    current transaction commits; at once outside one."""
+    current transaction commits; at once outside one. Where the layer reaches only this
+    process, the loss is also written down, with the change, for the others
+    (chat.socket.relay)."""
     message = {"type": ACCESS_ENDED, "reason": reason.value}
+    if settings.GLASSBOX_REVOCATION_POLL_SECONDS > 0:
+        Revocation.objects.create(group=group, reason=reason.value)
     transaction.on_commit(lambda: async_to_sync(group_send)(group, message), robust=True)
 
 
