@@ -47,9 +47,7 @@ async def program_frames(
             yield frame
 
 
-async def _events(
-    conversation: Conversation, turn: turns.StartedTurn
-) -> AsyncIterator[WireEvent]:
+async def _events(conversation: Conversation, turn: turns.StartedTurn) -> AsyncIterator[WireEvent]:
     async with contextlib.aclosing(stored_then_live(conversation, turn.answer.pk)) as events:
         async for event, _stored in events:
             yield event

@@ -88,8 +88,11 @@ class Numbering:
 
     def at_event(self, event: WireEvent) -> None:
         match event:
-            case Status(seq=int(seq)) | ToolCall(seq=int(seq)) | ToolResult(seq=int(seq)) | Decision(
-                seq=int(seq)
+            case (
+                Status(seq=int(seq))
+                | ToolCall(seq=int(seq))
+                | ToolResult(seq=int(seq))
+                | Decision(seq=int(seq))
             ):
                 self.seq, self.part = seq, 0
             case _:

@@ -105,7 +105,8 @@ class UiStreamWire:
     def _tool_call(self, event: ToolCall) -> Iterator[Frame]:
         call_id, tool = event.call_id, event.tool
         if call_id not in self.started_tools:
-            yield self._frame({"type": "tool-input-start", "toolCallId": call_id, "toolName": tool})
+            start = {"type": "tool-input-start", "toolCallId": call_id, "toolName": tool}
+            yield self._frame(start)
             self.started_tools.add(call_id)
         yield self._frame(
             {
