@@ -5,6 +5,7 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 from datetime import UTC, timedelta
+from typing import assert_never
 
 from django.conf import settings
 from django.contrib import admin
@@ -30,6 +31,7 @@ from activity.models import (
     ModelCall,
     ToolCallRecord,
 )
+from activity.recording.events import Decision, Status, ToolCall, ToolResult
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -150,11 +152,30 @@ class ReadOnlyInline(admin.TabularInline):
 class ActivityEventInline(ReadOnlyInline):
     model = ActivityEvent
     fields = (
-        "seq", "kind", "icon", "message", "state", "tool", "call_id", "arguments", "ok",
+        "seq", "kind", "what", "icon", "message", "state", "tool", "call_id", "arguments", "ok",
         "result_summary", "error", "duration_ms", "created_at",
     )  # fmt: skip
     readonly_fields = fields
     ordering = ["seq"]
+
+    @admin.display(description="what")
+    def what(self, row: ActivityEvent) -> str:
+        """The event in one line, as it reads back (its columns are beside it)."""
+        try:
+            event = row.to_event()
+        except (KeyError, ValueError, TypeError):
+            return "unreadable: see its chain"
+        match event:
+            case Status():
+                return f"{event.icon} {event.message} ({event.state})"
+            case ToolCall():
+                return f"call {event.tool}"
+            case ToolResult():
+                return f"{'ok' if event.ok else 'failed'}: {event.summary}"
+            case Decision():
+                return f"{event.decision} by {event.by}" if event.by else event.decision
+            case _:
+                assert_never(event)
 
 
 class ModelCallInline(ReadOnlyInline):

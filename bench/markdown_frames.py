@@ -9,6 +9,8 @@ import time
 
 import django
 
+from activity.recording.events import from_json
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
 django.setup()
 
@@ -45,7 +47,7 @@ def cpu_per_delta(length: int, rounds: int) -> float:
         presenter = LivePresenter(FeedPrefs(), turn_id=1)
         started = time.process_time()
         for delta in deltas:
-            live_ops(1, presenter.on_event({"type": "text", "content": delta}))
+            live_ops(1, presenter.on_event(from_json({"type": "text", "content": delta})))
         live_ops(1, presenter.finish())
         spent += time.process_time() - started
         count += len(deltas)

@@ -10,7 +10,7 @@ import json
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, assert_never
 
 from asgiref.sync import sync_to_async
 from django.db import transaction
@@ -31,6 +31,7 @@ from activity.recording.chain import (
     link,
     text_digest,
 )
+from activity.recording.events import Decision, RecordedEvent, Status, ToolCall, ToolResult
 from activity.recording.receipts import receipt_check
 
 CHUNK = 500
@@ -292,13 +293,39 @@ def _line(record: dict[str, Any]) -> str:
     return json.dumps(record, ensure_ascii=False, default=str) + "\n"
 
 
+def _event(row: dict[str, Any]) -> RecordedEvent | None:
+    """A row read for the evidence (its columns as stored), as the event it records; None if
+    it was altered past reading (its chain says so): the evidence still carries it."""
+    try:
+        return ActivityEvent(**row).to_event()
+    except (KeyError, ValueError, TypeError):
+        return None
+
+
+def _counted(event: RecordedEvent | None) -> str | None:
+    """Which of the manifest's counts, besides `events`, an event adds to."""
+    match event:
+        case None:
+            return None
+        case ToolCall():
+            return "tool_calls"
+        case Decision():
+            return "approvals"
+        case Status() | ToolResult():
+            return None
+        case _:
+            assert_never(event)
+
+
 def _receipts(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Each decision's receipt beside its call as asked, the fingerprint recomputed now from
-    the sealed arguments (activity.recording.receipts.receipt_check)."""
-    asked = {row["call_id"]: row for row in rows if row["kind"] == ActivityEvent.Kind.TOOL_CALL}
+    the sealed arguments (activity.recording.receipts.receipt_check). The receipt compares
+    the stored columns themselves, so it is given the rows."""
+    read = [(row, _event(row)) for row in rows]
+    asked = {row["call_id"]: row for row, event in read if _counted(event) == "tool_calls"}
     found = []
-    for row in rows:
-        if row["kind"] == ActivityEvent.Kind.DECISION:
+    for row, event in read:
+        if _counted(event) == "approvals":
             receipt = receipt_check(row, asked.get(row["call_id"]))
             if receipt is not None:
                 found.append({k: _plain(v) for k, v in receipt.items()})
@@ -360,8 +387,8 @@ def evidence_lines(
             )
             for row in events[feed.pk]:
                 counts["events"] += 1
-                counts["tool_calls"] += row["kind"] == ActivityEvent.Kind.TOOL_CALL
-                counts["approvals"] += row["kind"] == ActivityEvent.Kind.DECISION
+                if counted := _counted(_event(row)):
+                    counts[counted] += 1
                 record = {"record": "event", "feed": row["feed_id"]}
                 record |= {k: _plain(v) for k, v in row.items() if k not in ("id", "feed_id")}
                 yield emit(record)

@@ -9,7 +9,7 @@ import time
 from collections import deque
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, assert_never
 
 from django.utils import translation
 
@@ -23,7 +23,20 @@ from activity.presenting.presentation import (
     raw_detail,
     shown_links,
 )
-from activity.recording.events import REASONING, Decision, Link, Status, from_json, links_from_json
+from activity.recording.events import (
+    REASONING,
+    Decision,
+    Done,
+    Error,
+    Link,
+    Status,
+    TextDelta,
+    ToolCall,
+    ToolFeedback,
+    ToolResult,
+    TurnStarted,
+    WireEvent,
+)
 
 LABEL_KEY = "label"
 
@@ -83,32 +96,36 @@ class LivePresenter:
     def is_draft(self) -> bool:
         return self.prefs.mode == "progress"
 
-    def on_event(self, event: dict[str, Any], *, now: float | None = None) -> list[Op]:
-        kind = event["type"]
-        if kind == "decision":
-            decision = from_json(event)
-            assert isinstance(decision, Decision)
-            with self._speaking():
-                line = decision_line(decision, self.prefs.line_width)
-            line = replace(line, rich=self.prefs.render == "rich")
-            return [ReplaceLine(line)] if line.key in self.shown else []
-        if self.prefs.mode == "off":
-            # Only the final answer, but a call that waits for the user's decision is no
-            # progress to hide: it shows at once, in every mode.
-            if kind == "status" and event["state"] == "waiting":
-                return self._add(self._line(self._status(event)))
-            return []
-        if kind == "text":
-            return self._text(event["content"])
-        if kind == "tool_call":
-            return self._tool_call(event)
-        if kind == "tool_result":
-            if links := links_from_json(event.get("links")):
-                self.links[event["call_id"]] = links
-            return []
-        if kind != "status":
-            return []
-        status = self._status(event)
+    def on_event(self, event: WireEvent, *, now: float | None = None) -> list[Op]:
+        match event:
+            case Decision():
+                with self._speaking():
+                    line = decision_line(event, self.prefs.line_width)
+                line = replace(line, rich=self.prefs.render == "rich")
+                return [ReplaceLine(line)] if line.key in self.shown else []
+            case Status() if self.prefs.mode == "off":
+                # Only the final answer, but a call that waits for the user's decision is no
+                # progress to hide: it shows at once, in every mode.
+                return self._add(self._line(event)) if event.state == "waiting" else []
+            case Status():
+                return self._status(event, now)
+            case _ if self.prefs.mode == "off":
+                return []
+            case TextDelta():
+                return self._text(event.content)
+            case ToolCall():
+                return self._tool_call(event)
+            case ToolResult():
+                if event.links:
+                    self.links[event.call_id] = event.links
+                return []
+            # The answer's end is the consumer's (finish), the rest is not for the feed.
+            case Done() | TurnStarted() | Error() | ToolFeedback():
+                return []
+            case _:
+                assert_never(event)
+
+    def _status(self, status: Status, now: float | None) -> list[Op]:
         if status.tool == REASONING and self.prefs.show_reasoning == "off":
             return []
         key = line_key(status)
@@ -163,9 +180,9 @@ class LivePresenter:
         self.tail = ""
         return ops
 
-    def _tool_call(self, event: dict[str, Any]) -> list[Op]:
-        self.arguments[event["call_id"]] = event.get("arguments") or {}
-        key = f"call-{event['call_id']}"
+    def _tool_call(self, event: ToolCall) -> list[Op]:
+        self.arguments[event.call_id] = event.arguments or {}
+        key = f"call-{event.call_id}"
         status = self.lines.get(key)
         if self.prefs.detail != "raw" or status is None:
             return []
@@ -174,12 +191,6 @@ class LivePresenter:
             return [ReplaceLine(line)]
         self.pending = [line if p.key == key else p for p in self.pending]
         return []
-
-    @staticmethod
-    def _status(event: dict[str, Any]) -> Status:
-        status = from_json(event)
-        assert isinstance(status, Status)
-        return status
 
     def _line(self, status: Status) -> Line:
         detail = ""

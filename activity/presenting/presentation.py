@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, assert_never
 from urllib.parse import urlsplit
 
 from django.utils.formats import number_format
@@ -242,49 +242,26 @@ def visible_lines(
     where it stands, exactly as it did live. With times, each line carries how long its step
     took: a tool's result line the tool's own run time, the final line the whole turn, any
     other line the time until the next line began."""
-    arguments = {e.call_id: e.arguments for e in events if isinstance(e, ToolCall)}
-    run_times = {e.call_id: e.duration_ms for e in events if isinstance(e, ToolResult)}
-    reported = {
-        e.call_id: (e.progress, e.total)
-        for e in events
-        if isinstance(e, ToolResult) and e.progress_count and e.progress is not None
-    }
-    pointed = {e.call_id: e.links for e in events if isinstance(e, ToolResult) and e.links}
-    # A call that failed (or was refused) did not finish its step: its running line says so.
-    failed_calls = {e.call_id for e in events if isinstance(e, ToolResult) and not e.ok}
+    calls = _Calls.of(events)
     lines: dict[str, Line] = {}
     made_by: dict[str, Status] = {}
     started: dict[str, datetime] = {}
     for index, event in enumerate(events):
-        if isinstance(event, Decision):
-            line = replace(decision_line(event, width), rich=render == "rich")
-            lines[line.key] = line
-            made_by[line.key] = decision_status(event)
-            if times is not None:
-                started.setdefault(line.key, times[index])
-            continue
-        if not isinstance(event, Status):
-            continue
-        if event.tool == REASONING and show_reasoning == "off":
-            continue
-        extra = ""
-        running = event.state in ("in_progress", "waiting")
-        if detail == "raw" and running and event.call_id in arguments:
-            extra = raw_detail(arguments[event.call_id])
-        line = line_for(event, width=width, detail=extra)
-        if render == "rich":
-            line = replace(line, rich=True)
-        if event.state != "in_progress" and event.call_id in reported:
-            progress, total = reported[event.call_id]
-            line = replace(line, progress=progress, total=total)
-        if event.state == "in_progress" and event.call_id in failed_calls:
-            line = replace(line, state="failed")
-        if event.state == "done" and event.call_id in pointed:
-            line = replace(line, links=shown_links(pointed[event.call_id]))
-        if event.tool == REASONING and show_reasoning == "full" and reasoning:
-            line = replace(line, reasoning=reasoning.get(event.call_id, ""))
+        match event:
+            case Decision():
+                line = replace(decision_line(event, width), rich=render == "rich")
+                made = decision_status(event)
+            case Status() if event.tool == REASONING and show_reasoning == "off":
+                continue
+            case Status():
+                line = _status_line(event, calls, detail, width, show_reasoning, reasoning, render)
+                made = event
+            case ToolCall() | ToolResult():
+                continue  # shown on their call's lines
+            case _:
+                assert_never(event)
         lines[line.key] = line
-        made_by[line.key] = event
+        made_by[line.key] = made
         if times is not None:
             started.setdefault(line.key, times[index])
     ordered = list(lines.values())
@@ -293,8 +270,8 @@ def visible_lines(
     timed = []
     for position, line in enumerate(ordered):
         status = made_by[line.key]
-        if status.state != "in_progress" and status.call_id in run_times:
-            duration = run_times[status.call_id]
+        if status.state != "in_progress" and status.call_id in calls.run_times:
+            duration = calls.run_times[status.call_id]
         elif position + 1 < len(ordered):
             duration = _ms(started[line.key], started[ordered[position + 1].key])
         elif status.state == "done" and finished_at is not None:
@@ -303,6 +280,71 @@ def visible_lines(
             duration = None
         timed.append(replace(line, duration_ms=duration))
     return timed
+
+
+@dataclass
+class _Calls:
+    """What the calls of a feed add to their lines: arguments, run times, the last progress
+    they reported, what they pointed to, and which failed."""
+
+    arguments: dict[str, dict[str, Any]]
+    run_times: dict[str, int]
+    reported: dict[str, tuple[float | None, float | None]]
+    pointed: dict[str, tuple[Link, ...]]
+    failed: set[str]
+
+    @classmethod
+    def of(cls, events: Iterable[RecordedEvent]) -> _Calls:
+        calls = cls({}, {}, {}, {}, set())
+        for event in events:
+            match event:
+                case ToolCall():
+                    calls.arguments[event.call_id] = event.arguments
+                case ToolResult():
+                    calls.result(event)
+                case Status() | Decision():
+                    pass
+                case _:
+                    assert_never(event)
+        return calls
+
+    def result(self, result: ToolResult) -> None:
+        self.run_times[result.call_id] = result.duration_ms
+        if result.progress_count and result.progress is not None:
+            self.reported[result.call_id] = (result.progress, result.total)
+        if result.links:
+            self.pointed[result.call_id] = result.links
+        # A call that failed (or was refused) did not finish its step: its line says so.
+        if not result.ok:
+            self.failed.add(result.call_id)
+
+
+def _status_line(
+    event: Status,
+    calls: _Calls,
+    detail: str,
+    width: int,
+    show_reasoning: str,
+    reasoning: Mapping[str, str] | None,
+    render: str,
+) -> Line:
+    extra = ""
+    running = event.state in ("in_progress", "waiting")
+    if detail == "raw" and running and event.call_id in calls.arguments:
+        extra = raw_detail(calls.arguments[event.call_id])
+    line = line_for(event, width=width, detail=extra)
+    if render == "rich":
+        line = replace(line, rich=True)
+    if event.state != "in_progress" and event.call_id in calls.reported:
+        progress, total = calls.reported[event.call_id]
+        line = replace(line, progress=progress, total=total)
+    if event.state == "in_progress" and event.call_id in calls.failed:
+        line = replace(line, state="failed")
+    if event.state == "done" and event.call_id in calls.pointed:
+        line = replace(line, links=shown_links(calls.pointed[event.call_id]))
+    if event.tool == REASONING and show_reasoning == "full" and reasoning:
+        line = replace(line, reasoning=reasoning.get(event.call_id, ""))
+    return line
 
 
 def seconds(milliseconds: int) -> str:
@@ -332,16 +374,21 @@ def summarize(
     last_status: Status | None = None
     refused: dict[str, Decision] = {}
     for event in events:
-        if isinstance(event, Decision) and not event.approved:
-            refused[event.call_id] = event
-        elif isinstance(event, ToolCall):
-            tools_by_call[event.call_id] = event.tool
-        elif isinstance(event, ToolResult):
-            results.append(event)
-        elif isinstance(event, Status):
-            if event.tool == REASONING and show_reasoning == "off":
-                continue
-            last_status = event
+        match event:
+            case Decision(decision="deny" | "timeout"):
+                refused[event.call_id] = event
+            case Decision():
+                pass
+            case ToolCall():
+                tools_by_call[event.call_id] = event.tool
+            case ToolResult():
+                results.append(event)
+            case Status() if event.tool == REASONING and show_reasoning == "off":
+                pass
+            case Status():
+                last_status = event
+            case _:
+                assert_never(event)
     if not tools_by_call:
         # No tool ran: only a failure or a stop leaves lines, and the last one says it best.
         return Summary(last_status.icon, last_status.message) if last_status else None

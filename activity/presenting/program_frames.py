@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, assert_never
 
 from django.utils import translation
 
@@ -30,10 +30,21 @@ from activity.presenting.bounded import cut_values, text_pieces
 from activity.presenting.line_fields import fields_of
 from activity.presenting.live_markdown import settled_length
 from activity.presenting.presentation import cut, line_for
-from activity.recording.events import Status, from_json
+from activity.recording.events import (
+    Decision,
+    Done,
+    Error,
+    Status,
+    TextDelta,
+    ToolCall,
+    ToolFeedback,
+    ToolResult,
+    TurnStarted,
+    WireEvent,
+    to_json,
+)
 
 UNCUT = 1_000_000
-WORK = frozenset({"status", "tool_call", "tool_result", "tool_feedback"})
 
 
 @dataclass
@@ -45,28 +56,35 @@ class ProgramFrames:
     held: str = ""
     labelled: bool = False
 
-    def frames(self, event: dict[str, Any]) -> list[dict[str, Any]]:
-        """The frames this event becomes, in order: none, itself (perhaps cut), or more."""
-        return [bounded for frame in self._frames(event) for bounded in _bounded(frame)]
+    def frames(self, event: WireEvent) -> list[dict[str, Any]]:
+        """The frames this event becomes, in order: none, itself (perhaps cut), or more.
+        Every frame fits a socket's: text in pieces, any other string cut with a mark."""
+        match event:
+            case TextDelta():
+                return self._text(event.content)
+            case Done():
+                return [*self._rest(), cut_values(to_json(event))]
+            case Status() if event.state == "waiting":
+                # A call that waits for a decision shows in every mode.
+                label = [] if self.prefs.mode == "off" else self._label()
+                return [*label, cut_values(self._status(event))]
+            case Status():
+                return self._work(self._status(event), shown=self.prefs.tool_progress)
+            case ToolCall():
+                raw = self.prefs.detail == "raw"
+                return self._work(to_json(event), shown=self.prefs.tool_progress and raw)
+            case ToolResult() | ToolFeedback():
+                return self._work(to_json(event), shown=self.prefs.tool_progress)
+            case Decision() | TurnStarted() | Error():
+                return [cut_values(to_json(event))]
+            case _:
+                assert_never(event)
 
-    def _frames(self, event: dict[str, Any]) -> list[dict[str, Any]]:
-        kind = event["type"]
-        if kind == "text":
-            return self._text(event)
-        if kind == "done":
-            return [*self._rest(), event]
-        if kind not in WORK:
-            return [event]
-        waiting = kind == "status" and event.get("state") == "waiting"
+    def _work(self, frame: dict[str, Any], *, shown: bool) -> list[dict[str, Any]]:
+        """A frame of the turn's work: withheld in mode off, after the label otherwise."""
         if self.prefs.mode == "off":
-            return [self._cut(event)] if waiting else []
-        shown = waiting or self._shows(kind)
-        return [*self._label(), *([self._cut(event)] if shown else [])]
-
-    def _shows(self, kind: str) -> bool:
-        if not self.prefs.tool_progress:
-            return False
-        return kind != "tool_call" or self.prefs.detail == "raw"
+            return []
+        return [*self._label(), *([cut_values(frame)] if shown else [])]
 
     def _label(self) -> list[dict[str, Any]]:
         if self.labelled or self.prefs.mode != "progress":
@@ -74,47 +92,38 @@ class ProgramFrames:
         self.labelled = True
         with self._speaking():
             label = self.prefs.label_for(self.turn_id)
-        return [{"type": "label", "text": label}] if label else []
+        return [cut_values({"type": "label", "text": label})] if label else []
 
-    def _text(self, event: dict[str, Any]) -> list[dict[str, Any]]:
+    def _text(self, content: str) -> list[dict[str, Any]]:
         if self.prefs.mode == "partial":
-            return [event]
-        self.held += event["content"]
+            return _pieces(content)
+        self.held += content
         if self.prefs.mode != "block":
             return []
         settled = settled_length(self.held)
         if not settled:
             return []
         block, self.held = self.held[:settled], self.held[settled:]
-        return [{"type": "text", "content": block}]
+        return _pieces(block)
 
     def _rest(self) -> list[dict[str, Any]]:
         held, self.held = self.held, ""
-        return [{"type": "text", "content": held}] if held else []
+        return _pieces(held) if held else []
 
-    def _cut(self, event: dict[str, Any]) -> dict[str, Any]:
-        if event["type"] != "status":
-            return event
+    def _status(self, status: Status) -> dict[str, Any]:
         width = self.prefs.line_width
-        message = event["message"]
-        shown = event
+        shown = to_json(status)
         if self.prefs.render == "rich":
-            shown = shown | {"fields": self._fields(event)}
-        if width and len(message) > width:
-            shown = shown | {"message": cut(message, width), "full": message}
+            # Uncut (0) is as wide as a line can be.
+            line = line_for(status, width=width or UNCUT)
+            shown = shown | {"fields": fields_of(line).as_json()}
+        if width and len(status.message) > width:
+            shown = shown | {"message": cut(status.message, width), "full": status.message}
         return shown
-
-    def _fields(self, event: dict[str, Any]) -> dict[str, Any]:
-        status = from_json(event)
-        assert isinstance(status, Status)
-        # Uncut (0) is as wide as a line can be.
-        return fields_of(line_for(status, width=self.prefs.line_width or UNCUT)).as_json()
 
     def _speaking(self) -> AbstractContextManager[None]:
         return translation.override(self.language) if self.language else nullcontext()
 
 
-def _bounded(frame: dict[str, Any]) -> list[dict[str, Any]]:
-    if frame["type"] == "text":
-        return [frame | {"content": piece} for piece in text_pieces(frame["content"])]
-    return [cut_values(frame)]
+def _pieces(content: str) -> list[dict[str, Any]]:
+    return [to_json(TextDelta(piece)) for piece in text_pieces(content)]

@@ -322,8 +322,10 @@ class Error:
     type: Literal["error"] = field(default="error", metadata=declare())
 
 
-Event = Status | ToolCall | ToolResult | Decision | TextDelta | Done
+# One union of the recorded types; every other union is built on it, so a type added here is
+# one every surface must match (the new-event-type experiment, .ci/experiments).
 RecordedEvent = Status | ToolCall | ToolResult | Decision
+Event = RecordedEvent | TextDelta | Done
 WireEvent = Event | TurnStarted | Error | ToolFeedback
 
 # Every event by its `type`; the recorded ones are those an ActivityEvent row holds.

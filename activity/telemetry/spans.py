@@ -16,9 +16,10 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Literal
+from typing import Literal, assert_never
 
 from activity.models import ActivityEvent, ActivityFeed, ModelCall
+from activity.recording.events import Decision, RecordedEvent, Status, ToolCall, ToolResult
 from activity.telemetry.ids import span_id, trace_id
 
 AGENT_NAME = "glassbox"
@@ -60,6 +61,18 @@ class TracePlan:
 
 
 @dataclass(frozen=True, slots=True)
+class Recorded:
+    """A stored event, read once (ActivityEvent.to_event), and when it was recorded."""
+
+    at: datetime
+    event: RecordedEvent
+
+    @classmethod
+    def of(cls, row: ActivityEvent) -> Recorded:
+        return cls(row.created_at, row.to_event())
+
+
+@dataclass(frozen=True, slots=True)
 class Options:
     """What a deployment adds to every trace: the provider's name, and whether content goes."""
 
@@ -79,12 +92,12 @@ def trace_plan(
 ) -> TracePlan:
     """The spans of one finished turn, its `invoke_agent` span first."""
     trace = trace_id(feed.pk, feed.started_at)
-    rows = sorted(events, key=lambda row: row.seq)
+    rows = [Recorded.of(row) for row in sorted(events, key=lambda row: row.seq)]
     start = nanos(feed.started_at)
     end = (
         nanos(feed.finished_at)
         if feed.finished_at
-        else max([start, *(nanos(row.created_at) for row in rows)])
+        else max([start, *(nanos(row.at) for row in rows)])
     )
     turn_id = span_id(trace, "turn")
     shared: Attributes = {"gen_ai.provider.name": options.provider}
@@ -109,11 +122,7 @@ def trace_plan(
             "glassbox.feed.id": feed.pk,
             "glassbox.turn.state": feed.state,
         },
-        events=[
-            _status_event(row, options)
-            for row in rows
-            if row.kind == ActivityEvent.Kind.STATUS and not row.call_id
-        ],
+        events=[event for row in rows if (event := _turn_event(row, options)) is not None],
         error=f"the turn ended {feed.state}" if feed.state in _FAILED_TURNS else None,
     )
     return TracePlan(trace_id=trace, spans=[turn, *models, *tools])
@@ -155,42 +164,76 @@ def _model_span(
     )
 
 
+def _turn_event(row: Recorded, options: Options) -> SpanEvent | None:
+    """What the turn's own span shows of a stored event: its status lines of no call."""
+    match row.event:
+        case Status(call_id=""):
+            return _status_event(row.event, row.at, options)
+        case Status() | ToolCall() | ToolResult() | Decision():
+            return None
+        case _:
+            assert_never(row.event)
+
+
+@dataclass
+class _Call:
+    """One call's stored events: its call, its result, and its lines and decisions."""
+
+    call: tuple[datetime, ToolCall] | None = None
+    result: tuple[datetime, ToolResult] | None = None
+    events: list[SpanEvent] = field(default_factory=list)
+
+    def add(self, row: Recorded, options: Options) -> None:
+        match row.event:
+            case ToolCall():
+                self.call = self.call or (row.at, row.event)
+            case ToolResult():
+                self.result = self.result or (row.at, row.event)
+            case Status():
+                self.events.append(_status_event(row.event, row.at, options))
+            case Decision():
+                decided: Attributes = {
+                    "glassbox.approval.decision": row.event.decision,
+                    "glassbox.approval.waited_ms": row.event.waited_ms,
+                }
+                self.events.append(SpanEvent("glassbox.approval", nanos(row.at), decided))
+            case _:
+                assert_never(row.event)
+
+
 def _tool_spans(
     trace: int,
     parent: int,
-    rows: list[ActivityEvent],
+    rows: list[Recorded],
     shared: Attributes,
     options: Options,
     turn_end: int,
     stopped: bool,
 ) -> list[SpanPlan]:
-    by_call: dict[str, list[ActivityEvent]] = {}
+    by_call: dict[str, _Call] = {}
     for row in rows:
-        if row.call_id:
-            by_call.setdefault(row.call_id, []).append(row)
-    spans = []
-    for own in by_call.values():
-        call = next((row for row in own if row.kind == ActivityEvent.Kind.TOOL_CALL), None)
-        if call is None:
-            continue  # a 💭 line, or a call announced but never made
-        result = next((row for row in own if row.kind == ActivityEvent.Kind.TOOL_RESULT), None)
-        spans.append(
-            _tool_span(trace, parent, call, result, own, shared, options, turn_end, stopped)
-        )
-    return spans
+        if row.event.call_id:
+            by_call.setdefault(row.event.call_id, _Call()).add(row, options)
+    return [
+        _tool_span(trace, parent, own, shared, options, turn_end, stopped)
+        for own in by_call.values()
+        # A 💭 line, or a call announced but never made, is no tool span.
+        if own.call is not None
+    ]
 
 
 def _tool_span(
     trace: int,
     parent: int,
-    call: ActivityEvent,
-    result: ActivityEvent | None,
-    own: list[ActivityEvent],
+    own: _Call,
     shared: Attributes,
     options: Options,
     turn_end: int,
     stopped: bool,
 ) -> SpanPlan:
+    assert own.call is not None
+    called_at, call = own.call
+    result_at, result = own.result or (None, None)
     attributes: Attributes = {
         "gen_ai.operation.name": "execute_tool",
         **shared,
@@ -208,58 +251,47 @@ def _tool_span(
     if options.content:
         attributes["gen_ai.tool.call.arguments"] = json.dumps(call.arguments, ensure_ascii=False)
         if result is not None:
-            attributes["gen_ai.tool.call.result"] = result.result_content
-    events = []
-    for row in own:
-        if row.kind == ActivityEvent.Kind.STATUS:
-            events.append(_status_event(row, options))
-        elif row.kind == ActivityEvent.Kind.DECISION:
-            events.append(
-                SpanEvent(
-                    "glassbox.approval",
-                    nanos(row.created_at),
-                    {
-                        "glassbox.approval.decision": row.state,
-                        "glassbox.approval.waited_ms": row.duration_ms or 0,
-                    },
-                )
-            )
+            attributes["gen_ai.tool.call.result"] = result.content
+    events = list(own.events)
     error = None
-    if result is None:
+    if result is None or result_at is None:
         error = None if stopped else "the call has no result"
     else:
         if result.progress_count:
-            events.append(_progress_event(result, options))
+            events.append(_progress_event(result, result_at, options))
         if not result.ok:
-            error = result.result_summary or "the tool failed"
+            error = result.summary or "the tool failed"
             attributes["error.type"] = "tool_error"
-    start = nanos(call.created_at)
+    start = nanos(called_at)
     return SpanPlan(
         name=f"execute_tool {call.tool}",
         span_id=span_id(trace, f"tool/{call.call_id}"),
         parent_id=parent,
         kind="internal",
         start_ns=start,
-        end_ns=max(start, nanos(result.created_at) if result is not None else turn_end),
+        end_ns=max(start, nanos(result_at) if result_at is not None else turn_end),
         attributes=attributes,
         events=events,
         error=error,
     )
 
 
-def _status_event(row: ActivityEvent, options: Options) -> SpanEvent:
-    attributes: Attributes = {"glassbox.status.state": row.state, "glassbox.status.icon": row.icon}
+def _status_event(status: Status, at: datetime, options: Options) -> SpanEvent:
+    attributes: Attributes = {
+        "glassbox.status.state": status.state,
+        "glassbox.status.icon": status.icon,
+    }
     if options.content:
-        attributes["glassbox.status.message"] = row.message
-    return SpanEvent("glassbox.status", nanos(row.created_at), attributes)
+        attributes["glassbox.status.message"] = status.message
+    return SpanEvent("glassbox.status", nanos(at), attributes)
 
 
-def _progress_event(result: ActivityEvent, options: Options) -> SpanEvent:
+def _progress_event(result: ToolResult, at: datetime, options: Options) -> SpanEvent:
     attributes: Attributes = {"glassbox.progress.count": result.progress_count}
     if result.progress is not None:
         attributes["glassbox.progress.progress"] = result.progress
-    if result.progress_total is not None:
-        attributes["glassbox.progress.total"] = result.progress_total
+    if result.total is not None:
+        attributes["glassbox.progress.total"] = result.total
     if options.content:
         attributes["glassbox.progress.message"] = result.progress_message
-    return SpanEvent("glassbox.progress", nanos(result.created_at), attributes)
+    return SpanEvent("glassbox.progress", nanos(at), attributes)

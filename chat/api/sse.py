@@ -13,6 +13,7 @@ from typing import Any
 
 from activity.preferences.feed_prefs import FeedPrefs
 from activity.presenting.program_frames import ProgramFrames
+from activity.recording.events import Done, WireEvent
 from chat import turns
 from chat.models import Conversation
 from chat.turns import registry
@@ -23,12 +24,12 @@ class Stored:
     """A replayed event's place in what was stored when the stream began."""
 
     state: str  # the answer's, as Message.State
-    later: list[dict[str, Any]]
+    later: list[WireEvent]
 
 
 async def turn_events(
     conversation: Conversation, turn: turns.StartedTurn
-) -> AsyncIterator[dict[str, Any]]:
+) -> AsyncIterator[WireEvent]:
     """The turn's events from `turn` to `done`, whether it was begun here or joined."""
     with registry.streaming():
         async for event in _events(conversation, turn):
@@ -46,9 +47,7 @@ async def program_frames(
             yield frame
 
 
-async def _events(
-    conversation: Conversation, turn: turns.StartedTurn
-) -> AsyncIterator[dict[str, Any]]:
+async def _events(conversation: Conversation, turn: turns.StartedTurn) -> AsyncIterator[WireEvent]:
     async with contextlib.aclosing(stored_then_live(conversation, turn.answer.pk)) as events:
         async for event, _stored in events:
             yield event
@@ -56,7 +55,7 @@ async def _events(
 
 async def stored_then_live(
     conversation: Conversation, answer_id: int
-) -> AsyncGenerator[tuple[dict[str, Any], Stored | None]]:
+) -> AsyncGenerator[tuple[WireEvent, Stored | None]]:
     """Every stream's steps: the turn's stored events (each with its `Stored` place), then
     its live ones (with None), up to `done`. Close it with contextlib.aclosing: it holds the
     conversation's subscription."""
@@ -66,7 +65,7 @@ async def stored_then_live(
         replayed = turns.replay(view)
         for index, event in enumerate(replayed):
             yield event, Stored(view.state, replayed[index + 1 :])
-            if event["type"] == "done":
+            if isinstance(event, Done):
                 return
         async for event in turns.follow_turn(
             answer_id, inbox, conversation_id=conversation.pk, after=position

@@ -19,6 +19,7 @@ from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
+from activity.recording.events import Decision, Done, Status, WireEvent
 from chat import turns
 from chat.api.sse import first_error, stored_then_live
 from chat.api.standards import agui, ui_stream
@@ -29,9 +30,9 @@ from chat.turns import registry
 
 
 class Wire(Protocol):
-    def frames(self, event: dict[str, Any]) -> Iterator[Frame]: ...
+    def frames(self, event: WireEvent) -> Iterator[Frame]: ...
 
-    def interrupt(self, waiting: dict[str, Any]) -> Iterator[Frame]: ...
+    def interrupt(self, waiting: Status) -> Iterator[Frame]: ...
 
     def encode(self, frame: Frame) -> str: ...
 
@@ -49,15 +50,18 @@ async def standard_stream(
             async for event, stored in events:
                 # A turn that waits holds no process: this run ends, the next carries on. A
                 # stored wait counts only if the turn still waits and nobody decided it since.
-                waits = _waits(event) and (
+                waiting = _waiting(event)
+                waits = waiting is not None and (
                     stored is None
                     or (
-                        stored.state == Message.State.WAITING and not _decided(event, stored.later)
+                        stored.state == Message.State.WAITING
+                        and not _decided(waiting, stored.later)
                     )
                 )
-                for line in out.send(wire.frames(event), wire.interrupt(event) if waits else ()):
+                interrupt = wire.interrupt(waiting) if waiting is not None and waits else ()
+                for line in out.send(wire.frames(event), interrupt):
                     yield line
-                if waits or event["type"] == "done":
+                if waits or isinstance(event, Done):
                     return
 
 
@@ -80,18 +84,22 @@ async def _check_sent(after: Cursor, answer_id: int, wire: Wire) -> None:
     view, _position = await turns.snapshot(answer_id)
     stored = []
     for event in turns.replay(view):
-        stored += [*wire.frames(event), *(wire.interrupt(event) if _waits(event) else ())]
+        waiting = _waiting(event)
+        stored += [*wire.frames(event), *(wire.interrupt(waiting) if waiting else ())]
     after.check_sent(stored, text=len(view.content), running=view.state in Message.OPEN_STATES)
 
 
-def _waits(event: dict[str, Any]) -> bool:
-    return event["type"] == "status" and event.get("state") == "waiting"
+def _waiting(event: WireEvent) -> Status | None:
+    """The status of a call that waits for its owner's decision, if the event is one."""
+    match event:
+        case Status(state="waiting"):
+            return event
+        case _:
+            return None
 
 
-def _decided(waiting: dict[str, Any], later: list[dict[str, Any]]) -> bool:
-    return any(
-        e["type"] == "decision" and e.get("call_id") == waiting.get("call_id") for e in later
-    )
+def _decided(waiting: Status, later: list[WireEvent]) -> bool:
+    return any(isinstance(e, Decision) and e.call_id == waiting.call_id for e in later)
 
 
 class _AguiErrors(BaseRenderer):

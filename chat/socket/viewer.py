@@ -15,7 +15,7 @@ from activity.preferences.feed_prefs import FeedPrefs
 from activity.presenting.live import LivePresenter
 from activity.presenting.live_markdown import split_settled
 from activity.presenting.program_frames import ProgramFrames
-from activity.recording.events import TurnStarted, to_json
+from activity.recording.events import Decision, Done, Status, TurnStarted, WireEvent
 from chat import turns
 from chat.conversations.selectors import TurnView, aturn_view
 from chat.models import Message
@@ -30,7 +30,7 @@ def presenter_after(view: TurnView, prefs: FeedPrefs) -> LivePresenter:
     presenter.tail = split_settled(view.content)[1]  # the snapshot rendered the rest
     presenter.shown.extend(line.key for line in view.lines)
     for event in view.events:
-        presenter.on_event(to_json(event))
+        presenter.on_event(event)
     return presenter
 
 
@@ -83,11 +83,11 @@ class Viewer:
             if self.timer is not None:
                 self.timer.cancel()
 
-    async def _show(self, event: dict[str, Any]) -> None:
+    async def _show(self, event: WireEvent) -> None:
         if self.wants_json:
             for frame in self.program.frames(event):
                 await self.send(render.json_frame(frame))
-        elif event["type"] == "done":
+        elif isinstance(event, Done):
             if ops := self.presenter.finish():
                 await self.send(render.live_ops(self.answer_id, ops))
             await self.send(render.assistant_message(await aturn_view(self.answer_id, self.prefs)))
@@ -97,15 +97,17 @@ class Viewer:
             if card := await self._approval_card(event):
                 await self.send(card)
 
-    async def _approval_card(self, event: dict[str, Any]) -> str:
+    async def _approval_card(self, event: WireEvent) -> str:
         """A call that waits shows its card (read after the pause stored it, before its line
         was sent); a decision takes it away."""
-        if event["type"] == "decision":
-            return render.approval_card(self.answer_id, None)
-        if event["type"] == "status" and event.get("state") == "waiting":
-            card = await database_sync_to_async(waiting_card)(self.answer_id)
-            return render.approval_card(self.answer_id, card)
-        return ""
+        match event:
+            case Decision():
+                return render.approval_card(self.answer_id, None)
+            case Status(state="waiting"):
+                card = await database_sync_to_async(waiting_card)(self.answer_id)
+                return render.approval_card(self.answer_id, card)
+            case _:
+                return ""
 
     async def _draft_later(self) -> None:
         await asyncio.sleep(self.prefs.show_after)

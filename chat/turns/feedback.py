@@ -4,33 +4,46 @@ record keeps it in the call's arguments, and its status line when it was not emp
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import assert_never
 
-from activity.recording.events import ToolFeedback, to_json
+from activity.recording.events import (
+    Decision,
+    RecordedEvent,
+    Status,
+    ToolCall,
+    ToolFeedback,
+    ToolResult,
+    WireEvent,
+)
 from chat.agent.tools import FEEDBACK_ARG, truncate_feedback
 
 
-def feedback_of(events: list[dict[str, Any]]) -> dict[str, str]:
+def feedback_of(events: Sequence[RecordedEvent]) -> dict[str, str]:
     """Each recorded call's feedback, as it was sent, by call id."""
     return {
-        event["call_id"]: truncate_feedback(feedback)
+        event.call_id: truncate_feedback(feedback)
         for event in events
-        if event["type"] == "tool_call"
-        and isinstance(feedback := (event.get("arguments") or {}).get(FEEDBACK_ARG), str)
+        if isinstance(event, ToolCall)
+        and isinstance(feedback := (event.arguments or {}).get(FEEDBACK_ARG), str)
     }
 
 
-def with_feedback(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def with_feedback(events: Sequence[RecordedEvent]) -> list[WireEvent]:
     """The recorded events with each call's tool_feedback where it was sent live: after the
     status line that shows it, or, for an empty one, just before the call."""
     feedback = feedback_of(events)
-    out: list[dict[str, Any]] = []
+    out: list[WireEvent] = []
     for event in events:
-        call_id = event.get("call_id", "")
-        text = feedback.get(call_id)
-        if text is not None and event["type"] == "tool_call":
-            out.append(to_json(ToolFeedback(call_id, feedback.pop(call_id))))
-        out.append(event)
-        if text and event["type"] == "status" and event["message"] == text:
-            out.append(to_json(ToolFeedback(call_id, feedback.pop(call_id))))
+        match event:
+            case ToolCall() if event.call_id in feedback:
+                out += [ToolFeedback(event.call_id, feedback.pop(event.call_id)), event]
+            case Status() if feedback.get(event.call_id) and event.message == feedback.get(
+                event.call_id
+            ):
+                out += [event, ToolFeedback(event.call_id, feedback.pop(event.call_id))]
+            case Status() | ToolCall() | ToolResult() | Decision():
+                out.append(event)
+            case _:
+                assert_never(event)
     return out

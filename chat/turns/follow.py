@@ -20,14 +20,28 @@ import logging
 import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, assert_never
 
 from channels.db import database_sync_to_async
 from django.conf import settings
 
 from activity.models import ActivityEvent
 from activity.preferences.feed_prefs import FeedPrefs
-from activity.recording.events import Done, TextDelta, TurnStarted, to_json, turn_state
+from activity.recording.events import (
+    Decision,
+    Done,
+    Error,
+    RecordedEvent,
+    Status,
+    TextDelta,
+    ToolCall,
+    ToolFeedback,
+    ToolResult,
+    TurnStarted,
+    WireEvent,
+    from_json,
+    turn_state,
+)
 from chat.conversations.selectors import TurnView, aturn_view
 from chat.models import Message
 from chat.turns import registry
@@ -62,21 +76,21 @@ async def snapshot(answer_id: int, prefs: FeedPrefs | None = None) -> tuple[Turn
     # No wait since the pending events were taken: the text is from the same moment.
     view = dataclasses.replace(view, content=registry.text_so_far(answer_id, view.content))
     last = view.events[-1].seq if view.events else 0
-    given = frozenset(feedback_of([to_json(event) for event in view.events]))
+    given = frozenset(feedback_of(view.events))
     return view, Position(seq=last or 0, text=len(view.content), feedback=given)
 
 
-def replay(view: TurnView) -> list[dict[str, Any]]:
+def replay(view: TurnView) -> list[WireEvent]:
     """A snapshot as the events a follower that joins now has missed: `turn`, what is
     recorded, the text so far, and `done` if the turn is already over."""
-    events = [to_json(TurnStarted(str(view.question_id), str(view.pk)))]
-    events += with_feedback([to_json(event) for event in view.events])
+    events: list[WireEvent] = [TurnStarted(str(view.question_id), str(view.pk))]
+    events += with_feedback(view.events)
     if view.content:
-        events.append(to_json(TextDelta(view.content)))
+        events.append(TextDelta(view.content))
     if view.state not in Message.OPEN_STATES:
         feed = view.feed
         icon, text = (feed.summary_icon, feed.summary_text) if feed else ("", "")
-        events.append(to_json(Done(str(view.pk), turn_state(view.state), icon, text)))
+        events.append(Done(str(view.pk), turn_state(view.state), icon, text))
     return events
 
 
@@ -86,8 +100,9 @@ async def follow_turn(
     *,
     conversation_id: uuid.UUID,
     after: Position = Position(),
-) -> AsyncIterator[dict[str, Any]]:
-    """The events of one turn in their JSON form, from `after` up to and including `done`."""
+) -> AsyncIterator[WireEvent]:
+    """The events of one turn, from `after` up to and including `done`: decoded once, as
+    their group message is admitted here."""
     # Whoever follows a turn may follow one that waits: this process keeps the deadlines.
     # (Imported here: approvals imports the runner, which imports this module's package.)
     from chat.turns import approvals
@@ -110,7 +125,7 @@ async def follow_turn(
             events = await gaps.admit(message)
         for event in events:
             yield event
-            if event["type"] == "done":
+            if isinstance(event, Done):
                 return
 
 
@@ -148,49 +163,72 @@ class _Gaps:
         self.finished = False
         self.feedback = set(position.feedback)
 
-    async def admit(self, message: dict[str, Any]) -> list[dict[str, Any]]:
+    async def admit(self, message: dict[str, Any]) -> list[WireEvent]:
         """The events of a `turn.event` group message as this follower should get them, in
-        order: none if already seen, several if a gap was filled first."""
-        event = message["event"]
-        if event["type"] == "text":
-            return await self._text(message.get("offset", 0), event["content"])
-        if event["type"] == "done":
-            if self.finished:
-                return []
-            self.finished = True
-            # Everything is written before `done` goes out: whatever never arrived comes now.
-            written = message.get("written", {"seq": None, "text": None})
-            lines = []
-            if written["seq"] is None or written["seq"] > self.seq:
-                lines = await self._recorded(after=self.seq, before=None)
-            if lines:
-                self.seq = lines[-1]["seq"]
-            rest = []
-            if written["text"] is None or written["text"] > self.text or self.text_gap:
-                rest = await self._missing_text_at_end()
-            return [*lines, *rest, event]
-        if event["type"] == "tool_feedback":
-            # Live only: given once, whether the snapshot or the group brought it first.
-            if self.finished or event["call_id"] in self.feedback:
-                return []
-            self.feedback.add(event["call_id"])
-            return [event]
-        if "seq" not in event:
-            # A tool's progress: live only, and the next one supersedes it.
-            return [] if self.finished else [event]
-        if event["seq"] <= self.seq:
+        order: none if already seen, several if a gap was filled first. The one place a
+        group message's JSON becomes events."""
+        event = from_json(message["event"])
+        unsaved = [_recorded(from_json(data)) for data in message.get("unsaved", ())]
+        return await self.taken(event, message, unsaved)
+
+    async def taken(
+        self, event: WireEvent, message: dict[str, Any], unsaved: list[RecordedEvent]
+    ) -> list[WireEvent]:
+        match event:
+            case TextDelta():
+                return await self._text(message.get("offset", 0), event.content)
+            case Done():
+                return await self._done(event, message.get("written"))
+            case ToolFeedback():
+                # Live only: given once, whether the snapshot or the group brought it first.
+                if self.finished or event.call_id in self.feedback:
+                    return []
+                self.feedback.add(event.call_id)
+                return [event]
+            case Status() if event.seq is None:
+                # A tool's progress: live only, and the next one supersedes it.
+                return [] if self.finished else [event]
+            case Status() | ToolCall() | ToolResult() | Decision():
+                return await self._numbered(event, unsaved)
+            case TurnStarted() | Error():
+                return [event]
+            case _:
+                assert_never(event)
+
+    async def _done(self, event: Done, written: dict[str, int | None] | None) -> list[WireEvent]:
+        if self.finished:
             return []
-        events = []
-        if event["seq"] > self.seq + 1:
-            unsaved = [e for e in message.get("unsaved", ()) if e["seq"] > self.seq]
-            first = unsaved[0]["seq"] if unsaved else event["seq"]
+        self.finished = True
+        # Everything is written before `done` goes out: whatever never arrived comes now.
+        written = written or {"seq": None, "text": None}
+        lines: list[WireEvent] = []
+        seq, text = written.get("seq"), written.get("text")
+        if seq is None or seq > self.seq:
+            recorded = await self._recorded(after=self.seq, before=None)
+            if recorded:
+                self.seq = recorded[-1].seq or self.seq
+            lines += recorded
+        if text is None or text > self.text or self.text_gap:
+            lines += await self._missing_text_at_end()
+        return [*lines, event]
+
+    async def _numbered(
+        self, event: RecordedEvent, unsaved: list[RecordedEvent]
+    ) -> list[WireEvent]:
+        seq = event.seq or 0
+        if seq <= self.seq:
+            return []
+        events: list[WireEvent] = []
+        if seq > self.seq + 1:
+            ahead = [e for e in unsaved if (e.seq or 0) > self.seq]
+            first = (ahead[0].seq or 0) if ahead else seq
             if first > self.seq + 1:
-                events = await self._recorded(after=self.seq, before=first)
-            events += unsaved
-        self.seq = event["seq"]
+                events += await self._recorded(after=self.seq, before=first)
+            events += ahead
+        self.seq = seq
         return [*events, event]
 
-    async def ended(self) -> list[dict[str, Any]]:
+    async def ended(self) -> list[WireEvent]:
         """The end of a turn whose `done` never arrived, as stored; [] while it runs."""
         if self.finished:
             return []
@@ -207,10 +245,10 @@ class _Gaps:
         if row is None:
             return []
         state, icon, text = row
-        done = to_json(Done(str(self.answer_id), turn_state(state), icon, text))
-        return await self.admit({"answer_id": self.answer_id, "event": done})
+        done = Done(str(self.answer_id), turn_state(state), icon, text)
+        return await self.taken(done, {"answer_id": self.answer_id}, [])
 
-    async def _text(self, offset: int, content: str) -> list[dict[str, Any]]:
+    async def _text(self, offset: int, content: str) -> list[WireEvent]:
         end = offset + len(content)
         if end <= self.text or self.text_gap:
             return []
@@ -221,22 +259,22 @@ class _Gaps:
                 return []
             content, offset = known[self.text : offset] + content, self.text
         seen, self.text = self.text, end
-        return [{"type": "text", "content": content[seen - offset :]}]
+        return [TextDelta(content[seen - offset :])]
 
-    async def _missing_text_at_end(self) -> list[dict[str, Any]]:
+    async def _missing_text_at_end(self) -> list[WireEvent]:
         """Whatever text never arrived (a gap, or frames lost at the very end)."""
         content = await read_again(self.answer_id, self._stored_text)
         self.text_gap = False
         rest = content[self.text :]
-        return [{"type": "text", "content": rest}] if rest else []
+        return [TextDelta(rest)] if rest else []
 
-    async def _recorded(self, *, after: int, before: int | None) -> list[dict[str, Any]]:
-        def rows() -> list[dict[str, Any]]:
+    async def _recorded(self, *, after: int, before: int | None) -> list[RecordedEvent]:
+        def rows() -> list[RecordedEvent]:
             feed_id = Message.objects.values_list("feed_id", flat=True).get(pk=self.answer_id)
             found = ActivityEvent.objects.filter(feed_id=feed_id, seq__gt=after)
             if before is not None:
                 found = found.filter(seq__lt=before)
-            return [to_json(row.to_event()) for row in found.order_by("seq")]
+            return [row.to_event() for row in found.order_by("seq")]
 
         return await read_again(self.answer_id, rows)
 
@@ -246,3 +284,14 @@ class _Gaps:
 
     def _stored_text(self) -> str:
         return Message.objects.values_list("content", flat=True).get(pk=self.answer_id)
+
+
+def _recorded(event: WireEvent) -> RecordedEvent:
+    """An `unsaved` event of a group message: recorded kinds only."""
+    match event:
+        case Status() | ToolCall() | ToolResult() | Decision():
+            return event
+        case TextDelta() | Done() | TurnStarted() | Error() | ToolFeedback():
+            raise ValueError(f"not a recorded event: {event!r}")
+        case _:
+            assert_never(event)

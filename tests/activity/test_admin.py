@@ -140,3 +140,19 @@ def test_admin_lists_stay_within_a_bounded_number_of_queries_for_100_feeds(
     for url in ["/admin/activity/activityfeed/", "/admin/activity/toolcallrecord/"]:
         with django_assert_max_num_queries(15):
             assert admin_client.get(url).status_code == 200
+
+
+def test_a_feed_page_says_what_each_event_is_and_which_rows_no_longer_read(
+    admin_client, searched_feed
+):
+    from tests.support.audit import sql
+
+    status = searched_feed.events.filter(kind="status").first()
+    sql("UPDATE activity_activityevent SET state = 'hacked' WHERE id = %s", status.pk)
+
+    html = admin_client.get(f"/admin/activity/activityfeed/{searched_feed.pk}/change/")
+    html = html.content.decode()
+
+    assert "call search_documents" in html and "ok: 3 documents" in html
+    assert "✅ Done (done)" in html
+    assert "unreadable: see its chain" in html

@@ -221,3 +221,20 @@ def test_admins_export_the_evidence_of_their_selection(admin_user, two_turns):
     lines = async_to_sync(export)().decode().splitlines()
     manifest = json.loads(lines[-1])
     assert manifest["counts"]["feeds"] == 2 and manifest["broken_count"] == 0
+
+
+def test_an_event_altered_past_reading_is_in_the_evidence_and_found_broken(two_turns):
+    answer = two_turns[0]
+    row = ActivityEvent.objects.filter(feed_id=answer.feed_id, kind="status").first()
+    sql("UPDATE activity_activityevent SET state = 'hacked' WHERE id = %s", row.pk)
+
+    day = timezone.now().date()
+    records = evidence(
+        "--since", day.isoformat(), "--until", (day + timedelta(days=1)).isoformat()
+    )
+
+    events = [r for r in records if r["record"] == "event" and r["chain"] == row.chain]
+    assert [e["state"] for e in events] == ["hacked"]
+    (chain,) = [r for r in records if r["record"] == "chain" and r["feed"] == answer.feed_id]
+    assert not chain["intact"]
+    assert records[-1]["counts"]["events"] == sum(r["record"] == "event" for r in records)

@@ -10,6 +10,7 @@ import pytest
 
 from activity.preferences.feed_prefs import FeedPrefs
 from activity.presenting.live import LivePresenter
+from activity.recording.events import from_json
 from tests.support.mcp import ROOT
 
 
@@ -17,10 +18,10 @@ from tests.support.mcp import ROOT
 def test_label_false_hides_the_label(value):
     prefs = FeedPrefs.from_mappings({"MODE": "progress", "LABEL": value, "SHOW_AFTER": 0})
     presenter = LivePresenter(prefs, 1, 0)
-    ops = presenter.on_event(
+    ops = presenter.on_event(from_json(
         {"type": "status", "seq": 1, "icon": "🔍", "message": "Searching…",
          "state": "in_progress", "tool": "search_documents", "call_id": "c1"}
-    )  # fmt: skip
+    ))  # fmt: skip
     assert [op.line.message for op in ops] == ["Searching…"]  # no label line before it
 
 

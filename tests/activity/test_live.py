@@ -11,6 +11,7 @@ from activity.presenting.live import (
     ReplaceLine,
     SetTail,
 )
+from activity.recording.events import from_json
 
 
 def status(seq, icon, message, state="in_progress", tool="", call_id=""):
@@ -40,7 +41,7 @@ SEARCH = [
 def play(presenter, events, now=0.0):
     ops = []
     for event in events:
-        ops += presenter.on_event(event, now=now)
+        ops += presenter.on_event(from_json(event), now=now)
     return ops
 
 
@@ -57,11 +58,11 @@ def test_partial_mode_shows_each_line_at_once_and_streams_text():
         ("AddLine", "Found 3 documents"),
         ("AddLine", "Writing the answer…"),
     ]
-    assert presenter.on_event({"type": "text", "content": "Hi"}) == [SetTail("Hi")]
+    assert presenter.on_event(from_json({"type": "text", "content": "Hi"})) == [SetTail("Hi")]
 
 
 def text(presenter, content):
-    return presenter.on_event({"type": "text", "content": content})
+    return presenter.on_event(from_json({"type": "text", "content": content}))
 
 
 def test_partial_mode_renders_settled_blocks_and_shows_the_tail_as_text():
@@ -123,7 +124,7 @@ def test_a_call_waiting_for_the_user_shows_at_once_in_every_mode(prefs):
     waiting = [op for op in ops if op.line.state == "waiting"]
     assert [op.line.message for op in waiting] == [ASKS_FIRST[-1]["message"]]
     assert waiting[0].line.key in presenter.shown
-    decided = presenter.on_event(APPROVED, now=0.2)
+    decided = presenter.on_event(from_json(APPROVED), now=0.2)
     assert [(type(op).__name__, op.line.icon) for op in decided] == [("ReplaceLine", "✅")]
 
 
@@ -137,7 +138,7 @@ def test_progress_mode_shows_the_draft_at_the_second_work_event_and_no_text():
         ("AddLine", "Looking up salary tips"),
         ("AddLine", "Found 3 documents"),
     ]
-    assert presenter.on_event({"type": "text", "content": "answer"}) == []
+    assert presenter.on_event(from_json({"type": "text", "content": "answer"})) == []
 
 
 def test_progress_mode_shows_the_draft_after_five_seconds_of_work():
@@ -152,7 +153,7 @@ def test_progress_mode_shows_the_draft_after_five_seconds_of_work():
 
 def test_a_direct_answer_never_shows_a_draft():
     presenter = LivePresenter(FeedPrefs(mode="progress"), 1, started=0)
-    assert presenter.on_event({"type": "text", "content": "Hello"}, now=60) == []
+    assert presenter.on_event(from_json({"type": "text", "content": "Hello"}), now=60) == []
     assert presenter.tick(now=60) == []
 
 
@@ -174,9 +175,9 @@ def test_without_tool_progress_only_the_label_shows_until_the_answer():
     presenter = LivePresenter(FeedPrefs(mode="progress", label="Busy", tool_progress=False), 1, 0)
     ops = play(presenter, SEARCH, now=1.0)
     assert texts(ops) == [("AddLine", "Busy")]
-    done = presenter.on_event(status(9, "✅", "Done", state="done"), now=2.0)
+    done = presenter.on_event(from_json(status(9, "✅", "Done", state="done")), now=2.0)
     fallback = presenter.on_event(
-        status(10, "🔄", "Answering from general knowledge", state="done")
+        from_json(status(10, "🔄", "Answering from general knowledge", state="done"))
     )
     assert done == [] and fallback == []
 
@@ -193,10 +194,10 @@ def test_a_long_raw_detail_is_shortened_in_its_middle_keeping_the_line_start():
     play(presenter, SEARCH[:2])
     arguments = {"feedback_to_user": "Looking up salary tips",
                  "query": "salary bands for senior engineers in Milan in 2026"}  # fmt: skip
-    (op,) = presenter.on_event(
+    (op,) = presenter.on_event(from_json(
         {"type": "tool_call", "seq": 3, "tool": "search_documents", "call_id": "c1",
          "arguments": arguments}
-    )  # fmt: skip
+    ))  # fmt: skip
     assert (
         op.line.message == "Looking up salary tips, query: salary bands for…neers in Milan in 2026"
     )
@@ -207,7 +208,7 @@ def test_a_long_raw_detail_is_shortened_in_its_middle_keeping_the_line_start():
 def test_a_long_line_is_shortened_in_its_middle_keeping_its_start_and_its_outcome():
     presenter = LivePresenter(FeedPrefs(line_width=20), 1)
     done = "Compared the salary surveys " + "of 2026 in Milan, " * 6 + "median 52,000 EUR"
-    (op,) = presenter.on_event(status(1, "🧩", done))
+    (op,) = presenter.on_event(from_json(status(1, "🧩", done)))
     assert op.line.message.startswith("Compared the salary surveys of 2026")
     assert op.line.message.endswith("median 52,000 EUR")
     assert op.line.full == done
@@ -216,7 +217,7 @@ def test_a_long_line_is_shortened_in_its_middle_keeping_its_start_and_its_outcom
 def test_feedback_of_a_hundred_characters_shows_whole_live_at_any_width():
     presenter = LivePresenter(FeedPrefs(line_width=20), 1)
     feedback = "Sto cercando " + "x" * 87 + "..."
-    (op,) = presenter.on_event(status(1, "🔍", feedback))
+    (op,) = presenter.on_event(from_json(status(1, "🔍", feedback)))
     assert (op.line.message, op.line.full) == (feedback, "")
 
 

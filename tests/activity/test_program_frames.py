@@ -13,6 +13,7 @@ from activity.preferences.feed_prefs import (
     surface_prefs,
 )
 from activity.presenting.program_frames import ProgramFrames
+from activity.recording.events import from_json
 
 WAITING = {"type": "status", "seq": 2, "icon": "✋", "message": "Waiting for approval",
            "state": "waiting", "tool": "send_email", "call_id": "c1"}  # fmt: skip
@@ -28,7 +29,7 @@ def program(**settings) -> ProgramFrames:
 
 
 def sent(frames: ProgramFrames, *events: dict) -> list[dict]:
-    return [frame for event in events for frame in frames.frames(event)]
+    return [frame for event in events for frame in frames.frames(from_json(event))]
 
 
 def test_with_no_settings_every_event_passes_and_a_status_gains_its_fields():

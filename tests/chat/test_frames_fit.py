@@ -16,6 +16,7 @@ from activity.preferences.feed_prefs import FeedPrefs
 from activity.presenting.bounded import FRAME_BUDGET, SOCKET_FRAME_LIMIT, cut_long
 from activity.presenting.live import LivePresenter
 from activity.presenting.program_frames import ProgramFrames
+from activity.recording.events import from_json
 from activity.recording.receipts import fingerprint_or_blank
 from chat.models import Elicitation, OutboxEmail, ToolApproval
 from chat.socket import render
@@ -157,10 +158,12 @@ async def test_a_long_status_line_and_long_text_fit_as_lines_and_as_program_fram
         "a": ESCAPED, "b": [ESCAPED], ESCAPED: 1}}  # fmt: skip
     text = {"type": "text", "content": "Ω\x01" * 60_000}
     presenter = LivePresenter(FeedPrefs(), 7)
-    page = [render.live_ops(7, presenter.on_event(status))]
+    page = [render.live_ops(7, presenter.on_event(from_json(status)))]
     program = ProgramFrames(FeedPrefs(line_width=0, mode="partial"), 7)
     frames = [
-        json.dumps(f, ensure_ascii=False) for e in (status, call, text) for f in program.frames(e)
+        json.dumps(f, ensure_ascii=False)
+        for e in (status, call, text)
+        for f in program.frames(from_json(e))
     ]
 
     assert_fits(page + frames)

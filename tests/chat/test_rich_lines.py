@@ -12,7 +12,7 @@ from activity.models import FeedPreferences
 from activity.preferences.feed_prefs import FeedPrefs
 from activity.presenting.live import LivePresenter
 from activity.presenting.presentation import line_for
-from activity.recording.events import Status
+from activity.recording.events import Status, from_json
 from chat.models import Conversation
 from chat.socket import render
 from tests.support.turns import run_turn
@@ -52,9 +52,9 @@ def test_a_rich_readers_live_lines_are_fields_as_they_arrive():
     presenter = LivePresenter(FeedPrefs(render="rich"), 7)
     event = {"type": "status", "seq": 1, "icon": "🔍", "message": "Looking up “pay” now",
              "state": "in_progress", "tool": "search_documents", "call_id": "c1"}  # fmt: skip
-    html = render.live_ops(7, presenter.on_event(event))
+    html = render.live_ops(7, presenter.on_event(from_json(event)))
     assert '<span class="action">Looking up</span> <span class="subject">“pay” now</span>' in html
-    plain = render.live_ops(7, LivePresenter(FeedPrefs(), 7).on_event(event))
+    plain = render.live_ops(7, LivePresenter(FeedPrefs(), 7).on_event(from_json(event)))
     assert '<span class="text">Looking up “pay” now</span>' in plain
 
 

@@ -8,6 +8,7 @@ import json
 import pytest
 from ag_ui.core import EventType
 
+from activity.recording.events import from_json
 from chat.api.standards.agui import AguiWire
 from chat.api.standards.frames import BadEventId, Cursor, Frame, Resume
 from chat.api.standards.ui_stream import UiStreamWire
@@ -27,9 +28,9 @@ def stream(wire, events, after=None, waits=False) -> list[Frame]:
     resume = Resume(after)
     frames = []
     for event in events:
-        frames += resume.frames(wire.frames(event))
+        frames += resume.frames(wire.frames(from_json(event)))
         if waits and event.get("state") == "waiting":
-            frames += resume.frames(wire.interrupt(event))
+            frames += resume.frames(wire.interrupt(from_json(event)))
             break
     return frames
 

@@ -114,6 +114,7 @@ async def test_a_long_feedback_is_cut_to_a_hundred_characters_and_dots(
 
 
 async def test_a_late_follower_gets_each_recorded_calls_feedback_where_it_was_sent_live():
+    from activity.recording.events import from_json, to_json
     from chat.turns.feedback import with_feedback
 
     def status(call_id: str, message: str) -> dict:
@@ -130,7 +131,8 @@ async def test_a_late_follower_gets_each_recorded_calls_feedback_where_it_was_se
         call("a", " Looking   up pay "), call("b", ""), status("c", "Searching…"),
     ]  # fmt: skip
 
-    assert [(e["type"], e.get("call_id"), e.get("feedback")) for e in with_feedback(recorded)] == [
+    sent = [to_json(e) for e in with_feedback([from_json(e) for e in recorded])]
+    assert [(e["type"], e.get("call_id"), e.get("feedback")) for e in sent] == [
         ("status", "a", None), ("status", "b", None), ("status", "a", None),
         ("tool_feedback", "a", "Looking up pay"), ("tool_call", "a", None),
         ("tool_feedback", "b", ""), ("tool_call", "b", None),

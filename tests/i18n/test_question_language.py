@@ -14,6 +14,7 @@ from django.utils import translation
 from activity.models import ActivityFeed, FeedPreferences
 from activity.preferences.feed_prefs import FeedPrefs
 from activity.presenting.live import LivePresenter
+from activity.recording.events import from_json
 from chat.models import Conversation, Message
 from chat.turns.admission import admit, admit_again
 from project.languages import written_language
@@ -152,9 +153,9 @@ def test_a_presenter_writes_its_own_lines_in_the_feeds_language_not_the_pages():
     prefs = FeedPrefs(mode="progress", label="auto")  # the default pool, translated
     with translation.override("en"):
         presenter = LivePresenter(prefs, 0, language="it")
-        label, shown_waiting = (op.line for op in presenter.on_event(waiting))
-        (approved,) = presenter.on_event(decision)
-        english = LivePresenter(prefs, 0).on_event(waiting)[0].line
+        label, shown_waiting = (op.line for op in presenter.on_event(from_json(waiting)))
+        (approved,) = presenter.on_event(from_json(decision))
+        english = LivePresenter(prefs, 0).on_event(from_json(waiting))[0].line
     with translation.override("it"):
         italian_label = prefs.label_for(0)
     assert (label.message, english.message) == (italian_label, "Thinking...")

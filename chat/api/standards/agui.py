@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, assert_never
 
 from ag_ui.core import (
     BaseEvent,
@@ -36,7 +36,20 @@ from ag_ui.core import (
 )
 from ag_ui.encoder import EventEncoder
 
-from activity.recording.events import IN_PLACE
+from activity.recording.events import (
+    IN_PLACE,
+    Decision,
+    Done,
+    Error,
+    Status,
+    TextDelta,
+    ToolCall,
+    ToolFeedback,
+    ToolResult,
+    TurnStarted,
+    WireEvent,
+    to_json,
+)
 from chat.api.standards.frames import Frame, Numbering
 
 MEDIA_TYPE = EventEncoder().get_content_type()
@@ -66,74 +79,76 @@ class AguiWire:
         """A refusal, as the one event a client reads as the run's failure."""
         return EventEncoder().encode(RunErrorEvent(message=message, code="refused"))
 
-    def frames(self, event: dict[str, Any]) -> Iterator[Frame]:
+    def frames(self, event: WireEvent) -> Iterator[Frame]:
         self.at.at_event(event)
-        kind = event["type"]
-        if kind == "turn":
-            yield self._frame(self._run_started())
-        elif kind == "status":
-            yield from self._status(event)
-        elif kind == "tool_call":
-            yield from self._tool_call(event)
-        elif kind == "tool_result":
-            yield from self._end_tool(event["call_id"])
-            content = {k: v for k, v in event.items() if k not in ("type", "seq")}
-            yield self._frame(
-                ToolCallResultEvent(
-                    message_id=f"{event['call_id']}-result",
-                    tool_call_id=event["call_id"],
-                    content=json.dumps(content, ensure_ascii=False),
-                    role="tool",
+        match event:
+            case TurnStarted():
+                yield self._frame(self._run_started())
+            case Status():
+                yield from self._status(event)
+            case ToolCall():
+                yield from self._tool_call(event)
+            case ToolResult():
+                yield from self._end_tool(event.call_id)
+                content = {k: v for k, v in to_json(event).items() if k not in ("type", "seq")}
+                yield self._frame(
+                    ToolCallResultEvent(
+                        message_id=f"{event.call_id}-result",
+                        tool_call_id=event.call_id,
+                        content=json.dumps(content, ensure_ascii=False),
+                        role="tool",
+                    )
                 )
-            )
-        elif kind == "text":
-            yield from self._text(event["content"])
-        elif kind == "error":
-            self.error = event["message"]
-        elif kind == "tool_feedback":
-            yield self._frame(CustomEvent(name="feedback", value=event))
-        elif kind == "done":
-            yield from self._close_all()
-            yield self._end(event["state"])
-        else:  # decisions, and any event kind added later
-            yield self._frame(CustomEvent(name=kind, value=event))
+            case TextDelta():
+                yield from self._text(event.content)
+            case Error():
+                self.error = event.message
+            case ToolFeedback():
+                yield self._frame(CustomEvent(name="feedback", value=to_json(event)))
+            case Done():
+                yield from self._close_all()
+                yield self._end(event.state)
+            case Decision():
+                yield self._frame(CustomEvent(name="decision", value=to_json(event)))
+            case _:
+                assert_never(event)
 
-    def interrupt(self, waiting: dict[str, Any]) -> Iterator[Frame]:
+    def interrupt(self, waiting: Status) -> Iterator[Frame]:
         """The end of this run while the turn waits for its owner's decision on a call."""
         yield from self._close_all()
-        call_id = waiting.get("call_id") or waiting.get("tool") or "approval"
+        call_id = waiting.call_id or waiting.tool or "approval"
         interrupt = Interrupt(
-            id=call_id, reason="approval", message=waiting["message"], tool_call_id=call_id
+            id=call_id, reason="approval", message=waiting.message, tool_call_id=call_id
         )
         outcome = RunFinishedInterruptOutcome(interrupts=[interrupt])
         yield self._frame(self._run_finished(outcome), terminal=True)
 
-    def _status(self, event: dict[str, Any]) -> Iterator[Frame]:
-        if "progress" in event:
+    def _status(self, status: Status) -> Iterator[Frame]:
+        event = to_json(status)
+        if status.progress is not None:
             yield self._frame(CustomEvent(name="progress", value=event))
             return
-        name = event.get("call_id") or event.get("tool") or f"status-{event.get('seq')}"
-        tool = event.get("tool", "")
-        call_id = event.get("call_id", "")
+        name = status.call_id or status.tool or f"status-{status.seq}"
+        tool, call_id = status.tool, status.call_id
         if tool and call_id and tool not in IN_PLACE and call_id not in self.started_tools:
             yield from self._start_tool(call_id, tool)
-        if name in self.steps and event["state"] == "in_progress":
+        if name in self.steps and status.state == "in_progress":
             self.steps[name] = event
             yield self._frame(CustomEvent(name="status", value=event))
             return
         if name not in self.steps:
             yield self._frame(StepStartedEvent(step_name=name, raw_event=event))
             self.steps[name] = event
-        if event["state"] in ("done", "failed"):
+        if status.state in ("done", "failed"):
             yield self._frame(StepFinishedEvent(step_name=name, raw_event=event))
             del self.steps[name]
 
-    def _tool_call(self, event: dict[str, Any]) -> Iterator[Frame]:
-        call_id = event["call_id"]
+    def _tool_call(self, event: ToolCall) -> Iterator[Frame]:
+        call_id = event.call_id
         if call_id not in self.started_tools:
-            yield from self._start_tool(call_id, event["tool"])
+            yield from self._start_tool(call_id, event.tool)
         if call_id in self.tools:
-            arguments = json.dumps(event["arguments"], ensure_ascii=False)
+            arguments = json.dumps(event.arguments, ensure_ascii=False)
             yield self._frame(ToolCallArgsEvent(tool_call_id=call_id, delta=arguments))
             yield from self._end_tool(call_id)
 

@@ -12,6 +12,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from activity.recording.events import Decision, Status, ToolCall, ToolResult, WireEvent
+
 _ID = re.compile(r"(\d{1,12})-(\d{1,6})-(\d{1,12})")
 
 
@@ -84,9 +86,17 @@ class Numbering:
         self.part = 0
         self.text = 0
 
-    def at_event(self, event: dict[str, Any]) -> None:
-        if isinstance(event.get("seq"), int):
-            self.seq, self.part = event["seq"], 0
+    def at_event(self, event: WireEvent) -> None:
+        match event:
+            case (
+                Status(seq=int(seq))
+                | ToolCall(seq=int(seq))
+                | ToolResult(seq=int(seq))
+                | Decision(seq=int(seq))
+            ):
+                self.seq, self.part = seq, 0
+            case _:
+                pass  # unnumbered: text, a tool's progress, the turn's start and end
 
     def frame(self, payload: Any, reopen: list[Any], *, terminal: bool = False) -> Frame:
         self.part += 1

@@ -12,9 +12,22 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, assert_never
 
-from activity.recording.events import IN_PLACE
+from activity.recording.events import (
+    IN_PLACE,
+    Decision,
+    Done,
+    Error,
+    Status,
+    TextDelta,
+    ToolCall,
+    ToolFeedback,
+    ToolResult,
+    TurnStarted,
+    WireEvent,
+    to_json,
+)
 from chat.api.standards.frames import Frame, Numbering
 
 MEDIA_TYPE = "text/event-stream"
@@ -46,53 +59,42 @@ class UiStreamWire:
         data = json.dumps(frame.payload, ensure_ascii=False, separators=(",", ":"))
         return f"id: {frame.id}\ndata: {data}\n\n"
 
-    def frames(self, event: dict[str, Any]) -> Iterator[Frame]:
+    def frames(self, event: WireEvent) -> Iterator[Frame]:
         self.at.at_event(event)
-        kind = event["type"]
-        if kind == "turn":
-            yield self._frame(self._start())
-        elif kind == "status":
-            yield from self._status(event)
-        elif kind == "tool_call":
-            call_id, tool = event["call_id"], event["tool"]
-            if call_id not in self.started_tools:
-                yield self._frame(
-                    {"type": "tool-input-start", "toolCallId": call_id, "toolName": tool}
-                )
-                self.started_tools.add(call_id)
-            yield self._frame(
-                {
-                    "type": "tool-input-available",
-                    "toolCallId": call_id,
-                    "toolName": tool,
-                    "input": event["arguments"],
-                }
-            )
-            self.tools[call_id] = tool
-        elif kind == "tool_result":
-            yield self._frame(self._output(event))
-            self.tools.pop(event["call_id"], None)
-        elif kind == "text":
-            yield from self._text(event["content"])
-        elif kind == "error":
-            self.error = event["message"]
-        elif kind == "tool_feedback":
-            yield self._frame(self._data("feedback", event["call_id"], event))
-        elif kind == "done":
-            yield from self._end(event["state"])
-        else:  # decisions, and any event kind added later
-            yield self._frame(self._data(kind, event.get("call_id") or kind, event))
+        match event:
+            case TurnStarted():
+                yield self._frame(self._start())
+            case Status():
+                yield from self._status(event)
+            case ToolCall():
+                yield from self._tool_call(event)
+            case ToolResult():
+                yield self._frame(self._output(event))
+                self.tools.pop(event.call_id, None)
+            case TextDelta():
+                yield from self._text(event.content)
+            case Error():
+                self.error = event.message
+            case ToolFeedback():
+                yield self._frame(self._data("feedback", event.call_id, to_json(event)))
+            case Done():
+                yield from self._end(event.state)
+            case Decision():
+                yield self._frame(self._data("decision", event.call_id, to_json(event)))
+            case _:
+                assert_never(event)
 
-    def interrupt(self, waiting: dict[str, Any]) -> Iterator[Frame]:
+    def interrupt(self, waiting: Status) -> Iterator[Frame]:
         """The end of this stream while the turn waits for its owner's decision."""
         yield from self._end("waiting")
 
-    def _status(self, event: dict[str, Any]) -> Iterator[Frame]:
-        line = event.get("call_id") or event.get("tool") or f"status-{event.get('seq')}"
-        if "progress" in event:
+    def _status(self, status: Status) -> Iterator[Frame]:
+        event = to_json(status)
+        line = status.call_id or status.tool or f"status-{status.seq}"
+        if status.progress is not None:
             yield self._frame(self._data("progress", line, event))
             return
-        tool, call_id = event.get("tool", ""), event.get("call_id", "")
+        tool, call_id = status.tool, status.call_id
         if tool and call_id and tool not in IN_PLACE and call_id not in self.started_tools:
             yield self._frame(
                 {"type": "tool-input-start", "toolCallId": call_id, "toolName": tool}
@@ -100,15 +102,32 @@ class UiStreamWire:
             self.started_tools.add(call_id)
         yield self._frame(self._data("status", line, event))
 
-    def _output(self, event: dict[str, Any]) -> dict[str, Any]:
-        if not event["ok"]:
+    def _tool_call(self, event: ToolCall) -> Iterator[Frame]:
+        call_id, tool = event.call_id, event.tool
+        if call_id not in self.started_tools:
+            start = {"type": "tool-input-start", "toolCallId": call_id, "toolName": tool}
+            yield self._frame(start)
+            self.started_tools.add(call_id)
+        yield self._frame(
+            {
+                "type": "tool-input-available",
+                "toolCallId": call_id,
+                "toolName": tool,
+                "input": event.arguments,
+            }
+        )
+        self.tools[call_id] = tool
+
+    def _output(self, result: ToolResult) -> dict[str, Any]:
+        if not result.ok:
             return {
                 "type": "tool-output-error",
-                "toolCallId": event["call_id"],
-                "errorText": event["summary"],
+                "toolCallId": result.call_id,
+                "errorText": result.summary,
             }
+        event = to_json(result)
         output = {k: v for k, v in event.items() if k not in ("type", "seq", "call_id")}
-        return {"type": "tool-output-available", "toolCallId": event["call_id"], "output": output}
+        return {"type": "tool-output-available", "toolCallId": result.call_id, "output": output}
 
     def _text(self, content: str) -> Iterator[Frame]:
         if not content:
