@@ -107,6 +107,8 @@ class Message(models.Model):
 
     # A turn not yet over: running, or waiting for a decision.
     OPEN_STATES = (State.STREAMING, State.WAITING)
+    # Ended before the answer was finished: its text and its last step were cut.
+    CUT_STATES = (State.STOPPED, State.FAILED, State.INTERRUPTED)
 
     conversation = models.ForeignKey(
         Conversation, on_delete=models.CASCADE, related_name="messages"

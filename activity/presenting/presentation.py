@@ -126,6 +126,11 @@ class Summary:
         object.__setattr__(self, "text", cut(self.text, SUMMARY_LIMIT))
 
 
+# The state of a line whose step a stopped, failed or interrupted turn never finished: neither
+# done nor failed.
+UNFINISHED = "unfinished"
+
+
 def line_key(status: Status) -> str:
     # A call's running line is replaced in place by its later running lines; a 💭 line also
     # by the time the thinking took, a 🔄 line by its end.
@@ -149,32 +154,31 @@ def cut_middle(text: str, width: int) -> str:
     """Keeps both ends: the start says what it is, the end often what differs."""
     if len(text) <= width:
         return text
+    if width < 3:
+        return text[: max(width - 1, 0)] + "…"
     tail = (width - 1) // 2
     return text[: width - 1 - tail] + "…" + text[len(text) - tail :]
 
 
-# The longest feedback_to_user a model can put on a line (100 characters, then "...", as
-# chat.agent.tools cuts it): what the model was allowed to say is shown whole, whatever
-# LINE_WIDTH says.
-WHOLE_MESSAGE = 103
-# The least of a raw detail a line keeps, however long its message: a detail is never dropped.
+# The least of a raw detail a line keeps beside its message, when the width has room for it.
 DETAIL_ROOM = 40
 
 
 def line_for(status: Status, *, width: int = 80, detail: str = "") -> Line:
-    """Seed 001: the line's start stays readable and its outcome is never the part cut. Its
-    own text is whole up to WHOLE_MESSAGE (or the width, if wider); longer text (a tool's own
-    line with a long expression or path) and a raw detail past the width are shortened in
-    their middle, so the start says what it is and the end what came of it."""
-    message = cut_middle(status.message, max(width, WHOLE_MESSAGE))
+    """Seed 001: one line that keeps its height when it is updated in place. Its text is cut
+    at the reader's width (LINE_WIDTH; 0 leaves it whole, for programs) in its middle, so the
+    start says what it is and the end what came of it; the whole text is kept in `full` (the
+    tooltip, and the line's text while it has the focus). A raw detail shares the width."""
     whole = f"{status.message}, {detail}" if detail else status.message
-    shown_detail = ""
-    if detail:
-        room = max(width - len(message) - 2, DETAIL_ROOM)
-        shown_detail = cut_middle(detail, room)
-        shown = f"{message}, {shown_detail}"
+    if not width:
+        message, shown_detail = status.message, detail
+    elif detail:
+        room = min(len(detail), DETAIL_ROOM, max(width // 2 - 2, 1))
+        message = cut_middle(status.message, max(width - room - 2, 1))
+        shown_detail = cut_middle(detail, max(width - len(message) - 2, 1))
     else:
-        shown = message
+        message, shown_detail = cut_middle(status.message, width), ""
+    shown = f"{message}, {shown_detail}" if detail else message
     return Line(
         key=line_key(status),
         seq=status.seq or 0,
@@ -237,11 +241,13 @@ def visible_lines(
     show_reasoning: str = "full",
     reasoning: Mapping[str, str] | None = None,
     render: str = "plain",
+    cut: bool = False,
 ) -> list[Line]:
     """Status events in order; a later in-progress status of the same call replaces its line
     where it stands, exactly as it did live. With times, each line carries how long its step
     took: a tool's result line the tool's own run time, the final line the whole turn, any
-    other line the time until the next line began."""
+    other line the time until the next line began. A turn `cut` before it completed
+    (stopped, failed, interrupted) marks the steps it never finished as such, not done."""
     calls = _Calls.of(events)
     lines: dict[str, Line] = {}
     made_by: dict[str, Status] = {}
@@ -265,6 +271,13 @@ def visible_lines(
         if times is not None:
             started.setdefault(line.key, times[index])
     ordered = list(lines.values())
+    if cut:
+        ordered = [
+            replace(line, state=UNFINISHED)
+            if line.state == "in_progress" and line.call_id not in calls.run_times
+            else line
+            for line in ordered
+        ]
     if times is None or not ordered:
         return ordered
     timed = []
@@ -292,10 +305,12 @@ class _Calls:
     reported: dict[str, tuple[float | None, float | None]]
     pointed: dict[str, tuple[Link, ...]]
     failed: set[str]
+    # The last progress text a call reported: its running line ended on it, live.
+    said: dict[str, str]
 
     @classmethod
     def of(cls, events: Iterable[RecordedEvent]) -> _Calls:
-        calls = cls({}, {}, {}, {}, set())
+        calls = cls({}, {}, {}, {}, set(), {})
         for event in events:
             match event:
                 case ToolCall():
@@ -312,6 +327,8 @@ class _Calls:
         self.run_times[result.call_id] = result.duration_ms
         if result.progress_count and result.progress is not None:
             self.reported[result.call_id] = (result.progress, result.total)
+        if result.progress_count and result.progress_message:
+            self.said[result.call_id] = result.progress_message
         if result.links:
             self.pointed[result.call_id] = result.links
         # A call that failed (or was refused) did not finish its step: its line says so.
@@ -332,6 +349,8 @@ def _status_line(
     running = event.state in ("in_progress", "waiting")
     if detail == "raw" and running and event.call_id in calls.arguments:
         extra = raw_detail(calls.arguments[event.call_id])
+    if event.state == "in_progress" and event.call_id in calls.said:
+        event = replace(event, message=calls.said[event.call_id])
     line = line_for(event, width=width, detail=extra)
     if render == "rich":
         line = replace(line, rich=True)

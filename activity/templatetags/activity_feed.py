@@ -52,6 +52,8 @@ def fields(line: Line) -> LineFields:
 
 @register.filter
 def state_word(state: str) -> str:
+    if state == "unfinished":
+        return _("not finished")
     return _("failed") if state == "failed" else _("done")
 
 

@@ -151,7 +151,6 @@ class TurnView:
     show_usage: bool = False
     # Progress mode (seed 001): the finished answer takes the draft's place, its folded feed
     # one click away below it rather than above.
-    answer_first: bool = False
 
     role = Message.Role.ASSISTANT
 
@@ -324,6 +323,7 @@ def _turn_view(
             show_reasoning=prefs.show_reasoning,
             render=prefs.render,
             reasoning=reasoning,
+            cut=message.state in Message.CUT_STATES,
         )
     return TurnView(
         message=message,
@@ -335,7 +335,6 @@ def _turn_view(
         contact_sent=bool(getattr(message, "contact_sent", False)),
         superseded=bool(getattr(message, "superseded", False)),
         show_usage=prefs.show_usage,
-        answer_first=prefs.mode == "progress",
     )
 
 

@@ -7,7 +7,7 @@ from django import template
 from django.utils.safestring import mark_safe
 
 from activity.presenting.live_markdown import split_settled
-from chat.conversations.markdown import render_markdown
+from chat.conversations.markdown import close_cut, render_markdown
 from chat.pages.forms import ContactForm
 
 register = template.Library()
@@ -16,6 +16,12 @@ register = template.Library()
 @register.filter
 def markdown(text: str) -> str:
     return mark_safe(render_markdown(text or ""))  # sanitized by nh3
+
+
+@register.filter
+def markdown_cut(text: str) -> str:
+    """An answer that ended before it was finished: what it left open is closed first."""
+    return mark_safe(render_markdown(close_cut(text or "")))  # sanitized by nh3
 
 
 @register.filter

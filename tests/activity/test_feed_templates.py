@@ -41,7 +41,7 @@ def test_a_finished_lines_reasoning_keeps_its_own_line_breaks():
     html = render_to_string("activity/_line.html", {"line": line, "answer_id": 7, "live": False})
     assert ' title="a\nb"' in html  # what a variable renders is left as it is
     assert "<p>first<br>second</p>" in html
-    assert html.count("\n") == 2  # the title's, and the file's last
+    assert html.count("\n") == 3  # the title's, the focused text's, and the file's last
 
 
 def test_joinlines_takes_out_the_layout_and_keeps_spaces_written_inside_a_line():

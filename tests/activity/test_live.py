@@ -206,19 +206,22 @@ def test_a_long_raw_detail_is_shortened_in_its_middle_keeping_the_line_start():
 
 
 def test_a_long_line_is_shortened_in_its_middle_keeping_its_start_and_its_outcome():
-    presenter = LivePresenter(FeedPrefs(line_width=20), 1)
+    presenter = LivePresenter(FeedPrefs(line_width=60), 1)
     done = "Compared the salary surveys " + "of 2026 in Milan, " * 6 + "median 52,000 EUR"
     (op,) = presenter.on_event(from_json(status(1, "🧩", done)))
-    assert op.line.message.startswith("Compared the salary surveys of 2026")
+    assert len(op.line.message) == 60
+    assert op.line.message.startswith("Compared the salary surveys")
     assert op.line.message.endswith("median 52,000 EUR")
     assert op.line.full == done
 
 
-def test_feedback_of_a_hundred_characters_shows_whole_live_at_any_width():
+def test_live_lines_are_cut_at_the_readers_width_so_an_edit_in_place_keeps_one_line():
+    """Seed 001: "Cut lines at" holds live too, for feedback as for a tool's own lines."""
     presenter = LivePresenter(FeedPrefs(line_width=20), 1)
     feedback = "Sto cercando " + "x" * 87 + "..."
     (op,) = presenter.on_event(from_json(status(1, "🔍", feedback)))
-    assert (op.line.message, op.line.full) == (feedback, "")
+    assert len(op.line.message) == 20 and op.line.message.startswith("Sto cerca")
+    assert op.line.full == feedback
 
 
 def test_auto_labels_come_from_the_pool_and_stay_put_for_a_turn():

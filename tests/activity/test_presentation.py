@@ -1,8 +1,7 @@
 from __future__ import annotations
 
 from activity.presenting.presentation import (
-    DETAIL_ROOM,
-    WHOLE_MESSAGE,
+    UNFINISHED,
     Summary,
     ToolLabels,
     summarize,
@@ -115,19 +114,23 @@ def test_raw_detail_shows_the_arguments_in_history_too():
     assert lines[0].message == "Looking up salaries, query: salary"
 
 
-def test_a_line_shorter_than_the_longest_feedback_is_never_cut_whatever_the_width():
+def test_a_line_within_the_width_is_never_cut():
     lines = visible_lines(search_turn(), width=20)
     assert lines[0].message == "Looking up salaries"
     assert lines[0].full == ""
 
 
-def test_the_longest_feedback_a_model_may_write_is_shown_whole_at_the_default_width():
+def test_a_line_is_cut_at_the_readers_width_and_keeps_its_whole_text():
+    """Seed 001: the Preferences' "Cut lines at" cuts, so a line updated in place keeps its
+    one line; the whole text is the tooltip. Programs (width 0) get it whole."""
     feedback = truncate_feedback("Cerco " + "consigli per il colloquio di lavoro " * 5)
-    assert len(feedback) == WHOLE_MESSAGE  # 100 characters and the server's "..."
     events = [Status("🔍", feedback, "in_progress", "search_documents", "c1", 1)]
     for width in (20, 80):
         (line,) = visible_lines(events, width=width)
-        assert (line.message, line.full) == (feedback, "")
+        assert len(line.message) == width and "…" in line.message
+        assert line.message.startswith("Cerco cons") and line.full == feedback
+    (line,) = visible_lines(events, width=0)
+    assert (line.message, line.full) == (feedback, "")
 
 
 def test_a_long_calculation_keeps_its_result_and_shortens_its_expression():
@@ -135,14 +138,14 @@ def test_a_long_calculation_keeps_its_result_and_shortens_its_expression():
     done = f"Calculated {expression} = 820"
     events = [Status("🧮", done, "done", "calculator", "c1", 1)]
     (line,) = visible_lines(events)
-    assert len(done) > WHOLE_MESSAGE and len(line.message) == WHOLE_MESSAGE
+    assert len(line.message) == 80
     assert line.message.startswith("Calculated 1 + 2 + 3")
     assert line.message.endswith("+ 39 + 40 = 820")
     assert "…" in line.message
     assert line.full == done
 
 
-def test_a_raw_detail_still_shows_beside_a_long_feedback():
+def test_a_raw_detail_shares_the_width_with_a_long_feedback():
     feedback = "Looking up how to prepare a job interview for a senior engineering role in Milan"
     path = "/srv/knowledge/interviews/senior-engineering/milan/2026/preparation-guide.md"
     events = [
@@ -150,10 +153,36 @@ def test_a_raw_detail_still_shows_beside_a_long_feedback():
         ToolCall("search_documents", "c1", {"path": path}, seq=2),
     ]
     (line,) = visible_lines(events, detail="raw")
-    shown_detail = line.message.removeprefix(feedback + ", ")
-    assert len(shown_detail) == DETAIL_ROOM
-    assert shown_detail.startswith("path: /srv") and shown_detail.endswith("guide.md")
+    assert len(line.message) <= 80
+    assert line.message.startswith("Looking up how") and line.message.endswith("guide.md")
+    assert ", path: /srv" in line.message and line.detail.startswith("path: /srv")
     assert line.full == f"{feedback}, path: {path}"
+
+
+def test_an_mcp_calls_line_ends_on_its_last_progress_text_in_history_as_it_did_live():
+    events = [
+        Status("🧩", "Reading the surveys", "in_progress", "surveys__read", "c1", 1),
+        ToolCall("surveys__read", "c1", {}, seq=2),
+        ToolResult("c1", True, "5 surveys", 900, tool="surveys__read", seq=3, progress=5,
+                   total=5, progress_message="Read survey 5 of 5…", progress_count=5),
+        Status("✅", "Read 5 surveys", "done", "surveys__read", "c1", 4),
+    ]  # fmt: skip
+    lines = visible_lines(events)
+    assert [line.message for line in lines] == ["Read survey 5 of 5…", "Read 5 surveys"]
+
+
+def test_a_cut_turn_marks_the_steps_it_never_finished_neither_done_nor_failed():
+    events = [
+        Status("🔍", "Searching", "in_progress", "search_documents", "c1", 1),
+        ToolCall("search_documents", "c1", {}, seq=2),
+        ToolResult("c1", True, "3 documents", 100, tool="search_documents", seq=3),
+        Status("📄", "Found 3 documents", "done", "search_documents", "c1", 4),
+        Status("✍️", "Writing the answer…", "in_progress", None, None, 5),
+    ]
+    finished = visible_lines(events)
+    cut = visible_lines(events, cut=True)
+    assert [line.state for line in finished] == ["in_progress", "done", "in_progress"]
+    assert [line.state for line in cut] == ["in_progress", "done", UNFINISHED]
 
 
 def denied_email(decision: str = "deny"):

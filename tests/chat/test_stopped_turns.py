@@ -111,3 +111,16 @@ def test_a_turn_whose_process_died_stays_interrupted_though_a_stop_was_asked(
     answer.refresh_from_db()
     feed = ActivityFeed.objects.get(pk=answer.feed_id)
     assert (answer.state, feed.state, feed.summary_icon) == ("interrupted", "interrupted", "⚠️")
+
+
+def test_a_cut_answer_closes_its_markdown_and_marks_its_last_step_unfinished(alice_client, stopped):
+    """Cut mid-sentence, "**important" reads as bold, not as literal asterisks, and the ✍️
+    step it never finished is marked neither done nor failed, for the eye and the ear."""
+    Message.objects.filter(pk=stopped.pk).update(
+        content="Negotiate with **evidence", state=Message.State.INTERRUPTED
+    )
+    page = alice_client.get(f"/c/{stopped.conversation_id}/").content.decode()
+    answer = page.split(f'id="answer-{stopped.pk}-blocks"')[1].split("</div>")[0]
+    assert "<strong>evidence</strong>" in answer and "**" not in answer
+    writing = page.split("Writing the answer")[1].split("</li>")[0]
+    assert "–" in writing and "not finished" in writing and "✓" not in writing

@@ -1,5 +1,6 @@
-"""A feed's lines as a person reads them in Chromium: the model's whole feedback, a long
-line that keeps its outcome, and one language per feed; live, then reloaded from history."""
+"""A feed's lines as a person reads them in Chromium: one line each, cut at the reader's
+width with the whole text in the tooltip and on focus, a long line that keeps its outcome,
+and one language per feed; live, then reloaded from history."""
 
 from __future__ import annotations
 
@@ -75,13 +76,31 @@ def shows_all_of_it(line) -> bool:
     return line.evaluate("li => li.scrollWidth <= li.clientWidth")
 
 
-def test_the_models_whole_feedback_is_on_screen_live_and_in_history(narrow_conversation):
+def one_line_high(line) -> bool:
+    """The line's text takes one line of the page (seed 001: an edit in place never reflows)."""
+    return line.evaluate(
+        "li => { const t = li.querySelector('.text'); const h = t.getBoundingClientRect().height; "
+        "return h < 1.5 * parseFloat(getComputedStyle(t).lineHeight); }"
+    )
+
+
+def whole_on_focus(line, whole: str) -> bool:
+    line.focus()
+    shown = line.evaluate("li => getComputedStyle(li, '::after').content")
+    line.blur()
+    return whole in shown
+
+
+def test_the_models_feedback_is_cut_at_the_width_and_whole_on_focus(narrow_conversation):
     page = narrow_conversation
     ask(page, "bench__research " + json.dumps({"topic": "salaries", "feedback_to_user": FEEDBACK}))
     for _ in range(2):  # the lines the turn drew live, then the page reloaded from history
         line = unfolded_lines(page).filter(has_text="Comparing the salary bands")
-        expect(line.locator(".text")).to_have_text(SHOWN_FEEDBACK)
-        assert shows_all_of_it(line)
+        text = line.locator(".text").inner_text()
+        assert len(text) == 80 and "…" in text and text.endswith("...")
+        expect(line).to_have_attribute("title", SHOWN_FEEDBACK)
+        assert one_line_high(line) and shows_all_of_it(line)
+        assert whole_on_focus(line, SHOWN_FEEDBACK)
         page.reload()
 
 
@@ -118,17 +137,16 @@ def test_an_italian_question_on_an_english_page_gets_an_italian_feed(narrow_conv
         page.reload()
 
 
-def test_a_raw_detail_is_shortened_in_its_middle_beside_the_whole_feedback(
+def test_a_raw_detail_shares_the_line_with_the_feedback_and_keeps_its_end(
     raw_detail_conversation,
 ):
     page = raw_detail_conversation
     topic = "/srv/knowledge/interviews/senior-engineering/milan/2026/preparation-guide.md"
     ask(page, "bench__research " + json.dumps({"topic": topic, "feedback_to_user": FEEDBACK}))
     for _ in range(2):
-        line = unfolded_lines(page).filter(has_text="Comparing the salary bands")
+        line = unfolded_lines(page).filter(has_text="topic: /srv")
         text = line.locator(".text")
-        expect(text).to_have_text(re.compile(r"^" + re.escape(SHOWN_FEEDBACK) + r", topic: /srv"))
-        expect(text).to_have_text(re.compile(r", topic: /srv/knowledg.*….*guide\.md"))
+        expect(text).to_have_text(re.compile(r"^Comparing the.*, topic: /srv.*guide\.md$"))
         expect(line).to_have_attribute("title", f"{SHOWN_FEEDBACK}, topic: {topic}")
-        assert shows_all_of_it(line)
+        assert one_line_high(line) and shows_all_of_it(line)
         page.reload()

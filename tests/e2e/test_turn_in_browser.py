@@ -42,8 +42,8 @@ def test_the_user_watches_the_feed_then_the_answer_then_the_fold(conversation):
     expect(page.locator("#conversation-title")).to_have_text("How do I negotiate my salary?")
 
     feed.locator("summary").click()
-    lines_live = feed_lines(page)
-    steps = [line.split(" ", 1)[1].split(" · ")[0] for line in lines_live]
+    lines_live = [" ".join(line.split()) for line in feed_lines(page)]
+    steps = feed.locator("li .text").all_inner_texts()
     assert steps[1:] == ["Found 3 documents", "Writing the answer…", "Done"]
     # Each folded step says how long it took, and that it finished (✓, read out as "done").
     assert all(re.search(r" · \d+\.\d s ✓\s*done$", line) for line in lines_live), lines_live
@@ -51,7 +51,7 @@ def test_the_user_watches_the_feed_then_the_answer_then_the_fold(conversation):
 
     page.reload()
     page.locator("details.feed summary").click()
-    assert feed_lines(page) == lines_live
+    assert [" ".join(line.split()) for line in feed_lines(page)] == lines_live
     assert page.locator(".answer").inner_text() == answer_live
     # The whole flow ran under the strict Content Security Policy without a violation.
     assert page.console_errors == []
@@ -144,7 +144,8 @@ def test_progress_mode_shows_a_draft_that_turns_into_the_answer(conversation, li
     expect(page.locator(DONE)).to_be_visible()
     expect(page.locator(f"{DONE} .answer strong").first).to_contain_text("Salary negotiation")
     expect(page.locator(f"{DONE} details.feed summary")).to_contain_text("Searched")
-    # The answer takes the draft's place, in the same card; its folded feed follows it.
+    # The draft folds where it stood, in the same card, and the answer follows it (seed 002:
+    # the feed above the result, in every mode, whatever the viewer's preference now).
     answer_in_place(page, card_id, draft_top)
     page.reload()
     answer_in_place(page, card_id)
@@ -158,12 +159,12 @@ def test_progress_mode_shows_a_draft_that_turns_into_the_answer(conversation, li
 def answer_in_place(page, card_id, draft_top=None):
     card = page.locator(f"article#{card_id}.state-complete")
     if draft_top is not None:  # where the draft began, within half a line
-        assert abs(card.locator(".answer").bounding_box()["y"] - draft_top) < 8
-    feed_after_answer = card.evaluate(
-        "c => !!(c.querySelector('.answer').compareDocumentPosition("
-        "c.querySelector('details.feed')) & Node.DOCUMENT_POSITION_FOLLOWING)"
+        assert abs(card.locator("details.feed").bounding_box()["y"] - draft_top) < 8
+    answer_after_feed = card.evaluate(
+        "c => !!(c.querySelector('details.feed').compareDocumentPosition("
+        "c.querySelector('.answer')) & Node.DOCUMENT_POSITION_FOLLOWING)"
     )
-    assert feed_after_answer
+    assert answer_after_feed
     expect(card.locator("details.feed")).not_to_have_attribute("open", "")
 
 
