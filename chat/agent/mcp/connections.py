@@ -113,7 +113,11 @@ class Connection:
     Its state is one of Connected, Down and Closing, changed only by `_become`."""
 
     def __init__(
-        self, spec: ServerSpec, limits: McpLimits = DEFAULT_LIMITS, bounds: SchemaBounds = BOUNDS
+        self,
+        spec: ServerSpec,
+        bounds: SchemaBounds = BOUNDS,
+        *,
+        limits: McpLimits = DEFAULT_LIMITS,
     ) -> None:
         self.spec = spec
         # Its pool's, as last handed in (Pool.open).
@@ -563,7 +567,7 @@ class Pool:
             connection.limits = self.limits
         for name, spec in wanted.items():
             if name not in self.connections:
-                self.connections[name] = connection = Connection(spec, self.limits)
+                self.connections[name] = connection = Connection(spec, limits=self.limits)
                 kept = (remembered or {}).get(name, ())
                 connection.remembered = offerable(kept, connection.bounds)[0]
         return [self.connections[name] for name in wanted]

@@ -86,7 +86,7 @@ class UserConnection(Connection):
             client_metadata_url=asker.client.metadata_url,
         )
         self._authorization_url = ""
-        super().__init__(spec, limits)
+        super().__init__(spec, limits=limits)
 
     def _auth(self) -> httpx2.Auth | None:
         return self.provider
