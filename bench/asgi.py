@@ -19,9 +19,9 @@ from django.conf import settings  # noqa: E402
 from django.core.asgi import get_asgi_application  # noqa: E402
 from django.urls import path  # noqa: E402
 
-from chat.agent.client import make_client  # noqa: E402
 from chat.socket.routing import websocket_urlpatterns  # noqa: E402
 from chat.socket.session import socket_session_stack  # noqa: E402
+from chat.turns.deps import configured_client  # noqa: E402
 
 
 class RelayConsumer(AsyncWebsocketConsumer):
@@ -34,7 +34,7 @@ class RelayConsumer(AsyncWebsocketConsumer):
         self.task = asyncio.create_task(self.relay(json.loads(text_data)["message"]))
 
     async def relay(self, question: str) -> None:
-        stream = await make_client().chat.completions.create(
+        stream = await configured_client().chat.completions.create(
             model=settings.GLASSBOX_MODEL,
             messages=[{"role": "user", "content": question}],
             stream=True,

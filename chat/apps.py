@@ -10,24 +10,15 @@ class ChatConfig(AppConfig):
     verbose_name = "Chat"
 
     def ready(self) -> None:
-        """Connects the socket's receivers, registers the check of chat's sealed records and
-        hands the agent the knowledge base and the outbox; a server declaration that cannot
-        be used stops start-up, naming the setting."""
+        """Connects the socket's receivers and registers the check of chat's sealed records;
+        a server declaration that cannot be used stops start-up, naming the setting."""
         from activity.auditing.audit import register_record_check
-        from chat.agent import services
-        from chat.agent.mcp.config import ServerConfigError, declared_servers
-        from chat.conversations.outbox import outbox_add
+        from chat.agent.mcp.config import ServerConfigError
         from chat.conversations.sealed_records import sealed_records_check
-        from chat.knowledge.search import fresh_index, search_documents
+        from chat.servers.configured import settings_servers
         from chat.socket import revocation  # noqa: F401 - connects the receivers
 
         register_record_check(sealed_records_check)
-
-        services.provide(
-            services.Services(
-                fresh_index=fresh_index, search_documents=search_documents, outbox_add=outbox_add
-            )
-        )
 
         from chat.pages import starters
 
@@ -36,10 +27,10 @@ class ChatConfig(AppConfig):
             raise ImproperlyConfigured(problem)
 
         try:
-            declared = declared_servers()
+            servers = settings_servers()
         except ServerConfigError as exc:
             raise ImproperlyConfigured(f"GLASSBOX_MCP_SERVERS: {exc}") from None
-        if any(spec.oauth for spec in declared):
+        if any(spec.oauth for spec in servers):
             from chat.servers.secrets import token_key
 
             token_key()  # a production site without GLASSBOX_TOKEN_KEY stops here, saying so

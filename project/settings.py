@@ -263,16 +263,17 @@ GLASSBOX_COMMIT_SECONDS = env_float("GLASSBOX_COMMIT_SECONDS", 0.1)
 GLASSBOX_TEXT_FLUSH_CHARS = env_int("GLASSBOX_TEXT_FLUSH_CHARS", 2000)
 # Streamed text is coalesced into one frame per window, so the channel layer is never flooded.
 GLASSBOX_TEXT_FRAME_SECONDS = env_float("GLASSBOX_TEXT_FRAME_SECONDS", 0.03)
-# The agent's tools, as dotted paths to chat.agent.tools.Tool objects; add your own here.
+# The agent's tools, as dotted paths to chat.agent.tools.Tool objects (the pure ones in
+# chat.agent.builtin_tools, those that touch the app in chat.tools); add your own here.
 GLASSBOX_TOOLS = env_list(
     "GLASSBOX_TOOLS",
     ",".join(
         [
-            "chat.agent.builtin_tools.SEARCH_DOCUMENTS",
+            "chat.tools.search.SEARCH_DOCUMENTS",
             "chat.agent.builtin_tools.CALCULATOR",
             "chat.agent.builtin_tools.CURRENT_DATETIME",
-            "chat.agent.builtin_tools.REQUEST_CONTACT_FORM",
-            "chat.agent.builtin_tools.SEND_EMAIL",
+            "chat.tools.contact_form.REQUEST_CONTACT_FORM",
+            "chat.tools.email.SEND_EMAIL",
         ]
     ),
 )

@@ -1,16 +1,19 @@
 """The LLM client factory: a real OpenAI-compatible provider when a key is set, otherwise
-the offline demo model behind the very same openai client."""
+the offline demo model behind the very same openai client. Which provider, and how long to
+wait for it, is handed in (`Provider`, read from the settings by chat.turns.deps)."""
 
 from __future__ import annotations
 
 import asyncio
 import weakref
+from dataclasses import dataclass
 from typing import Any
 
 import httpx2
-from django.conf import settings
 from openai import AsyncOpenAI, DefaultAioHttpClient
 
+from chat.agent.context import Search
+from chat.agent.demo import DemoModel
 from chat.agent.demo_wire import DemoTransport
 from chat.agent.faults import NamedFaults
 
@@ -39,41 +42,51 @@ class ProviderHttpClient(DefaultAioHttpClient):
         return NamedFaults(super()._init_proxy_transport(*args, **kwargs))
 
 
-def uses_demo_model() -> bool:
-    return not settings.OPENAI_API_KEY
+@dataclass(frozen=True, slots=True)
+class Provider:
+    """The model's provider: none (the demo model) without a key."""
+
+    api_key: str
+    base_url: str
+    # The demo model's pause between streamed chunks, in seconds.
+    demo_delay: float
+    connect_timeout: float
+    read_timeout: float
+    # How often the SDK tries a request again that failed before its first byte.
+    retries: int
+
+    @property
+    def is_demo(self) -> bool:
+        return not self.api_key
 
 
-def make_client(transport: httpx2.AsyncBaseTransport | None = None) -> AsyncOpenAI:
-    """The shared client of this event loop; `transport` makes a new one whose network is
-    replaced (tests inject faults and scripted providers)."""
+def make_client(
+    provider: Provider,
+    search: Search | None = None,
+    transport: httpx2.AsyncBaseTransport | None = None,
+) -> AsyncOpenAI:
+    """The shared client of this event loop for `provider` (the demo model searching with
+    `search`); `transport` makes a new one whose network is replaced (tests inject faults
+    and scripted providers)."""
     if transport is not None:
-        return _new_client(transport)
-    key = (
-        settings.OPENAI_API_KEY,
-        settings.OPENAI_BASE_URL,
-        settings.GLASSBOX_DEMO_DELAY,
-        settings.GLASSBOX_CONNECT_TIMEOUT,
-        settings.GLASSBOX_READ_TIMEOUT,
-        settings.GLASSBOX_PROVIDER_RETRIES,
-    )
+        return _new_client(provider, search, transport)
+    key = (provider, search)
     clients = _shared.setdefault(asyncio.get_running_loop(), {})
     if key not in clients:
-        clients[key] = _new_client(None)
+        clients[key] = _new_client(provider, search, None)
     return clients[key]
 
 
-def _new_client(transport: httpx2.AsyncBaseTransport | None) -> AsyncOpenAI:
-    timeout = httpx2.Timeout(
-        settings.GLASSBOX_READ_TIMEOUT, connect=settings.GLASSBOX_CONNECT_TIMEOUT
-    )
-    if uses_demo_model():
+def _new_client(
+    provider: Provider, search: Search | None, transport: httpx2.AsyncBaseTransport | None
+) -> AsyncOpenAI:
+    timeout = httpx2.Timeout(provider.read_timeout, connect=provider.connect_timeout)
+    if provider.is_demo:
+        demo = DemoTransport(delay=provider.demo_delay, model=DemoModel(search))
         return AsyncOpenAI(
             api_key="demo",
             base_url="http://demo.glassbox.invalid/v1",
-            http_client=httpx2.AsyncClient(
-                transport=transport or DemoTransport(delay=settings.GLASSBOX_DEMO_DELAY),
-                timeout=timeout,
-            ),
+            http_client=httpx2.AsyncClient(transport=transport or demo, timeout=timeout),
             max_retries=0,
         )
     # The SDK retries only failed requests, i.e. before the first streamed byte; a stream
@@ -84,10 +97,10 @@ def _new_client(transport: httpx2.AsyncBaseTransport | None) -> AsyncOpenAI:
     # bench at 100 sessions).
     http_client = ProviderHttpClient(transport=transport, timeout=timeout, limits=CONNECTIONS)
     return AsyncOpenAI(
-        api_key=settings.OPENAI_API_KEY,
-        base_url=settings.OPENAI_BASE_URL or None,
+        api_key=provider.api_key,
+        base_url=provider.base_url or None,
         timeout=timeout,
-        max_retries=settings.GLASSBOX_PROVIDER_RETRIES,
+        max_retries=provider.retries,
         http_client=http_client,
     )
 

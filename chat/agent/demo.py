@@ -16,10 +16,10 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 
+from chat.agent.context import Search
 from chat.agent.demo_script import say
 from chat.agent.mcp.config import SEPARATOR
 from chat.agent.mcp.connect_tool import connect_tool_name, connected_server
-from chat.agent.services import provided
 from chat.agent.tools import FEEDBACK_ARG
 from chat.knowledge.words import CJK, STOPWORDS
 
@@ -91,7 +91,12 @@ class Call:
 
 
 class DemoModel:
-    """Decides what to say; DemoTransport puts it on the wire."""
+    """Decides what to say; DemoTransport puts it on the wire. It looks in the knowledge base
+    through `search`, handed in with its client (chat.turns.deps); without one it finds
+    nothing there."""
+
+    def __init__(self, search: Search | None = None) -> None:
+        self.search = search
 
     async def respond(self, body: dict[str, Any]) -> list[dict[str, Any]]:
         """The deltas of one streamed response, in order."""
@@ -242,14 +247,14 @@ class DemoModel:
             feedback = say("feedback_calculator", language, expression=expression)
             arguments = {"feedback_to_user": feedback, "expression": expression}
             rounds.append([Call("calculator", arguments)])
-        if "search_documents" in offered:
+        if "search_documents" in offered and self.search is not None:
             parts = [question]
             if COMPARE_WORDS.search(folded):
                 parts = [p for p in SPLIT_WORDS.split(question) if p.strip()] or parts
             searches = [
                 self.search_call(part, language)
                 for part in parts
-                if await sync_to_async(provided().search_documents)(part, 1)
+                if await sync_to_async(self.search.documents)(part, 1)
             ]
             if searches:
                 rounds.append(searches)

@@ -26,6 +26,7 @@ from chat.agent.approval import Paused, Verdict, refused, waiting
 from chat.agent.approved import not_as_approved, to_run, told_of_edits
 from chat.agent.calls import PendingCall, ToolCallAssembler, is_json, raw_arguments
 from chat.agent.chunks import stream_completion, tokens
+from chat.agent.context import ToolContext
 from chat.agent.errors import ProviderError
 from chat.agent.lines import finished, settle, writing
 from chat.agent.outcome import CallOutcome
@@ -64,6 +65,7 @@ async def run_agent(
     messages: list[dict[str, Any]],
     registry: ToolRegistry,
     policy: AgentPolicy,
+    context: ToolContext[Any],
     language: str | None = None,
     resume: Paused | None = None,
     verdict: Verdict | None = None,
@@ -72,7 +74,8 @@ async def run_agent(
     each request to the model; the caller adds Done. A ToolCall comes before its tool runs,
     which waits until the caller asks for the next item. A call that must be approved first ends
     the run with Paused; `resume` with the `verdict` goes on from there. What the agent may
-    do (the model, its rounds, time limits, which tools ask first) is `policy`'s."""
+    do (the model, its rounds, time limits, which tools ask first) is `policy`'s; every tool
+    runs with the turn's `context` (who asks, where, and the app's services)."""
     language = language or get_language() or policy.language
     if resume is None:
         conversation = [{"role": "system", "content": system_prompt(language)}, *messages]
@@ -135,7 +138,12 @@ async def run_agent(
                     yield the_call(call)
                 together = sum(1 for other in pending if other.name == call.name)
                 async for ran in run_call(
-                    registry, call, policy.tool_timeout, shown.get(call.call_id, ""), together
+                    registry,
+                    call,
+                    context,
+                    policy.tool_timeout,
+                    shown.get(call.call_id, ""),
+                    together,
                 ):
                     if isinstance(ran, CallOutcome):
                         outcome = ran

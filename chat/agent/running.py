@@ -11,11 +11,13 @@ import traceback
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from functools import partial
+from typing import Any
 
 from django.utils.translation import gettext as _
 
 from activity.recording.events import Status, ToolCall, ToolResult
 from chat.agent.calls import PendingCall, parse_arguments, raw_arguments
+from chat.agent.context import ToolContext
 from chat.agent.lines import fallback
 from chat.agent.outcome import CallOutcome
 from chat.agent.questions import in_call
@@ -52,16 +54,21 @@ class Progress:
 
 
 async def run_call(
-    registry: ToolRegistry, call: PendingCall, time_limit: float, shown: str, together: int = 1
+    registry: ToolRegistry,
+    call: PendingCall,
+    context: ToolContext[Any],
+    time_limit: float,
+    shown: str,
+    together: int = 1,
 ) -> AsyncIterator[Status | CallOutcome]:
     """Runs one call as a task of its own and yields its progress as live statuses (at most
     PROGRESS_PER_SECOND a second, the latest always shown), then its outcome. The call itself
     (ToolCall) is the caller's to record before this starts: see the_call."""
     progress = Progress()
-    context = report_progress_to(progress.report)
-    trace_call(context, call.call_id)
+    task_context = report_progress_to(progress.report)
+    trace_call(task_context, call.call_id)
     task = asyncio.create_task(
-        run_tool(registry, call, time_limit, progress, together), context=context
+        run_tool(registry, call, context, time_limit, progress, together), context=task_context
     )
     tool = registry.get(call.name)
     interval = 1 / PROGRESS_PER_SECOND
@@ -124,6 +131,7 @@ def done_message(outcome: ToolOutcome, together: int) -> str:
 async def run_tool(
     registry: ToolRegistry,
     call: PendingCall,
+    context: ToolContext[Any],
     time_limit: float,
     progress: Progress | None = None,
     together: int = 1,
@@ -141,7 +149,7 @@ async def run_tool(
         async with asyncio.timeout(time_limit) as clock:
             # A question the tool asks reaches this call, and stops its clock meanwhile.
             in_call(call.call_id, clock)
-            outcome = await tool.run(parsed)
+            outcome = await tool.run(parsed, context)
     except ToolError as exc:
         reason = error = str(exc)
     except TimeoutError:

@@ -1,6 +1,7 @@
 """The tool registry. A built-in tool is one small declared object: a name, a description, a
 pydantic model of its arguments (the JSON schema is generated from it), an icon, its status
-texts and an async `run`. Tools from MCP servers (chat.agent.mcp) have the same face."""
+texts and an async `run(arguments, context)`, the context being the turn's
+(chat.agent.context). Tools from MCP servers (chat.agent.mcp) have the same face."""
 
 from __future__ import annotations
 
@@ -13,11 +14,12 @@ from typing import Any, Protocol
 from django.utils.functional import Promise
 from django.utils.module_loading import import_string
 from django.utils.translation import gettext as _
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic.json_schema import GenerateJsonSchema
 
 from activity.presenting.presentation import ToolLabels
 from activity.recording.events import Link
+from chat.agent.context import ToolContext
 
 FEEDBACK_ARG = "feedback_to_user"
 FEEDBACK_LIMIT = 100
@@ -97,7 +99,13 @@ class AgentTool(Protocol):
 
     def parse(self, arguments: dict[str, Any]) -> Any: ...
 
-    def run(self, parsed: Any) -> Awaitable[ToolOutcome]: ...
+    def run(self, parsed: Any, context: ToolContext[Any]) -> Awaitable[ToolOutcome]: ...
+
+
+class Arguments(BaseModel):
+    """A built-in tool's arguments: nothing the schema does not name."""
+
+    model_config = ConfigDict(extra="forbid")
 
 
 class ToolError(Exception):
@@ -109,7 +117,7 @@ class Tool:
     name: str
     description: str
     arguments: type[BaseModel]
-    run: Callable[[Any], Awaitable[ToolOutcome]]
+    run: Callable[[Any, ToolContext[Any]], Awaitable[ToolOutcome]]
     icon: str
     # Lazy translations (gettext_lazy) are welcome: they are read in the turn's language.
     working_message: str | Promise
@@ -210,7 +218,7 @@ class ToolRegistry:
 
     @classmethod
     def from_paths(cls, paths: Iterable[str]) -> ToolRegistry:
-        """Tools named by dotted paths, as the GLASSBOX_TOOLS setting lists them."""
+        """Tools named by dotted paths (the GLASSBOX_TOOLS setting's, chat.tools)."""
         tools = []
         for path in paths:
             tool = import_string(path)

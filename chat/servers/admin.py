@@ -20,7 +20,6 @@ from chat.agent.mcp import machine_auth
 from chat.agent.mcp.config import (
     ServerConfigError,
     ServerSpec,
-    declared_servers,
     spec_from_mapping,
 )
 from chat.models import McpServer, McpServerChange
@@ -33,6 +32,7 @@ from chat.servers.changes import (
     server_save,
     servers_delete,
 )
+from chat.servers.configured import settings_servers
 from chat.servers.sightings import sightings
 
 if TYPE_CHECKING:
@@ -258,7 +258,7 @@ class McpServerForm(forms.ModelForm):
             if "'client_credentials'" in problem:
                 raise forms.ValidationError({"credentials_env": problem}) from None
             raise forms.ValidationError(problem) from None
-        if data.get("name") in {spec.name for spec in declared_servers()}:
+        if data.get("name") in {spec.name for spec in settings_servers()}:
             raise forms.ValidationError(
                 {"name": "GLASSBOX_MCP_SERVERS already declares a server of this name."}
             )
@@ -452,7 +452,7 @@ def server_health() -> list[ServerRow]:
     """The servers of GLASSBOX_MCP_SERVERS, then the admin's (one of the same name is hidden
     by the setting), with what this process knows of their sessions."""
     rows: list[ServerRow] = []
-    for spec in declared_servers():
+    for spec in settings_servers():
         rows.append(_row(spec, "GLASSBOX_MCP_SERVERS"))
     declared = {row.name for row in rows}
     for server in McpServer.objects.order_by("name"):

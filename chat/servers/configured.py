@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import logging
 import time
+from pathlib import Path
 
+from django.conf import settings
 from django.db.models.signals import post_delete, post_save
 
 from chat.agent.mcp.config import (
@@ -17,6 +19,7 @@ from chat.agent.mcp.config import (
     declared_servers,
     spec_from_mapping,
 )
+from chat.agent.mcp.limits import McpLimits
 from chat.models import McpServer
 
 logger = logging.getLogger("glassbox.mcp")
@@ -26,13 +29,28 @@ FRESH_SECONDS = 5.0
 _rows: tuple[float, list[ServerSpec]] | None = None
 
 
+def settings_servers() -> list[ServerSpec]:
+    """The servers GLASSBOX_MCP_SERVERS declares. Raises ServerConfigError."""
+    return declared_servers(settings.GLASSBOX_MCP_SERVERS)
+
+
+def mcp_limits() -> McpLimits:
+    """The settings' limits for MCP sessions, handed to the agent's pools with each use."""
+    return McpLimits(
+        connect_timeout=settings.GLASSBOX_MCP_CONNECT_TIMEOUT,
+        tool_timeout=settings.GLASSBOX_TOOL_TIMEOUT,
+        result_chars=settings.GLASSBOX_MCP_RESULT_CHARS,
+        workdir=Path(settings.BASE_DIR),
+    )
+
+
 async def configured_servers() -> list[ServerSpec]:
     global _rows
-    declared = declared_servers()
+    declared_now = settings_servers()
     if _rows is None or _rows[0] < time.monotonic():
         _rows = (time.monotonic() + FRESH_SECONDS, await _admin_rows())
-    taken = {spec.name for spec in declared}
-    return declared + [spec for spec in _rows[1] if spec.name not in taken]
+    taken = {spec.name for spec in declared_now}
+    return declared_now + [spec for spec in _rows[1] if spec.name not in taken]
 
 
 async def _admin_rows() -> list[ServerSpec]:

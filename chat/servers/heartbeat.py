@@ -21,9 +21,9 @@ from django.conf import settings
 from django.utils import timezone
 from django.utils.crypto import salted_hmac
 
-from chat.agent.mcp.config import ServerSpec, declared_servers
+from chat.agent.mcp.config import ServerSpec
 from chat.models import McpServerSighting
-from chat.servers.configured import configured_servers
+from chat.servers.configured import configured_servers, mcp_limits, settings_servers
 
 if TYPE_CHECKING:
     import mcp_types as types
@@ -67,7 +67,7 @@ def watch_on_start() -> None:
     reactor = sys.modules.get("twisted.internet.reactor")
     if reactor is None or not hasattr(reactor, "_asyncioEventloop"):
         return  # not served by Daphne (tests, management commands)
-    if any(spec.enabled for spec in declared_servers()):
+    if any(spec.enabled for spec in settings_servers()):
         # Before the process serves: imported later, in a thread, the SDK would take the
         # GIL from the first turns (their time doubled, bench/first_status_cold.py).
         importlib.import_module(_TOOLS)
@@ -184,7 +184,7 @@ async def beat(
         if spec.name not in opened or opened[spec.name].spec.fingerprint != spec.fingerprint
     ]
     remembered = await remembered_tools(new) if new else None
-    connections = await pool().open(specs, remembered)
+    connections = await pool().open(specs, remembered, mcp_limits())
     await write_sightings(worker, started, connections)
     return connections
 

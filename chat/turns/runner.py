@@ -39,14 +39,13 @@ from activity.recording.recorder import FeedRecorder
 from activity.recording.writes import update_row
 from activity.usage import configured_prices
 from chat.agent.approval import Paused, Verdict
-from chat.agent.builtin_tools import default_registry
+from chat.agent.context import Person
 from chat.agent.errors import describe_failure
 from chat.agent.loop import run_agent
 from chat.agent.mcp import release_asker
 from chat.agent.questions import ask_with
 from chat.agent.tools import ToolRegistry
 from chat.agent.traceparent import trace_turn
-from chat.conversations import outbox
 from chat.models import Conversation, Message, ToolApproval
 from chat.servers.asking import ConnectAsker
 from chat.turns import deps, registry
@@ -159,23 +158,27 @@ async def run(
     resume: Paused | None = None,
     verdict: Verdict | None = None,
     decided: Decision | None = None,
+    asker: Person | None = None,
 ) -> Message.State:
     """Runs a turn to its end, or to a tool call that must be approved first (the turn is
     then `waiting` and no task holds it). `resume` goes on from such a pause, with the
     decision in `verdict`, in whichever process received it. `history` is what the model is
-    told, if it was read with the turn's admission (else it is read here). Its client and
-    tools are those of chat.turns.deps."""
+    told, if it was read with the turn's admission (else it is read here), and `asker` its
+    owner, as its tools are told (else read here). Its client, tools and the services its
+    tools reach are those of chat.turns.deps."""
+    if asker is None:
+        asker = await database_sync_to_async(deps.person_by_id)(answer.answer_feed.owner_id)
     # Every line and the summary are written in the asker's language; the override holds
     # for this task only, whatever the sockets watching it speak.
-    outbox.sending_for.set(answer.answer_feed.owner_id)
     with translation.override(answer.answer_feed.language):
-        return await _turn_run(answer, history, deps.current(), resume, verdict, decided)
+        return await _turn_run(answer, history, deps.current(), asker, resume, verdict, decided)
 
 
 async def _turn_run(
     answer: Message,
     history: list[dict[str, Any]] | None,
     dependencies: deps.Dependencies,
+    asker: Person,
     resume: Paused | None,
     verdict: Verdict | None,
     decided: Decision | None,
@@ -223,10 +226,13 @@ async def _turn_run(
     assert this is not None  # a turn runs as a task of its own (registry.launch)
     recorder.join(text)
     beating = asyncio.create_task(heartbeat(recorder, this, answer.pk))
-    asker = ConnectAsker(recorder.feed.owner_id, emit)
+    connecting = ConnectAsker(recorder.feed.owner_id, emit)
+    context = dependencies.tool_context(
+        user=asker, conversation_id=answer.conversation_id, language=recorder.feed.language
+    )
     try:
         async with asyncio.timeout(settings.GLASSBOX_TURN_TIMEOUT):
-            tools = await dependencies.tools(asker)
+            tools = await dependencies.tools(connecting)
             # A turn lives outside the request cycle that closes expired or broken database
             # connections: its trips to the database thread (database_sync_to_async) do.
             if resume is not None:
@@ -239,6 +245,7 @@ async def _turn_run(
                 language=recorder.feed.language,
                 registry=tools,
                 policy=agent_policy(),
+                context=context,
                 resume=resume,
                 verdict=verdict,
             ):
@@ -273,8 +280,8 @@ async def _turn_run(
         await emit(Status(icon="❌", message=reason[0].upper() + reason[1:], state="failed"))
     finally:
         beating.cancel()
-        asker.close()
-        release_asker(asker)
+        connecting.close()
+        release_asker(connecting)
     if paused is not None and state == Message.State.COMPLETE:
         registry.text_finished(answer.pk, text)
         return Message.State.WAITING
@@ -374,7 +381,7 @@ async def _finish(
     state: Message.State,
 ) -> None:
     await text.send()
-    labels = (tools or default_registry()).labels()
+    labels = (tools or deps.builtin_tools()).labels()
     shown = FeedPrefs.from_mappings(settings.GLASSBOX_FEED).show_reasoning
     summary = summarize(recorder.events, labels, shown, stopped=state == Message.State.STOPPED)
     content, feed = text.text, recorder.finished(state, summary, text.text)

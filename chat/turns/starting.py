@@ -10,8 +10,9 @@ from typing import Any
 from channels.db import database_sync_to_async
 from django.utils.translation import gettext as _
 
+from chat.agent.context import Person
 from chat.models import Conversation
-from chat.turns import approvals, registry, runner
+from chat.turns import approvals, deps, registry, runner
 from chat.turns.admission import Restarting, StartedTurn, admit, admit_again
 from chat.turns.broadcast import send_conversations_changed, send_turn_started
 from chat.turns.history import model_history
@@ -31,7 +32,7 @@ async def begin(
     if registry.draining():
         raise Restarting(_("The server is restarting; ask again in a moment."))
     approvals.watch()
-    turn, history = await database_sync_to_async(_admitted)(
+    turn, history, asker = await database_sync_to_async(_admitted)(
         admit,
         conversation=conversation,
         text=text,
@@ -42,7 +43,8 @@ async def begin(
     if not turn.joined:
         # The question appears on every open tab before the agent starts.
         await send_turn_started(turn)
-        registry.launch(turn.answer.pk, runner.run(answer=turn.answer, history=history))
+        started = runner.run(answer=turn.answer, history=history, asker=asker)
+        registry.launch(turn.answer.pk, started)
         await send_conversations_changed(conversation.owner_id, conversation.pk)
     return turn
 
@@ -54,20 +56,25 @@ async def regenerate(
     version); raises TurnRejected with a message for people."""
     if registry.draining():
         raise Restarting(_("The server is restarting; ask again in a moment."))
-    turn, history = await database_sync_to_async(_admitted)(
+    turn, history, asker = await database_sync_to_async(_admitted)(
         admit_again, conversation=conversation, answer_id=answer_id, language=language
     )
     await send_turn_started(turn)
-    registry.launch(turn.answer.pk, runner.run(answer=turn.answer, history=history))
+    started = runner.run(answer=turn.answer, history=history, asker=asker)
+    registry.launch(turn.answer.pk, started)
     await send_conversations_changed(conversation.owner_id, conversation.pk)
     return turn
 
 
 def _admitted(
     admission: Callable[..., StartedTurn], **arguments: Any
-) -> tuple[StartedTurn, list[dict[str, Any]] | None]:
-    """A turn's rows and what the model is told, in one trip to the database thread: under
-    a burst of questions each trip waits behind all the others, and the model is asked only
-    after both."""
+) -> tuple[StartedTurn, list[dict[str, Any]] | None, Person | None]:
+    """A turn's rows, what the model is told and who asks (as its tools are told), in one
+    trip to the database thread: under a burst of questions each trip waits behind all the
+    others, and the model is asked only after all three."""
     turn = admission(**arguments)
-    return turn, None if turn.joined else model_history(turn.answer)
+    if turn.joined:
+        return turn, None, None
+    # The socket and the pages hand the conversation with its owner: no statement then.
+    asker = deps.person(arguments["conversation"].owner)
+    return turn, model_history(turn.answer), asker

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from asgiref.sync import sync_to_async
 from django.db import connection
 from pydantic import BaseModel, ConfigDict, Field
 
 from activity.models import ActivityEvent
 from activity.presenting.presentation import ToolLabels
+from chat.agent.context import ToolContext
 from chat.agent.tools import Tool, ToolOutcome
 
 
@@ -16,7 +19,7 @@ class WeatherArguments(BaseModel):
     city: str = Field(description="The city to report on.")
 
 
-async def run_weather(arguments: WeatherArguments) -> ToolOutcome:
+async def run_weather(arguments: WeatherArguments, context: ToolContext[Any]) -> ToolOutcome:
     return ToolOutcome(
         content={"city": arguments.city, "sky": "clear", "celsius": 21},
         summary="clear, 21 °C",
@@ -57,7 +60,7 @@ def _calls_on_disk() -> list[dict]:
         connection.close()
 
 
-async def run_change_record(arguments: ChangeArguments) -> ToolOutcome:
+async def run_change_record(arguments: ChangeArguments, context: ToolContext[Any]) -> ToolOutcome:
     """A tool with side effects: before it changes anything, it reads what the audit holds."""
     found = await sync_to_async(_calls_on_disk, thread_sensitive=False)()
     return ToolOutcome(

@@ -9,11 +9,10 @@ from pydantic import BaseModel, ConfigDict
 
 from activity.presenting.presentation import ToolLabels, line_key
 from activity.recording.events import Status, TextDelta, ToolCall, ToolResult
-from chat.agent.builtin_tools import default_registry
-from chat.agent.client import make_client
 from chat.agent.loop import run_agent
 from chat.agent.policy import AgentPolicy
 from chat.agent.tools import Tool, ToolError, ToolRegistry
+from chat.turns.deps import builtin_tools, configured_client
 from tests.support.fakes import (
     RecordedProvider,
     ScriptedTransport,
@@ -21,6 +20,7 @@ from tests.support.fakes import (
     text_response,
     tool_call_response,
 )
+from tests.support.tool_context import tool_context
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -33,10 +33,11 @@ async def collect(client, question: str, registry=None, rounds: int = 3, time_li
         async for event in run_agent(
             client=client,
             messages=[{"role": "user", "content": question}],
-            registry=registry or default_registry(),
+            registry=registry or builtin_tools(),
             policy=AgentPolicy(
                 model="test-model", max_tool_rounds=rounds, tool_timeout=time_limit
             ),
+            context=tool_context(),
         ):
             events.append(event)
     return events
@@ -51,7 +52,7 @@ def answer(events):
 
 
 async def test_demo_model_searches_then_answers_with_the_documents(knowledge_base):
-    events = await collect(make_client(), "How do I negotiate my salary?")
+    events = await collect(configured_client(), "How do I negotiate my salary?")
     lines = statuses(events)
     assert lines[0] == ("🔍", "Searching the knowledge base…", "in_progress")
     assert lines[1][0] == "🔍" and "negotiate salary" in lines[1][1]
@@ -73,7 +74,7 @@ async def test_demo_model_searches_then_answers_with_the_documents(knowledge_bas
 
 
 async def test_demo_model_answers_directly_without_any_status(knowledge_base):
-    events = await collect(make_client(), "Tell me a joke about penguins")
+    events = await collect(configured_client(), "Tell me a joke about penguins")
     assert statuses(events) == []
     assert not any(isinstance(e, ToolCall) for e in events)
     assert "penguins" in answer(events)
@@ -89,8 +90,9 @@ async def test_feedback_is_shown_before_the_arguments_are_complete():
         async for event in run_agent(
             client=client,
             messages=[{"role": "user", "content": "pay?"}],
-            registry=default_registry(),
+            registry=builtin_tools(),
             policy=AgentPolicy(model="m", max_tool_rounds=2, tool_timeout=5),
+            context=tool_context(),
         ):
             if isinstance(event, Status) and event.message == "Looking up pay bands":
                 feedback = event
@@ -162,15 +164,15 @@ def failing_registry(run) -> ToolRegistry:
     )
 
 
-async def broken(arguments):
+async def broken(arguments, context):
     raise RuntimeError("database password is hunter2")
 
 
-async def slow(arguments):
+async def slow(arguments, context):
     await asyncio.sleep(10)
 
 
-async def explained(arguments):
+async def explained(arguments, context):
     raise ToolError("index is rebuilding")
 
 

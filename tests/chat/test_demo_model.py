@@ -5,22 +5,24 @@ from __future__ import annotations
 import pytest
 
 from activity.recording.events import Status, TextDelta, ToolCall, ToolResult
-from chat.agent.builtin_tools import default_registry
-from chat.agent.client import make_client
 from chat.agent.loop import run_agent
 from chat.agent.policy import AgentPolicy
+from chat.tools.context import APP_SERVICES
+from chat.turns.deps import builtin_tools, configured_client
+from tests.support.tool_context import tool_context
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 
 
 async def turn(question: str):
     events = []
-    async with make_client() as client:
+    async with configured_client() as client:
         async for event in run_agent(
             client=client,
             messages=[{"role": "user", "content": question}],
-            registry=default_registry(),
+            registry=builtin_tools(),
             policy=AgentPolicy(model="glassbox-demo", tool_timeout=5),
+            context=tool_context(),
         ):
             events.append(event)
     lines = [(e.icon, e.message) for e in events if isinstance(e, Status)]
@@ -138,7 +140,7 @@ async def test_each_starter_takes_its_own_path_in_every_language(language, knowl
     ]
     with translation.override(language):
         prompts = [starter.prompt for starter in for_page()]
-    model = DemoModel()
+    model = DemoModel(APP_SERVICES.search)
     taken = []
     for prompt in prompts:
         rounds = await model.plan(prompt, detect_language(prompt), offered)
@@ -170,7 +172,7 @@ async def _respond(question: str, tools: list[dict], since_question: list[dict])
     from chat.agent.demo import DemoModel
 
     body = {"messages": [{"role": "user", "content": question}, *since_question], "tools": tools}
-    deltas = await DemoModel().respond(body)
+    deltas = await DemoModel(APP_SERVICES.search).respond(body)
     calls = [c["function"]["name"] for d in deltas for c in d.get("tool_calls") or [] if "id" in c]
     return calls, "".join(d.get("content") or "" for d in deltas)
 

@@ -13,8 +13,8 @@ import mcp_types
 import pytest
 from django.utils import timezone, translation
 
-from chat.agent.builtin_tools import SEND_EMAIL
 from chat.agent.mcp.tools import McpTool
+from chat.tools.email import SEND_EMAIL
 from chat.turns.approval_cards import card_fields, card_of, humanized, with_refusal
 from chat.turns.receipts import EditRefused, Edits, edited_arguments
 

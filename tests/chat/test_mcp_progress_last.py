@@ -9,12 +9,13 @@ import json
 import pytest
 
 from activity.recording.events import Status, ToolResult
-from chat.agent.builtin_tools import default_registry
 from chat.agent.calls import PendingCall
 from chat.agent.mcp.tools import tools_of
 from chat.agent.running import run_call
+from chat.turns.deps import builtin_tools
 from tests.support.mcp import stdio
 from tests.support.sockets import json_turn
+from tests.support.tool_context import tool_context
 
 pytestmark = pytest.mark.asyncio
 
@@ -23,10 +24,10 @@ FIVE = json.dumps({"steps": 5, "feedback_to_user": "Counting"})
 
 @pytest.mark.django_db(transaction=True)
 async def test_the_last_of_five_reports_is_shown_before_the_call_finishes_every_time(sessions):
-    registry = default_registry().with_tools(tools_of(await sessions.connect([stdio("bench")])))
+    registry = builtin_tools().with_tools(tools_of(await sessions.connect([stdio("bench")])))
     for run in range(20):
         call = PendingCall(index=0, call_id=f"call_{run}", name="bench__count", arguments=FIVE)
-        ran = [item async for item in run_call(registry, call, 20, "Counting")]
+        ran = [item async for item in run_call(registry, call, tool_context(), 20, "Counting")]
 
         *live, outcome = ran
         result = outcome.result

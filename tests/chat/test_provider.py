@@ -6,11 +6,10 @@ import httpx2
 import pytest
 from asgiref.sync import async_to_sync
 
-from chat.agent.client import make_client, uses_demo_model
 from chat.agent.demo_script import say
 from chat.agent.demo_wire import SSEStream
 from chat.models import Message
-from chat.turns.deps import Dependencies
+from chat.turns.deps import Dependencies, configured_client, provider
 from tests.support.fakes import text_response
 from tests.support.turns import run_turn
 
@@ -54,15 +53,15 @@ class FlakyProvider(httpx2.AsyncBaseTransport):
 
 def run(conversation, transport) -> Message:
     return run_turn(
-        conversation, "Hi", Dependencies(client_factory=lambda: make_client(transport))
+        conversation, "Hi", Dependencies(client_factory=lambda: configured_client(transport))
     )
 
 
 def test_a_key_selects_the_real_provider_and_its_settings(real_provider, settings):
-    assert not uses_demo_model()
+    assert not provider().is_demo
 
     async def shared_clients():
-        return make_client(), make_client()
+        return configured_client(), configured_client()
 
     client, again = async_to_sync(shared_clients)()
     assert client is again  # one client for the turns of a process: no SSL setup per turn
@@ -74,7 +73,7 @@ def test_a_key_selects_the_real_provider_and_its_settings(real_provider, setting
 
 def test_without_a_key_the_demo_model_answers(settings):
     settings.OPENAI_API_KEY = ""
-    assert uses_demo_model()
+    assert provider().is_demo
 
 
 def test_errors_before_the_first_byte_are_retried(real_provider, alice_conversation):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from chat.agent.client import make_client
+from chat.turns.deps import configured_client
 from tests.support.completions import ask
 from tests.support.keepalive_provider import keepalive_provider
 
@@ -19,7 +19,7 @@ def test_a_second_burst_of_requests_opens_no_new_connection(settings):
     async def bursts() -> tuple[int, int]:
         async with keepalive_provider() as provider:
             settings.OPENAI_BASE_URL = provider.url
-            client = make_client()
+            client = configured_client()
             provider.next_burst(BURST)
             assert await asyncio.gather(*(ask(client) for _ in range(BURST))) == ["Hello"] * BURST
             first = provider.connections

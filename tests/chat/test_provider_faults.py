@@ -11,11 +11,10 @@ from django.template.loader import render_to_string
 
 from activity.preferences.feed_prefs import FeedPrefs
 from activity.presenting.presentation import cut
-from chat.agent.client import make_client
 from chat.agent.demo_wire import SSEStream
 from chat.conversations.selectors import messages_with_feeds
 from chat.models import Message
-from chat.turns.deps import Dependencies
+from chat.turns.deps import Dependencies, configured_client
 from tests.support.fakes import text_response, tool_call_response
 from tests.support.turns import run_turn
 
@@ -172,7 +171,7 @@ def provider(settings):
 
 def ask(conversation, transport, question="How do I negotiate my salary?") -> Message:
     return run_turn(
-        conversation, question, Dependencies(client_factory=lambda: make_client(transport))
+        conversation, question, Dependencies(client_factory=lambda: configured_client(transport))
     )
 
 

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from chat.agent.client import make_client
 from chat.models import Message
-from chat.turns.deps import Dependencies
+from chat.turns.deps import Dependencies, configured_client
 from tests.support import socket_faults
 from tests.support.turns import run_turn
 
@@ -24,7 +23,7 @@ def provider(settings):
 
 def ask(conversation, url, settings) -> Message:
     settings.OPENAI_BASE_URL = url
-    return run_turn(conversation, "Hi", Dependencies(client_factory=make_client))
+    return run_turn(conversation, "Hi", Dependencies(client_factory=configured_client))
 
 
 def last_line(answer: Message) -> str:

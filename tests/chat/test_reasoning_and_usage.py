@@ -16,14 +16,14 @@ from django.test import Client
 from activity.models import ActivityFeed, FeedPreferences, ModelCall
 from activity.recording.events import ModelCallDone, Status
 from activity.usage import prices_from_setting
-from chat.agent.builtin_tools import default_registry
 from chat.agent.loop import run_agent
 from chat.agent.policy import AgentPolicy
 from chat.models import Conversation
 from chat.turns.admission import TurnLimited, admit
-from chat.turns.deps import Dependencies
+from chat.turns.deps import Dependencies, builtin_tools
 from tests.support.api import client_for
 from tests.support.fakes import FIXTURES, RecordedProvider, scripted_client
+from tests.support.tool_context import tool_context
 from tests.support.turns import run_turn
 
 # Transactions of their own: a turn closes its database connections as a request would.
@@ -47,8 +47,9 @@ def replay(*fixtures: str):
                 async for event in run_agent(
                     client=client,
                     messages=[{"role": "user", "content": "How do I negotiate my salary?"}],
-                    registry=default_registry(),
+                    registry=builtin_tools(),
                     policy=AgentPolicy(model="asked-model", max_tool_rounds=2, tool_timeout=5),
+                    context=tool_context(),
                 )
             ]
 

@@ -56,14 +56,19 @@ def test_the_tool_finds_the_same_documents_inline_or_in_a_thread(
     database thread: the same answer either way, and a new document found at once."""
     from asgiref.sync import async_to_sync
 
-    from chat.agent import builtin_tools
+    from chat.tools import search as tool
+    from tests.support.tool_context import tool_context
 
-    monkeypatch.setattr(builtin_tools, "INLINE_SEARCH_DOCUMENTS", inline_up_to)
-    search = async_to_sync(builtin_tools.run_search_documents)
+    monkeypatch.setattr(tool, "INLINE_SEARCH_DOCUMENTS", inline_up_to)
+    run = async_to_sync(tool.run_search_documents)
+
+    def search(arguments):
+        return run(arguments, tool_context())
+
     titles("warm the index")  # known current from here on
-    arguments = builtin_tools.SearchArguments(query="How do I negotiate my salary?")
+    arguments = tool.SearchArguments(query="How do I negotiate my salary?")
     found = search(arguments).content
     assert [hit["title"] for hit in found] == titles("How do I negotiate my salary?")
     Document.objects.create(title="Zebra husbandry", body="Zebras eat grass.")
-    zebra = search(builtin_tools.SearchArguments(query="zebra grass")).content
+    zebra = search(tool.SearchArguments(query="zebra grass")).content
     assert zebra[0]["title"] == "Zebra husbandry"

@@ -6,23 +6,21 @@ import pytest
 from asgiref.sync import async_to_sync
 
 from chat.agent.arithmetic import ArithmeticError_, evaluate
-from chat.agent.builtin_tools import (
-    CALCULATOR,
-    CURRENT_DATETIME,
-    REQUEST_CONTACT_FORM,
-    SEARCH_DOCUMENTS,
-    SEND_EMAIL,
-    default_registry,
-)
+from chat.agent.builtin_tools import CALCULATOR, CURRENT_DATETIME
 from chat.agent.loop import run_agent
 from chat.agent.policy import AgentPolicy
 from chat.agent.tools import FEEDBACK_ARG, ToolError, ToolRegistry, truncate_feedback
+from chat.tools.contact_form import REQUEST_CONTACT_FORM
+from chat.tools.email import SEND_EMAIL
+from chat.tools.search import SEARCH_DOCUMENTS
+from chat.turns.deps import builtin_tools
 from tests.support.fakes import (
     ScriptedTransport,
     scripted_client,
     text_response,
     tool_call_response,
 )
+from tests.support.tool_context import tool_context
 
 
 def test_feedback_of_100_characters_is_kept_whole():
@@ -84,7 +82,7 @@ def test_the_contact_form_does_not_ask_for_feedback():
 
 
 def test_the_default_registry_offers_the_builtin_tools():
-    registry = default_registry()
+    registry = builtin_tools()
     assert [s["function"]["name"] for s in registry.schemas()] == [
         "search_documents",
         "calculator",
@@ -141,22 +139,24 @@ def test_the_calculator_refuses_anything_but_arithmetic(expression, problem):
 
 def test_calculator_and_clock_report_what_they_did():
     run = async_to_sync(CALCULATOR.run)
-    outcome = run(CALCULATOR.parse({"expression": "1200 * 12"}))
+    outcome = run(CALCULATOR.parse({"expression": "1200 * 12"}), tool_context())
     assert outcome.done_message == "Calculated 1200 * 12 = 14,400"
     clock = async_to_sync(CURRENT_DATETIME.run)(
-        CURRENT_DATETIME.parse({"timezone": "Asia/Taipei"})
+        CURRENT_DATETIME.parse({"timezone": "Asia/Taipei"}), tool_context()
     )
     assert clock.done_message.endswith("in Asia/Taipei")
     with pytest.raises(ToolError, match="unknown time zone"):
-        async_to_sync(CURRENT_DATETIME.run)(CURRENT_DATETIME.parse({"timezone": "Mars/Base"}))
+        async_to_sync(CURRENT_DATETIME.run)(
+            CURRENT_DATETIME.parse({"timezone": "Mars/Base"}), tool_context()
+        )
 
 
 def test_a_deployment_adds_its_own_tool_through_the_setting(settings):
     settings.GLASSBOX_TOOLS = [
-        "chat.agent.builtin_tools.SEARCH_DOCUMENTS",
+        "chat.tools.search.SEARCH_DOCUMENTS",
         "tests.chat.custom_tools.WEATHER",
     ]
-    registry = default_registry()
+    registry = builtin_tools()
     assert [s["function"]["name"] for s in registry.schemas()] == ["search_documents", "weather"]
 
     raw = json.dumps({"feedback_to_user": "Checking Rome's weather", "city": "Rome"})
@@ -174,6 +174,7 @@ def test_a_deployment_adds_its_own_tool_through_the_setting(settings):
                     messages=[{"role": "user", "content": "Weather in Rome?"}],
                     registry=registry,
                     policy=AgentPolicy(model="m", max_tool_rounds=2, tool_timeout=5),
+                    context=tool_context(),
                 )
             ]
 

@@ -8,8 +8,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from chat.agent.chunks import stream_completion
-from chat.agent.client import make_client
 from chat.agent.replies import readable
+from chat.turns.deps import configured_client
 
 
 async def ask(client: Any) -> str:
@@ -21,7 +21,7 @@ def with_client[T](body: Callable[[Any], Awaitable[T]]) -> T:
     """`body`'s result with a fresh event loop's shared client, closed at the end."""
 
     async def run() -> T:
-        client = make_client()
+        client = configured_client()
         try:
             return await body(client)
         finally:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from django.utils.translation import gettext as _
 
+from chat.agent.mcp.limits import DEFAULT_LIMITS, McpLimits
 from chat.agent.tools import AgentTool, ToolError, ToolRegistry
 
 if TYPE_CHECKING:
@@ -28,14 +29,18 @@ _CONNECTIONS = "chat.agent.mcp.connections"
 
 
 async def offer_tools(
-    registry: ToolRegistry, specs: Iterable[ServerSpec], asker: Asker | None
+    registry: ToolRegistry,
+    specs: Iterable[ServerSpec],
+    asker: Asker | None,
+    limits: McpLimits = DEFAULT_LIMITS,
 ) -> None:
     """Adds to a turn's `registry` the tools it can offer without waiting for anybody: those
     of the servers connected now (or connecting with tools remembered), and those of the
     sessions its user has open with servers they connect to themselves (with an `asker`),
     or opens now with the grant they stored (once per process, within the connect timeout).
     Every other server is offered as its connect tool (chat.agent.mcp.connect_tool), which
-    opens it, asking the user if it must, only when the model calls it."""
+    opens it, asking the user if it must, only when the model calls it. `limits` are the
+    deployment's, as the caller read them (chat.servers.configured)."""
     specs = [spec for spec in specs if spec.enabled]
     shared = [spec for spec in specs if not spec.oauth]
     own = [spec for spec in specs if spec.oauth] if asker is not None else []
@@ -45,16 +50,16 @@ async def offer_tools(
     from chat.agent.mcp.connections import pool
     from chat.agent.mcp.tools import tools_of
 
-    ready, starting = await pool().offer(shared)
+    ready, starting = await pool().offer(shared, limits)
     offered: list[AgentTool] = list(tools_of(ready))
     offered += [ConnectTool(c.spec, partial(_started, c), registry) for c in starting]
     if own and asker is not None:
         from chat.agent.mcp.oauth import user_pool
 
-        open_now, later = await user_pool().offer(own, asker)
+        open_now, later = await user_pool().offer(own, asker, limits)
         offered += tools_of(open_now)
         offered += [
-            ConnectTool(spec, partial(_connected, spec, asker), registry) for spec in later
+            ConnectTool(spec, partial(_connected, spec, asker, limits), registry) for spec in later
         ]
     for tool in offered:
         if registry.get(tool.name) is None:  # a name already taken keeps its first tool
@@ -71,11 +76,11 @@ async def _started(connection: Connection) -> list[McpTool]:
     return tools_of([connection])
 
 
-async def _connected(spec: ServerSpec, asker: Asker) -> list[McpTool]:
+async def _connected(spec: ServerSpec, asker: Asker, limits: McpLimits) -> list[McpTool]:
     from chat.agent.mcp.oauth import user_pool
     from chat.agent.mcp.tools import tools_of
 
-    connection = await user_pool().connect_one(spec, asker)
+    connection = await user_pool().connect_one(spec, asker, limits)
     if connection is None:
         raise ToolError(_("the user did not connect it"))
     return tools_of([connection])

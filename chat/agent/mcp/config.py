@@ -13,8 +13,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from django.conf import settings
-
 from chat.agent.mcp import machine_auth
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,23}$")
@@ -160,10 +158,10 @@ def _oauth(data: dict[str, Any], url: str, transport: str, where: str) -> tuple[
     return bool(auth), client
 
 
-def declared_servers() -> list[ServerSpec]:
-    """The servers GLASSBOX_MCP_SERVERS declares: its text (JSON, or a file's path) read
-    once, or server declarations set directly (as tests do). Raises ServerConfigError."""
-    value: str | Sequence[ServerSpec] = settings.GLASSBOX_MCP_SERVERS
+def declared_servers(value: str | Sequence[ServerSpec]) -> list[ServerSpec]:
+    """The servers GLASSBOX_MCP_SERVERS declares, as the caller read the setting: its text
+    (JSON, or a file's path) read once, or server declarations set directly (as tests do).
+    Raises ServerConfigError."""
     if isinstance(value, str):
         return list(_read(value))
     return list(value)

@@ -17,6 +17,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from activity.presenting.presentation import ToolLabels
+from chat.agent.context import ToolContext
 from chat.agent.mcp.config import ServerSpec
 from chat.agent.questions import caller, paused
 from chat.agent.tools import (
@@ -121,7 +122,7 @@ class ConnectTool:
             )
         return {}
 
-    async def run(self, parsed: dict[str, Any]) -> ToolOutcome:
+    async def run(self, parsed: dict[str, Any], context: ToolContext[Any]) -> ToolOutcome:
         this = caller()
         # The user's time to connect (or the server's to start) has its own limit.
         with paused(this.clock if this is not None else None):

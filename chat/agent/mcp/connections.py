@@ -17,7 +17,6 @@ from typing import Any, cast
 import anyio
 import httpx2
 import mcp_types as types
-from django.conf import settings
 from django.utils import timezone
 from django.utils.functional import Promise
 from django.utils.translation import gettext_lazy as _
@@ -30,6 +29,7 @@ from mcp.shared.dispatcher import ProgressFnT
 
 from chat.agent.mcp import elicitation
 from chat.agent.mcp.config import ServerSpec
+from chat.agent.mcp.limits import DEFAULT_LIMITS, McpLimits
 from chat.agent.mcp.machine_auth import (
     MachineConfigError,
     MemoryTokens,
@@ -112,8 +112,16 @@ class Connection:
     """The session with one server; the task that owns it lives as long as the process.
     Its state is one of Connected, Down and Closing, changed only by `_become`."""
 
-    def __init__(self, spec: ServerSpec, bounds: SchemaBounds = BOUNDS) -> None:
+    def __init__(
+        self,
+        spec: ServerSpec,
+        bounds: SchemaBounds = BOUNDS,
+        *,
+        limits: McpLimits = DEFAULT_LIMITS,
+    ) -> None:
         self.spec = spec
+        # Its pool's, as last handed in (Pool.open).
+        self.limits = limits
         # What its tools' schemas, and the arguments checked against them, may take.
         self.bounds = bounds
         self.state: State = Down()
@@ -184,7 +192,7 @@ class Connection:
             # A remembered tool, called before the first session is open: the call waits
             # for this server only, at most its connect timeout.
             with suppress(TimeoutError):
-                async with asyncio.timeout(settings.GLASSBOX_MCP_CONNECT_TIMEOUT):
+                async with asyncio.timeout(self.limits.connect_timeout):
                     await self.tried.wait()
         client = self.client
         try:
@@ -204,7 +212,7 @@ class Connection:
         change stream already replaced it)."""
         self._renew_later(forgotten)
         try:
-            async with asyncio.timeout(FIRST_RETRY + settings.GLASSBOX_MCP_CONNECT_TIMEOUT):
+            async with asyncio.timeout(FIRST_RETRY + self.limits.connect_timeout):
                 await self.up.wait()
         except TimeoutError:
             raise Unreachable(self.reason or _("it is not connected")) from None
@@ -297,13 +305,13 @@ class Connection:
             delay = min(delay * 2, LAST_RETRY)
 
     def _client(self) -> Client:
-        timeout = settings.GLASSBOX_MCP_CONNECT_TIMEOUT
+        timeout = self.limits.connect_timeout
         if self.spec.sse:
             legacy = sse_client(
                 self.spec.url,
                 headers=self.spec.headers,
                 timeout=timeout,
-                sse_read_timeout=settings.GLASSBOX_TOOL_TIMEOUT + 60,
+                sse_read_timeout=self.limits.tool_timeout + 60,
             )
             return Client(legacy, message_handler=self._on_message, cache=None, **self._asking())
         if self.spec.url:
@@ -311,7 +319,7 @@ class Connection:
             # followed, the transport follows those within the server's origin itself.
             http = httpx2.AsyncClient(
                 headers=self.spec.headers,
-                timeout=httpx2.Timeout(timeout, read=settings.GLASSBOX_TOOL_TIMEOUT + 60),
+                timeout=httpx2.Timeout(timeout, read=self.limits.tool_timeout + 60),
                 auth=self._auth(),
             )
             http.event_hooks["response"].append(self._answered)
@@ -323,7 +331,7 @@ class Connection:
             command=self.spec.command,
             args=list(self.spec.args),
             env=self.spec.env,
-            cwd=settings.BASE_DIR,
+            cwd=self.limits.workdir,
         )
         return Client(
             watched_stdio(params, self._exited),
@@ -369,7 +377,7 @@ class Connection:
     async def _list(self, client: Client) -> None:
         listed: list[types.Tool] = []
         cursor: str | None = None
-        async with asyncio.timeout(settings.GLASSBOX_MCP_CONNECT_TIMEOUT):
+        async with asyncio.timeout(self.limits.connect_timeout):
             for _page in range(20):
                 page = await client.list_tools(cursor=cursor)
                 listed += page.tools
@@ -507,14 +515,17 @@ class Pool:
 
     def __init__(self) -> None:
         self.connections: dict[str, Connection] = {}
+        self.limits = DEFAULT_LIMITS
 
-    async def connect(self, specs: Iterable[ServerSpec]) -> list[Connection]:
+    async def connect(
+        self, specs: Iterable[ServerSpec], limits: McpLimits | None = None
+    ) -> list[Connection]:
         """The connections for these servers, opening new ones and closing those whose
         declaration changed or went; waits for a first attempt only, never for a retry."""
-        return await self._wait_for_first(await self.open(specs))
+        return await self._wait_for_first(await self.open(specs, limits=limits))
 
     async def offer(
-        self, specs: Iterable[ServerSpec]
+        self, specs: Iterable[ServerSpec], limits: McpLimits | None = None
     ) -> tuple[list[Connection], list[Connection]]:
         """The connections for these servers, as `connect`, but waiting only for the servers
         whose tools are not known yet that this call opens. One that is connecting offers its
@@ -522,7 +533,7 @@ class Pool:
         chat.servers.heartbeat) that is still on its first attempt with no tools remembered
         comes apart, for a turn to wait for only if it needs it (`opened`)."""
         before = dict(self.connections)
-        connections = await self.open(specs)
+        connections = await self.open(specs, limits=limits)
         unknown = [c for c in connections if c.connecting and not c.remembered]
         later = [c for c in unknown if before.get(c.spec.name) is c]
         await self._wait_for_first([c for c in unknown if c not in later])
@@ -536,10 +547,14 @@ class Pool:
         self,
         specs: Iterable[ServerSpec],
         remembered: Mapping[str, tuple[types.Tool, ...]] | None = None,
+        limits: McpLimits | None = None,
     ) -> list[Connection]:
         """Opens sessions with these servers in the background (new connections start with
         the `remembered` tools of their name, if any) and closes those whose declaration
-        changed or went; waits for none."""
+        changed or went; waits for none. `limits`, when given, hold from now on for every
+        session of the pool (the settings' as the caller read them)."""
+        if limits is not None:
+            self.limits = limits
         wanted = {spec.name: spec for spec in specs if spec.enabled}
         for name, connection in list(self.connections.items()):
             spec = wanted.get(name)
@@ -548,9 +563,11 @@ class Pool:
                 await connection.close()
             elif spec != connection.spec:
                 connection.spec = spec  # only the allowed tools changed
+        for connection in self.connections.values():
+            connection.limits = self.limits
         for name, spec in wanted.items():
             if name not in self.connections:
-                self.connections[name] = connection = Connection(spec)
+                self.connections[name] = connection = Connection(spec, limits=self.limits)
                 kept = (remembered or {}).get(name, ())
                 connection.remembered = offerable(kept, connection.bounds)[0]
         return [self.connections[name] for name in wanted]
@@ -559,7 +576,7 @@ class Pool:
         waiting = [c.tried.wait() for c in connections if not c.tried.is_set()]
         if waiting:
             with suppress(TimeoutError):
-                async with asyncio.timeout(settings.GLASSBOX_MCP_CONNECT_TIMEOUT):
+                async with asyncio.timeout(self.limits.connect_timeout):
                     await asyncio.gather(*waiting)
         return connections
 

@@ -24,6 +24,7 @@ from chat.agent.mcp.asker import Asker, NotConnected
 from chat.agent.mcp.client_metadata import OAuthClient
 from chat.agent.mcp.config import ServerSpec
 from chat.agent.mcp.connections import Connection
+from chat.agent.mcp.limits import DEFAULT_LIMITS, McpLimits
 
 logger = logging.getLogger("glassbox.mcp")
 
@@ -70,7 +71,7 @@ class EnteredClient:
 class UserConnection(Connection):
     """The session of one user with one server, with that user's tokens only."""
 
-    def __init__(self, spec: ServerSpec, asker: Asker) -> None:
+    def __init__(self, spec: ServerSpec, asker: Asker, limits: McpLimits) -> None:
         self.user_id = asker.user_id
         # The turn that may ask its user now; None between turns (nobody to ask).
         self.asker: Asker | None = asker
@@ -85,7 +86,7 @@ class UserConnection(Connection):
             client_metadata_url=asker.client.metadata_url,
         )
         self._authorization_url = ""
-        super().__init__(spec)
+        super().__init__(spec, limits=limits)
 
     def _auth(self) -> httpx2.Auth | None:
         return self.provider
@@ -116,6 +117,8 @@ class UserPool:
 
     def __init__(self) -> None:
         self.connections: dict[tuple[str, int], UserConnection] = {}
+        # As last handed in (`offer`, `connect_one`), for every session of the pool.
+        self.limits = DEFAULT_LIMITS
         # The user's servers that `offer` found no stored grant for, or whose grant did not
         # open a session (refused, the server down or slow): not looked up or tried that way
         # again in this process under the same declaration (its fingerprint), so no later
@@ -131,12 +134,13 @@ class UserPool:
         return [c for c in mine if c.client is not None]
 
     async def offer(
-        self, specs: Iterable[ServerSpec], asker: Asker
+        self, specs: Iterable[ServerSpec], asker: Asker, limits: McpLimits | None = None
     ) -> tuple[list[Connection], list[ServerSpec]]:
         """Without asking: this user's sessions that are open, those their stored grants
         open within the connect timeout (the first turn of a user connected before this
         process started, waiting once for all of them), and the servers left for the turn
         to open if it needs one (`connect_one`)."""
+        self._limit(limits)
         declared = await self._declared(specs, asker)
         quiet = [
             await self._quietly(spec, asker)
@@ -163,7 +167,7 @@ class UserPool:
         if await asker.storage(spec).get_tokens() is None:
             self.not_quietly[spec.name, asker.user_id] = spec.fingerprint
             return None
-        connection = UserConnection(spec, asker)
+        connection = UserConnection(spec, asker, self.limits)
         connection.asker = None  # before its task first runs: nobody is asked from here
         self.connections[spec.name, asker.user_id] = connection
         return connection
@@ -181,9 +185,12 @@ class UserPool:
                     del self.connections[key]
                 await connection.close()
 
-    async def connect_one(self, spec: ServerSpec, asker: Asker) -> Connection | None:
+    async def connect_one(
+        self, spec: ServerSpec, asker: Asker, limits: McpLimits | None = None
+    ) -> Connection | None:
         """This user's session with this server, asking them through the turn if they must;
         None when it did not open (the turn's line says why)."""
+        self._limit(limits)
         connection = await self._session(spec, asker)
         await self._settle(connection, asker)
         return connection if connection.client is not None else None
@@ -209,7 +216,7 @@ class UserPool:
             await connection.close()
             connection = None
         if connection is None:
-            connection = UserConnection(spec, asker)
+            connection = UserConnection(spec, asker, self.limits)
             self.connections[spec.name, asker.user_id] = connection
         connection.asker = asker
         connection.asked = False  # what an earlier turn asked was settled there
@@ -234,6 +241,12 @@ class UserPool:
             # again, afresh.
             self.connections.pop((connection.spec.name, connection.user_id), None)
             await connection.close()
+
+    def _limit(self, limits: McpLimits | None) -> None:
+        if limits is not None:
+            self.limits = limits
+            for connection in self.connections.values():
+                connection.limits = limits
 
     def release(self, asker: Asker) -> None:
         """The turn ended: its user is no longer there to be asked."""

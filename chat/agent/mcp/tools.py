@@ -12,13 +12,13 @@ from functools import cached_property
 from typing import Any
 
 import mcp_types as types
-from django.conf import settings
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from jsonschema.exceptions import SchemaError
 
 from activity.presenting.presentation import ToolLabels
 from activity.recording.events import Link
+from chat.agent.context import ToolContext
 from chat.agent.mcp.config import SEPARATOR
 from chat.agent.mcp.connections import Connection, Unreachable
 from chat.agent.schemas import TooLong, Unsupported, first_error
@@ -155,7 +155,7 @@ class McpTool:
             )
         return values
 
-    async def run(self, parsed: dict[str, Any]) -> ToolOutcome:
+    async def run(self, parsed: dict[str, Any], context: ToolContext[Any]) -> ToolOutcome:
         report = progress_reporter()
 
         async def progress(progress: float, total: float | None, message: str | None) -> None:
@@ -179,7 +179,7 @@ class McpTool:
         text = model_text(result.content)
         if result.is_error:
             raise ToolError(one_line(text or _("the tool reported an error"), REASON_LIMIT))
-        limit = settings.GLASSBOX_MCP_RESULT_CHARS
+        limit = self.connection.limits.result_chars
         if len(text) > limit:
             text = (
                 text[:limit]
