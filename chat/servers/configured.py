@@ -17,7 +17,7 @@ from chat.agent.mcp.config import (
     declared_servers,
     spec_from_mapping,
 )
-from chat.models import McpServer
+from chat.servers.models import McpServer
 
 logger = logging.getLogger("glassbox.mcp")
 

@@ -22,8 +22,8 @@ from django.utils import timezone
 from django.utils.crypto import salted_hmac
 
 from chat.agent.mcp.config import ServerSpec, declared_servers
-from chat.models import McpServerSighting
 from chat.servers.configured import configured_servers
+from chat.servers.models import McpServerSighting
 
 if TYPE_CHECKING:
     import mcp_types as types
