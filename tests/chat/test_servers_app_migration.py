@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from django.apps.registry import Apps
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
 from django.contrib.contenttypes.models import ContentType
 from django.core.management import call_command
 from django.db import connection
@@ -135,6 +136,23 @@ def test_permissions_an_earlier_migrate_made_under_the_new_label_are_merged(befo
         "add_mcpserver", "change_mcpserver", "delete_mcpserver", "view_mcpserver"
     ]  # fmt: skip
     assert not ContentType.objects.filter(app_label="chat", model__in=MODELS).exists()
+
+
+def test_undoing_chat_s_step_and_migrating_again_leaves_the_permissions_under_one_label(
+    django_user_model,
+):
+    """`migrate chat 0015` undoes the move (and makes chat's content types again, from the
+    state it leaves); `migrate` redoes it, merging them."""
+    operator = django_user_model.objects.create(username="operator", is_staff=True)
+    operator.user_permissions.add(Permission.objects.get(codename="change_mcpserver"))
+
+    call_command("migrate", "chat", "0015_tool_approval_title", verbosity=0)
+    call_command("migrate", verbosity=0)
+    ContentType.objects.clear_cache()
+
+    assert django_user_model.objects.get(pk=operator.pk).has_perm("servers.change_mcpserver")
+    assert not ContentType.objects.filter(app_label="chat", model__in=MODELS).exists()
+    assert Permission.objects.filter(codename="change_mcpserver").count() == 1
 
 
 def test_undoing_the_move_gives_chat_its_permissions_back(before_the_move):

@@ -50,8 +50,10 @@ def backwards(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
+    # After chat forgets the models: undoing chat's step undoes this one first.
     dependencies = [
         ("servers", "0001_initial"),
+        ("chat", "0016_mcp_models_move_to_servers"),
         ("contenttypes", "0002_remove_content_type_name"),
         ("auth", "0012_alter_user_first_name_max_length"),
         ("admin", "0003_logentry_add_action_flag_choices"),
