@@ -11,11 +11,10 @@ class ChatConfig(AppConfig):
 
     def ready(self) -> None:
         """Connects the socket's receivers, registers the check of chat's sealed records and
-        hands the agent the knowledge base and the outbox; a server declaration that cannot
-        be used stops start-up, naming the setting."""
+        hands the agent the knowledge base and the outbox; starters that cannot be used stop
+        start-up, naming the setting."""
         from activity.auditing.audit import register_record_check
         from chat.agent import services
-        from chat.agent.mcp.config import ServerConfigError, declared_servers
         from chat.conversations.outbox import outbox_add
         from chat.conversations.sealed_records import sealed_records_check
         from chat.knowledge.search import fresh_index, search_documents
@@ -34,12 +33,3 @@ class ChatConfig(AppConfig):
         problem = starters.problem(settings.GLASSBOX_STARTERS)
         if problem:
             raise ImproperlyConfigured(problem)
-
-        try:
-            declared = declared_servers()
-        except ServerConfigError as exc:
-            raise ImproperlyConfigured(f"GLASSBOX_MCP_SERVERS: {exc}") from None
-        if any(spec.oauth for spec in declared):
-            from chat.servers.secrets import token_key
-
-            token_key()  # a production site without GLASSBOX_TOKEN_KEY stops here, saying so
