@@ -22,8 +22,6 @@ from chat.models import (
     ToolApproval,
 )
 from chat.read_only_admin import ReadOnlyAdmin, RecordAdmin
-from chat.servers import admin as mcp_admin  # noqa: F401  (the MCP servers' page registers itself)
-from chat.servers import grants_admin  # noqa: F401  (users' grants at MCP servers, read-only)
 
 
 class MessageInline(admin.TabularInline):

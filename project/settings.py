@@ -47,6 +47,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "axes",
     "chat",
+    "chat.servers",
     "activity",
 ]
 

@@ -2,10 +2,11 @@ from __future__ import annotations
 
 from django.contrib import admin
 from django.http import JsonResponse
-from django.urls import include, path
+from django.urls import include, path, re_path
 from django.utils.csp import CSP
 from django.views.decorators.csp import csp_override
 from django.views.defaults import page_not_found
+from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from chat.pages import account as account_views
@@ -41,6 +42,12 @@ urlpatterns = [
         name="mcp_connection_authorize",
     ),
     path("accounts/", include("django.contrib.auth.urls")),
+    # The MCP servers' admin pages were chat's before the servers app had them: bookmarks
+    # of their old addresses still arrive.
+    re_path(
+        r"^admin/chat/(?P<page>mcp(?:server|serverchange|grant|grantrecord)/.*)$",
+        RedirectView.as_view(url="/admin/servers/%(page)s", permanent=True, query_string=True),
+    ),
     path("admin/", admin.site.urls),
     path("api/", include("chat.api.urls")),
     path("api/", include("activity.api.urls")),

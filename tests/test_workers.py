@@ -180,7 +180,7 @@ SIGHTING = re.compile(
 
 def sightings(admin, url: str) -> dict[str, str]:
     """Each worker's state of the demo server, as the admin's health page shows it."""
-    page = admin.open(f"{url}/admin/chat/mcpserver/health/").read().decode()
+    page = admin.open(f"{url}/admin/servers/mcpserver/health/").read().decode()
     return {html.unescape(worker): state for worker, state in SIGHTING.findall(page)}
 
 

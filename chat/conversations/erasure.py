@@ -11,18 +11,15 @@ from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
 from activity.recording import feeds
-from chat.conversations.access import conversations_closed
+from chat.conversations.access import account_erased, conversations_closed
 from chat.models import (
     ContactRequest,
     Conversation,
     Elicitation,
-    McpConsent,
-    McpGrant,
     Message,
     OutboxEmail,
     ToolApproval,
 )
-from chat.servers.grants import connected, disconnect
 
 
 class ErasureRefused(Exception):
@@ -73,11 +70,8 @@ def account_erase(*, user: Any) -> str:
     ContactRequest.objects.filter(owner=user).delete()
     OutboxEmail.objects.filter(owner=user).delete()
     Token.objects.filter(user=user).delete()
-    for grant in connected(user.pk):
-        disconnect(user_id=user.pk, server=grant.server, detail="account erased")
-    # A client registered at a server the user never finished connecting to.
-    McpGrant.objects.filter(user=user).delete()
-    McpConsent.objects.filter(user=user).delete()
+    # Its connections to MCP servers (chat.servers.erased), in this transaction.
+    account_erased.send(type(user), user=user)
     user.username = f"erased-{user.pk}"
     user.first_name = user.last_name = user.email = ""
     user.is_active = user.is_staff = user.is_superuser = False

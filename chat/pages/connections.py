@@ -12,9 +12,9 @@ from django.utils.translation import gettext as _
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods
 
-from chat.models import McpConsent
 from chat.servers.consents import consent_answer, consent_waiting
 from chat.servers.grants import connected, disconnect
+from chat.servers.models import McpConsent
 from chat.servers.oauth_client import deployment_client
 
 # What a callback's parameters may hold, at most (an authorization code is far shorter).

@@ -2,7 +2,8 @@
 their names with the value masked, keeps a masked value as it was, and never puts a value in
 a page, a message or an error. Stdio servers (programs this machine runs) are a superuser's:
 other admins see them read-only and manage HTTP servers (chat.servers.changes). Every
-change is recorded with who made it, on the page *MCP server changes*."""
+change is recorded with who made it, on the page *MCP server changes*. Users' grants at the
+servers are shown read-only, never a token."""
 
 from __future__ import annotations
 
@@ -22,7 +23,6 @@ from chat.agent.mcp.config import (
     ServerSpec,
     spec_from_mapping,
 )
-from chat.models import McpServer, McpServerChange
 from chat.read_only_admin import RecordAdmin
 from chat.servers.changes import (
     MASK,
@@ -33,6 +33,7 @@ from chat.servers.changes import (
     servers_delete,
 )
 from chat.servers.configured import settings_servers
+from chat.servers.models import McpGrant, McpGrantRecord, McpServer, McpServerChange
 from chat.servers.sightings import sightings
 
 if TYPE_CHECKING:
@@ -350,7 +351,7 @@ class McpServerAdmin(admin.ModelAdmin):
 
     def get_urls(self):
         view = self.admin_site.admin_view(self.health_view)
-        return [path("health/", view, name="chat_mcpserver_health"), *super().get_urls()]
+        return [path("health/", view, name="servers_mcpserver_health"), *super().get_urls()]
 
     def health_view(self, request):
         """Every server, from the setting and from here, as this process sees it now."""
@@ -358,7 +359,7 @@ class McpServerAdmin(admin.ModelAdmin):
             raise PermissionDenied
         return TemplateResponse(
             request,
-            "admin/chat/mcpserver/health.html",
+            "admin/servers/mcpserver/health.html",
             {**self.admin_site.each_context(request), "title": "MCP server health",
              "servers": server_health(), "sightings": sightings()},
         )  # fmt: skip
@@ -431,8 +432,32 @@ class McpServerChangeAdmin(RecordAdmin):
     def has_view_permission(self, request, obj=None):
         user = request.user
         return super().has_view_permission(request, obj) or any(
-            user.has_perm(f"chat.{verb}_mcpserver") for verb in ("view", "change")
+            user.has_perm(f"servers.{verb}_mcpserver") for verb in ("view", "change")
         )
+
+
+# Users' grants at MCP servers, read-only: who is connected to which server with which
+# scopes, and the record of every grant, refresh, refusal and disconnection. No token is ever
+# shown (the encrypted columns are not even listed).
+@admin.register(McpGrant)
+class McpGrantAdmin(RecordAdmin):
+    list_display = ["user", "server", "scopes", "connected_at", "refreshed_at"]
+    list_filter = ["server"]
+    list_select_related = ["user"]
+    search_fields = ["server", "user__username"]
+    fields = ("user", "server", "scopes", "connected_at", "refreshed_at")
+    readonly_fields = fields
+
+
+@admin.register(McpGrantRecord)
+class McpGrantRecordAdmin(RecordAdmin):
+    list_display = ["at", "user", "server", "action", "scopes", "detail"]
+    list_filter = ["action", "server", "at"]
+    list_select_related = ["user"]
+    search_fields = ["server", "user__username"]
+    date_hierarchy = "at"
+    fields = ("at", "user", "server", "action", "scopes", "detail")
+    readonly_fields = fields
 
 
 @dataclass(frozen=True, slots=True)

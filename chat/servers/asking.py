@@ -21,8 +21,8 @@ from django.utils.translation import gettext_lazy
 from activity.recording.events import CONNECT, Status, StatusState
 from chat.agent.mcp.asker import NotConnected
 from chat.agent.mcp.config import ServerSpec
-from chat.models import McpConsent, McpGrantRecord
 from chat.servers.consents import consent_expired, consent_group, consent_open
+from chat.servers.models import McpConsent, McpGrantRecord
 from chat.servers.oauth_client import deployment_client
 from chat.servers.secrets import unseal
 

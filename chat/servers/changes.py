@@ -14,7 +14,7 @@ from typing import Any
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 
-from chat.models import McpServer, McpServerChange
+from chat.servers.models import McpServer, McpServerChange
 
 RUNS_PROGRAMS = (
     "Only superusers may add, change or delete stdio servers: a stdio server runs a "

@@ -20,7 +20,7 @@ from chat.agent.mcp.config import (
     spec_from_mapping,
 )
 from chat.agent.mcp.limits import McpLimits
-from chat.models import McpServer
+from chat.servers.models import McpServer
 
 logger = logging.getLogger("glassbox.mcp")
 

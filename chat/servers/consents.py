@@ -15,7 +15,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from chat.models import McpConsent, McpGrantRecord
+from chat.servers.models import McpConsent, McpGrantRecord
 from chat.servers.secrets import seal
 
 logger = logging.getLogger("glassbox.mcp")

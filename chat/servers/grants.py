@@ -13,7 +13,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from chat.agent.mcp.config import ServerSpec
-from chat.models import McpGrant, McpGrantRecord
+from chat.servers.models import McpGrant, McpGrantRecord
 from chat.servers.secrets import Unreadable, seal, unseal
 
 if TYPE_CHECKING:

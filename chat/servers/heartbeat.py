@@ -22,8 +22,8 @@ from django.utils import timezone
 from django.utils.crypto import salted_hmac
 
 from chat.agent.mcp.config import ServerSpec
-from chat.models import McpServerSighting
 from chat.servers.configured import configured_servers, mcp_limits, settings_servers
+from chat.servers.models import McpServerSighting
 
 if TYPE_CHECKING:
     import mcp_types as types

@@ -8,8 +8,8 @@ from datetime import datetime
 
 from django.utils import timezone
 
-from chat.models import McpServerSighting
 from chat.servers.heartbeat import stale_before
+from chat.servers.models import McpServerSighting
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,16 +21,10 @@ from activity.models import ActivityEvent, ChainReseal, ModelCall
 from chat.agent.mcp.config import spec_from_mapping
 from chat.agent.mcp.connections import pool
 from chat.conversations.services import contact_request_create
-from chat.models import (
-    ContactRequest,
-    Elicitation,
-    McpGrant,
-    McpServerChange,
-    OutboxEmail,
-    ToolApproval,
-)
+from chat.models import ContactRequest, Elicitation, OutboxEmail, ToolApproval
 from chat.servers.consents import consent_open
 from chat.servers.grants import GrantStorage
+from chat.servers.models import McpGrant, McpServerChange
 from tests.support.audit import verify
 from tests.support.mcp import DEMO, stdio
 from tests.support.questions import answer, json_until_question
@@ -77,14 +71,14 @@ KEPT = {
     "chat.Elicitation.mode": "an enumeration",
     "chat.Elicitation.server_elicitation_id": "the server's id of its question",
     "chat.Elicitation.state": "an enumeration: how it ended is kept",
-    "chat.McpGrantRecord.server": "which server (append-only record of grants, no token)",
-    "chat.McpGrantRecord.action": "an enumeration",
-    "chat.McpGrantRecord.scopes": "the server's scope names, not the person's",
-    "chat.McpGrantRecord.detail": "says the account was erased",
-    "chat.McpServerChange.server": "an administrator's record of a server change, not theirs",
-    "chat.McpServerChange.action": "an enumeration",
-    "chat.McpServerChange.fields": "the names of the fields the change touched",
-    "chat.McpServerChange.declaration": "the server's declaration, secrets masked",
+    "servers.McpGrantRecord.server": "which server (append-only record of grants, no token)",
+    "servers.McpGrantRecord.action": "an enumeration",
+    "servers.McpGrantRecord.scopes": "the server's scope names, not the person's",
+    "servers.McpGrantRecord.detail": "says the account was erased",
+    "servers.McpServerChange.server": "an administrator's record of a server change, not theirs",
+    "servers.McpServerChange.action": "an enumeration",
+    "servers.McpServerChange.fields": "the names of the fields the change touched",
+    "servers.McpServerChange.declaration": "the server's declaration, secrets masked",
 }
 TEXT_AND_JSON = (models.CharField, models.TextField, models.JSONField)
 
@@ -216,7 +210,8 @@ def test_every_text_and_json_column_the_account_reached_is_emptied(every_table):
     for touched in (
         "chat.Conversation.title", "chat.Message.content", "chat.ToolApproval.edited_arguments",
         "chat.ToolApproval.reason", "chat.Elicitation.content", "chat.OutboxEmail.body",
-        "chat.ContactRequest.email", "chat.McpGrant.tokens", "chat.McpConsent.authorization_url",
+        "chat.ContactRequest.email", "servers.McpGrant.tokens",
+        "servers.McpConsent.authorization_url",
         "activity.ActivityEvent.result_structured", "activity.ActivityEvent.progress_message",
         "activity.FeedPreferences.language", "authtoken.Token.key",
     ):  # fmt: skip
@@ -242,5 +237,5 @@ def test_every_column_the_allow_list_names_exists():
 def test_a_column_erasure_does_not_know_is_reported_not_passed_over(alice, monkeypatch):
     McpServerChange.objects.create(by=alice, server="x", action="added", declaration={"a": 1})
     assert filled_columns(alice) == {}
-    monkeypatch.delitem(KEPT, "chat.McpServerChange.declaration")
-    assert filled_columns(alice) == {"chat.McpServerChange.declaration": ["{'a': 1}"]}
+    monkeypatch.delitem(KEPT, "servers.McpServerChange.declaration")
+    assert filled_columns(alice) == {"servers.McpServerChange.declaration": ["{'a': 1}"]}

@@ -232,7 +232,7 @@ async def test_a_tool_whose_schema_cannot_be_checked_is_not_offered_and_the_heal
     await beat("host:1", connection.since, [spec], first=True)
     client = AsyncClient()
     await client.aforce_login(admin_user)
-    page = (await client.get("/admin/chat/mcpserver/health/")).content.decode()
+    page = (await client.get("/admin/servers/mcpserver/health/")).content.decode()
     shown = reason.replace("“", "&ldquo;").replace("”", "&rdquo;")
     assert f'<p class="not-offered">Not offered: {reason}</p>' in page or shown in page
     sighting = page.split('data-server="hostile" data-worker="host:1">')[1].split("</tr>")[0]

@@ -13,8 +13,8 @@ import pytest
 from asgiref.sync import async_to_sync
 
 from chat.agent.mcp.config import ServerConfigError, specs_from_setting
-from chat.models import McpServer
 from chat.servers.configured import configured_servers
+from chat.servers.models import McpServer
 from tests.support.mcp import ROOT, stdio
 
 SECRET = "Bearer s3cr3t-t0ken"
@@ -99,7 +99,7 @@ def test_a_bad_setting_stops_start_up_naming_the_setting():
     assert SECRET not in run.stderr
 
 
-ADD = "/admin/chat/mcpserver/add/"
+ADD = "/admin/servers/mcpserver/add/"
 
 
 def form(**fields) -> dict:
@@ -116,10 +116,10 @@ def test_admins_add_a_server_and_never_see_its_secrets_again(admin_client, db):
     row = McpServer.objects.get()
     assert row.headers == {"Authorization": SECRET}
 
-    change = f"/admin/chat/mcpserver/{row.pk}/change/"
+    change = f"/admin/servers/mcpserver/{row.pk}/change/"
     page = admin_client.get(change).content.decode()
     assert SECRET not in page and "Authorization: ••••••" in page
-    listing = admin_client.get("/admin/chat/mcpserver/").content.decode()
+    listing = admin_client.get("/admin/servers/mcpserver/").content.decode()
     assert SECRET not in listing and "https://tools.example/mcp" in listing
 
     kept = admin_client.post(

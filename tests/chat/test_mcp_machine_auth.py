@@ -16,14 +16,14 @@ from django.test import AsyncClient
 
 from chat.agent.mcp import connections
 from chat.agent.mcp.config import ServerConfigError, ServerSpec, spec_from_mapping
-from chat.models import McpServer, McpServerChange
 from chat.servers import configured
 from chat.servers.configured import configured_servers
+from chat.servers.models import McpServer, McpServerChange
 from tests.support.machine_server import CLIENT_ID, CLIENT_SECRET
 from tests.support.mcp import http_server
 from tests.support.sockets import json_turn
 
-SERVERS = "/admin/chat/mcpserver/"
+SERVERS = "/admin/servers/mcpserver/"
 PEM = "-----BEGIN PRIVATE KEY-----\nnot-a-real-key\n-----END PRIVATE KEY-----\n"
 
 
@@ -284,8 +284,8 @@ async def test_a_server_declared_in_the_admin_form_runs_its_tools_and_never_show
         f"{SERVERS}",
         f"{SERVERS}{row.pk}/change/",
         f"{SERVERS}health/",
-        "/admin/chat/mcpserverchange/",
-        f"/admin/chat/mcpserverchange/{change.pk}/change/",
+        "/admin/servers/mcpserverchange/",
+        f"/admin/servers/mcpserverchange/{change.pk}/change/",
         "/api/feeds/export/?format=ndjson",
         "/admin/activity/activityfeed/",
     ]

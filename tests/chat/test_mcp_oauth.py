@@ -20,7 +20,8 @@ from mcp.shared.auth import OAuthToken
 
 from activity.models import ActivityEvent
 from chat.agent.mcp.oauth import user_pool
-from chat.models import Conversation, McpConsent, McpGrant, McpGrantRecord
+from chat.models import Conversation
+from chat.servers.models import McpConsent, McpGrant, McpGrantRecord
 from chat.servers.secrets import seal, unseal
 from tests.support.fakes import text_response, tool_call_response
 from tests.support.oauth import consent, oauth_server
@@ -306,9 +307,9 @@ async def test_no_token_appears_in_the_admin_the_exports_or_the_logs(
     owner = AsyncClient()
     await owner.aforce_login(alice)
     pages = [
-        (admin, "/admin/chat/mcpgrant/"),
-        (admin, f"/admin/chat/mcpgrant/{grant.pk}/change/"),
-        (admin, "/admin/chat/mcpgrantrecord/"),
+        (admin, "/admin/servers/mcpgrant/"),
+        (admin, f"/admin/servers/mcpgrant/{grant.pk}/change/"),
+        (admin, "/admin/servers/mcpgrantrecord/"),
         (admin, "/api/feeds/export/?format=ndjson"),
         (owner, "/accounts/connections/"),
         (owner, "/api/feeds/export/?format=ndjson"),

@@ -17,9 +17,9 @@ from django.core.exceptions import ImproperlyConfigured
 from django.utils import timezone
 
 from chat.agent.mcp.config import ServerConfigError, spec_from_mapping
-from chat.models import McpConsent, McpGrant, McpGrantRecord
 from chat.servers import secrets
 from chat.servers.consents import state_hash
+from chat.servers.models import McpConsent, McpGrant, McpGrantRecord
 from tests.support.mcp import ROOT
 
 URL = "https://notes.example/mcp"
@@ -191,12 +191,12 @@ def test_grant_records_cannot_be_changed_or_deleted(alice):
 def test_admins_see_grants_and_their_record_and_change_neither(admin_client, alice):
     McpGrant.objects.create(user=alice, server="notes", tokens=secrets.seal("{}"), scopes="a")
     McpGrantRecord.objects.create(user=alice, server="notes", action="granted", scopes="a")
-    assert "notes" in admin_client.get("/admin/chat/mcpgrantrecord/").text
-    assert "notes" in admin_client.get("/admin/chat/mcpgrant/").text
-    assert admin_client.get("/admin/chat/mcpgrantrecord/add/").status_code == 403
-    assert admin_client.get("/admin/chat/mcpgrant/add/").status_code == 403
+    assert "notes" in admin_client.get("/admin/servers/mcpgrantrecord/").text
+    assert "notes" in admin_client.get("/admin/servers/mcpgrant/").text
+    assert admin_client.get("/admin/servers/mcpgrantrecord/add/").status_code == 403
+    assert admin_client.get("/admin/servers/mcpgrant/add/").status_code == 403
     grant = McpGrant.objects.get()
-    assert admin_client.post(f"/admin/chat/mcpgrant/{grant.pk}/delete/").status_code == 403
+    assert admin_client.post(f"/admin/servers/mcpgrant/{grant.pk}/delete/").status_code == 403
 
 
 @pytest.mark.django_db

@@ -10,14 +10,14 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from django.test import Client
 
-from chat.models import McpServer, McpServerChange
 from chat.servers.configured import configured_servers
+from chat.servers.models import McpServer, McpServerChange
 
 pytestmark = pytest.mark.django_db
 
-SERVERS = "/admin/chat/mcpserver/"
+SERVERS = "/admin/servers/mcpserver/"
 ADD = f"{SERVERS}add/"
-CHANGES = "/admin/chat/mcpserverchange/"
+CHANGES = "/admin/servers/mcpserverchange/"
 SECRET = "s3cr3t-value-never-shown"
 REFUSED = "Only superusers may add, change or delete stdio servers"
 
@@ -36,7 +36,7 @@ SHELL = form(name="owned", transport="stdio", url="", command="/bin/sh",
 
 def staff_with(codenames: str):
     user = get_user_model().objects.create_user("mallory", password="x", is_staff=True)
-    permissions = Permission.objects.filter(content_type__app_label="chat")
+    permissions = Permission.objects.filter(content_type__app_label="servers")
     user.user_permissions.add(*permissions.filter(codename__regex=codenames))
     return user
 

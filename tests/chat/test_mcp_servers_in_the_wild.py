@@ -110,7 +110,7 @@ async def test_a_refused_session_says_why_in_words(sessions, status, reason):
 async def test_the_admin_shows_every_servers_health(settings, sessions, admin_user):
     from django.test import AsyncClient
 
-    from chat.models import McpServer
+    from chat.servers.models import McpServer
 
     down = spec_from_mapping({"name": "down", "url": f"http://127.0.0.1:{free_port()}/mcp"})
     settings.GLASSBOX_MCP_SERVERS = [stdio("bench"), down, stdio("idle")]
@@ -123,7 +123,7 @@ async def test_the_admin_shows_every_servers_health(settings, sessions, admin_us
         await down_connection.tried.wait()
     client = AsyncClient()
     await client.aforce_login(admin_user)
-    page = (await client.get("/admin/chat/mcpserver/health/")).content.decode()
+    page = (await client.get("/admin/servers/mcpserver/health/")).content.decode()
 
     def row(name: str) -> str:
         return page.split(f'<tr class="server-{name}">')[1].split("</tr>")[0]
@@ -134,8 +134,8 @@ async def test_the_admin_shows_every_servers_health(settings, sessions, admin_us
     assert "it cannot be reached" in row("down") and " UTC" in row("down")
     assert "not opened in this process yet" in row("idle")
     assert '<td class="state">disabled</td>' in row("paused") and "<td>admin</td>" in row("paused")
-    listing = (await client.get("/admin/chat/mcpserver/")).content.decode()
-    assert "/admin/chat/mcpserver/health/" in listing
+    listing = (await client.get("/admin/servers/mcpserver/")).content.decode()
+    assert "/admin/servers/mcpserver/health/" in listing
 
 
 @pytest.mark.parametrize(

@@ -12,8 +12,8 @@ from django.test import AsyncClient
 from django.utils import timezone
 
 from chat.agent.mcp.config import spec_from_mapping
-from chat.models import McpServerSighting
 from chat.servers.heartbeat import beat
+from chat.servers.models import McpServerSighting
 from tests.support.mcp import free_port, stdio
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
@@ -37,7 +37,7 @@ async def test_each_process_view_is_shown_and_a_silent_one_is_stale(
 
     client = AsyncClient()
     await client.aforce_login(admin_user)
-    page = (await client.get("/admin/chat/mcpserver/health/")).content.decode()
+    page = (await client.get("/admin/servers/mcpserver/health/")).content.decode()
 
     def row(server: str, worker: str) -> str:
         start = f'data-server="{server}" data-worker="{worker}">'

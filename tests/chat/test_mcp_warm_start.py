@@ -10,9 +10,9 @@ import json
 import pytest
 from django.utils import timezone
 
-from chat.models import McpServerSighting
 from chat.servers import heartbeat
 from chat.servers.heartbeat import beat, listing_key
+from chat.servers.models import McpServerSighting
 from chat.turns.deps import configured_tools
 from tests.support.mcp import stdio
 from tests.support.sockets import ask, finish_turns, json_turn, json_until_done, open_socket

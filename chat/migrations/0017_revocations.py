@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('chat', '0015_tool_approval_title'),
+        ('chat', '0016_mcp_models_move_to_servers'),
     ]
 
     operations = [
