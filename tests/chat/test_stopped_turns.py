@@ -113,7 +113,9 @@ def test_a_turn_whose_process_died_stays_interrupted_though_a_stop_was_asked(
     assert (answer.state, feed.state, feed.summary_icon) == ("interrupted", "interrupted", "⚠️")
 
 
-def test_a_cut_answer_closes_its_markdown_and_marks_its_last_step_unfinished(alice_client, stopped):
+def test_a_cut_answer_closes_its_markdown_and_marks_its_last_step_unfinished(
+    alice_client, stopped
+):
     """Cut mid-sentence, "**important" reads as bold, not as literal asterisks, and the ✍️
     step it never finished is marked neither done nor failed, for the eye and the ear."""
     Message.objects.filter(pk=stopped.pk).update(
