@@ -18,14 +18,15 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from activity.selectors import reader_settings
 from chat import turns
 from chat.api.serializers import ConversationDetailSerializer
+from chat.asks import question_cards
+from chat.asks.approval_cards import refused_card
 from chat.conversations import selectors, services, sidebar
 from chat.conversations.exports import conversation_markdown
 from chat.conversations.text_rules import unstorable
 from chat.models import Message
 from chat.pages import starters
 from chat.pages.forms import ContactForm
-from chat.turns import actions, broadcast, question_cards
-from chat.turns.approval_cards import refused_card
+from chat.turns import actions, broadcast
 from chat.turns.recovery import dead_turns_recover
 
 LIST_PAGE = 30

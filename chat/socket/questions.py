@@ -10,8 +10,8 @@ from collections.abc import Callable
 from channels.db import database_sync_to_async
 from django.template.loader import render_to_string
 
+from chat.asks.question_cards import QuestionCard, cards
 from chat.socket.render import json_frame
-from chat.turns.question_cards import QuestionCard, cards
 
 
 def frame_of(conversation_id: uuid.UUID, shown: list[QuestionCard], *, as_json: bool) -> str:

@@ -13,8 +13,8 @@ from django.utils.formats import date_format
 from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
-from chat.turns.approval_cards import ApprovalCard, CardField, waiting_card
-from chat.turns.inbox import waiting_count
+from chat.asks.approval_cards import ApprovalCard, CardField, waiting_card
+from chat.asks.inbox import waiting_count
 
 register = template.Library()
 

@@ -14,6 +14,8 @@ The model sees the conversation through `history`; what a turn runs with (client
 
 from __future__ import annotations
 
+from chat.asks.approvals import decide
+from chat.asks.receipts import EditRefused
 from chat.turns.admission import (
     QuestionInvalid,
     Restarting,
@@ -22,10 +24,8 @@ from chat.turns.admission import (
     TurnRejected,
     question_clean,
 )
-from chat.turns.approvals import decide
 from chat.turns.broadcast import subscribe
 from chat.turns.follow import Inbox, Position, follow_turn, replay, snapshot
-from chat.turns.receipts import EditRefused
 from chat.turns.starting import begin, regenerate
 from chat.turns.stopping import stop
 

@@ -90,7 +90,7 @@ async def follow_turn(
     """The events of one turn in their JSON form, from `after` up to and including `done`."""
     # Whoever follows a turn may follow one that waits: this process keeps the deadlines.
     # (Imported here: approvals imports the runner, which imports this module's package.)
-    from chat.turns import approvals
+    from chat.asks import approvals
 
     approvals.watch()
     gaps = _Gaps(answer_id, after)

@@ -46,12 +46,12 @@ from chat.agent.mcp import release_asker
 from chat.agent.questions import ask_with
 from chat.agent.tools import ToolRegistry
 from chat.agent.traceparent import trace_turn
+from chat.asks.elicitations import TurnAsker
 from chat.conversations import outbox
 from chat.models import Conversation, Message, ToolApproval
 from chat.servers.asking import ConnectAsker
 from chat.turns import deps, registry
 from chat.turns.broadcast import send_conversations_changed, send_turn_event
-from chat.turns.elicitations import TurnAsker
 from chat.turns.history import amodel_history
 from chat.turns.policy import agent_policy
 from chat.turns.recovery import lost
@@ -217,7 +217,7 @@ async def _turn_run(
     ask_with(TurnAsker(answer, emit))
     state = Message.State.COMPLETE
     if decided is not None:
-        # Recorded and numbered with its claim (chat.turns.approvals): only shown here.
+        # Recorded and numbered with its claim (chat.asks.approvals): only shown here.
         await send_turn_event(group, answer_id=answer.pk, event=to_json(decided))
     this = asyncio.current_task()
     assert this is not None  # a turn runs as a task of its own (registry.launch)

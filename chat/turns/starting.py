@@ -10,8 +10,9 @@ from typing import Any
 from channels.db import database_sync_to_async
 from django.utils.translation import gettext as _
 
+from chat.asks import approvals
 from chat.models import Conversation
-from chat.turns import approvals, registry, runner
+from chat.turns import registry, runner
 from chat.turns.admission import Restarting, StartedTurn, admit, admit_again
 from chat.turns.broadcast import send_conversations_changed, send_turn_started
 from chat.turns.history import model_history

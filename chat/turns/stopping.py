@@ -6,8 +6,9 @@ from __future__ import annotations
 import uuid
 
 from activity.recording import feeds
+from chat.asks import approvals
 from chat.models import Message
-from chat.turns import approvals, registry
+from chat.turns import registry
 
 
 async def stop(*, conversation_id: uuid.UUID, answer_id: int) -> bool:

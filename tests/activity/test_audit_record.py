@@ -455,7 +455,7 @@ def test_admins_read_the_ledger_and_nobody_changes_it(admin_client, answered):
 def test_a_turn_that_ends_without_a_decision_by_its_owner_is_closed_and_verifies(
     alice_conversation, end
 ):
-    from chat.turns import approvals
+    from chat.asks import approvals
     from chat.turns.registry import finish_all
 
     answer = run_turn(alice_conversation, EMAIL)

@@ -14,8 +14,8 @@ from django.core.management import call_command
 
 from activity.models import ActivityEvent, ActivityFeed
 from activity.recording.receipts import fingerprint
+from chat.asks import approvals
 from chat.models import Message, OutboxEmail, ToolApproval
-from chat.turns import approvals
 from tests.support.api import client_for
 from tests.support.sockets import (
     ask,

@@ -15,8 +15,8 @@ from django.utils import timezone, translation
 
 from chat.agent.builtin_tools import SEND_EMAIL
 from chat.agent.mcp.tools import McpTool
-from chat.turns.approval_cards import card_fields, card_of, humanized, with_refusal
-from chat.turns.receipts import EditRefused, Edits, edited_arguments
+from chat.asks.approval_cards import card_fields, card_of, humanized, with_refusal
+from chat.asks.receipts import EditRefused, Edits, edited_arguments
 
 EMAIL = SEND_EMAIL.schema["function"]["parameters"]
 ASKED = {

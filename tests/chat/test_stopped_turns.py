@@ -13,8 +13,8 @@ from django.utils import timezone
 
 from activity.models import ActivityFeed
 from chat import turns
+from chat.asks import approvals
 from chat.models import Conversation, Message
-from chat.turns import approvals
 from chat.turns.admission import admit
 from chat.turns.recovery import dead_turns_recover
 from tests.support import QUESTION

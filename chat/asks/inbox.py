@@ -15,9 +15,9 @@ from django.db.models import OuterRef, QuerySet, Subquery
 from django.urls import reverse
 from django.utils.translation import gettext as _
 
+from chat.asks import question_cards
+from chat.asks.approval_cards import ApprovalCard, card_of
 from chat.models import Conversation, Elicitation, Message, ToolApproval
-from chat.turns import question_cards
-from chat.turns.approval_cards import ApprovalCard, card_of
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,8 +17,7 @@ from django.utils.translation import gettext
 
 from activity.presenting.bounded import VALUE_LIMIT, cut_long
 from chat.agent.tools import Tool, ToolRegistry
-from chat.models import Message, ToolApproval
-from chat.turns.receipts import (
+from chat.asks.receipts import (
     ARGUMENT_FIELD,
     FEEDBACK_ARG,
     EditRefused,
@@ -27,6 +26,7 @@ from chat.turns.receipts import (
     kind_of,
     resolved,
 )
+from chat.models import Message, ToolApproval
 
 # Text longer than SHORT_TEXT, or with a line break, or that may grow past LONG_TEXT (an
 # e-mail's body), is shown in a box of several lines.

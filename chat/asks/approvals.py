@@ -21,10 +21,10 @@ from django.utils.translation import gettext as _
 from activity.recording import feeds
 from activity.recording.events import Decision, decision_kind
 from chat.agent.approval import Paused, Verdict
+from chat.asks.receipts import NO_RECEIPT, Edits, Receipt, bound
 from chat.models import Message, ToolApproval
 from chat.turns import registry, runner
 from chat.turns.admission import TurnRejected
-from chat.turns.receipts import NO_RECEIPT, Edits, Receipt, bound
 
 logger = logging.getLogger("glassbox.turns")
 REASON_LIMIT = 500
