@@ -22,6 +22,7 @@ from activity.recording import feeds
 from activity.recording.events import Decision, decision_kind
 from chat.agent.approval import Paused, Verdict
 from chat.asks.receipts import NO_RECEIPT, Edits, Receipt, bound
+from chat.conversations.services import answer_resume
 from chat.models import Message, ToolApproval
 from chat.turns import registry, runner
 from chat.turns.admission import TurnRejected
@@ -148,7 +149,7 @@ def _claim(
         )
         # Running again: the conversation's one open turn stays this one. The answer's row
         # is locked before its feed's, in the order recovery locks them.
-        Message.objects.filter(pk=approval.answer_id).update(state=Message.State.STREAMING)
+        answer_resume(answer_id=approval.answer_id)
         (decision,) = feeds.append(feed.pk, [decided], state="running", heartbeat_at=now).events
         assert isinstance(decision, Decision)
         # The resumed run numbers on from here (activity.recording.recorder).

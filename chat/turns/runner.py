@@ -36,7 +36,6 @@ from activity.recording.events import (
 )
 from activity.recording.receipts import fingerprint_or_blank
 from activity.recording.recorder import FeedRecorder
-from activity.recording.writes import update_row
 from activity.usage import configured_prices
 from chat.agent.approval import Paused, Verdict
 from chat.agent.builtin_tools import default_registry
@@ -48,6 +47,7 @@ from chat.agent.tools import ToolRegistry
 from chat.agent.traceparent import trace_turn
 from chat.asks.elicitations import TurnAsker
 from chat.conversations import outbox
+from chat.conversations.services import answer_end, answer_extend, answer_pause
 from chat.models import Conversation, Message, ToolApproval
 from chat.servers.asking import ConnectAsker
 from chat.turns import deps, registry
@@ -128,7 +128,7 @@ class AnswerText:
         def written() -> None:
             self.stored = max(self.stored, len(text))
 
-        return Ride(Message, self.answer.pk, {"content": text}, written)
+        return answer_extend(answer_id=self.answer.pk, text=text, written=written)
 
     async def _send_later(self, wait: float) -> None:
         await asyncio.sleep(wait)
@@ -314,7 +314,7 @@ async def _pause(
             state=paused.as_state(),
             deadline=timezone.now() + timedelta(seconds=settings.GLASSBOX_APPROVAL_TIMEOUT),
         )
-        Message.objects.filter(pk=answer.pk).update(content=content, state=Message.State.WAITING)
+        answer_pause(answer_id=answer.pk, content=content)
         feeds.pause(answer.answer_feed.pk, event_count=count, head=head)
 
     recorder.leave()  # the text is written with the pause
@@ -383,7 +383,7 @@ async def _finish(
     def end() -> None:
         # Only if nobody closed the turn meanwhile (recovery, while the database was away
         # and this process could not prove it alive): rolled back then, its rows with it.
-        if not update_row(Message, answer.pk, {"content": content, "state": state}, state=opened):
+        if not answer_end(answer_id=answer.pk, content=content, state=state, opened=opened):
             raise ClosedElsewhere
         feeds.finish(recorder.feed.pk, feed)
 
