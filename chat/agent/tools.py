@@ -17,9 +17,8 @@ from pydantic import BaseModel, ValidationError
 from pydantic.json_schema import GenerateJsonSchema
 
 from activity.presenting.presentation import ToolLabels
-from activity.recording.events import Link
+from activity.recording.events import FEEDBACK_ARG, Link
 
-FEEDBACK_ARG = "feedback_to_user"
 FEEDBACK_LIMIT = 100
 
 FEEDBACK_SCHEMA = {

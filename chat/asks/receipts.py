@@ -15,11 +15,11 @@ import jsonschema
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
+from activity.recording.events import FEEDBACK_ARG
 from activity.recording.receipts import fingerprint_or_blank
 from chat.agent.schemas import TooLong, Unsupported, first_error, is_email
 from chat.turns.admission import TurnRejected
 
-FEEDBACK_ARG = "feedback_to_user"
 # A page's edit form names each argument's field so: `argument.to`, `argument.subject`.
 ARGUMENT_FIELD = "argument."
 SIMPLE_KINDS = ("string", "number", "integer", "boolean")
