@@ -20,7 +20,7 @@ from django.utils.translation import gettext as _
 
 from activity.recording import feeds
 from activity.recording.events import Decision, decision_kind
-from chat.agent.approval import Paused, Verdict
+from chat.agent.approval import Paused, UnknownPause, Verdict
 from chat.asks.receipts import NO_RECEIPT, Edits, Receipt, bound
 from chat.conversations.services import answer_resume
 from chat.models import Message, ToolApproval
@@ -37,6 +37,13 @@ class NoSuchApproval(TurnRejected):
 
 class AlreadyDecided(TurnRejected):
     status = 409
+
+
+class NewerPause(TurnRejected):
+    """A pause stored by a newer release (a deploy under way): this process cannot go on with
+    it, so it takes no decision and leaves the turn waiting for one that can."""
+
+    status = 400
 
 
 async def decide(
@@ -63,8 +70,8 @@ async def decide(
         " ".join(reason.split())[:REASON_LIMIT],
         Receipt(edits if approve else None, shown),
     )
-    approval, decision = claimed
-    _go_on(approval, decision)
+    approval, decision, paused = claimed
+    _go_on(approval, decision, paused)
     if decision.decision == "timeout":
         raise AlreadyDecided(_("This call waited too long and was denied as timed out."))
     return decision
@@ -111,8 +118,8 @@ async def stop_waiting(answer_id: int) -> bool:
 
 def _claim(
     found: QuerySet[ToolApproval], user: Any, kind: str, reason: str, asked: Receipt = NO_RECEIPT
-) -> tuple[ToolApproval, Decision]:
-    """Decides the first approval `found` holds."""
+) -> tuple[ToolApproval, Decision, Paused]:
+    """Decides the first approval `found` holds; its pause, read before anything is saved."""
     with transaction.atomic():
         approval = (
             # Only the approval's row is locked: PostgreSQL refuses FOR UPDATE on the nullable
@@ -123,6 +130,15 @@ def _claim(
             raise NoSuchApproval(_("No tool call of this conversation has that id."))
         if approval.decision or approval.answer.state != Message.State.WAITING:
             raise AlreadyDecided(_("That tool call was already decided."))
+        try:
+            paused = Paused.from_state(approval.state)
+        except UnknownPause:
+            raise NewerPause(
+                _(
+                    "This call was paused by a newer version of Glassbox than this server "
+                    "runs, so it cannot be decided here yet. Try again in a minute."
+                )
+            ) from None
         now = timezone.now()
         if approval.deadline <= now:
             kind, user, reason, asked = "timeout", None, "", NO_RECEIPT
@@ -155,10 +171,10 @@ def _claim(
         # The resumed run numbers on from here (activity.recording.recorder).
         feed.seq_reserved = max(feed.seq_reserved, decision.seq or 0)
     approval.answer.state = Message.State.STREAMING
-    return approval, decision
+    return approval, decision, paused
 
 
-def _go_on(approval: ToolApproval, decision: Decision) -> None:
+def _go_on(approval: ToolApproval, decision: Decision, paused: Paused) -> None:
     if decision.decision == "approve":
         told = ""
     elif decision.decision == "deny":
@@ -178,7 +194,7 @@ def _go_on(approval: ToolApproval, decision: Decision) -> None:
         approval.answer_id,
         runner.run(
             answer=approval.answer,
-            resume=Paused.from_state(approval.state),
+            resume=paused,
             verdict=verdict,
             decided=decision,
         ),
