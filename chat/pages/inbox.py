@@ -12,7 +12,8 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
 from chat import turns
-from chat.asks.approval_cards import ApprovalCard, refused_card
+from chat.asks.approval_cards import ApprovalCard
+from chat.asks.cards import refused_card
 from chat.asks.inbox import WaitingItem, waiting_count, waiting_items
 from chat.conversations import selectors
 from chat.turns import actions

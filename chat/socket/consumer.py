@@ -15,7 +15,7 @@ from django.utils.translation import gettext as _
 from activity.preferences.feed_prefs import FeedPrefs
 from activity.presenting.bounded import fits, size_of
 from chat import turns
-from chat.asks.approval_cards import refused_card
+from chat.asks.cards import refused_card
 from chat.models import Conversation
 from chat.socket import inbound, questions, reads, render
 from chat.socket.guard import CLOSE_CODES, GuardedConsumer

@@ -17,7 +17,7 @@ from activity.presenting.live_markdown import split_settled
 from activity.presenting.program_frames import ProgramFrames
 from activity.recording.events import TurnStarted, to_json
 from chat import turns
-from chat.asks.approval_cards import waiting_card
+from chat.asks.cards import waiting_card
 from chat.conversations.selectors import TurnView, aturn_view
 from chat.models import Message
 from chat.socket import reads, render
