@@ -1,23 +1,19 @@
-"""What waits for a person, across all their conversations: one inbox fed by sources. Each
-source gives its waiting items in one shape (kind, conversation, title, deadline, where to
-answer); approvals are the first source, and a second kind of waiting item (a server's
-question mid-call) plugs in by adding its source to SOURCES."""
+"""What waits for a person, across all their conversations: one inbox of every kind of wait
+(chat.asks.waiting.KINDS), each listed in one shape (kind, conversation, title, deadline,
+where to answer) through the Waiting protocol; a new kind plugs in by adding itself there."""
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db.models import OuterRef, QuerySet, Subquery
+from django.db.models import OuterRef, Subquery
 from django.urls import reverse
-from django.utils.translation import gettext as _
 
-from chat.asks import question_cards
-from chat.asks.approval_cards import ApprovalCard, card_of
-from chat.models import Conversation, Elicitation, Message, ToolApproval
+from chat.asks.waiting import KINDS, ApprovalWait, QuestionWait, Waiting
+from chat.models import Conversation, Message
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,108 +41,41 @@ class WaitingItem:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class Source:
-    """One kind of waiting item: its rule (what waits for a user, counted by the badge on
-    every page) and how the inbox shows one of its rows."""
-
-    waiting: Callable[[Any], QuerySet[Any]]
-    item: Callable[[Any], WaitingItem]
-
-    def items(self, user: Any) -> list[WaitingItem]:
-        # The first question comes along in the same query, as the conversation list's does.
-        first_question = Message.objects.filter(
-            conversation=OuterRef("answer__conversation"), role=Message.Role.USER
-        ).order_by("id")
-        rows = (
-            self.waiting(user)
-            .select_related("answer__conversation")
-            .annotate(first_question=Subquery(first_question.values("content")[:1]))
-        )
-        return [self.item(row) for row in rows.order_by("deadline", "pk")[:INBOX_LIMIT]]
-
-
-def _item_of(
-    row: ToolApproval | Elicitation,
-    *,
-    kind: str,
-    key: str,
-    title: str,
-    answer_url: str,
-    api_url: str,
-    card: Any,
-) -> WaitingItem:
-    """A waiting row with its conversation and deadline, as every source's rows have them
-    (and the first question of the conversation, annotated by Source.items)."""
-    conversation = row.answer.conversation
-    first_question: str | None = row.first_question  # type: ignore[union-attr]
+def _item_of(wait: Waiting, conversation: Conversation, first_question: str | None) -> WaitingItem:
+    """A wait as the inbox lists it, with its conversation as the conversation list names
+    it (an untitled one by its first question)."""
     return WaitingItem(
-        kind=kind,
-        key=key,
+        kind=wait.kind,
+        key=wait.key,
         conversation_id=conversation.pk,
         conversation_title=Conversation.title_of(conversation.title, first_question),
-        answer_id=row.answer_id,
-        title=title,
-        deadline=row.deadline,
-        answer_url=answer_url,
-        api_url=api_url,
-        card=card,
+        answer_id=wait.answer_id,
+        title=wait.title,
+        deadline=wait.deadline,
+        answer_url=wait.answer_url,
+        api_url=wait.api_url,
+        card=wait.card(),
     )
 
 
-def _waiting_approvals(user: Any) -> QuerySet[ToolApproval]:
-    # The turn's state is the truth: a row decided, stopped or timed out no longer waits.
-    return ToolApproval.objects.filter(
-        decision="",
-        answer__state=Message.State.WAITING,
-        answer__conversation__owner=user,
-        answer__conversation__deleted_at__isnull=True,
+def _items(kind: type[ApprovalWait] | type[QuestionWait], user: Any) -> list[WaitingItem]:
+    # The first question comes along in the same query, as the conversation list's does.
+    first_question = Message.objects.filter(
+        conversation=OuterRef("answer__conversation"), role=Message.Role.USER
+    ).order_by("id")
+    rows = (
+        kind.waiting_for(user)
+        .select_related("answer__conversation")
+        .annotate(first_question=Subquery(first_question.values("content")[:1]))
     )
-
-
-def _approval_item(approval: ToolApproval) -> WaitingItem:
-    conversation_id = approval.answer.conversation_id
-    card: ApprovalCard = card_of(approval, standalone=True)
-    return _item_of(
-        approval,
-        kind="approval",
-        key=f"approval-{approval.pk}",
-        title=card.title,
-        answer_url=reverse("chat:inbox_act", args=[conversation_id]),
-        api_url=reverse("api-approval", args=[conversation_id, approval.call_id]),
-        card=card,
-    )
-
-
-def _waiting_questions(user: Any) -> QuerySet[Elicitation]:
-    # A question waits only while its turn runs: one whose turn ended can reach no server.
-    return Elicitation.objects.filter(
-        state=Elicitation.State.WAITING,
-        answer__state=Message.State.STREAMING,
-        answer__conversation__owner=user,
-        answer__conversation__deleted_at__isnull=True,
-    )
-
-
-def _question_item(question: Elicitation) -> WaitingItem:
-    return _item_of(
-        question,
-        kind="question",
-        key=f"waiting-question-{question.pk}",
-        title=_("The %(server)s server asks") % {"server": question.server},
-        # Answered like on its page; programs answer over the conversation's socket.
-        answer_url=reverse("chat:conversation_act", args=[question.answer.conversation_id]),
-        api_url="",
-        card=question_cards.card_of(question),
-    )
+    return [
+        _item_of(kind(row), row.answer.conversation, row.first_question)  # type: ignore[arg-type]
+        for row in rows.order_by("deadline", "pk")[:INBOX_LIMIT]
+    ]
 
 
 # At most this many of each kind on the page; the badge counts them all.
 INBOX_LIMIT = 100
-SOURCES: list[Source] = [
-    Source(waiting=_waiting_approvals, item=_approval_item),
-    Source(waiting=_waiting_questions, item=_question_item),
-]
 
 
 def waiting_count(user: Any) -> int:
@@ -155,11 +84,11 @@ def waiting_count(user: Any) -> int:
     counted over their UNION ALL."""
     if not getattr(user, "is_authenticated", False):
         return 0
-    first, *others = (source.waiting(user).order_by().values("answer_id") for source in SOURCES)
+    first, *others = (kind.waiting_for(user).order_by().values("answer_id") for kind in KINDS)
     return first.union(*others, all=True).count()
 
 
 def waiting_items(user: Any) -> list[WaitingItem]:
     """Everything that waits for `user`, the nearest deadline first."""
-    items = [item for source in SOURCES for item in source.items(user)]
+    items = [item for kind in KINDS for item in _items(kind, user)]
     return sorted(items, key=lambda item: item.deadline)

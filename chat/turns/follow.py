@@ -89,10 +89,10 @@ async def follow_turn(
 ) -> AsyncIterator[dict[str, Any]]:
     """The events of one turn in their JSON form, from `after` up to and including `done`."""
     # Whoever follows a turn may follow one that waits: this process keeps the deadlines.
-    # (Imported here: approvals imports the runner, which imports this module's package.)
-    from chat.asks import approvals
+    # (Imported here: resuming imports the runner, which imports this module's package.)
+    from chat.turns import resuming
 
-    approvals.watch()
+    resuming.watch()
     gaps = _Gaps(answer_id, after)
     quiet = quiet_seconds()
     while True:

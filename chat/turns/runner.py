@@ -8,13 +8,12 @@ import asyncio
 import functools
 import logging
 from collections.abc import Callable
-from datetime import timedelta
 from typing import Any
 
 from channels.db import database_sync_to_async
 from django.conf import settings
 from django.db import DatabaseError
-from django.utils import timezone, translation
+from django.utils import translation
 from django.utils.translation import gettext as _
 
 from activity import telemetry
@@ -34,7 +33,6 @@ from activity.recording.events import (
     to_json,
     turn_state,
 )
-from activity.recording.receipts import fingerprint_or_blank
 from activity.recording.recorder import FeedRecorder
 from activity.usage import configured_prices
 from chat.agent.approval import Paused, Verdict
@@ -45,10 +43,11 @@ from chat.agent.mcp import release_asker
 from chat.agent.questions import ask_with
 from chat.agent.tools import ToolRegistry
 from chat.agent.traceparent import trace_turn
+from chat.asks import approvals
 from chat.asks.elicitations import TurnAsker
 from chat.conversations import outbox
 from chat.conversations.services import answer_end, answer_extend, answer_pause
-from chat.models import Conversation, Message, ToolApproval
+from chat.models import Conversation, Message
 from chat.servers.asking import ConnectAsker
 from chat.turns import deps, registry
 from chat.turns.broadcast import send_conversations_changed, send_turn_event
@@ -303,16 +302,11 @@ async def _pause(
     content, count, head = text.text, len(recorder.events), recorder.head
 
     def store() -> None:
-        ToolApproval.objects.create(
+        approvals.open_wait(
             answer=answer,
-            call_id=call["call_id"],
-            tool=call["name"],
-            title=paused.title[:80],
+            paused=paused,
             arguments=arguments,
-            fingerprint=fingerprint_or_blank(arguments),
-            parameters=paused.parameters,
-            state=paused.as_state(),
-            deadline=timezone.now() + timedelta(seconds=settings.GLASSBOX_APPROVAL_TIMEOUT),
+            deadline_seconds=settings.GLASSBOX_APPROVAL_TIMEOUT,
         )
         answer_pause(answer_id=answer.pk, content=content)
         feeds.pause(answer.answer_feed.pk, event_count=count, head=head)

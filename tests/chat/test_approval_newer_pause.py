@@ -10,8 +10,8 @@ import pytest
 from django.test import AsyncClient
 
 from activity.models import ActivityEvent
-from chat.asks import approvals
 from chat.models import Message, OutboxEmail, ToolApproval
+from chat.turns import resuming
 from tests.support.api import client_for
 from tests.support.sockets import finish_turns, json_until_done, paused_turn
 
@@ -79,7 +79,7 @@ async def test_a_newer_pause_outlives_its_deadline_here_and_can_still_be_stopped
     await ToolApproval.objects.filter(pk=approval.pk).aupdate(deadline=approval.asked_at)
 
     # The watch of this process cannot deny it as timed out: one of the newer release will.
-    assert await approvals.settle_expired() == 0
+    assert await resuming.settle_expired() == 0
     await _still_waiting(approval)
 
     # Stop needs nothing of the stored pause: the turn ends as stopped, its call never run.
