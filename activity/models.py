@@ -28,8 +28,7 @@ from activity.recording.events import (
     ModelCallDone,
     RecordedEvent,
 )
-from activity.recording.writes import insert_rows, update_row
-from project.sql import Compiled
+from project.sql import Compiled, insert_rows, update_row
 
 # Seqs a running turn may number ahead of what is on disk (see ActivityFeed.seq_reserved).
 SEQ_AHEAD = 32

@@ -11,14 +11,15 @@ statement is built once per database and reused:
   INSERT of a question's rows (`insert_row`), have no queryset to compile from: they are
   written here, from the models' fields, and each has a test running it next to its ORM
   twin (`bulk_create`, `create()`, `update()`, `bulk_update`) on SQLite and PostgreSQL
-  (tests/test_hand_sql.py).
+  (tests/test_hand_sql.py); they are run here too (`insert_rows`, `update_row`,
+  `update_rows`), the one home of statement executors.
 
 The plumbing imports no app: the models come in as arguments."""
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -126,7 +127,7 @@ def insert_statement(
     model: type[models.Model], alias: str, returning: bool = False
 ) -> tuple[str, list[models.Field]]:
     """INSERT of one row of `model` without its automatic primary key, and the fields whose
-    prepared values fill it, in order (activity.recording.writes.insert_rows); `returning`
+    prepared values fill it, in order (insert_rows); `returning`
     has the row's new primary key come back with it where the database can say it (both
     SQLite and PostgreSQL can; elsewhere the cursor's lastrowid tells it, as in the ORM)."""
     connection = connections[alias]
@@ -171,7 +172,7 @@ def update_statement(
 ) -> tuple[str, list[models.Field], list[models.Field]]:
     """UPDATE of the columns `names` of the row matched by its primary key and the columns
     `where`; the fields whose values fill the SET, then those of the WHERE, in order
-    (activity.recording.writes.update_row, update_rows)."""
+    (update_row, update_rows)."""
     quote = connections[alias].ops.quote_name
     meta = model._meta
     fields = [_field(model, name) for name in names]
@@ -185,3 +186,68 @@ def _field(model: type[models.Model], name: str) -> models.Field:
     field = model._meta.get_field(name)
     assert isinstance(field, models.Field), f"{name} is not a column of {model.__name__}"
     return field
+
+
+# A running turn's writes (its events, model calls and text at each group commit, the beat
+# itself, the end), in statements built once per model, database and set of columns.
+# `bulk_create` and `update()` build their statement anew on every call, field by field and
+# row by row; with a turn's few rows that building cost twice what running the statement did
+# (bench/turn_statements.py). Each value is prepared by its own field, as they prepare it. As
+# with them, no signal is sent and `save()` is not called; unlike `bulk_create`, no primary
+# key comes back (the turn never reads them).
+def insert_rows(rows: Sequence[models.Model]) -> None:
+    """Writes `rows`, all of one model with an automatic primary key, in the caller's
+    transaction."""
+    if not rows:
+        return
+    model = type(rows[0])
+    alias = router.db_for_write(model)
+    connection = connections[alias]
+    sql, fields = _statement(model, alias)
+    values = [
+        [field.get_db_prep_save(field.pre_save(row, True), connection) for field in fields]
+        for row in rows
+    ]
+    with connection.cursor() as cursor:
+        cursor.executemany(sql, values)
+
+
+_statement = functools.cache(insert_statement)
+
+
+def update_row(model: type[models.Model], pk: Any, values: Mapping[str, Any], **where: Any) -> int:
+    """Sets `values` on the row `pk` of `model` if its columns also equal `where`, in the
+    caller's transaction; the number of rows changed (0 or 1)."""
+    alias = router.db_for_write(model)
+    connection = connections[alias]
+    sql, fields, conditions = _update(model, alias, tuple(values), tuple(where))
+    params = [field.get_db_prep_save(values[field.name], connection) for field in fields]
+    params += [
+        field.get_db_prep_value(where.get(field.name, pk), connection) for field in conditions
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.rowcount
+
+
+def update_rows(model: type[models.Model], rows: Sequence[tuple[Any, Mapping[str, Any]]]) -> None:
+    """Sets each row's values (the same columns for all) in one statement, in the caller's
+    transaction."""
+    if not rows:
+        return
+    alias = router.db_for_write(model)
+    connection = connections[alias]
+    sql, fields, conditions = _update(model, alias, tuple(rows[0][1]), ())
+    (pk_field,) = conditions
+    params = [
+        [
+            *(field.get_db_prep_save(values[field.name], connection) for field in fields),
+            pk_field.get_db_prep_value(pk, connection),
+        ]
+        for pk, values in rows
+    ]
+    with connection.cursor() as cursor:
+        cursor.executemany(sql, params)
+
+
+_update = functools.cache(update_statement)

@@ -17,11 +17,10 @@ from django.utils import timezone
 
 from activity.models import ActivityEvent, ActivityFeed, FeedPreferences, ModelCall
 from activity.preferences.feed_prefs import SURFACES
-from activity.recording.writes import insert_rows, update_row, update_rows
 from activity.selectors import _RUNNING_AND_RECENT, running_and_recent
 from chat.models import Conversation, Message
 from chat.socket.reads import _UNCHANGED, _open_answer, _opened, _settings_and_open_answer
-from project.sql import insert_row
+from project.sql import insert_row, insert_rows, update_row, update_rows
 
 pytestmark = pytest.mark.django_db
 

@@ -20,6 +20,7 @@ from django.utils.translation import ngettext
 from activity.presenting.bounded import cut_long
 from activity.recording.events import (
     CONNECT,
+    FEEDBACK_ARG,
     IN_PLACE,
     REASONING,
     Decision,
@@ -31,7 +32,6 @@ from activity.recording.events import (
     ToolResult,
 )
 
-FEEDBACK_ARG = "feedback_to_user"
 # Only these open from a feed; any other address (file:, a server's own scheme, javascript:)
 # is shown as text.
 WEB_SCHEMES = ("http", "https")

@@ -22,7 +22,7 @@ from django.conf import settings
 from django.db import InterfaceError, OperationalError, models, transaction
 
 from activity.models import ActivityFeed
-from activity.recording.writes import insert_rows, update_rows
+from project.sql import insert_rows, update_rows
 
 if TYPE_CHECKING:
     from activity.recording.recorder import FeedRecorder

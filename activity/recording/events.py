@@ -303,6 +303,11 @@ class TurnStarted:
     type: Literal["turn"] = field(default="turn", metadata=declare())
 
 
+# The argument every user-facing tool asks the model for: the line shown while its call runs.
+# Defined here, below both the presenters and the agent, and imported by every one that reads it.
+FEEDBACK_ARG = "feedback_to_user"
+
+
 @dataclass(frozen=True, slots=True)
 class ToolFeedback:
     """The model's feedback_to_user for one call, the moment that string is complete (cut to

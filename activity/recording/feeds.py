@@ -24,8 +24,7 @@ from activity.auditing.audit import reseal
 from activity.models import ActivityEvent, ActivityFeed, FeedPreferences, ModelCall
 from activity.recording.chain import text_digest
 from activity.recording.events import RecordedEvent, with_seq
-from activity.recording.writes import insert_rows, update_row
-from project.sql import insert_row
+from project.sql import insert_row, insert_rows, update_row
 
 
 @dataclass(frozen=True, slots=True)

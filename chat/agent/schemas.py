@@ -3,7 +3,7 @@ that no schema and no value can stall the process: every pattern runs on RE2 (li
 no backtracking), a schema is refused for its depth, its size, or a pattern RE2 cannot take,
 and values are refused for their length before any check runs. The one validator factory of
 the tools (chat.agent.mcp.tools), the questions (chat.agent.mcp.elicit_schema) and the
-approval edits (chat.turns.receipts). Pure: the limits are handed in (SchemaBounds)."""
+approval edits (chat.asks.receipts). Pure: the limits are handed in (SchemaBounds)."""
 
 from __future__ import annotations
 

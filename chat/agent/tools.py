@@ -18,10 +18,9 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic.json_schema import GenerateJsonSchema
 
 from activity.presenting.presentation import ToolLabels
-from activity.recording.events import Link
+from activity.recording.events import FEEDBACK_ARG, Link
 from chat.agent.context import ToolContext
 
-FEEDBACK_ARG = "feedback_to_user"
 FEEDBACK_LIMIT = 100
 
 FEEDBACK_SCHEMA = {

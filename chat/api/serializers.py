@@ -7,10 +7,10 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.fields import empty
 
+from chat.asks.receipts import EditRefused
 from chat.conversations.services import TitleInvalid, title_clean
 from chat.models import Conversation, Message
 from chat.turns import actions
-from chat.turns.receipts import EditRefused
 
 
 def refusal(problem: actions.Unreadable) -> serializers.ValidationError:

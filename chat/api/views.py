@@ -36,10 +36,10 @@ from chat.api.serializers import (
     refusal,
 )
 from chat.api.sse import first_error, program_frames, sse, turn_events
+from chat.asks.inbox import waiting_items
 from chat.conversations.selectors import message_records
 from chat.models import Conversation, Message, ToolApproval
 from chat.turns import actions
-from chat.turns.inbox import waiting_items
 from chat.turns.recovery import dead_turns_recover
 
 

@@ -5,7 +5,7 @@ read them: it never imports chat). Registered with activity.auditing.audit when 
 What is compared: the answer's text with its closing; each approval's arguments and
 fingerprint with the call its chain holds, and its decision, reason, wait and receipt (the
 fingerprint decided on, the edited arguments) with its sealed decision; each MCP question's
-outcome and answer with the line that sealed them (chat.turns.elicitations). A question that
+outcome and answer with the line that sealed them (chat.asks.elicitations). A question that
 ended without that line (its call ended first, or it ended before lines carried it) has
 nothing to be compared with."""
 

@@ -54,7 +54,7 @@ def conversations_of(
             waiting=Exists(
                 Message.objects.filter(conversation=OuterRef("pk"), state=Message.State.WAITING)
             ),
-            # A denial is a decision, not a tool failure (chat.turns.approvals).
+            # A denial is a decision, not a tool failure (chat.asks.approvals).
             denied=Exists(
                 ToolApproval.objects.filter(
                     answer__conversation=OuterRef("pk"), decision=ToolApproval.Decision.DENY

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
@@ -11,12 +13,14 @@ from django.utils.translation import gettext as _
 
 from activity.auditing.audit import purge
 from activity.recording import feeds
+from activity.recording.commits import Ride
 from activity.recording.events import Status
 from activity.selectors import feed_ids_of_conversations, feed_language
 from chat.conversations.access import conversations_closed
 from chat.conversations.selectors import CONTACT_TOOL
 from chat.conversations.text_rules import looks_empty, unstorable, without_bidi_controls
 from chat.models import ContactRequest, Conversation, Message
+from project.sql import insert_row, update_row
 
 
 class TitleInvalid(ValueError):
@@ -117,3 +121,66 @@ def contact_request_create(
         )
     feeds.append_late(message.feed_id, sent)
     return request
+
+
+# An answer's row is written by these verbs alone, whoever runs the turn (chat.turns.runner),
+# decides on it (chat.asks.approvals) or closes it for a dead process (chat.turns.recovery).
+# Each runs in its caller's transaction.
+
+
+def answer_open(*, conversation: Conversation, language: str, **fields: Any) -> Message:
+    """A streaming answer with its feed. Its rows are written by statements built once
+    (project.sql.insert_row), as `create()` writes them: every question writes three."""
+    feed = feeds.open_feed(
+        owner_id=conversation.owner_id, conversation_id=conversation.pk, language=language
+    )
+    answer = Message(
+        conversation=conversation,
+        role=Message.Role.ASSISTANT,
+        state=Message.State.STREAMING,
+        feed=feed,
+        **fields,
+    )
+    insert_row(answer)
+    return answer
+
+
+def answer_extend(*, answer_id: int, text: str, written: Callable[[], None]) -> Ride:
+    """The answer's text so far, written at the running turn's next group commit
+    (activity.recording.commits), with whatever the other turns have pending; `written` is
+    called once it is."""
+    return Ride(Message, answer_id, {"content": text}, written)
+
+
+def answer_pause(*, answer_id: int, content: str) -> None:
+    """A turn that waits for a person: its text so far, and `waiting`."""
+    Message.objects.filter(pk=answer_id).update(content=content, state=Message.State.WAITING)
+
+
+def answer_resume(*, answer_id: int) -> None:
+    """A waiting turn that runs again: the conversation's one open turn stays this one."""
+    Message.objects.filter(pk=answer_id).update(state=Message.State.STREAMING)
+
+
+def answer_end(*, answer_id: int, content: str, state: str, opened: str) -> bool:
+    """The answer's final text and state, only if it is still `opened` (streaming, or
+    waiting for a paused turn that is stopped): False when another process closed it."""
+    return bool(update_row(Message, answer_id, {"content": content, "state": state}, state=opened))
+
+
+def answer_interrupt(*, answer_id: int, held: Callable[[], str | None]) -> str | None:
+    """Closes a streaming answer whose process died; the text it ends with, or None when
+    another process closed it first. `held` gives what this process still held of its
+    text (chat.turns.registry.released), kept when it is longer than what was written."""
+    # Only one process may close a turn: the state check makes the update the lock.
+    closed = Message.objects.filter(pk=answer_id, state=Message.State.STREAMING).update(
+        state=Message.State.INTERRUPTED
+    )
+    if not closed:
+        return None
+    content = Message.objects.filter(pk=answer_id).values_list("content", flat=True).get()
+    text = held()
+    if text is not None and len(text) > len(content):
+        Message.objects.filter(pk=answer_id).update(content=text)
+        content = text
+    return content

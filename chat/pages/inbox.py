@@ -1,5 +1,5 @@
 """The inbox: everything that waits for the user, across conversations, answerable here from
-any tab or device; the turn goes on wherever it runs (chat.turns.approvals)."""
+any tab or device; the turn goes on wherever it runs (chat.asks.approvals)."""
 
 from __future__ import annotations
 
@@ -12,10 +12,11 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
 from chat import turns
+from chat.asks.approval_cards import ApprovalCard
+from chat.asks.cards import refused_card
+from chat.asks.inbox import WaitingItem, waiting_count, waiting_items
 from chat.conversations import selectors
 from chat.turns import actions
-from chat.turns.approval_cards import ApprovalCard, refused_card
-from chat.turns.inbox import WaitingItem, waiting_count, waiting_items
 
 
 @require_GET

@@ -18,14 +18,14 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from activity.selectors import reader_settings
 from chat import turns
 from chat.api.serializers import ConversationDetailSerializer
+from chat.asks.cards import cards_for, question_cards_for, refused_card
 from chat.conversations import selectors, services, sidebar
 from chat.conversations.exports import conversation_markdown
 from chat.conversations.text_rules import unstorable
 from chat.models import Message
 from chat.pages import starters
 from chat.pages.forms import ContactForm
-from chat.turns import actions, broadcast, question_cards
-from chat.turns.approval_cards import refused_card
+from chat.turns import actions, broadcast
 from chat.turns.recovery import dead_turns_recover
 
 LIST_PAGE = 30
@@ -144,11 +144,11 @@ def _conversation_page(request, conversation, *, draft: str = "", status: int = 
         # Without JavaScript the page reloads itself while an answer is being written, but
         # not under someone changing a call's arguments: that would wipe what they type.
         "refresh_url": "" if editing else _refresh_url(request, history.messages),
-        "changing": changing,
-        # An approval card as a refused edit left it (chat.templatetags.approvals).
-        "refused_card": refused,
+        # The approval cards of waiting answers: the one whose Change link was followed with
+        # its fields open, or as a refused edit left it.
+        "cards": cards_for(history.messages, editing=changing, refused=refused),
         # MCP servers' questions waiting for an answer (answered here too without JavaScript).
-        "questions": question_cards.cards(conversation.pk),
+        "questions": question_cards_for(conversation.pk),
         "starters": starters.for_page(),
         "sidebar": _sidebar_context(request, current=str(conversation.pk)),
     }

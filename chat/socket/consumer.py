@@ -15,12 +15,12 @@ from django.utils.translation import gettext as _
 from activity.preferences.feed_prefs import FeedPrefs
 from activity.presenting.bounded import fits, size_of
 from chat import turns
+from chat.asks.cards import refused_card
 from chat.models import Conversation
 from chat.socket import inbound, questions, reads, render
 from chat.socket.guard import CLOSE_CODES, GuardedConsumer
 from chat.socket.viewer import Screen
 from chat.turns import actions, broadcast
-from chat.turns.approval_cards import refused_card
 from project.languages import socket_language
 
 logger = logging.getLogger("glassbox.sockets")

@@ -10,8 +10,9 @@ from collections.abc import Callable
 from channels.db import database_sync_to_async
 from django.template.loader import render_to_string
 
+from chat.asks.cards import question_cards_for
+from chat.asks.question_cards import QuestionCard
 from chat.socket.render import json_frame
-from chat.turns.question_cards import QuestionCard, cards
 
 
 def frame_of(conversation_id: uuid.UUID, shown: list[QuestionCard], *, as_json: bool) -> str:
@@ -36,7 +37,7 @@ async def frame(
     def read() -> list[QuestionCard]:
         if guard is not None:
             guard()
-        return cards(conversation_id, changed)
+        return question_cards_for(conversation_id, changed)
 
     shown = await database_sync_to_async(read)()
     if not shown and changed is None:

@@ -15,10 +15,10 @@ from django.utils.translation import gettext as _
 
 from activity.presenting.live import AddLine, AppendBlocks, Op, RemoveLine, ReplaceLine, SetTail
 from activity.recording.events import Error, TurnStarted, to_json
+from chat.asks.approval_cards import ApprovalCard
 from chat.conversations.markdown import render_markdown
 from chat.conversations.selectors import TurnView
 from chat.models import Message
-from chat.turns.approval_cards import ApprovalCard
 
 
 def json_frame(event: dict[str, Any]) -> str:

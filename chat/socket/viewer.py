@@ -17,10 +17,10 @@ from activity.presenting.live_markdown import split_settled
 from activity.presenting.program_frames import ProgramFrames
 from activity.recording.events import Decision, Done, Status, TurnStarted, WireEvent
 from chat import turns
+from chat.asks.cards import waiting_card
 from chat.conversations.selectors import TurnView, aturn_view
 from chat.models import Message
 from chat.socket import reads, render
-from chat.turns.approval_cards import waiting_card
 
 
 def presenter_after(view: TurnView, prefs: FeedPrefs) -> LivePresenter:

@@ -15,7 +15,7 @@ from chat.tools.context import AppContext
 
 
 # The titles and descriptions are the model's in English, and a card's in the reader's
-# language (marked here, translated where the card is drawn: chat.turns.approval_cards).
+# language (marked here, translated where the card is drawn: chat.asks.approval_cards).
 class EmailArguments(Arguments):
     to: str = Field(
         title=gettext_noop("To"),

@@ -6,14 +6,15 @@
 - `follow_turn()` gives one follower a turn's events in order, filling gaps from the
   database and recovering a turn whose process died (`follow`, `recovery`);
 - `stop()` ends a running turn, wherever it runs (`stopping`);
-- `decide()` takes the owner's decision on a call that asks first (`approvals`), refusing
-  edits that do not fit its tool (`receipts`; its card is `approval_cards`').
+- `decide()` takes the owner's decision on a call that asks first and goes on with the turn
+  from it (`resuming`; what waits, its claim, receipt and card are chat.asks's).
 
 The model sees the conversation through `history`; what a turn runs with (client, tools) is
 `deps`'s, its policy `policy`'s."""
 
 from __future__ import annotations
 
+from chat.asks.receipts import EditRefused
 from chat.turns.admission import (
     QuestionInvalid,
     Restarting,
@@ -22,10 +23,9 @@ from chat.turns.admission import (
     TurnRejected,
     question_clean,
 )
-from chat.turns.approvals import decide
 from chat.turns.broadcast import subscribe
 from chat.turns.follow import Inbox, Position, follow_turn, replay, snapshot
-from chat.turns.receipts import EditRefused
+from chat.turns.resuming import decide
 from chat.turns.starting import begin, regenerate
 from chat.turns.stopping import stop
 

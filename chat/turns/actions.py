@@ -17,11 +17,11 @@ from django.utils.translation import gettext as _
 
 from activity.recording.events import Decision
 from chat import turns
+from chat.asks import elicitations
+from chat.asks.approvals import REASON_LIMIT
+from chat.asks.receipts import ARGUMENT_FIELD, Edits
 from chat.conversations.text_rules import unstorable
 from chat.models import Conversation
-from chat.turns import elicitations
-from chat.turns.approvals import REASON_LIMIT
-from chat.turns.receipts import ARGUMENT_FIELD, Edits
 
 # Each request is named by one field; the fields after it may come with it.
 REQUESTS: dict[str, frozenset[str]] = {
@@ -101,7 +101,7 @@ class Decide:
 
 @dataclass(frozen=True, slots=True)
 class AnswerQuestion:
-    """An answer to an MCP server's question (chat.turns.elicitations)."""
+    """An answer to an MCP server's question (chat.asks.elicitations)."""
 
     question_id: uuid.UUID
     action: str

@@ -16,8 +16,8 @@ from django.utils.formats import number_format
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
-from activity.recording.feeds import open_feed
 from activity.selectors import running_and_recent, tokens_since
+from chat.conversations.services import answer_open
 from chat.conversations.text_rules import looks_empty, unstorable
 from chat.models import Conversation, Message
 from chat.turns.recovery import dead_turns_recover
@@ -140,7 +140,7 @@ def admit_again(
     _check_limits(conversation.owner_id)
     try:
         with transaction.atomic():
-            answer = _answer_create(conversation, language, replaces=last)
+            answer = answer_open(conversation=conversation, language=language, replaces=last)
     except IntegrityError:
         raise TurnRejected(
             _("The agent is still working on the previous question. Wait for it to finish.")
@@ -228,22 +228,5 @@ def _turn_create(
 ) -> StartedTurn:
     question = Message(conversation=conversation, role=Message.Role.USER, content=text)
     insert_row(question)
-    answer = _answer_create(conversation, language, client_id=client_id)
+    answer = answer_open(conversation=conversation, language=language, client_id=client_id)
     return StartedTurn(question=question, answer=answer)
-
-
-def _answer_create(conversation: Conversation, language: str, **fields) -> Message:
-    """A streaming answer with its feed; the caller holds the transaction. Its rows are
-    written by statements built once (project.sql.insert_row), as `create()` writes them."""
-    feed = open_feed(
-        owner_id=conversation.owner_id, conversation_id=conversation.pk, language=language
-    )
-    answer = Message(
-        conversation=conversation,
-        role=Message.Role.ASSISTANT,
-        state=Message.State.STREAMING,
-        feed=feed,
-        **fields,
-    )
-    insert_row(answer)
-    return answer

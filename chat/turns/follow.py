@@ -104,10 +104,10 @@ async def follow_turn(
     """The events of one turn, from `after` up to and including `done`: decoded once, as
     their group message is admitted here."""
     # Whoever follows a turn may follow one that waits: this process keeps the deadlines.
-    # (Imported here: approvals imports the runner, which imports this module's package.)
-    from chat.turns import approvals
+    # (Imported here: resuming imports the runner, which imports this module's package.)
+    from chat.turns import resuming
 
-    approvals.watch()
+    resuming.watch()
     gaps = _Gaps(answer_id, after)
     quiet = quiet_seconds()
     while True:

@@ -31,6 +31,7 @@ from django.utils.translation import gettext as _
 from activity.recording import feeds
 from activity.recording.events import Done, Status, to_json, with_seq
 from activity.selectors import calls_without_result
+from chat.conversations.services import answer_interrupt
 from chat.models import Conversation, Message
 from chat.turns import registry
 from chat.turns.broadcast import send_turn_event
@@ -114,16 +115,16 @@ def _tell_clients(answer: Message, last_seq: int) -> None:
         )
 
 
-def _keep_what_was_held(answer: Message, feed_id: int) -> None:
+def _held_text(answer: Message, feed_id: int) -> str | None:
     """A turn of this process that could not write its end (the database was away for
-    longer than it waited) left its events, model calls and text here: written now, so the
-    turn is closed with what it had, not as an empty interruption."""
+    longer than it waited) left its events, model calls and text here: its events and calls
+    are written now and its text handed to the answer's close, so the turn is closed with
+    what it had, not as an empty interruption."""
     held = registry.released(answer.pk)
     if held is None:
-        return
+        return None
     feeds.keep_held(feed_id, held.events, held.calls)
-    if len(held.text) > len(answer.content):
-        Message.objects.filter(pk=answer.pk).update(content=held.text)
+    return held.text
 
 
 @transaction.atomic
@@ -132,13 +133,9 @@ def _interrupt(answer: Message, feed: ReservedFeed) -> int | None:
     last seq, or None if another process closed it. A feed whose record fails its check (its
     last events removed, say) is closed without a line and without a seal (activity.recording.feeds
     .interrupt)."""
-    # Only one process may close a turn: the state check makes the update the lock.
-    closed = Message.objects.filter(pk=answer.pk, state=Message.State.STREAMING).update(
-        state=Message.State.INTERRUPTED
-    )
-    if not closed:
+    content = answer_interrupt(answer_id=answer.pk, held=lambda: _held_text(answer, feed.pk))
+    if content is None:
         return None
-    _keep_what_was_held(answer, feed.pk)
     lines = [*_unknown_outcomes(feed.pk), lost()]
     ended = {
         "state": "interrupted",
@@ -146,7 +143,6 @@ def _interrupt(answer: Message, feed: ReservedFeed) -> int | None:
         "summary_icon": lines[-1].icon,
         "summary_text": lines[-1].message,
     }
-    content = Message.objects.filter(pk=answer.pk).values_list("content", flat=True).get()
     # Above any seq the dead process may have shown without writing it (its reservation, read
     # with the turn in this pass): a follower that saw that line would take this one for it.
     ended_as = feeds.interrupt(

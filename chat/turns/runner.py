@@ -8,13 +8,12 @@ import asyncio
 import functools
 import logging
 from collections.abc import Callable
-from datetime import timedelta
 from typing import Any
 
 from channels.db import database_sync_to_async
 from django.conf import settings
 from django.db import DatabaseError
-from django.utils import timezone, translation
+from django.utils import translation
 from django.utils.translation import gettext as _
 
 from activity import telemetry
@@ -34,9 +33,7 @@ from activity.recording.events import (
     to_json,
     turn_state,
 )
-from activity.recording.receipts import fingerprint_or_blank
 from activity.recording.recorder import FeedRecorder
-from activity.recording.writes import update_row
 from activity.usage import configured_prices
 from chat.agent.approval import Paused, Verdict
 from chat.agent.context import Person
@@ -46,11 +43,13 @@ from chat.agent.mcp import release_asker
 from chat.agent.questions import ask_with
 from chat.agent.tools import ToolRegistry
 from chat.agent.traceparent import trace_turn
-from chat.models import Conversation, Message, ToolApproval
+from chat.asks import approvals
+from chat.asks.elicitations import TurnAsker
+from chat.conversations.services import answer_end, answer_extend, answer_pause
+from chat.models import Conversation, Message
 from chat.servers.asking import ConnectAsker
 from chat.turns import deps, registry
 from chat.turns.broadcast import send_conversations_changed, send_turn_event
-from chat.turns.elicitations import TurnAsker
 from chat.turns.history import amodel_history
 from chat.turns.policy import agent_policy
 from chat.turns.recovery import lost
@@ -127,7 +126,7 @@ class AnswerText:
         def written() -> None:
             self.stored = max(self.stored, len(text))
 
-        return Ride(Message, self.answer.pk, {"content": text}, written)
+        return answer_extend(answer_id=self.answer.pk, text=text, written=written)
 
     async def _send_later(self, wait: float) -> None:
         await asyncio.sleep(wait)
@@ -220,7 +219,7 @@ async def _turn_run(
     ask_with(TurnAsker(answer, emit))
     state = Message.State.COMPLETE
     if decided is not None:
-        # Recorded and numbered with its claim (chat.turns.approvals): only shown here.
+        # Recorded and numbered with its claim (chat.asks.approvals): only shown here.
         await send_turn_event(group, answer_id=answer.pk, event=to_json(decided))
     this = asyncio.current_task()
     assert this is not None  # a turn runs as a task of its own (registry.launch)
@@ -310,18 +309,13 @@ async def _pause(
     content, count, head = text.text, len(recorder.events), recorder.head
 
     def store() -> None:
-        ToolApproval.objects.create(
+        approvals.open_wait(
             answer=answer,
-            call_id=call["call_id"],
-            tool=call["name"],
-            title=paused.title[:80],
+            paused=paused,
             arguments=arguments,
-            fingerprint=fingerprint_or_blank(arguments),
-            parameters=paused.parameters,
-            state=paused.as_state(),
-            deadline=timezone.now() + timedelta(seconds=settings.GLASSBOX_APPROVAL_TIMEOUT),
+            deadline_seconds=settings.GLASSBOX_APPROVAL_TIMEOUT,
         )
-        Message.objects.filter(pk=answer.pk).update(content=content, state=Message.State.WAITING)
+        answer_pause(answer_id=answer.pk, content=content)
         feeds.pause(answer.answer_feed.pk, event_count=count, head=head)
 
     recorder.leave()  # the text is written with the pause
@@ -390,7 +384,7 @@ async def _finish(
     def end() -> None:
         # Only if nobody closed the turn meanwhile (recovery, while the database was away
         # and this process could not prove it alive): rolled back then, its rows with it.
-        if not update_row(Message, answer.pk, {"content": content, "state": state}, state=opened):
+        if not answer_end(answer_id=answer.pk, content=content, state=state, opened=opened):
             raise ClosedElsewhere
         feeds.finish(recorder.feed.pk, feed)
 

@@ -12,7 +12,7 @@ from django.utils.translation import gettext as _
 
 from chat.agent.context import Person
 from chat.models import Conversation
-from chat.turns import approvals, deps, registry, runner
+from chat.turns import deps, registry, resuming, runner
 from chat.turns.admission import Restarting, StartedTurn, admit, admit_again
 from chat.turns.broadcast import send_conversations_changed, send_turn_started
 from chat.turns.history import model_history
@@ -31,7 +31,7 @@ async def begin(
     raises stops the turn."""
     if registry.draining():
         raise Restarting(_("The server is restarting; ask again in a moment."))
-    approvals.watch()
+    resuming.watch()
     turn, history, asker = await database_sync_to_async(_admitted)(
         admit,
         conversation=conversation,

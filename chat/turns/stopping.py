@@ -7,7 +7,7 @@ import uuid
 
 from activity.recording import feeds
 from chat.models import Message
-from chat.turns import approvals, registry
+from chat.turns import registry, resuming
 
 
 async def stop(*, conversation_id: uuid.UUID, answer_id: int) -> bool:
@@ -25,7 +25,7 @@ async def stop(*, conversation_id: uuid.UUID, answer_id: int) -> bool:
         return False
     feed_id, state = row
     if state == Message.State.WAITING:
-        return await approvals.stop_waiting(answer_id) or await stop(
+        return await resuming.stop_waiting(answer_id) or await stop(
             conversation_id=conversation_id, answer_id=answer_id
         )
     # Marked as the owner's Stop, here or by the running process's heartbeat: the runner

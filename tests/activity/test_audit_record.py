@@ -455,7 +455,7 @@ def test_admins_read_the_ledger_and_nobody_changes_it(admin_client, answered):
 def test_a_turn_that_ends_without_a_decision_by_its_owner_is_closed_and_verifies(
     alice_conversation, end
 ):
-    from chat.turns import approvals
+    from chat.turns import resuming
     from chat.turns.registry import finish_all
 
     answer = run_turn(alice_conversation, EMAIL)
@@ -465,9 +465,9 @@ def test_a_turn_that_ends_without_a_decision_by_its_owner_is_closed_and_verifies
 
     async def settle() -> None:
         if end == "timed out":
-            assert await approvals.settle_expired() == 1
+            assert await resuming.settle_expired() == 1
         else:
-            assert await approvals.stop_waiting(answer.pk)
+            assert await resuming.stop_waiting(answer.pk)
         await finish_all()
 
     async_to_sync(settle)()

@@ -14,8 +14,9 @@ from django.core.management import call_command
 
 from activity.models import ActivityEvent, ActivityFeed
 from activity.recording.receipts import fingerprint
+from chat.asks import approvals
 from chat.models import Message, OutboxEmail, ToolApproval
-from chat.turns import approvals
+from chat.turns import resuming
 from tests.support.api import client_for
 from tests.support.sockets import (
     ask,
@@ -171,7 +172,7 @@ async def test_stop_while_waiting_ends_the_turn_as_stopped(alice, alice_conversa
     assert answer.content == text(events)  # what it wrote before it paused is kept
     assert (await ToolApproval.objects.aget()).decision == "stopped"
     with pytest.raises(approvals.AlreadyDecided):
-        await approvals.decide(
+        await resuming.decide(
             conversation_id=alice_conversation.pk, call_id=events[-1]["call_id"], user=alice,
             approve=True,
         )  # fmt: skip

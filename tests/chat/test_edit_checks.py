@@ -14,9 +14,9 @@ import pytest
 from django.utils import timezone, translation
 
 from chat.agent.mcp.tools import McpTool
+from chat.asks.approval_cards import card_fields, card_of, humanized, with_refusal
+from chat.asks.receipts import EditRefused, Edits, edited_arguments
 from chat.tools.email import SEND_EMAIL
-from chat.turns.approval_cards import card_fields, card_of, humanized, with_refusal
-from chat.turns.receipts import EditRefused, Edits, edited_arguments
 
 EMAIL = SEND_EMAIL.schema["function"]["parameters"]
 ASKED = {

@@ -15,8 +15,8 @@ from django.utils import timezone
 
 from activity.models import ActivityEvent
 from chat.agent.mcp.config import spec_from_mapping
+from chat.asks import elicitations
 from chat.models import Elicitation, Message
-from chat.turns import elicitations
 from tests.support.api import client_for
 from tests.support.audit import verify
 from tests.support.mcp import DEMO, http_server, stdio

@@ -15,7 +15,7 @@ from chat.agent.mcp import elicitation
 from chat.agent.mcp.config import spec_from_mapping
 from chat.agent.mcp.elicit_schema import read_form, safe_link
 from chat.agent.questions import Caller, Reply
-from chat.turns.question_cards import QuestionCard
+from chat.asks.question_cards import QuestionCard
 
 HOSTILE = '<img src=x onerror="window.pwned=1">'
 

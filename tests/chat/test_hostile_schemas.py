@@ -14,8 +14,8 @@ from django.test import AsyncClient
 
 from chat.agent.mcp.elicit_schema import Invalid, UnsupportedForm, check_answer, read_form
 from chat.agent.schemas import BOUNDS, first_error, screened
+from chat.asks.receipts import EditRefused, Edits, edited_arguments
 from chat.servers.heartbeat import beat
-from chat.turns.receipts import EditRefused, Edits, edited_arguments
 from tests.support.mcp import stdio
 from tests.support.sockets import json_turn
 

@@ -14,8 +14,8 @@ from django.test import AsyncClient
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from chat.asks.inbox import waiting_count, waiting_items
 from chat.models import Conversation, Elicitation, Message, OutboxEmail, ToolApproval
-from chat.turns.inbox import waiting_count, waiting_items
 from chat.turns.registry import finish_all
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]

@@ -14,7 +14,7 @@ from django.utils import timezone
 from activity.models import ActivityFeed
 from chat import turns
 from chat.models import Conversation, Message
-from chat.turns import approvals
+from chat.turns import resuming
 from chat.turns.admission import admit
 from chat.turns.recovery import dead_turns_recover
 from tests.support import QUESTION
@@ -74,7 +74,7 @@ def test_the_downloads_say_the_answer_was_stopped_and_keep_its_text(alice_client
 
 def test_the_conversation_list_flags_no_failure_for_a_stop(alice_client, alice, stopped):
     waiting = run_turn(Conversation.objects.create(owner=alice), EMAIL)
-    assert async_to_sync(approvals.stop_waiting)(waiting.pk)
+    assert async_to_sync(resuming.stop_waiting)(waiting.pk)
     assert Message.objects.filter(state=Message.State.STOPPED).count() == 2
 
     listed = alice_client.get("/").content.decode()

@@ -74,16 +74,16 @@ def decided_turn(
     """A turn whose tool asks first, run until it pauses, then decided by `user` (with a
     reason, and approved with `edits` to its arguments if given) and run to its end (in one
     event loop: the decision launches the rest as a task)."""
+    from chat.asks.receipts import Edits
     from chat.models import ToolApproval
-    from chat.turns import approvals
-    from chat.turns.receipts import Edits
+    from chat.turns import resuming
     from chat.turns.registry import finish_all
 
     answer = run_turn(conversation, question)
     asked = ToolApproval.objects.get(answer=answer)
 
     async def decide() -> None:
-        await approvals.decide(
+        await resuming.decide(
             conversation_id=conversation.pk,
             call_id=asked.call_id,
             user=user,

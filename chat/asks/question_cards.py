@@ -11,8 +11,8 @@ from typing import Any
 
 from activity.presenting.bounded import cut_long
 from chat.agent.mcp.elicit_schema import Field, UnsupportedForm, read_form, safe_link
+from chat.asks.elicitations import close_if_orphaned, outcome_of
 from chat.models import Elicitation
-from chat.turns.elicitations import close_if_orphaned, outcome_of
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,8 +17,7 @@ from django.utils.translation import gettext
 
 from activity.presenting.bounded import VALUE_LIMIT, cut_long
 from chat.agent.tools import Tool, ToolRegistry
-from chat.models import Message, ToolApproval
-from chat.turns.receipts import (
+from chat.asks.receipts import (
     ARGUMENT_FIELD,
     FEEDBACK_ARG,
     EditRefused,
@@ -134,39 +133,6 @@ def card_of(approval: Any, *, standalone: bool = False, editing: bool = False) -
         standalone=standalone,
         editing=editing and any(field.editable for field in fields),
     )
-
-
-def waiting_card(answer_id: int, *, editing: bool = False) -> ApprovalCard | None:
-    """The card of the call `answer_id` waits on, if it still waits."""
-    approval = (
-        ToolApproval.objects.filter(
-            answer_id=answer_id, decision="", answer__state=Message.State.WAITING
-        )
-        .select_related("answer")
-        .first()
-    )
-    return card_of(approval, editing=editing) if approval is not None else None
-
-
-def refused_card(
-    conversation_id: Any,
-    call_id: str,
-    edits: Edits | None,
-    refusal: EditRefused,
-    *,
-    standalone: bool = False,
-) -> ApprovalCard | None:
-    """The card of a call whose edit was refused, as the owner left it: their text in the
-    fields, and why under the field at fault. None if the call no longer waits."""
-    approval = (
-        ToolApproval.objects.of_call(conversation_id, call_id)
-        .filter(decision="", answer__state=Message.State.WAITING)
-        .select_related("answer")
-        .first()
-    )
-    if approval is None:
-        return None
-    return with_refusal(card_of(approval, standalone=standalone), edits, refusal)
 
 
 def with_refusal(card: ApprovalCard, edits: Edits | None, refusal: EditRefused) -> ApprovalCard:

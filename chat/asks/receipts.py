@@ -2,7 +2,7 @@
 the reading and checking of the edits against the tool's parameters (its JSON schema),
 whichever way they come (typed JSON from a program, or a form's text fields from a page), and
 the arguments' fingerprint (activity.recording.receipts). The card that shows all this is
-chat.turns.approval_cards."""
+chat.asks.approval_cards."""
 
 from __future__ import annotations
 
@@ -15,11 +15,11 @@ import jsonschema
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
+from activity.recording.events import FEEDBACK_ARG
 from activity.recording.receipts import fingerprint_or_blank
 from chat.agent.schemas import TooLong, Unsupported, first_error, is_email
 from chat.turns.admission import TurnRejected
 
-FEEDBACK_ARG = "feedback_to_user"
 # A page's edit form names each argument's field so: `argument.to`, `argument.subject`.
 ARGUMENT_FIELD = "argument."
 SIMPLE_KINDS = ("string", "number", "integer", "boolean")
@@ -216,7 +216,7 @@ def _from_form(
 ) -> dict[str, Any]:
     """A form's text fields read by their parameters' types, over the arguments the form
     does not send (kept as asked: those the tool does not list, and those too long for the
-    card to offer, chat.turns.approval_cards); an empty optional field is left out, and a
+    card to offer, chat.asks.approval_cards); an empty optional field is left out, and a
     field the tool does not have is refused."""
     properties = parameters.get("properties") or {}
     required = set(parameters.get("required") or [])

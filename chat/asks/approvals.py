@@ -1,18 +1,17 @@
-"""Tool calls that ask first. A decision (approve, deny, a timeout, a Stop) is taken once,
-whichever process, tab or route it comes by; then any process goes on with the turn from
-what the pause stored (chat.agent.approval.Paused), since no task waits for it."""
+"""Tool calls that ask first. The pause opens the wait (`open_wait`, with the pause's other
+rows); a decision (approve, deny, a timeout, a Stop) is claimed once, whichever process, tab
+or route it comes by, and recorded with its claim; then any process goes on with the turn
+from what the pause stored (chat.agent.approval.Paused) and the claim's verdict
+(chat.turns.resuming), since no task waits for it."""
 
 from __future__ import annotations
 
-import asyncio
-import contextvars
-import logging
 import uuid
-import weakref
+from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from channels.db import database_sync_to_async
-from django.conf import settings
 from django.db import close_old_connections, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
@@ -20,13 +19,13 @@ from django.utils.translation import gettext as _
 
 from activity.recording import feeds
 from activity.recording.events import Decision, decision_kind
-from chat.agent.approval import Paused, Verdict
+from activity.recording.receipts import fingerprint_or_blank
+from chat.agent.approval import Paused, UnknownPause, Verdict
+from chat.asks.receipts import NO_RECEIPT, Edits, Receipt, bound
+from chat.conversations.services import answer_resume
 from chat.models import Message, ToolApproval
-from chat.turns import registry, runner
 from chat.turns.admission import TurnRejected
-from chat.turns.receipts import NO_RECEIPT, Edits, Receipt, bound
 
-logger = logging.getLogger("glassbox.turns")
 REASON_LIMIT = 500
 
 
@@ -38,7 +37,64 @@ class AlreadyDecided(TurnRejected):
     status = 409
 
 
-async def decide(
+class NewerPause(TurnRejected):
+    """A pause stored by a newer release (a deploy under way): this process cannot go on with
+    it, so it takes no decision and leaves the turn waiting for one that can."""
+
+    status = 400
+
+
+@dataclass(frozen=True, slots=True)
+class Claimed:
+    """A decision taken: the approval it decided (with its answer, now streaming again),
+    the decision as recorded, and the pause to go on from."""
+
+    approval: ToolApproval
+    decision: Decision
+    paused: Paused
+
+    @property
+    def verdict(self) -> Verdict:
+        """The decision as the agent loop takes it, with what the model is told."""
+        decision = self.decision
+        if decision.decision == "approve":
+            told = ""
+        elif decision.decision == "deny":
+            told = _("The user denied this call")
+            if decision.reason:
+                told = _("%(what)s: %(reason)s") % {"what": told, "reason": decision.reason}
+        else:
+            told = _("Nobody approved this call in time; it did not run")
+        return Verdict(
+            call_id=self.approval.call_id,
+            approved=decision.approved,
+            reason=told,
+            fingerprint=decision.fingerprint,
+            edited_arguments=decision.edited_arguments,
+        )
+
+
+def open_wait(
+    *, answer: Message, paused: Paused, arguments: dict[str, Any], deadline_seconds: float
+) -> ToolApproval:
+    """The call `paused` waits on, for its owner to decide, in the pause's transaction
+    (chat.turns.runner): its arguments as recorded, their fingerprint, and what the turn
+    needs to go on."""
+    call = paused.call
+    return ToolApproval.objects.create(
+        answer=answer,
+        call_id=call["call_id"],
+        tool=call["name"],
+        title=paused.title[:80],
+        arguments=arguments,
+        fingerprint=fingerprint_or_blank(arguments),
+        parameters=paused.parameters,
+        state=paused.as_state(),
+        deadline=timezone.now() + timedelta(seconds=deadline_seconds),
+    )
+
+
+async def claim(
     *,
     conversation_id: uuid.UUID,
     call_id: str,
@@ -47,41 +103,37 @@ async def decide(
     reason: str = "",
     edits: Edits | None = None,
     shown: str = "",
-) -> Decision:
+) -> Claimed:
     """The owner's decision on a waiting call; the caller has checked that `user` owns the
     conversation. The first decision wins; a later one is AlreadyDecided. An approval may
     come with `edits` (the arguments to run instead) and with the fingerprint its card
-    `shown`: a card that no longer shows what would run decides nothing."""
+    `shown`: a card that no longer shows what would run decides nothing. A call whose wait
+    ran out is claimed as timed out instead."""
     if not isinstance(reason, str):
         raise TurnRejected(_("The reason must be text."))
     kind = "approve" if approve else "deny"
-    claimed = await database_sync_to_async(_claim)(
+    return await database_sync_to_async(_claim)(
         ToolApproval.objects.of_call(conversation_id, call_id),
         user,
         kind,
         " ".join(reason.split())[:REASON_LIMIT],
         Receipt(edits if approve else None, shown),
     )
-    approval, decision = claimed
-    _go_on(approval, decision)
-    if decision.decision == "timeout":
-        raise AlreadyDecided(_("This call waited too long and was denied as timed out."))
-    return decision
 
 
-async def settle_expired() -> int:
+async def claim_expired() -> list[Claimed]:
     """Denies as timed out every call whose wait passed GLASSBOX_APPROVAL_TIMEOUT."""
-    settled = 0
+    claimed = []
     for approval_id in await database_sync_to_async(_expired)():
         try:
-            claimed = await database_sync_to_async(_claim)(
-                ToolApproval.objects.filter(pk=approval_id), None, "timeout", ""
+            claimed.append(
+                await database_sync_to_async(_claim)(
+                    ToolApproval.objects.filter(pk=approval_id), None, "timeout", ""
+                )
             )
         except TurnRejected:
-            continue  # another process got there first
-        _go_on(*claimed)
-        settled += 1
-    return settled
+            continue  # another process got there first, or it is a newer release's
+    return claimed
 
 
 def _expired() -> list[int]:
@@ -96,22 +148,21 @@ def _expired() -> list[int]:
     return list(expired.values_list("pk", flat=True))
 
 
-async def stop_waiting(answer_id: int) -> bool:
-    """Stop on a waiting turn: it ends as stopped, and its call never runs."""
+async def claim_stop(answer_id: int) -> Message | None:
+    """Stop on a waiting turn: its call never runs; the answer to close as stopped, or None
+    if it was not waiting."""
     updated = await ToolApproval.objects.filter(
         answer_id=answer_id, decision="", answer__state=Message.State.WAITING
     ).aupdate(decision=ToolApproval.Decision.STOPPED, decided_at=timezone.now())
     if not updated:
-        return False
-    answer = await Message.objects.select_related("feed").aget(pk=answer_id)
-    await runner.close_paused(answer)
-    return True
+        return None
+    return await Message.objects.select_related("feed").aget(pk=answer_id)
 
 
 def _claim(
     found: QuerySet[ToolApproval], user: Any, kind: str, reason: str, asked: Receipt = NO_RECEIPT
-) -> tuple[ToolApproval, Decision]:
-    """Decides the first approval `found` holds."""
+) -> Claimed:
+    """Decides the first approval `found` holds; its pause, read before anything is saved."""
     with transaction.atomic():
         approval = (
             # Only the approval's row is locked: PostgreSQL refuses FOR UPDATE on the nullable
@@ -122,6 +173,15 @@ def _claim(
             raise NoSuchApproval(_("No tool call of this conversation has that id."))
         if approval.decision or approval.answer.state != Message.State.WAITING:
             raise AlreadyDecided(_("That tool call was already decided."))
+        try:
+            paused = Paused.from_state(approval.state)
+        except UnknownPause:
+            raise NewerPause(
+                _(
+                    "This call was paused by a newer version of Glassbox than this server "
+                    "runs, so it cannot be decided here yet. Try again in a minute."
+                )
+            ) from None
         now = timezone.now()
         if approval.deadline <= now:
             kind, user, reason, asked = "timeout", None, "", NO_RECEIPT
@@ -148,64 +208,10 @@ def _claim(
         )
         # Running again: the conversation's one open turn stays this one. The answer's row
         # is locked before its feed's, in the order recovery locks them.
-        Message.objects.filter(pk=approval.answer_id).update(state=Message.State.STREAMING)
+        answer_resume(answer_id=approval.answer_id)
         (decision,) = feeds.append(feed.pk, [decided], state="running", heartbeat_at=now).events
         assert isinstance(decision, Decision)
         # The resumed run numbers on from here (activity.recording.recorder).
         feed.seq_reserved = max(feed.seq_reserved, decision.seq or 0)
     approval.answer.state = Message.State.STREAMING
-    return approval, decision
-
-
-def _go_on(approval: ToolApproval, decision: Decision) -> None:
-    if decision.decision == "approve":
-        told = ""
-    elif decision.decision == "deny":
-        told = _("The user denied this call")
-        if decision.reason:
-            told = _("%(what)s: %(reason)s") % {"what": told, "reason": decision.reason}
-    else:
-        told = _("Nobody approved this call in time; it did not run")
-    verdict = Verdict(
-        call_id=approval.call_id,
-        approved=decision.approved,
-        reason=told,
-        fingerprint=decision.fingerprint,
-        edited_arguments=decision.edited_arguments,
-    )
-    registry.launch(
-        approval.answer_id,
-        runner.run(
-            answer=approval.answer,
-            resume=Paused.from_state(approval.state),
-            verdict=verdict,
-            decided=decision,
-        ),
-    )
-
-
-_watchers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Task] = (
-    weakref.WeakKeyDictionary()
-)
-
-
-def watch() -> None:
-    """Keeps one task per process that denies calls whose wait ran out; started by the first
-    turn or socket, so a process that serves anything also keeps the deadlines."""
-    loop = asyncio.get_running_loop()
-    task = _watchers.get(loop)
-    if task is None or task.done():
-        # A context of its own, as a turn's: the watch outlives whoever started it, and must
-        # not inherit their context (asgiref's executor of a request thread that is gone).
-        _watchers[loop] = loop.create_task(
-            _watch(), name="approvals", context=contextvars.Context()
-        )
-
-
-async def _watch() -> None:
-    while True:
-        await asyncio.sleep(min(30.0, max(settings.GLASSBOX_APPROVAL_TIMEOUT / 4, 0.2)))
-        try:
-            await settle_expired()
-        except Exception:  # a database hiccup must not end the watch
-            logger.warning("could not settle approval timeouts", exc_info=True)
+    return Claimed(approval, decision, paused)
