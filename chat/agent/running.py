@@ -42,14 +42,16 @@ class Progress:
     count: int = 0
     changed: asyncio.Event = field(default_factory=asyncio.Event)
 
-    def report(self, value: float, total: float | None, message: str | None) -> None:
+    def report(
+        self, value: float, total: float | None, message: str | None, count: int = 1
+    ) -> None:
         if not isinstance(value, int | float) or value != value:  # NaN is no progress
             return
         self.value = float(value)
         self.total = float(total) if isinstance(total, int | float) and total > 0 else None
         if message:
             self.message = " ".join(str(message).split())[:PROGRESS_MESSAGE_LIMIT]
-        self.count += 1
+        self.count += count
         self.changed.set()
 
 

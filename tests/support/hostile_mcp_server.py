@@ -42,7 +42,14 @@ HUGE_URL = "https://portal.example.com/confirm?token=" + "a" * 100_000
 # Bytes no UTF-8 decoder takes, then a NUL and a lone surrogate as JSON escapes.
 GARBLED = b"caf\xe9 \xff\xfe ok \\u0000 nul \\ud800 half"
 DIRTY = "Ec\\u0000ho \\udc00"
-LOG = b'{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"log %d"}}\n'
+LOG = (
+    b'{"jsonrpc":"2.0","method":"notifications/message",'
+    b'"params":{"level":"info","data":"log %d"}}\n'
+)
+PROGRESS = (
+    b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":%s,'
+    b'"progress":%d,"total":10000,"message":"Step %d"}}\n'
+)
 LISTED = {"resultType": "complete", "cacheScope": "private", "ttlMs": 0}
 # The wire, taken before the SDK points fd 1 at stderr while it serves.
 WIRE = os.dup(1)
@@ -154,9 +161,13 @@ async def garbled(ctx: Context) -> str:
 @server.tool(title="Chatter")
 async def chatter(ctx: Context) -> str:
     """Sends 10,000 progress notifications and 10,000 log messages, then answers."""
-    for step in range(1, FLOOD + 1):
-        await ctx.report_progress(step, FLOOD, f"Step {step}")
-    # Written as they are: the SDK sends a 2026 client only the log messages it asked for.
+    # Written as they are, a thousand lines at a write: the SDK's writer sends a few thousand
+    # a second, and a flood is ten thousand a second. (It sends a 2026 client only the log
+    # messages it asked for, too.)
+    # The SDK's client makes a call's progress token of its request id.
+    token = json.dumps(ctx.request_context.request_id).encode()
+    for start in range(0, FLOOD, 1000):
+        os.write(WIRE, b"".join(PROGRESS % (token, n, n) for n in range(start + 1, start + 1001)))
     for start in range(0, FLOOD, 1000):
         os.write(WIRE, b"".join(LOG % n for n in range(start, start + 1000)))
     return "said a lot"

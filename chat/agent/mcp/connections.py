@@ -343,7 +343,7 @@ class Connection:
         }
 
     async def _logged(self, params: types.LoggingMessageNotificationParams) -> None:
-        self.traffic.logs += 1
+        self.traffic.logs += 1  # over HTTP (over stdio they never reach the SDK)
 
     def _auth(self) -> httpx2.Auth | None:
         """How requests to an HTTP server authenticate beyond its headers: a user's own OAuth

@@ -49,6 +49,10 @@ REQUEST_ID = re.compile(rb'"id"\s*:\s*(-?\d{1,18}|"(?:[^"\\]|\\.){0,200}")')
 # What makes a line worth a second look: an escaped NUL or surrogate, or a raw control byte.
 UNTIDY = re.compile(rb"\\u00[0]{2}|\\u[dD][89a-fA-F]|[\x00-\x1f]")
 LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+# A log message (Glassbox asks for none and keeps none): counted and dropped unparsed, so a
+# flood of them costs the event loop a byte search each, and no task of the SDK's.
+PROGRESS_REPORT = re.compile(rb'^\s*\{[^{}]{0,80}"method"\s*:\s*"notifications/progress"')
+LOG_MESSAGE = re.compile(rb'^\s*\{[^{}]{0,80}"method"\s*:\s*"notifications/message"')
 
 
 @dataclass(slots=True)
@@ -60,7 +64,9 @@ class Traffic:
     oversized_bytes: int = 0
     # Characters that were not text (bytes that are not UTF-8, lone surrogates, NULs).
     cleaned: int = 0
-    # Log notifications (Glassbox asks for none and keeps none).
+    # Progress reports the reader replaced with a later one of the same read.
+    progress_skipped: int = 0
+    # Log messages (Glassbox asks for none and keeps none): counted, never parsed.
     logs: int = 0
 
 
@@ -123,8 +129,12 @@ def _cleaned(value: Any, traffic: Traffic) -> Any:
     return value
 
 
-def parse_line(line: bytes, traffic: Traffic) -> SessionMessage | Exception:
-    """One line of the server's output as a message, cleaned where it must be."""
+def parse_line(line: bytes, traffic: Traffic) -> SessionMessage | Exception | None:
+    """One line of the server's output as a message, cleaned where it must be (None for a
+    log message, only counted)."""
+    if LOG_MESSAGE.match(line):
+        traffic.logs += 1
+        return None
     text = line.decode("utf-8", errors="replace")
     if "\ufffd" in text and b"\xef\xbf\xbd" not in line:
         traffic.cleaned += text.count("\ufffd")
@@ -158,11 +168,19 @@ def oversized(head: bytes, size: int, traffic: Traffic) -> SessionMessage | None
 
 async def _lines(stdout: Any, traffic: Traffic) -> AsyncIterator[SessionMessage | Exception]:
     """The server's output as messages: a line is kept as a list of chunks (never joined
-    to itself chunk after chunk), and one over MESSAGE_LIMIT only counted."""
+    to itself chunk after chunk), and one over MESSAGE_LIMIT only counted. Of the progress
+    reports in one read only the latest is parsed, before any other message and at the
+    read's end: a flood costs a byte search per report, and the latest always arrives."""
     parts: list[bytes] = []
     size = 0
     head = b""
+    latest: bytes | None = None
     while True:
+        if latest is not None:
+            message = parse_line(latest, traffic)
+            latest = None
+            if message is not None:
+                yield message
         try:
             chunk = await stdout.receive(READ_SIZE)
         except anyio.EndOfStream:
@@ -177,7 +195,20 @@ async def _lines(stdout: Any, traffic: Traffic) -> AsyncIterator[SessionMessage 
                     yield answer
             elif size:
                 parts.append(piece)
-                yield parse_line(b"".join(parts), traffic)
+                line = b"".join(parts)
+                if PROGRESS_REPORT.match(line):
+                    if latest is not None:
+                        traffic.progress_skipped += 1
+                    latest = line
+                else:
+                    if latest is not None:
+                        message = parse_line(latest, traffic)
+                        latest = None
+                        if message is not None:
+                            yield message
+                    message = parse_line(line, traffic)
+                    if message is not None:
+                        yield message
             parts, size, head, start = [], 0, b"", end + 1
         rest = chunk[start:]
         if not rest:

@@ -161,9 +161,15 @@ class McpTool:
 
     async def run(self, parsed: dict[str, Any]) -> ToolOutcome:
         report = progress_reporter()
+        traffic = self.connection.traffic
+        skipped = traffic.progress_skipped
 
         async def progress(progress: float, total: float | None, message: str | None) -> None:
-            report(progress, total, message)
+            # Each report the reader coalesced away counts (chat.agent.mcp.stdio).
+            nonlocal skipped
+            count = 1 + traffic.progress_skipped - skipped
+            skipped = traffic.progress_skipped
+            report(progress, total, message, count)
 
         before = replace(self.connection.traffic)
         try:
