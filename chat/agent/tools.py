@@ -61,11 +61,11 @@ class ProgressReporter(Protocol):
     (a transport that coalesced a flood passes on the latest with the number it replaced)."""
 
     def __call__(
-        self, progress: float, total: float | None, message: str | None, count: int = 1
+        self, value: float, total: float | None, message: str | None, count: int = 1
     ) -> None: ...
 
 
-def _nowhere(progress: float, total: float | None, message: str | None, count: int = 1) -> None:
+def _nowhere(value: float, total: float | None, message: str | None, count: int = 1) -> None:
     pass
 
 

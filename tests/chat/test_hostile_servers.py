@@ -67,7 +67,7 @@ async def test_a_50_mb_result_is_dropped_in_words_and_the_next_call_works(
     events, longest = await run(alice_conversation, alice, "hostile__big {}")
 
     (failed,) = statuses(events, "failed")
-    assert failed == "“Big” failed (the result was dropped: it was 50 MB, over the 8 MB allowed)"
+    assert failed == "“Big” failed (the result was dropped: it was 50 MB, over the 4 MB allowed)"
     assert events[-1]["state"] == "complete"
     assert longest < STALL
     assert await still_up()

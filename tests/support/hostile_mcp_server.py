@@ -5,15 +5,17 @@ serves one tool, `echo`, and lists it as HOSTILE_SCHEMA says (by environment):
 - `backreference`: `text` must match `^(a)\\1$` (RE2 cannot take it), beside a plain `ping`;
 - `deep`: a schema HOSTILE_DEPTH levels deep (1,000: more than the SDK can carry), beside
   `ping`;
-- `huge`: a schema of 10 MB, beside `ping`;
+- `huge`: a schema of HOSTILE_HUGE_KB (10 MB: a listing over the largest message Glassbox
+  reads), beside `ping`;
 - `many`: 10,000 tools (`echo_0` … `echo_9999`);
 - `dirty`: its tools' titles and descriptions hold NULs and lone surrogates (written as
   JSON escapes, which the SDK cannot write itself: see `raw`).
 
-Whatever the case, its other tools misbehave when called:
+With any other HOSTILE_SCHEMA (`calls`, or `dirty`), all its tools are listed, and these
+misbehave when called:
 
 - `big`: a result of 50 MB of text; `structured`: a structured result of HOSTILE_ITEMS
-  (50,000) objects;
+  (25,000) objects;
 - `garbled`: a result whose line holds bytes that are not UTF-8, NULs and lone surrogates;
 - `chatter`: 10,000 progress notifications, then 10,000 log messages, as fast as it can,
   then an answer;
@@ -90,7 +92,7 @@ class Hostile(MCPServer):
         if CASE not in SCHEMAS:
             return list(tools.values())
         echo.input_schema = SCHEMAS[CASE]()
-        return [echo, ping, *(tool for name, tool in tools.items() if name in CALLS)]
+        return [echo, ping]
 
 
 def _text(**rules: Any) -> dict[str, Any]:
@@ -109,7 +111,7 @@ def _deep() -> dict[str, Any]:
 
 
 def _huge() -> dict[str, Any]:
-    return _text(description="x" * (10 * 1024 * 1024))
+    return _text(description="x" * (int(os.environ.get("HOSTILE_HUGE_KB", "10240")) * 1024))
 
 
 SCHEMAS = {
@@ -143,7 +145,7 @@ async def big() -> str:
 @server.tool(title="Structured")
 async def structured() -> dict[str, Any]:
     """Answers a structured result of many objects."""
-    items = int(os.environ.get("HOSTILE_ITEMS", "50000"))
+    items = int(os.environ.get("HOSTILE_ITEMS", "25000"))
     return {"items": [{"n": n, "name": f"item {n}"} for n in range(items)]}
 
 
@@ -205,8 +207,6 @@ async def nag(ctx: Context) -> types.InputRequiredResult:
         input_requests={f"sure-{asked}": types.ElicitRequest(params=form)}
     )
 
-
-CALLS = {"big", "structured", "garbled", "chatter", "forever", "portal", "nag"}
 
 if __name__ == "__main__":
     server.run()

@@ -38,7 +38,7 @@ from chat.agent.mcp.machine_auth import (
 )
 from chat.agent.mcp.screening import offerable, output_validators
 from chat.agent.mcp.sessions import kept_session_id
-from chat.agent.mcp.stdio import Traffic, watched_stdio
+from chat.agent.mcp.stdio import MESSAGE_LIMIT, OVERSIZED, Traffic, megabytes, watched_stdio
 from chat.agent.schemas import BOUNDS, SchemaBounds
 from chat.agent.traceparent import call_meta
 
@@ -508,6 +508,13 @@ def _describe(exc: BaseException, status: int | None = None) -> str | Promise:
         return _("it answered HTTP %(status)d") % {"status": status}
     if isinstance(exc, FileNotFoundError | PermissionError):
         return _("its command cannot be started")
+    if isinstance(exc, MCPError) and exc.code == OVERSIZED:
+        # A listing over the bound (chat.agent.mcp.stdio): its size rides in the error.
+        size = exc.error.data.get("bytes", 0) if isinstance(exc.error.data, dict) else 0
+        return _("it sent a message of %(size)s MB, over the %(limit)s MB allowed") % {
+            "size": megabytes(size),
+            "limit": megabytes(MESSAGE_LIMIT),
+        }
     return _("it failed to start a session (%(error)s)") % {"error": type(exc).__name__}
 
 

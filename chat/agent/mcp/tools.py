@@ -21,7 +21,7 @@ from activity.presenting.presentation import ToolLabels
 from activity.recording.events import Link
 from chat.agent.mcp.config import SEPARATOR
 from chat.agent.mcp.connections import Connection, Unreachable
-from chat.agent.mcp.stdio import MESSAGE_LIMIT, OVERSIZED, Traffic
+from chat.agent.mcp.stdio import MESSAGE_LIMIT, OVERSIZED, Traffic, megabytes
 from chat.agent.schemas import TooLong, Unsupported, first_error
 from chat.agent.tools import (
     FEEDBACK_ARG,
@@ -222,10 +222,6 @@ class McpTool:
             structured=structured,
             links=links_of(result.content),
         )
-
-
-def megabytes(size: int) -> str:
-    return f"{size / (1024 * 1024):.1f}".removesuffix(".0")
 
 
 def traffic_notes(before: Traffic, after: Traffic) -> list[str]:
