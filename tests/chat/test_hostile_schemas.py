@@ -255,12 +255,24 @@ async def test_a_schema_deeper_than_the_sdk_carries_leaves_the_server_down_with_
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.asyncio
-async def test_a_listing_of_ten_megabytes_leaves_the_server_down_saying_so(sessions):
+async def test_a_listing_of_ten_megabytes_leaves_the_server_down_saying_so(
+    settings, sessions, admin_user
+):
     """A 10 MB schema makes a listing over the largest message a server may send
-    (chat.agent.mcp.stdio): dropped unread, and the reason in words."""
-    (connection,) = await sessions.connect([hostile("huge")])
+    (chat.agent.mcp.stdio): dropped unread, and the reason in words on the health page."""
+    spec = hostile("huge")
+    settings.GLASSBOX_MCP_SERVERS = [spec]
+    (connection,) = await sessions.connect([spec])
     assert connection.client is None and connection.tools == []
-    assert str(connection.reason) == "it sent a message of 10 MB, over the 4 MB allowed"
+    reason = "it sent a message of 10 MB, over the 4 MB allowed"
+    assert str(connection.reason) == reason
+
+    await beat("host:1", connection.since, [spec], first=True)
+    client = AsyncClient()
+    await client.aforce_login(admin_user)
+    page = (await client.get("/admin/chat/mcpserver/health/")).content.decode()
+    sighting = page.split('data-server="hostile" data-worker="host:1">')[1].split("</tr>")[0]
+    assert reason in sighting
 
 
 @pytest.mark.django_db(transaction=True)
