@@ -157,6 +157,8 @@ BENCHMARKS := first_status first_status_cold event_overhead concurrency db_write
 
 # What each statement kept in project.sql costs next to its ORM twin.
 BENCHMARKS += hand_sql
+# What a hostile MCP server's calls cost another user's requests.
+BENCHMARKS += hostile_servers
 bench: $(VENV)/.installed $(CATALOGUES)
 	@for name in $(BENCHMARKS); do echo "== bench/$$name.py"; PYTHONPATH=. $(PY) bench/$$name.py || exit 1; done
 

@@ -48,6 +48,17 @@ _call_id: contextvars.ContextVar[str] = contextvars.ContextVar("asking_call", de
 _clock: contextvars.ContextVar[asyncio.Timeout | None] = contextvars.ContextVar(
     "call_clock", default=None
 )
+_state: contextvars.ContextVar[CallState | None] = contextvars.ContextVar(
+    "call_state", default=None
+)
+
+
+@dataclass(slots=True)
+class CallState:
+    """One call's count of questions, and why it was stopped before its time ran out."""
+
+    asked: int = 0
+    stopped: str = ""
 
 
 def ask_with(asker: Asker | None) -> None:
@@ -55,10 +66,11 @@ def ask_with(asker: Asker | None) -> None:
     _asker.set(asker)
 
 
-def in_call(call_id: str, clock: asyncio.Timeout) -> None:
+def in_call(call_id: str, clock: asyncio.Timeout, state: CallState | None = None) -> None:
     """The current task (a tool call's) runs `call_id` within the time limit `clock`."""
     _call_id.set(call_id)
     _clock.set(clock)
+    _state.set(state)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,16 +80,31 @@ class Caller:
     asker: Asker
     call_id: str
     clock: asyncio.Timeout | None
+    state: CallState | None = None
 
     async def ask(self, question: Question) -> Reply:
         with paused(self.clock):
             return await self.asker.ask(question)
 
+    def count(self) -> int:
+        """This question's number in its call (1 for the first)."""
+        if self.state is None:
+            return 1
+        self.state.asked += 1
+        return self.state.asked
+
+    def stop(self, why: str) -> None:
+        """Ends the call now, as if its time ran out, with `why` as its reason."""
+        if self.state is not None:
+            self.state.stopped = why
+        if self.clock is not None and not self.clock.expired():
+            self.clock.reschedule(asyncio.get_running_loop().time())
+
 
 def caller() -> Caller | None:
     """The current task's caller, if it runs a call of a turn that can be asked."""
     asker = _asker.get()
-    return None if asker is None else Caller(asker, _call_id.get(), _clock.get())
+    return None if asker is None else Caller(asker, _call_id.get(), _clock.get(), _state.get())
 
 
 @contextmanager

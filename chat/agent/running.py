@@ -9,7 +9,7 @@ import logging
 import time
 import traceback
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
 
@@ -20,7 +20,7 @@ from chat.agent.calls import PendingCall, parse_arguments, raw_arguments
 from chat.agent.context import ToolContext
 from chat.agent.lines import fallback
 from chat.agent.outcome import CallOutcome
-from chat.agent.questions import in_call
+from chat.agent.questions import CallState, in_call
 from chat.agent.tools import ToolError, ToolOutcome, ToolRegistry, report_progress_to
 from chat.agent.traceparent import trace_call
 
@@ -30,6 +30,8 @@ logger = logging.getLogger("glassbox.agent")
 # A page shows at most this many progress updates a second of one call; the rest coalesce.
 PROGRESS_PER_SECOND = 5
 PROGRESS_MESSAGE_LIMIT = 200
+# Beyond this many reports of one call, its closing line says how many were not shown.
+PROGRESS_NOTED = 100
 
 
 @dataclass
@@ -42,14 +44,16 @@ class Progress:
     count: int = 0
     changed: asyncio.Event = field(default_factory=asyncio.Event)
 
-    def report(self, value: float, total: float | None, message: str | None) -> None:
+    def report(
+        self, value: float, total: float | None, message: str | None, count: int = 1
+    ) -> None:
         if not isinstance(value, int | float) or value != value:  # NaN is no progress
             return
         self.value = float(value)
         self.total = float(total) if isinstance(total, int | float) and total > 0 else None
         if message:
             self.message = " ".join(str(message).split())[:PROGRESS_MESSAGE_LIMIT]
-        self.count += 1
+        self.count += count
         self.changed.set()
 
 
@@ -74,8 +78,11 @@ async def run_call(
     interval = 1 / PROGRESS_PER_SECOND
     loop = asyncio.get_running_loop()
     last_shown = -interval
+    shown_count = 0
 
     def latest() -> Status:
+        nonlocal shown_count
+        shown_count += 1
         progress.changed.clear()
         return Status(
             icon=tool.icon if tool else "🛠️",
@@ -104,12 +111,26 @@ async def run_call(
             # still fresh: it is shown before the line that says how the call ended, so the
             # latest report always reaches the page.
             yield latest()
-        yield task.result()
+        yield flood_noted(task.result(), progress.count, shown_count)
     finally:
         if not task.done():
             # Stop or the turn's end: cancelling the call tells an MCP server to stop too.
             task.cancel()
             await asyncio.wait({task}, timeout=2)
+
+
+def flood_noted(outcome: CallOutcome, count: int, shown: int) -> CallOutcome:
+    """A call that reported more than PROGRESS_NOTED times says on its closing line how many
+    of its reports were not shown (they cost the record nothing)."""
+    if count <= PROGRESS_NOTED or not outcome.lines:
+        return outcome
+    first, *rest = outcome.lines
+    note = _("the server sent %(count)s progress messages; %(dropped)s were not shown") % {
+        "count": f"{count:,}",
+        "dropped": f"{count - shown:,}",
+    }
+    noted = replace(first, message=f"{first.message} — {note}")
+    return CallOutcome(outcome.result, (noted, *rest))
 
 
 def the_call(call: PendingCall) -> ToolCall:
@@ -142,18 +163,22 @@ async def run_tool(
     started = time.monotonic()
     outcome = None
     error = reason = ""
+    state = CallState()
     try:
         if tool is None:
             raise ToolError(_("unknown tool"))
         parsed = parse_arguments(tool, call.arguments)[1]
         async with asyncio.timeout(time_limit) as clock:
             # A question the tool asks reaches this call, and stops its clock meanwhile.
-            in_call(call.call_id, clock)
+            in_call(call.call_id, clock, state)
             outcome = await tool.run(parsed, context)
     except ToolError as exc:
         reason = error = str(exc)
     except TimeoutError:
-        reason = _("timed out after %(seconds)s s") % {"seconds": f"{time_limit:g}"}
+        # Its clock ran out, or was run out by a bound it crossed (state.stopped says which).
+        reason = state.stopped or _("timed out after %(seconds)s s") % {
+            "seconds": f"{time_limit:g}"
+        }
         error = f"TimeoutError: {reason}"
     except Exception:
         logger.exception("tool %s failed", call.name)

@@ -57,7 +57,19 @@ class ToolOutcome:
     subject: str = ""
 
 
-ProgressReporter = Callable[[float, float | None, str | None], None]
+class ProgressReporter(Protocol):
+    """Reports (progress, total, message); `count` is how many reports this one stands for
+    (a transport that coalesced a flood passes on the latest with the number it replaced)."""
+
+    def __call__(
+        self, value: float, total: float | None, message: str | None, count: int = 1
+    ) -> None: ...
+
+
+def _nowhere(value: float, total: float | None, message: str | None, count: int = 1) -> None:
+    pass
+
+
 _reporter: contextvars.ContextVar[ProgressReporter | None] = contextvars.ContextVar(
     "tool_progress", default=None
 )
@@ -66,7 +78,7 @@ _reporter: contextvars.ContextVar[ProgressReporter | None] = contextvars.Context
 def progress_reporter() -> ProgressReporter:
     """Where the running tool reports how far it is (progress, total, message); the agent
     loop shows it live. Read it in the tool's own task: callbacks run elsewhere."""
-    return _reporter.get() or (lambda progress, total, message: None)
+    return _reporter.get() or _nowhere
 
 
 def report_progress_to(reporter: ProgressReporter) -> contextvars.Context:

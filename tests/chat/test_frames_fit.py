@@ -22,6 +22,7 @@ from chat.models import Elicitation, OutboxEmail, ToolApproval
 from chat.socket import render
 from chat.turns.registry import finish_all
 from tests.support.cards import card_in
+from tests.support.frames import assert_fits
 from tests.support.questions import waiting_questions
 from tests.support.sockets import everything_sent, frames_until_done, open_socket
 
@@ -32,11 +33,6 @@ HUGE_URL = "https://portal.example.com/confirm?token=" + "a" * 100_000
 # HTML writes each of these as five or six bytes: the most a value can grow in a fragment.
 ESCAPED = '"<>&' * 25_000
 RELOAD = "Part of this conversation is too large to show here; reload the page to see it."
-
-
-def assert_fits(frames: list[str]) -> None:
-    sizes = [len(frame.encode("utf-8", "surrogatepass")) for frame in frames]
-    assert frames and max(sizes) <= FRAME_BUDGET < SOCKET_FRAME_LIMIT, sizes
 
 
 async def waiting_question(conversation, count: int = 1, **row) -> list[Elicitation]:

@@ -216,7 +216,11 @@ async def test_a_catastrophic_pattern_from_a_real_server_stalls_no_one(
             {"HOSTILE_DEPTH": "100"},
             "tool echo: its schema is nested more than 32 levels deep",
         ),
-        ("huge", {}, "tool echo: its schema is 10240 KB, over the 256 KB allowed"),
+        (
+            "huge",
+            {"HOSTILE_HUGE_KB": "1024"},
+            "tool echo: its schema is 1024 KB, over the 256 KB allowed",
+        ),
     ],
 )
 async def test_a_tool_whose_schema_cannot_be_checked_is_not_offered_and_the_health_page_says_why(
@@ -247,6 +251,28 @@ async def test_a_schema_deeper_than_the_sdk_carries_leaves_the_server_down_with_
     (connection,) = await sessions.connect([hostile("deep")])
     assert connection.client is None and connection.tools == []
     assert str(connection.reason).startswith("it failed to start a session")
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.asyncio
+async def test_a_listing_of_ten_megabytes_leaves_the_server_down_saying_so(
+    settings, sessions, admin_user
+):
+    """A 10 MB schema makes a listing over the largest message a server may send
+    (chat.agent.mcp.stdio): dropped unread, and the reason in words on the health page."""
+    spec = hostile("huge")
+    settings.GLASSBOX_MCP_SERVERS = [spec]
+    (connection,) = await sessions.connect([spec])
+    assert connection.client is None and connection.tools == []
+    reason = "it sent a message of 10 MB, over the 4 MB allowed"
+    assert str(connection.reason) == reason
+
+    await beat("host:1", connection.since, [spec], first=True)
+    client = AsyncClient()
+    await client.aforce_login(admin_user)
+    page = (await client.get("/admin/servers/mcpserver/health/")).content.decode()
+    sighting = page.split('data-server="hostile" data-worker="host:1">')[1].split("</tr>")[0]
+    assert reason in sighting
 
 
 @pytest.mark.django_db(transaction=True)

@@ -38,7 +38,7 @@ from chat.agent.mcp.machine_auth import (
 )
 from chat.agent.mcp.screening import offerable, output_validators
 from chat.agent.mcp.sessions import kept_session_id
-from chat.agent.mcp.stdio import watched_stdio
+from chat.agent.mcp.stdio import MESSAGE_LIMIT, OVERSIZED, Traffic, megabytes, watched_stdio
 from chat.agent.schemas import BOUNDS, SchemaBounds
 from chat.agent.traceparent import call_meta
 
@@ -148,6 +148,8 @@ class Connection:
         # connection's (one declaration's) only, so a changed or removed declaration's token
         # goes with its connection and is never sent again.
         self.machine_tokens = MemoryTokens()
+        # What the server sent that was dropped or cleaned, counted for the calls' lines.
+        self.traffic = Traffic()
         self.task = asyncio.create_task(self._keep_open(), name=f"mcp:{spec.name}")
 
     def _become(self, state: State) -> None:
@@ -334,15 +336,22 @@ class Connection:
             cwd=self.limits.workdir,
         )
         return Client(
-            watched_stdio(params, self._exited),
+            watched_stdio(params, self._exited, self.traffic),
             message_handler=self._on_message,
             cache=None,
             **self._asking(),
         )
 
     def _asking(self) -> dict[str, Any]:
-        """A server may ask the person a question mid-call (chat.agent.mcp.elicitation)."""
-        return {"elicitation_callback": functools.partial(elicitation.on_elicit, self)}
+        """A server may ask the person a question mid-call (chat.agent.mcp.elicitation); the
+        log messages it sends anyway (Glassbox asks for none) are only counted."""
+        return {
+            "elicitation_callback": functools.partial(elicitation.on_elicit, self),
+            "logging_callback": self._logged,
+        }
+
+    async def _logged(self, params: types.LoggingMessageNotificationParams) -> None:
+        self.traffic.logs += 1  # over HTTP (over stdio they never reach the SDK)
 
     def _auth(self) -> httpx2.Auth | None:
         """How requests to an HTTP server authenticate beyond its headers: a user's own OAuth
@@ -507,6 +516,13 @@ def _describe(exc: BaseException, status: int | None = None) -> str | Promise:
         return _("it answered HTTP %(status)d") % {"status": status}
     if isinstance(exc, FileNotFoundError | PermissionError):
         return _("its command cannot be started")
+    if isinstance(exc, MCPError) and exc.code == OVERSIZED:
+        # A listing over the bound (chat.agent.mcp.stdio): its size rides in the error.
+        size = exc.error.data.get("bytes", 0) if isinstance(exc.error.data, dict) else 0
+        return _("it sent a message of %(size)s MB, over the %(limit)s MB allowed") % {
+            "size": megabytes(size),
+            "limit": megabytes(MESSAGE_LIMIT),
+        }
     return _("it failed to start a session (%(error)s)") % {"error": type(exc).__name__}
 
 

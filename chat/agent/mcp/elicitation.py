@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from weakref import WeakKeyDictionary
 
 import mcp_types as types
+from django.utils.translation import gettext as _
 from mcp.client.session import ClientRequestContext
 
 from chat.agent.mcp.elicit_schema import UnsupportedForm, read_form
@@ -29,6 +30,9 @@ if TYPE_CHECKING:
 logger = logging.getLogger("glassbox.mcp")
 
 MESSAGE_LIMIT = 2000
+# Questions one call may ask: a server that asks more has its call stopped, in words (before
+# the SDK's own bound on 2026-07-28 input rounds, ten, ends it with a less helpful error).
+QUESTIONS_PER_CALL = 5
 
 
 # The calls each connection is running now that can be asked something. A connection is
@@ -81,6 +85,12 @@ async def on_elicit(
     asked = _caller(connection)
     if asked is None:
         return refusal("No call of this client can be asked now")
+    if asked.count() > QUESTIONS_PER_CALL:
+        asked.stop(
+            _("the server asked more than %(limit)d questions in one call")
+            % {"limit": QUESTIONS_PER_CALL}
+        )
+        return refusal("Too many questions in one call")
     question = question_of(connection.spec.name, asked.call_id, params)
     if isinstance(question, types.ErrorData):
         return question

@@ -1,15 +1,75 @@
-"""A stdio server's session that knows when the process is gone: the SDK's stdio transport
-ends its read stream when the server exits, and says nothing else; this reads that end."""
+"""A stdio server's session, read with bounds, that knows when the process is gone.
+
+mcp 2.3.0's `stdio_client` is forked here for its reader only (the process is started and
+stopped by the SDK's own helpers, pinned by tests/chat/test_hostile_servers.py), because of
+what a hostile server can write on its stdout:
+
+- a 50 MB line: the SDK joins each chunk to all the line before it (quadratic, seconds of
+  the event loop) and parses it whole; here a line over MESSAGE_LIMIT is skipped as it
+  streams, and its request is answered with an error that says so (`Oversized`);
+- bytes that are not UTF-8: the SDK's strict decoding ends the session; here they become
+  U+FFFD;
+- a lone surrogate (`\\ud800`) or a NUL in a string: pydantic's JSON parser refuses the
+  former, so the SDK drops the message and its call waits until its deadline; here both
+  are cleaned (a surrogate becomes U+FFFD, a NUL goes) and the message is kept.
+
+What was dropped or cleaned is counted on `Traffic`, for the calls' lines to say it."""
 
 from __future__ import annotations
 
+import json
+import logging
+import re
+import sys
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
-from types import TracebackType
-from typing import Any, Self
+from contextlib import asynccontextmanager, suppress
+from dataclasses import dataclass
+from typing import Any
 
+import anyio
+import anyio.lowlevel
+import mcp_types as types
 from mcp import StdioServerParameters
-from mcp.client.stdio import stdio_client
+from mcp.client import stdio as sdk
+from mcp.shared.message import SessionMessage
+
+logger = logging.getLogger("glassbox.mcp")
+
+# The largest message a server may send (a line of JSON): a result beyond it is dropped.
+# Parsing one this large holds the event loop about 0.1 s (bench/hostile_servers.py).
+MESSAGE_LIMIT = 4 * 1024 * 1024
+# Bytes asked of the pipe at once: a large result arrives in few reads.
+READ_SIZE = 1024 * 1024
+# The JSON-RPC error code of a result that was over MESSAGE_LIMIT (the range JSON-RPC leaves
+# to implementations): chat.agent.mcp.tools says it in words.
+OVERSIZED = -32090
+# The request id of a response, read from the head of its line (SDK servers write `jsonrpc`
+# and `id` first): an oversized line is never parsed.
+HEAD = 512
+REQUEST_ID = re.compile(rb'"id"\s*:\s*(-?\d{1,18}|"(?:[^"\\]|\\.){0,200}")')
+# An escaped NUL, which pydantic's parser takes (lone surrogates and raw control bytes it
+# refuses: a refused line is parsed again, the slow way).
+NUL = b"\\u0000"
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+# A log message (Glassbox asks for none and keeps none): counted and dropped unparsed, so a
+# flood of them costs the event loop a byte search each, and no task of the SDK's.
+PROGRESS_REPORT = re.compile(rb'^\s*\{[^{}]{0,80}"method"\s*:\s*"notifications/progress"')
+LOG_MESSAGE = re.compile(rb'^\s*\{[^{}]{0,80}"method"\s*:\s*"notifications/message"')
+
+
+@dataclass(slots=True)
+class Traffic:
+    """What one connection's reader dropped or cleaned, counted since it was opened."""
+
+    # Messages over MESSAGE_LIMIT, and the bytes of the last one.
+    oversized: int = 0
+    oversized_bytes: int = 0
+    # Characters that were not text (bytes that are not UTF-8, lone surrogates, NULs).
+    cleaned: int = 0
+    # Progress reports the reader replaced with a later one of the same read.
+    progress_skipped: int = 0
+    # Log messages (Glassbox asks for none and keeps none): counted, never parsed.
+    logs: int = 0
 
 
 class EndWatched:
@@ -39,7 +99,7 @@ class EndWatched:
     async def aclose(self) -> None:
         await self.stream.aclose()
 
-    def __aiter__(self) -> Self:
+    def __aiter__(self) -> EndWatched:
         return self
 
     async def __anext__(self) -> Any:
@@ -49,23 +109,194 @@ class EndWatched:
             self._ended()
             raise
 
-    async def __aenter__(self) -> Self:
+    async def __aenter__(self) -> EndWatched:
         await self.stream.__aenter__()
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc_val: BaseException | None,
-        exc_tb: TracebackType | None,
-    ) -> bool | None:
-        return await self.stream.__aexit__(exc_type, exc_val, exc_tb)
+    async def __aexit__(self, *exc: Any) -> bool | None:
+        return await self.stream.__aexit__(*exc)
+
+
+def megabytes(size: int) -> str:
+    return f"{size / (1024 * 1024):.1f}".removesuffix(".0")
+
+
+def _cleaned(value: Any, traffic: Traffic) -> Any:
+    """Every string in a parsed message without NULs or lone surrogates."""
+    if isinstance(value, str):
+        nuls = value.count("\x00")
+        value, surrogates = LONE_SURROGATE.subn("\ufffd", value.replace("\x00", ""))
+        traffic.cleaned += nuls + surrogates
+        return value
+    if isinstance(value, list):
+        return [_cleaned(item, traffic) for item in value]
+    if isinstance(value, dict):
+        return {_cleaned(k, traffic): _cleaned(v, traffic) for k, v in value.items()}
+    return value
+
+
+def parse_line(line: bytes, traffic: Traffic) -> SessionMessage | Exception | None:
+    """One line of the server's output as a message, cleaned where it must be (None for a
+    log message, only counted)."""
+    if LOG_MESSAGE.match(line):
+        traffic.logs += 1
+        return None
+    text = line.decode("utf-8", errors="replace")
+    if "\ufffd" in text and b"\xef\xbf\xbd" not in line:
+        traffic.cleaned += text.count("\ufffd")
+    try:
+        if NUL not in line:
+            with suppress(ValueError):
+                return SessionMessage(types.jsonrpc_message_adapter.validate_json(text))
+        # Python's own parser takes what pydantic's refuses (lone surrogates, raw controls).
+        raw = _cleaned(json.loads(text, strict=False), traffic)
+        return SessionMessage(types.jsonrpc_message_adapter.validate_python(raw))
+    except ValueError as exc:
+        logger.warning("MCP server sent a message that is not JSON-RPC (%s)", type(exc).__name__)
+        return exc
+
+
+def oversized(head: bytes, size: int, traffic: Traffic) -> SessionMessage | None:
+    """The answer to a request whose response was over MESSAGE_LIMIT (none for a
+    notification, or a line whose id cannot be read from its head)."""
+    traffic.oversized += 1
+    traffic.oversized_bytes = size
+    found = REQUEST_ID.search(head[:HEAD])
+    if found is None:
+        return None
+    request_id = json.loads(found.group(1))
+    error = types.JSONRPCError(
+        jsonrpc="2.0",
+        id=request_id,
+        error=types.ErrorData(code=OVERSIZED, message=str(size), data={"bytes": size}),
+    )
+    return SessionMessage(error)
+
+
+async def _lines(stdout: Any, traffic: Traffic) -> AsyncIterator[SessionMessage | Exception]:
+    """The server's output as messages: a line is kept as a list of chunks (never joined
+    to itself chunk after chunk), and one over MESSAGE_LIMIT only counted. Of the progress
+    reports in one read only the latest is parsed, before any other message and at the
+    read's end: a flood costs a byte search per report, and the latest always arrives."""
+    parts: list[bytes] = []
+    size = 0
+    head = b""
+    latest: bytes | None = None
+    while True:
+        if latest is not None:
+            message = parse_line(latest, traffic)
+            latest = None
+            if message is not None:
+                yield message
+        try:
+            chunk = await stdout.receive(READ_SIZE)
+        except anyio.EndOfStream:
+            return
+        start = 0
+        while (end := chunk.find(b"\n", start)) >= 0:
+            piece = chunk[start:end]
+            size += len(piece)
+            if size > MESSAGE_LIMIT:
+                answer = oversized(head or piece[:HEAD], size, traffic)
+                if answer is not None:
+                    yield answer
+            elif size:
+                parts.append(piece)
+                line = b"".join(parts)
+                if PROGRESS_REPORT.match(line):
+                    if latest is not None:
+                        traffic.progress_skipped += 1
+                    latest = line
+                else:
+                    if latest is not None:
+                        message = parse_line(latest, traffic)
+                        latest = None
+                        if message is not None:
+                            yield message
+                    message = parse_line(line, traffic)
+                    if message is not None:
+                        yield message
+            parts, size, head, start = [], 0, b"", end + 1
+        rest = chunk[start:]
+        if not rest:
+            continue
+        if not size:
+            head = rest[:HEAD]
+        size += len(rest)
+        if size <= MESSAGE_LIMIT:
+            parts.append(rest)
+        elif parts:
+            parts = []  # over the limit: only its size and head are kept
 
 
 @asynccontextmanager
 async def watched_stdio(
-    params: StdioServerParameters, on_exit: Callable[[], None]
+    params: StdioServerParameters, on_exit: Callable[[], None], traffic: Traffic
 ) -> AsyncIterator[tuple[EndWatched, Any]]:
-    """The SDK's stdio transport, whose read stream says when the server's output ends."""
-    async with stdio_client(params) as (read, write):
-        yield EndWatched(read, on_exit), write
+    """As mcp 2.3.0's `stdio_client` (whose process helpers it calls), with the bounded
+    reader above; its read stream says when the server's output ends."""
+    command = await sdk._get_executable_command(params.command)
+    process = await sdk._create_platform_compatible_process(
+        command=command,
+        args=params.args,
+        env=sdk.get_default_environment() | (params.env or {}),
+        errlog=sys.stderr,
+        cwd=params.cwd,
+    )
+    read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
+    shutting_down = False
+    writer_done = anyio.Event()
+
+    async def stdout_reader() -> None:
+        assert process.stdout
+        try:
+            async with read_writer:
+                try:
+                    async for message in _lines(process.stdout, traffic):
+                        try:
+                            await read_writer.send(message)
+                        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                            return
+                finally:
+                    await sdk._drain_stdout(process)
+        except anyio.ClosedResourceError:
+            pass
+        except (anyio.BrokenResourceError, ConnectionError):
+            if not shutting_down:
+                logger.warning("MCP server's stdout failed mid-session")
+
+    async def stdin_writer() -> None:
+        assert process.stdin
+        try:
+            async with write_reader:
+                async for session_message in write_reader:
+                    line = session_message.message.model_dump_json(
+                        by_alias=True, exclude_unset=True
+                    )
+                    await process.stdin.send((line + "\n").encode())
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+            await read_writer.aclose()
+        finally:
+            writer_done.set()
+
+    async def shutdown() -> None:
+        read_stream.close()
+        write_stream.close()
+        with anyio.move_on_after(sdk._WRITER_FLUSH_TIMEOUT):
+            await writer_done.wait()
+        await sdk._stop_server_process(process)
+        await sdk._aclose_all(read_stream, write_stream, read_writer, write_reader)
+        await anyio.lowlevel.checkpoint()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(stdout_reader)
+        group.start_soon(stdin_writer)
+        try:
+            yield EndWatched(read_stream, on_exit), write_stream
+        finally:
+            shutting_down = True
+            with anyio.CancelScope(shield=True):
+                await shutdown()
+            group.cancel_scope.cancel()
+    await anyio.lowlevel.cancel_shielded_checkpoint()

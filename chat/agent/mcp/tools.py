@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any
 
@@ -21,6 +21,7 @@ from activity.recording.events import Link
 from chat.agent.context import ToolContext
 from chat.agent.mcp.config import SEPARATOR
 from chat.agent.mcp.connections import Connection, Unreachable
+from chat.agent.mcp.stdio import MESSAGE_LIMIT, OVERSIZED, Traffic, megabytes
 from chat.agent.schemas import TooLong, Unsupported, first_error
 from chat.agent.tools import (
     FEEDBACK_ARG,
@@ -39,6 +40,9 @@ REASON_LIMIT = 200
 LINK_LIMIT = 20
 URI_LIMIT = 2048
 LINK_TITLE_LIMIT = 80
+# The structured result the audit keeps (its JSON, roughly): a larger one is left out, in
+# words, and measured only up to this (a huge one costs no more than this to look at).
+STRUCTURED_LIMIT = 256 * 1024
 
 
 def tool_name(server: str, tool: str) -> str:
@@ -157,10 +161,17 @@ class McpTool:
 
     async def run(self, parsed: dict[str, Any], context: ToolContext[Any]) -> ToolOutcome:
         report = progress_reporter()
+        traffic = self.connection.traffic
+        skipped = traffic.progress_skipped
 
         async def progress(progress: float, total: float | None, message: str | None) -> None:
-            report(progress, total, message)
+            # Each report the reader coalesced away counts (chat.agent.mcp.stdio).
+            nonlocal skipped
+            count = 1 + traffic.progress_skipped - skipped
+            skipped = traffic.progress_skipped
+            report(progress, total, message, count)
 
+        before = replace(self.connection.traffic)
         try:
             result = await self.connection.call(self.remote.name, parsed, progress)
         except Unreachable as exc:
@@ -171,7 +182,16 @@ class McpTool:
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            message = getattr(getattr(exc, "error", None), "message", "") or type(exc).__name__
+            error = getattr(exc, "error", None)
+            if getattr(error, "code", None) == OVERSIZED:
+                raise ToolError(
+                    _("the result was dropped: it was %(size)s MB, over the %(limit)s MB allowed")
+                    % {
+                        "size": megabytes(self.connection.traffic.oversized_bytes),
+                        "limit": megabytes(MESSAGE_LIMIT),
+                    }
+                ) from None
+            message = getattr(error, "message", "") or type(exc).__name__
             raise ToolError(
                 _("the %(server)s server refused the call: %(why)s")
                 % {"server": self.server, "why": one_line(message, REASON_LIMIT)}
@@ -186,13 +206,57 @@ class McpTool:
                 + "\n"
                 + _("[cut: the result was %(count)d characters]") % {"count": len(text)}
             )
+        notes = traffic_notes(before, self.connection.traffic)
+        structured = result.structured_content
+        if structured is not None and not fits(structured, STRUCTURED_LIMIT):
+            structured = None
+            notes.append(
+                _("its structured result was over %(limit)d KB and was not kept")
+                % {"limit": STRUCTURED_LIMIT // 1024}
+            )
+        done = _("“%(tool)s” finished") % {"tool": self.title}
         return ToolOutcome(
             content=text,
             summary=one_line(text, 120),
-            done_message=_("“%(tool)s” finished") % {"tool": self.title},
-            structured=result.structured_content,
+            done_message=f"{done} ({'; '.join(notes)})" if notes else done,
+            structured=structured,
             links=links_of(result.content),
         )
+
+
+def traffic_notes(before: Traffic, after: Traffic) -> list[str]:
+    """What the server sent during a call that was cleaned or left out, in words."""
+    notes = []
+    if cleaned := after.cleaned - before.cleaned:
+        notes.append(
+            _("%(count)s characters that were not text were replaced") % {"count": f"{cleaned:,}"}
+        )
+    if logs := after.logs - before.logs:
+        notes.append(
+            _("the server sent %(count)s log messages; none were kept") % {"count": f"{logs:,}"}
+        )
+    return notes
+
+
+def fits(value: Any, limit: int) -> bool:
+    """Whether the value's JSON is at most about `limit` characters, looking at no more
+    than that much of it."""
+    left = limit
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+            left -= 2 + 2 * len(item)
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+            left -= 2 + len(item)
+        else:
+            left -= len(item) + 2 if isinstance(item, str) else 8
+        if left < 0:
+            return False
+    return True
 
 
 def model_text(content: list[types.ContentBlock]) -> str:

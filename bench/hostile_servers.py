@@ -1,0 +1,191 @@
+"""What a hostile MCP server's calls cost other people: for each misbehaviour of
+tests/support/hostile_mcp_server.py (a 50 MB result, a huge structured result, bytes that
+are not UTF-8, dirty titles, a flood of 10,000 progress and 10,000 log messages, a call that
+never answers, a 100 KB URL question, questions that never stop), one turn of the demo
+user calls it over a served Glassbox (Daphne, SQLite, the offline demo model) while another
+user's browser GETs the conversation list 20 times a second. Printed per case (three turns
+under one prober): the prober's p50/p99/max in ms, and the same with no case running as the
+baseline.
+
+Run: `.venv/bin/python bench/hostile_servers.py` (about a minute)."""
+
+from __future__ import annotations
+
+import asyncio
+import http.cookiejar
+import json
+import re
+import sys
+import tempfile
+import threading
+import time
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+from common import ROOT, machine, percentile, report
+
+from tests.support.servers import login, manage, serve
+
+HOSTILE = [sys.executable, "-m", "tests.support.hostile_mcp_server"]
+SERVERS = json.dumps(
+    [
+        {"name": "hostile", "command": HOSTILE[0], "args": HOSTILE[1:],
+         "env": {"HOSTILE_SCHEMA": "calls"}},
+        {"name": "dirty", "command": HOSTILE[0], "args": HOSTILE[1:],
+         "env": {"HOSTILE_SCHEMA": "dirty"}},
+    ]
+)  # fmt: skip
+CASES = {
+    "50 MB result": "hostile__big {}",
+    "huge structured result": "hostile__structured {}",
+    "invalid UTF-8, NUL, lone surrogate": "hostile__garbled {}",
+    "NUL and surrogates in titles": "dirty__ping {}",
+    "10,000 progress + 10,000 log messages": "hostile__chatter {}",
+    "a call that never answers (2 s deadline)": "hostile__forever {}",
+    "question with a 100 KB URL": "hostile__portal {}",
+    "questions that never stop": "hostile__nag {}",
+}
+PROBES_PER_SECOND = 20
+BASELINE_SECONDS = 10.0
+# Each case runs this many times under one prober: a short case gives few samples alone.
+REPEATS = 3
+PROBER = ("prober", "prober-bench-password-1")
+
+
+def browser(url: str, username: str, password: str) -> urllib.request.OpenerDirector:
+    """A logged-in browser of another user."""
+    jar = http.cookiejar.CookieJar()
+    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+    page = opener.open(f"{url}/accounts/login/").read().decode()
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
+    form = {"username": username, "password": password, "csrfmiddlewaretoken": token}
+    opener.open(urllib.request.Request(f"{url}/accounts/login/",
+                                       data=urllib.parse.urlencode(form).encode(),
+                                       headers={"Referer": f"{url}/accounts/login/"}))  # fmt: skip
+    return opener
+
+
+class Prober(threading.Thread):
+    """GETs `/` as another user PROBES_PER_SECOND times a second until stopped; each
+    request's time in ms."""
+
+    def __init__(self, url: str, opener: urllib.request.OpenerDirector) -> None:
+        super().__init__(daemon=True)
+        self.url, self.opener = url, opener
+        self.times: list[float] = []
+        self.failures = 0
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        interval = 1 / PROBES_PER_SECOND
+        next_at = time.perf_counter()
+        while not self.stopped.is_set():
+            started = time.perf_counter()
+            try:
+                with self.opener.open(f"{self.url}/", timeout=30) as answer:
+                    answer.read()
+                    ok = answer.status == 200
+            except OSError:
+                ok = False
+            self.times.append((time.perf_counter() - started) * 1000)
+            self.failures += not ok
+            next_at += interval
+            self.stopped.wait(max(0.0, next_at - time.perf_counter()))
+
+
+async def hostile_turn(server, conversation: str, cookies: str, question: str) -> dict:
+    """Asks over a JSON socket as the demo user, answering every question the server asks
+    (accepting, or "not sure" to a form); the `done` event, with the tool's closing line
+    under "line"."""
+    import websockets
+
+    url = server.url.replace("http", "ws") + f"/ws/c/{conversation}/"
+    answered: set[str] = set()
+    async with websockets.connect(
+        url,
+        additional_headers={"Cookie": cookies, "Origin": server.url},
+        subprotocols=["glassbox.json"],
+        max_size=None,
+        open_timeout=60,
+    ) as socket:
+        await socket.send(json.dumps({"message": question}))
+        line = ""
+        while True:
+            event = json.loads(await socket.recv())
+            if event["type"] in ("done", "error"):
+                return event | {"line": line}
+            tool = event.get("tool", "") if event["type"] == "status" else ""
+            if tool == question.split()[0] and event["state"] in ("done", "failed"):
+                line = event["message"]
+            for card in event.get("questions", []) if event["type"] == "questions" else []:
+                if card["state"] == "waiting" and card["id"] not in answered:
+                    answered.add(card["id"])
+                    values = {"sure": False} if card["fields"] else {}
+                    await socket.send(json.dumps(
+                        {"elicitation": card["id"], "action": "accept", "answer": values}
+                    ))  # fmt: skip
+
+
+def probed(server, opener, work) -> tuple[str, str]:
+    """(figures, how the turn ended) while `work()` runs, or for BASELINE_SECONDS."""
+    prober = Prober(server.url, opener)
+    prober.start()
+    ended = ""
+    try:
+        if work is None:
+            time.sleep(BASELINE_SECONDS)
+        else:
+            ended = work()
+            time.sleep(0.5)  # what the turn's end costs, too
+    finally:
+        prober.stopped.set()
+        prober.join()
+    times = prober.times
+    figures = (
+        f"p50 {percentile(times, 50):6.1f}  p99 {percentile(times, 99):6.1f}  "
+        f"max {max(times):6.1f} ms  ({len(times)} GETs, {prober.failures} failed)"
+    )
+    return figures, ended
+
+
+def main() -> None:
+    rows = [("machine", machine())]
+    with (
+        tempfile.TemporaryDirectory() as work,
+        serve(
+            Path(work),
+            GLASSBOX_MCP_SERVERS=SERVERS,
+            GLASSBOX_TOOL_TIMEOUT="2",
+            GLASSBOX_DEMO_DELAY="0",
+            GLASSBOX_TURNS_PER_MINUTE="1000",
+            LOG_LEVEL="ERROR",
+        ) as server,
+    ):
+        manage(server.env, "shell", "-c",
+               "from django.contrib.auth.models import User; "
+               f"User.objects.create_user({PROBER[0]!r}, password={PROBER[1]!r})")  # fmt: skip
+        opener = browser(server.url, *PROBER)
+        figures, _ended = probed(server, opener, None)
+        rows.append(("baseline (no hostile call)", figures))
+        for name, question in CASES.items():
+            conversation, cookies = login(server.url)
+
+            def turn(question=question, conversation=conversation, cookies=cookies) -> str:
+                ended = []
+                for _repeat in range(REPEATS):
+                    started = time.perf_counter()
+                    done = asyncio.run(hostile_turn(server, conversation, cookies, question))
+                    seconds = time.perf_counter() - started
+                    ended.append(f"{done.get('state', done)} in {seconds:.1f} s")
+                return ", ".join(ended) + f"; {done['line']}"
+
+            figures, ended = probed(server, opener, turn)
+            rows.append((name, figures))
+            rows.append(("  the turn", ended))
+    report("Another user's GET / at 20/s while a hostile MCP server misbehaves", rows)
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT))
+    main()
