@@ -15,7 +15,7 @@ from django.utils import timezone
 from activity import telemetry
 from activity.models import ActivityEvent, ActivityFeed, ModelCall
 from activity.recording.events import ToolResult
-from activity.telemetry.spans import Options, TracePlan, trace_plan
+from activity.telemetry.spans import Failure, Options, TracePlan, trace_plan
 from chat.models import Conversation
 from tests.support.loopback_http import QuietHandler, serving
 from tests.support.turns import decided_turn, run_turn, stopped_turn
@@ -27,7 +27,7 @@ QUESTION = "How do I negotiate my salary?"
 def plan_of(feed_id: int, *, content: bool = False) -> TracePlan:
     feed = ActivityFeed.objects.get(pk=feed_id)
     calls, events = feed.model_calls.all(), feed.events.all()
-    return trace_plan(feed, calls, events, Options("glassbox.demo", content=content))
+    return trace_plan(feed, calls, events, Options(content=content))
 
 
 def everything_said(plan: TracePlan) -> str:
@@ -105,9 +105,11 @@ def test_a_failed_tool_is_an_error_span_and_the_turn_still_ends_well(alice, know
     plan = plan_of(answer.feed_id)
     tool = next(span for span in plan.spans if span.name.startswith("execute_tool"))
 
-    assert tool.error is not None and "missing argument" in tool.error
+    assert tool.error == Failure("tool_error")  # what the tool said is content
     assert tool.attributes["error.type"] == "tool_error"
     assert plan.root.error is None
+    captured = plan_of(answer.feed_id, content=True).spans[plan.spans.index(tool)]
+    assert captured.error is not None and "missing argument" in captured.error.description
 
 
 def test_an_approval_is_an_event_of_its_tool_span(alice):
@@ -120,7 +122,8 @@ def test_an_approval_is_an_event_of_its_tool_span(alice):
 
     (approval,) = [e for e in tool.events if e.name == "glassbox.approval"]
     assert approval.attributes["glassbox.approval.decision"] == "deny"
-    assert tool.error is not None  # a denied call did not run
+    assert tool.error == Failure("approval_deny")  # a denied call did not run
+    assert tool.attributes["error.type"] == "approval_deny"
     assert "alice" not in everything_said(plan)  # who decided stays in the audit
 
 
@@ -136,7 +139,7 @@ def test_an_mcp_tool_span_says_the_method_and_server_and_its_last_progress():
         progress_message="Read survey 5 of 5",
     )  # fmt: skip
     result.created_at = now + timedelta(seconds=3)
-    plan = trace_plan(feed, [], [call, result], Options("openai"))
+    plan = trace_plan(feed, [], [call, result], Options())
     tool = plan.spans[1]
 
     assert tool.attributes["mcp.method.name"] == "tools/call"
@@ -162,7 +165,7 @@ def test_an_mcp_tool_span_names_the_session_its_result_keeps_and_a_stdio_call_na
         result = ActivityEvent.from_event(feed, kept)
         result.created_at = now
         rows += [call, result]
-    plan = trace_plan(feed, [], rows, Options("openai"))
+    plan = trace_plan(feed, [], rows, Options())
 
     over_http, over_stdio = plan.spans[1:]
     assert over_http.attributes["mcp.session.id"] == "9f1c0a"
@@ -179,10 +182,11 @@ def test_an_interrupted_turn_is_an_error_span_and_a_call_without_result_too():
     call = ActivityEvent(seq=1, kind="tool_call", tool="slow", call_id="c1", arguments={})
     call.created_at = now + timedelta(seconds=1)
     calls = [ModelCall(round=0, model="m", duration_ms=500, created_at=now)]
-    plan = trace_plan(feed, calls, [call], Options("openai"))
+    plan = trace_plan(feed, calls, [call], Options())
 
-    assert plan.root.error == "the turn ended interrupted"
-    assert plan.spans[2].error == "the call has no result"
+    assert plan.root.error == Failure("interrupted", "the turn ended interrupted")
+    assert plan.root.attributes["error.type"] == "interrupted"
+    assert plan.spans[2].error == Failure("no_result", "the call has no result")
     assert plan.spans[2].end_ns == plan.root.end_ns
     assert plan.spans[1].start_ns == plan.root.start_ns  # never before its turn
 
@@ -193,7 +197,7 @@ def test_a_turn_its_owner_stopped_is_no_error_span_nor_is_the_call_it_cut_short(
     feed.state = ActivityFeed.State.STOPPED
     call = ActivityEvent(seq=1, kind="tool_call", tool="slow", call_id="c1", arguments={})
     call.created_at = now + timedelta(seconds=1)
-    plan = trace_plan(feed, [], [call], Options("openai"))
+    plan = trace_plan(feed, [], [call], Options())
 
     assert plan.root.error is None
     assert plan.root.attributes["glassbox.turn.state"] == "stopped"
