@@ -299,3 +299,22 @@ def test_a_turn_read_at_its_end_and_read_from_history_is_the_same_trace(
     at_the_end = [export.feed_plan(answer.feed_id) for answer in answers]
     assert from_history == at_the_end
     assert [len(plan.spans) for plan in from_history] == [4, 2]
+
+
+@pytest.mark.parametrize("content", [False, True])
+def test_a_reasoning_step_is_an_event_of_its_model_span_with_its_text_only_if_captured(
+    alice, knowledge_base, content
+):
+    question = "Think it over: how do I negotiate my salary?"
+    answer = run_turn(Conversation.objects.create(owner=alice), question)
+    plan = plan_of(answer.feed_id, content=content)
+    call = ModelCall.objects.filter(feed_id=answer.feed_id).order_by("round").first()
+
+    assert call.reasoning and call.thinking_ms is not None
+    first = plan.spans[1]
+    (step,) = [event for event in first.events if event.name == "glassbox.reasoning"]
+    assert step.attributes["glassbox.reasoning.duration_ms"] == call.thinking_ms
+    assert step.attributes.get("glassbox.reasoning.content") == (
+        call.reasoning if content else None
+    )
+    assert (call.reasoning in everything_said(plan)) is content

@@ -10,7 +10,7 @@ import pytest
 from asgiref.sync import sync_to_async
 
 from activity import telemetry
-from activity.models import ActivityFeed
+from activity.models import ActivityFeed, ModelCall
 from chat.agent.mcp.config import spec_from_mapping
 from chat.models import Conversation, Message
 from tests.support.mcp import http_server
@@ -161,3 +161,24 @@ def test_with_capture_on_the_failures_say_what_went_wrong(settings, failed_denie
 
     assert "missing argument" in failing["execute_tool search_documents"]["status"]["message"]
     assert "MARMOT-REASON-74" in denied["execute_tool send_email"]["status"]["message"]
+
+
+def test_export_otel_names_each_turns_own_provider_and_model_not_the_shells(
+    settings, alice, knowledge_base
+):
+    on_demo = run_turn(Conversation.objects.create(owner=alice), "How do I negotiate my salary?")
+    on_openai = run_turn(Conversation.objects.create(owner=alice), "Tell me a joke")
+    # As a turn answered by a provider's model stores it.
+    ActivityFeed.objects.filter(pk=on_openai.feed_id).update(model="gpt-4o-mini")
+    ModelCall.objects.filter(feed_id=on_openai.feed_id).update(model="gpt-4o-mini")
+    settings.OPENAI_API_KEY, settings.GLASSBOX_MODEL = "sk-the-exporting-shell", "gpt-5"
+    with otlp_receiver() as backend:
+        settings.OTEL_EXPORTER_OTLP_ENDPOINT = backend.url
+        demo, openai = exported([on_demo, on_openai], backend)
+
+    for spans, provider, model in ((demo, "glassbox.demo", "glassbox-demo"),
+                                   (openai, "openai", "gpt-4o-mini")):  # fmt: skip
+        turn = spans["invoke_agent glassbox"]["attributes"]
+        assert (turn["gen_ai.provider.name"], turn["gen_ai.request.model"]) == (provider, model)
+        chat = spans[f"chat {model}"]["attributes"]
+        assert (chat["gen_ai.provider.name"], chat["gen_ai.request.model"]) == (provider, model)
