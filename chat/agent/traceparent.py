@@ -12,11 +12,12 @@ that records, the SDK's own `MCP send` span sits between the two, in the same tr
 from __future__ import annotations
 
 import contextvars
-
-from opentelemetry import context as otel_context
-from opentelemetry import trace
+from typing import TYPE_CHECKING
 
 from activity.telemetry.ids import tool_span_id
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import SpanContext
 
 _trace: contextvars.ContextVar[int | None] = contextvars.ContextVar("trace_turn", default=None)
 
@@ -27,8 +28,12 @@ def trace_turn(trace_id: int) -> None:
     _trace.set(trace_id)
 
 
-def call_span(trace_id: int, call: str) -> trace.SpanContext:
+def call_span(trace_id: int, call: str) -> SpanContext:
     """The exported tool span of a call, as a parent that another process may continue."""
+    # OpenTelemetry's API is imported with a turn's first call, not with the server (the
+    # `mcp` SDK, which needs it too, waits for a server to be used).
+    from opentelemetry import trace
+
     return trace.SpanContext(
         trace_id,
         tool_span_id(trace_id, call),
@@ -42,6 +47,9 @@ def trace_call(context: contextvars.Context, call: str) -> None:
     trace_id = context.run(_trace.get)
     if trace_id is None:
         return
+    from opentelemetry import context as otel_context
+    from opentelemetry import trace
+
     span = trace.NonRecordingSpan(call_span(trace_id, call))
     # Never detached: the context is the call's task's own copy and ends with it.
     context.run(otel_context.attach, trace.set_span_in_context(span))
