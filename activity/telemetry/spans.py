@@ -10,7 +10,8 @@ or the model and tools said (arguments, results, status texts, progress messages
 spans only with OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true, as the conventions
 make content opt-in: without it no span, event or status says what a person, the model or a
 tool wrote (a failure says its kind in `error.type`, never its text). A 💭 reasoning step is
-an event of its model span, its text content too. Each turn names its own provider, from the
+an event of its model span, its text content too; a request that failed is a model span
+with its `error.type`. Each turn names its own provider, from the
 model it stored."""
 
 from __future__ import annotations
@@ -171,6 +172,8 @@ def _model_span(
 ) -> SpanPlan:
     end = nanos(call.created_at)
     start = max(turn_start, end - call.duration_ms * 1_000_000)
+    # A request that failed says its kind (the exception's class), never the provider's words.
+    failed = {"error.type": call.error_type} if call.error_type else {}
     return SpanPlan(
         name=f"chat {call.model}".strip(),
         span_id=span_id(trace, f"model/{call.round}"),
@@ -184,8 +187,10 @@ def _model_span(
             "gen_ai.request.model": call.model,
             "gen_ai.response.model": call.model,
             **_usage(call.prompt_tokens, call.completion_tokens),
+            **failed,
         },
         events=_reasoning(call, start, options),
+        error=Failure(call.error_type) if call.error_type else None,
     )
 
 

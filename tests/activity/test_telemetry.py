@@ -8,6 +8,7 @@ import subprocess
 import sys
 from datetime import timedelta
 
+import httpx2
 import pytest
 from django.core.management import CommandError, call_command
 from django.utils import timezone
@@ -16,7 +17,9 @@ from activity import telemetry
 from activity.models import ActivityEvent, ActivityFeed, ModelCall
 from activity.recording.events import ToolResult
 from activity.telemetry.spans import Failure, Options, TracePlan, trace_plan
+from chat.agent.client import make_client
 from chat.models import Conversation
+from chat.turns.deps import Dependencies
 from tests.support.loopback_http import QuietHandler, serving
 from tests.support.turns import decided_turn, run_turn, stopped_turn
 
@@ -318,3 +321,29 @@ def test_a_reasoning_step_is_an_event_of_its_model_span_with_its_text_only_if_ca
         call.reasoning if content else None
     )
     assert (call.reasoning in everything_said(plan)) is content
+
+
+class Refusing(httpx2.AsyncBaseTransport):
+    """A provider that answers every request with a 503 and words of its own."""
+
+    async def handle_async_request(self, request):
+        return httpx2.Response(503, json={"error": {"message": "WOMBAT-PROVIDER-75 is down"}})
+
+
+def test_a_failed_model_request_is_a_model_span_with_its_error_type_and_not_its_words(
+    settings, alice
+):
+    settings.OPENAI_API_KEY, settings.GLASSBOX_PROVIDER_RETRIES = "sk-test", 0
+    settings.GLASSBOX_MODEL = "gpt-4o-mini"
+    client = Dependencies(client_factory=lambda: make_client(Refusing()))
+    answer = run_turn(Conversation.objects.create(owner=alice), QUESTION, client)
+    plan = plan_of(answer.feed_id)
+
+    assert answer.state == "failed"
+    turn, model = plan.spans
+    assert model.name == "chat gpt-4o-mini" and model.parent_id == turn.span_id
+    assert model.attributes["gen_ai.provider.name"] == "openai"
+    assert model.attributes["error.type"] == "InternalServerError"
+    assert model.error == Failure("InternalServerError")
+    assert turn.attributes["error.type"] == "failed"
+    assert "WOMBAT" not in everything_said(plan)

@@ -119,7 +119,7 @@ def otlp_grpc_receiver() -> Iterator[Received]:
     received = Received()
 
     class TraceService(trace_service_pb2_grpc.TraceServiceServicer):
-        def Export(self, request: ExportTraceServiceRequest, context: Any) -> Any:  # noqa: N802
+        def Export(self, request: ExportTraceServiceRequest, context: Any) -> Any:
             received.take(request, {k: v for k, v in context.invocation_metadata()})
             return ExportTraceServiceResponse()
 

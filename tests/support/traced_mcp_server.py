@@ -2,8 +2,9 @@
 spans recorded by the OpenTelemetry SDK and exported over OTLP/HTTP to wherever the standard
 variables say (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT). The `mcp` SDK's own server middleware
 reads each request's `_meta.traceparent` with OpenTelemetry's propagator and starts its
-`tools/call <tool>` server span under it; `lookup` adds a span of its own inside, `fail` fails with the text it is given.
-Streamable HTTP: `python -m tests.support.traced_mcp_server --http PORT`."""
+`tools/call <tool>` server span under it; `lookup` adds a span of its own inside, `fail`
+fails with the text it is given. Streamable HTTP:
+`python -m tests.support.traced_mcp_server --http PORT`."""
 
 from __future__ import annotations
 
