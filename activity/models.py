@@ -212,6 +212,10 @@ class ModelCall(models.Model):
     reasoning_tokens = models.PositiveIntegerField(null=True, blank=True)
     cached_tokens = models.PositiveIntegerField(null=True, blank=True)
     cost = models.DecimalField(max_digits=14, decimal_places=6, null=True, blank=True)
+    # A request that failed: its kind, for traces (`error.type`). Not in the feed's closing,
+    # like the cost: it says why, the sealed columns say what happened, and sealing a column
+    # added later would change every closing stored before it.
+    error_type = models.CharField(max_length=100, blank=True, default="")
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -234,6 +238,7 @@ class ModelCall(models.Model):
             completion_tokens=self.completion_tokens,
             reasoning_tokens=self.reasoning_tokens,
             cached_tokens=self.cached_tokens,
+            error_type=self.error_type,
         )
 
     def usage(self) -> dict:

@@ -19,6 +19,7 @@ from project.env import (
     env_list,
     env_str,
 )
+from project.otel import traces_protocol
 from project.unused import POSTGRES_FIELDS, leave_out
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -320,10 +321,21 @@ GLASSBOX_APPROVAL_TIMEOUT = env_float("GLASSBOX_APPROVAL_TIMEOUT", 600.0)
 GLASSBOX_ELICITATION_TIMEOUT = env_float("GLASSBOX_ELICITATION_TIMEOUT", 120.0)
 # Ask the provider for token usage in the stream (stream_options.include_usage).
 GLASSBOX_STREAM_USAGE = env_bool("GLASSBOX_STREAM_USAGE", True)
-# Traces (activity.telemetry): each finished turn goes to this OTLP/HTTP endpoint (empty: none,
-# and OpenTelemetry's SDK is not even imported); what was said goes only when the GenAI
+# Traces (activity.telemetry), by OpenTelemetry's standard variables: each finished turn goes
+# to the traces endpoint (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT as it is, or the traces path under
+# OTEL_EXPORTER_OTLP_ENDPOINT) over OTLP/HTTP or gRPC; none set, or OTEL_SDK_DISABLED=true:
+# nothing goes and OpenTelemetry's SDK is not even imported. The SDK's exporter reads the
+# headers, timeout and certificates itself. What was said goes only when the GenAI
 # conventions' own switch asks for it.
+OTEL_SDK_DISABLED = env_bool("OTEL_SDK_DISABLED")
 OTEL_EXPORTER_OTLP_ENDPOINT = env_str("OTEL_EXPORTER_OTLP_ENDPOINT", "")
+OTEL_EXPORTER_OTLP_TRACES_ENDPOINT = env_str("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "")
+try:
+    OTEL_TRACES_PROTOCOL = traces_protocol(
+        env_str("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"), env_str("OTEL_EXPORTER_OTLP_PROTOCOL")
+    )
+except ValueError as exc:
+    raise ImproperlyConfigured(f"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: {exc}") from None
 OTEL_CAPTURE_MESSAGE_CONTENT = env_bool("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT")
 # Prices per million tokens by model, as JSON: {"gpt-4o-mini": {"prompt": 0.15,
 # "completion": 0.6, "cached": 0.075}}; turns of a priced model show their cost.

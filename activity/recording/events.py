@@ -265,6 +265,8 @@ class ModelCallDone:
     completion_tokens: int | None = None
     reasoning_tokens: int | None = None
     cached_tokens: int | None = None
+    # The kind of failure of a request that failed (its exception's class name), else "".
+    error_type: str = ""
     type: Literal["model_call"] = "model_call"
 
     @property

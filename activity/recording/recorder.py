@@ -103,6 +103,7 @@ class FeedRecorder:
                 reasoning_tokens=call.reasoning_tokens,
                 cached_tokens=call.cached_tokens,
                 cost=call_cost(call, self.prices),
+                error_type=call.error_type[:100],
             )
         )
 

@@ -1,7 +1,12 @@
 """The planned spans (spans.py) sent through the OpenTelemetry SDK: each becomes the SDK's
-own finished span, with its recorded times and derived ids, and goes to the OTLP/HTTP
+own finished span, with its recorded times and derived ids, and goes to the SDK's OTLP
 exporter through a batch processor (its own thread: a turn never waits on the network).
-Imported only when OTEL_EXPORTER_OTLP_ENDPOINT is set."""
+
+The exporter is the SDK's own for the protocol chosen (OTEL_EXPORTER_OTLP_TRACES_PROTOCOL or
+OTEL_EXPORTER_OTLP_PROTOCOL: `http/protobuf`, or `grpc`); its constructor reads the rest of
+the standard variables itself (headers, timeout, compression, certificates). Only the
+endpoint is handed in, resolved as the specification says (settings.traces_endpoint), since
+tests and the settings' checks read it too. Imported only when traces are on."""
 
 from __future__ import annotations
 
@@ -13,15 +18,15 @@ from datetime import datetime
 
 from django.conf import settings
 from django.db.models import Prefetch, QuerySet
-from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import Event, ReadableSpan
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExportResult
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
 from activity.models import ActivityEvent, ActivityFeed, ModelCall
 from activity.telemetry.spans import Options, SpanPlan, TracePlan, trace_plan
+from project.otel import traces_endpoint
 
 SCOPE = InstrumentationScope("glassbox.activity.telemetry")
 _KINDS = {"internal": SpanKind.INTERNAL, "client": SpanKind.CLIENT}
@@ -30,23 +35,40 @@ _processors: dict[str, BatchSpanProcessor] = {}
 
 
 def processor_endpoint() -> str:
-    """Where traces go: the OTLP/HTTP traces path under the configured endpoint."""
-    return settings.OTEL_EXPORTER_OTLP_ENDPOINT.rstrip("/") + "/v1/traces"
+    """Where traces go, as the exporter is given it."""
+    return traces_endpoint(
+        traces=settings.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,
+        base=settings.OTEL_EXPORTER_OTLP_ENDPOINT,
+        protocol=settings.OTEL_TRACES_PROTOCOL,
+    )
+
+
+def exporter() -> SpanExporter:
+    """The SDK's exporter for the configured protocol, reading its other settings itself."""
+    endpoint = processor_endpoint()
+    if settings.OTEL_TRACES_PROTOCOL == "grpc":
+        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+
+        return OTLPSpanExporter(endpoint=endpoint)
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
+        OTLPSpanExporter as HTTPSpanExporter,
+    )
+
+    return HTTPSpanExporter(endpoint=endpoint)
 
 
 def processor() -> BatchSpanProcessor:
-    """This process's batch processor for the configured endpoint."""
-    endpoint = processor_endpoint()
+    """This process's batch processor for the configured protocol and endpoint."""
+    key = f"{settings.OTEL_TRACES_PROTOCOL} {processor_endpoint()}"
     with _lock:
-        if endpoint not in _processors:
-            _processors[endpoint] = BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint))
-            atexit.register(_processors[endpoint].shutdown)
-        return _processors[endpoint]
+        if key not in _processors:
+            _processors[key] = BatchSpanProcessor(exporter())
+            atexit.register(_processors[key].shutdown)
+        return _processors[key]
 
 
 def options() -> Options:
-    provider = "openai" if settings.OPENAI_API_KEY else "glassbox.demo"
-    return Options(provider=provider, content=settings.OTEL_CAPTURE_MESSAGE_CONTENT)
+    return Options(content=settings.OTEL_CAPTURE_MESSAGE_CONTENT)
 
 
 @functools.cache
@@ -102,7 +124,12 @@ def _context(trace: int, span: int) -> SpanContext:
 
 
 def _sdk_span(span: SpanPlan, contexts: dict[int, SpanContext], on: Resource) -> ReadableSpan:
-    status = Status(StatusCode.ERROR, span.error) if span.error else Status(StatusCode.OK)
+    failure = span.error
+    status = (
+        Status(StatusCode.ERROR, failure.description or None)
+        if failure is not None
+        else Status(StatusCode.OK)
+    )
     return ReadableSpan(
         name=span.name,
         context=contexts[span.span_id],
@@ -139,7 +166,7 @@ def period_export(since: datetime, until: datetime, batch: int = 512) -> int:
     spans, each waited for: a backend that does not take one is an error that names it.
     Returns how many turns were sent."""
     feeds = ActivityFeed.objects.filter(started_at__gte=since, started_at__lt=until)
-    exporter, on = OTLPSpanExporter(endpoint=processor_endpoint()), resource()
+    sending, on = exporter(), resource()
     pending: list[ReadableSpan] = []
     count = 0
     try:
@@ -147,17 +174,17 @@ def period_export(since: datetime, until: datetime, batch: int = 512) -> int:
             pending += sdk_spans(plan, on)
             count += 1
             if len(pending) >= batch:
-                _sent(exporter, pending)
+                _sent(sending, pending)
                 pending = []
         if pending:
-            _sent(exporter, pending)
+            _sent(sending, pending)
     finally:
-        exporter.shutdown()
+        sending.shutdown()
     return count
 
 
-def _sent(exporter: OTLPSpanExporter, spans: list[ReadableSpan]) -> None:
-    if exporter.export(spans) is not SpanExportResult.SUCCESS:
+def _sent(sending: SpanExporter, spans: list[ReadableSpan]) -> None:
+    if sending.export(spans) is not SpanExportResult.SUCCESS:
         raise ExportFailed(f"{processor_endpoint()} did not take the traces.")
 
 

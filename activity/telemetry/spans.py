@@ -8,7 +8,11 @@ Names and attributes follow the OpenTelemetry GenAI semantic conventions: the tu
 each model call's end less its duration, each call's and result's record). What people wrote
 or the model and tools said (arguments, results, status texts, progress messages) is in the
 spans only with OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true, as the conventions
-make content opt-in."""
+make content opt-in: without it no span, event or status says what a person, the model or a
+tool wrote (a failure says its kind in `error.type`, never its text). A 💭 reasoning step is
+an event of its model span, its text content too; a request that failed is a model span
+with its `error.type`. Each turn names its own provider, from the
+model it stored."""
 
 from __future__ import annotations
 
@@ -20,9 +24,11 @@ from typing import Literal, assert_never
 
 from activity.models import ActivityEvent, ActivityFeed, ModelCall
 from activity.recording.events import Decision, RecordedEvent, Status, ToolCall, ToolResult
-from activity.telemetry.ids import span_id, trace_id
+from activity.telemetry.ids import span_id, tool_span_id, trace_id
 
 AGENT_NAME = "glassbox"
+# The offline demo model (chat.agent.demo.MODEL): any other is an OpenAI-compatible provider's.
+DEMO_MODEL = "glassbox-demo"
 Attributes = dict[str, str | int | float | bool]
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 # A turn its owner stopped ended as they chose: no error, nor are the calls it cut short.
@@ -37,6 +43,15 @@ class SpanEvent:
 
 
 @dataclass(frozen=True, slots=True)
+class Failure:
+    """An error status: its kind (the span's `error.type` too) and a description that is
+    either this module's own words or, with content capture on, what the tool said."""
+
+    kind: str
+    description: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class SpanPlan:
     name: str
     span_id: int
@@ -46,8 +61,8 @@ class SpanPlan:
     end_ns: int
     attributes: Attributes
     events: list[SpanEvent] = field(default_factory=list)
-    # The span's status: None is OK, a text is an error and says what went wrong.
-    error: str | None = None
+    # The span's status: None is OK.
+    error: Failure | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,9 +89,8 @@ class Recorded:
 
 @dataclass(frozen=True, slots=True)
 class Options:
-    """What a deployment adds to every trace: the provider's name, and whether content goes."""
+    """What a deployment chooses for every trace: whether content goes."""
 
-    provider: str
     content: bool = False
 
 
@@ -100,12 +114,14 @@ def trace_plan(
         else max([start, *(nanos(row.at) for row in rows)])
     )
     turn_id = span_id(trace, "turn")
-    shared: Attributes = {"gen_ai.provider.name": options.provider}
+    calls = list(calls)
+    shared: Attributes = {"gen_ai.provider.name": provider_of(feed, calls)}
     if feed.conversation_id is not None:
         shared["gen_ai.conversation.id"] = str(feed.conversation_id)
-    models = [_model_span(trace, turn_id, call, shared, start) for call in calls]
+    models = [_model_span(trace, turn_id, call, shared, start, options) for call in calls]
     stopped = feed.state == ActivityFeed.State.STOPPED
     tools = _tool_spans(trace, turn_id, rows, shared, options, end, stopped)
+    failed = feed.state in _FAILED_TURNS
     turn = SpanPlan(
         name=f"invoke_agent {AGENT_NAME}",
         span_id=turn_id,
@@ -121,11 +137,19 @@ def trace_plan(
             **_usage(feed.prompt_tokens, feed.completion_tokens),
             "glassbox.feed.id": feed.pk,
             "glassbox.turn.state": feed.state,
+            **({"error.type": feed.state} if failed else {}),
         },
         events=[event for row in rows if (event := _turn_event(row, options)) is not None],
-        error=f"the turn ended {feed.state}" if feed.state in _FAILED_TURNS else None,
+        error=Failure(feed.state, f"the turn ended {feed.state}") if failed else None,
     )
     return TracePlan(trace_id=trace, spans=[turn, *models, *tools])
+
+
+def provider_of(feed: ActivityFeed, calls: list[ModelCall]) -> str:
+    """The turn's provider as the GenAI conventions name it, from the model it stored (not
+    the exporting process's settings: a period exported later keeps each turn's own)."""
+    model = feed.model or next((call.model for call in calls), "")
+    return "glassbox.demo" if model == DEMO_MODEL else "openai"
 
 
 def _model_of(feed: ActivityFeed, models: list[SpanPlan]) -> Attributes:
@@ -144,15 +168,18 @@ def _usage(prompt: int | None, completion: int | None) -> Attributes:
 
 
 def _model_span(
-    trace: int, parent: int, call: ModelCall, shared: Attributes, turn_start: int
+    trace: int, parent: int, call: ModelCall, shared: Attributes, turn_start: int, options: Options
 ) -> SpanPlan:
     end = nanos(call.created_at)
+    start = max(turn_start, end - call.duration_ms * 1_000_000)
+    # A request that failed says its kind (the exception's class), never the provider's words.
+    failed = {"error.type": call.error_type} if call.error_type else {}
     return SpanPlan(
         name=f"chat {call.model}".strip(),
         span_id=span_id(trace, f"model/{call.round}"),
         parent_id=parent,
         kind="client",
-        start_ns=max(turn_start, end - call.duration_ms * 1_000_000),
+        start_ns=start,
         end_ns=end,
         attributes={
             "gen_ai.operation.name": "chat",
@@ -160,8 +187,26 @@ def _model_span(
             "gen_ai.request.model": call.model,
             "gen_ai.response.model": call.model,
             **_usage(call.prompt_tokens, call.completion_tokens),
+            **failed,
         },
+        events=_reasoning(call, start, options),
+        error=Failure(call.error_type) if call.error_type else None,
     )
+
+
+def _reasoning(call: ModelCall, start: int, options: Options) -> list[SpanEvent]:
+    """The model's 💭 step of this request: how long it thought and in how many tokens, and
+    what it thought only with content capture on."""
+    if not (call.reasoning or call.thinking_ms or call.reasoning_tokens):
+        return []
+    attributes: Attributes = {}
+    if call.thinking_ms is not None:
+        attributes["glassbox.reasoning.duration_ms"] = call.thinking_ms
+    if call.reasoning_tokens is not None:
+        attributes["glassbox.reasoning.tokens"] = call.reasoning_tokens
+    if options.content and call.reasoning:
+        attributes["glassbox.reasoning.content"] = call.reasoning
+    return [SpanEvent("glassbox.reasoning", start, attributes)]
 
 
 def _turn_event(row: Recorded, options: Options) -> SpanEvent | None:
@@ -182,6 +227,7 @@ class _Call:
     call: tuple[datetime, ToolCall] | None = None
     result: tuple[datetime, ToolResult] | None = None
     events: list[SpanEvent] = field(default_factory=list)
+    decisions: list[str] = field(default_factory=list)
 
     def add(self, row: Recorded, options: Options) -> None:
         match row.event:
@@ -197,6 +243,7 @@ class _Call:
                     "glassbox.approval.waited_ms": row.event.waited_ms,
                 }
                 self.events.append(SpanEvent("glassbox.approval", nanos(row.at), decided))
+                self.decisions.append(row.event.decision)
             case _:
                 assert_never(row.event)
 
@@ -234,6 +281,7 @@ def _tool_span(
     assert own.call is not None
     called_at, call = own.call
     result_at, result = own.result or (None, None)
+    denied = next((d for d in own.decisions if d != "approve"), None)
     attributes: Attributes = {
         "gen_ai.operation.name": "execute_tool",
         **shared,
@@ -255,17 +303,20 @@ def _tool_span(
     events = list(own.events)
     error = None
     if result is None or result_at is None:
-        error = None if stopped else "the call has no result"
+        error = None if stopped else Failure("no_result", "the call has no result")
     else:
         if result.progress_count:
             events.append(_progress_event(result, result_at, options))
         if not result.ok:
-            error = result.summary or "the tool failed"
-            attributes["error.type"] = "tool_error"
+            # What the tool or the denying user wrote is content: its kind goes, not its text.
+            said = result.summary if options.content else ""
+            error = Failure(f"approval_{denied}" if denied else "tool_error", said)
+    if error is not None:
+        attributes["error.type"] = error.kind
     start = nanos(called_at)
     return SpanPlan(
         name=f"execute_tool {call.tool}",
-        span_id=span_id(trace, f"tool/{call.call_id}"),
+        span_id=tool_span_id(trace, call.call_id),
         parent_id=parent,
         kind="internal",
         start_ns=start,

@@ -187,47 +187,60 @@ async def _model_round(
     if policy.stream_usage:
         options["stream_options"] = {"include_usage": True}
     started = time.monotonic()
-    stream = await stream_completion(client, {"model": model, "messages": conversation, **options})
     thinking = Thinking(round_number)
     text: list[str] = []
     finish_reason = None
     usage = None
     answered_by = model
-    async for chunk in readable(stream):
-        usage = chunk.usage or usage
-        answered_by = chunk.model or answered_by
-        if not chunk.has_choice:
-            continue
-        finish_reason = chunk.finish_reason or finish_reason
-        if chunk.reasoning and (status := thinking.add(chunk.reasoning)):
-            yield status
-        if (chunk.content or chunk.tool_calls) and (status := thinking.finish()):
-            yield status
-        if chunk.content:
-            if used_tools and not text:
-                for status in settle(falling_back):
-                    yield status
-                yield writing()
-            text.append(chunk.content)
-            yield TextDelta(chunk.content)
-        for tool_delta in chunk.tool_calls:
-            for shown in calls.feed(tool_delta):
-                for done in settle(falling_back):
-                    yield done
-                yield shown
+
+    def call_done(error_type: str = "") -> ModelCallDone:
+        return ModelCallDone(
+            round=round_number,
+            model=str(answered_by),
+            duration_ms=int((time.monotonic() - started) * 1000),
+            thinking_ms=thinking.ms,
+            reasoning=thinking.text,
+            prompt_tokens=tokens(usage, "prompt_tokens"),
+            completion_tokens=tokens(usage, "completion_tokens"),
+            reasoning_tokens=tokens(usage, "completion_tokens_details", "reasoning_tokens"),
+            cached_tokens=tokens(usage, "prompt_tokens_details", "cached_tokens"),
+            error_type=error_type,
+        )
+
+    try:
+        stream = await stream_completion(
+            client, {"model": model, "messages": conversation, **options}
+        )
+        async for chunk in readable(stream):
+            usage = chunk.usage or usage
+            answered_by = chunk.model or answered_by
+            if not chunk.has_choice:
+                continue
+            finish_reason = chunk.finish_reason or finish_reason
+            if chunk.reasoning and (status := thinking.add(chunk.reasoning)):
+                yield status
+            if (chunk.content or chunk.tool_calls) and (status := thinking.finish()):
+                yield status
+            if chunk.content:
+                if used_tools and not text:
+                    for status in settle(falling_back):
+                        yield status
+                    yield writing()
+                text.append(chunk.content)
+                yield TextDelta(chunk.content)
+            for tool_delta in chunk.tool_calls:
+                for shown in calls.feed(tool_delta):
+                    for done in settle(falling_back):
+                        yield done
+                    yield shown
+    except Exception as exc:
+        # A failed request is kept too, with its kind (its trace span's `error.type`); the
+        # turn then fails as before.
+        yield call_done(type(exc).__qualname__)
+        raise
     if status := thinking.finish():
         yield status
-    yield ModelCallDone(
-        round=round_number,
-        model=str(answered_by),
-        duration_ms=int((time.monotonic() - started) * 1000),
-        thinking_ms=thinking.ms,
-        reasoning=thinking.text,
-        prompt_tokens=tokens(usage, "prompt_tokens"),
-        completion_tokens=tokens(usage, "completion_tokens"),
-        reasoning_tokens=tokens(usage, "completion_tokens_details", "reasoning_tokens"),
-        cached_tokens=tokens(usage, "prompt_tokens_details", "cached_tokens"),
-    )
+    yield call_done("" if finish_reason is not None else ProviderError.__qualname__)
     if finish_reason is None:
         # A connection that just closed: what arrived is kept, but it is not an answer.
         raise ProviderError(_("the model provider's reply broke off before it was finished"))

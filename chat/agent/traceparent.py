@@ -1,50 +1,55 @@
 """W3C trace context for the requests a turn makes to MCP servers (the `_meta.traceparent`
-of the MCP spec's `_meta` convention), so a server's own traces join the turn's: one trace id
-per turn, stable across its rounds, pauses and resumes; one span id per tool call.
+of the MCP spec's `_meta` convention), so a server's own spans join the turn's trace as
+children of the call's tool span: the ids are the exported ones (activity.telemetry.ids),
+one trace per turn, stable across its rounds, pauses and resumes, one span per tool call.
 
-Both ids are derived (a keyed hash of the turn and of the call, so they reveal neither), not
-recorded: `traceparent_for` is the one place to feed them from a real tracing span later.
-When OpenTelemetry is set up with a recording span, the MCP SDK writes that span's context
-over this one (`mcp.shared._otel.inject_trace_context`)."""
+A call's task runs with that span as OpenTelemetry's current span (a non-recording one: the
+spans themselves are exported from the stored feed when the turn ends), and the `mcp` SDK
+injects it into each request through the configured propagator (`OTEL_PROPAGATORS`, W3C
+trace context by default; `mcp.shared._otel.inject_trace_context`). Under a tracer provider
+that records, the SDK's own `MCP send` span sits between the two, in the same trace."""
 
 from __future__ import annotations
 
 import contextvars
+from typing import TYPE_CHECKING
 
-from django.utils.crypto import salted_hmac
+from activity.telemetry.ids import tool_span_id
 
-VERSION = "00"
-SAMPLED = "01"
-_turn: contextvars.ContextVar[str | None] = contextvars.ContextVar("trace_turn", default=None)
-_call: contextvars.ContextVar[str | None] = contextvars.ContextVar("trace_call", default=None)
+if TYPE_CHECKING:
+    from opentelemetry.trace import SpanContext
 
-
-def traceparent_for(turn: str, call: str) -> str:
-    """`00-<trace id>-<span id>-01`: the trace id from the turn alone, the span id from the
-    turn and the call (ids of zeros are invalid in W3C trace context, hence the `or`)."""
-    trace_id = _hex(f"turn:{turn}", 32) or "1".rjust(32, "0")
-    span_id = _hex(f"call:{turn}:{call}", 16) or "1".rjust(16, "0")
-    return f"{VERSION}-{trace_id}-{span_id}-{SAMPLED}"
+_trace: contextvars.ContextVar[int | None] = contextvars.ContextVar("trace_turn", default=None)
 
 
-def _hex(value: str, length: int) -> str:
-    digest = salted_hmac("glassbox.traceparent", value, algorithm="sha256").hexdigest()[:length]
-    return "" if set(digest) == {"0"} else digest
+def trace_turn(trace_id: int) -> None:
+    """Names the trace (activity.telemetry.ids.trace_id) of the turn that the current task,
+    and the tasks it starts, work for."""
+    _trace.set(trace_id)
 
 
-def trace_turn(turn: str) -> None:
-    """Names the turn that the current task (and the tasks it starts) works for."""
-    _turn.set(turn)
+def call_span(trace_id: int, call: str) -> SpanContext:
+    """The exported tool span of a call, as a parent that another process may continue."""
+    # OpenTelemetry's API is imported with a turn's first call, not with the server (the
+    # `mcp` SDK, which needs it too, waits for a server to be used).
+    from opentelemetry import trace
+
+    return trace.SpanContext(
+        trace_id,
+        tool_span_id(trace_id, call),
+        is_remote=False,
+        trace_flags=trace.TraceFlags(trace.TraceFlags.SAMPLED),
+    )
 
 
 def trace_call(context: contextvars.Context, call: str) -> None:
-    """Names the tool call that a task started in `context` runs."""
-    context.run(_call.set, call)
+    """Makes the tool span of `call` the current span of a task started in `context`."""
+    trace_id = context.run(_trace.get)
+    if trace_id is None:
+        return
+    from opentelemetry import context as otel_context
+    from opentelemetry import trace
 
-
-def call_meta() -> dict[str, str] | None:
-    """The `_meta` of the current tool call's MCP request; None outside a turn's call."""
-    turn, call = _turn.get(), _call.get()
-    if turn is None or call is None:
-        return None
-    return {"traceparent": traceparent_for(turn, call)}
+    span = trace.NonRecordingSpan(call_span(trace_id, call))
+    # Never detached: the context is the call's task's own copy and ends with it.
+    context.run(otel_context.attach, trace.set_span_in_context(span))

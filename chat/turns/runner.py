@@ -34,6 +34,7 @@ from activity.recording.events import (
     turn_state,
 )
 from activity.recording.recorder import FeedRecorder
+from activity.telemetry.ids import trace_id
 from activity.usage import configured_prices
 from chat.agent.approval import Paused, Verdict
 from chat.agent.context import Person
@@ -184,8 +185,8 @@ async def _turn_run(
 ) -> Message.State:
     group = Conversation.group_name_for(answer.conversation_id)
     recorder = FeedRecorder(answer.answer_feed, configured_prices())
-    # Its MCP requests carry one trace id, resumed or not (chat.agent.traceparent).
-    trace_turn(str(recorder.feed.pk))
+    # Its MCP requests name its exported trace, resumed or not (chat.agent.traceparent).
+    trace_turn(trace_id(recorder.feed.pk, recorder.feed.started_at))
     text = AnswerText(answer, group, recorder)
     if resume is not None:
         await recorder.load()

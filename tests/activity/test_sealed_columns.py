@@ -38,8 +38,8 @@ FEED_NOT_SEALED = {
 }
 # A model call's columns the closing leaves out: the recorder of a resumed turn knows the
 # calls made before its pause by what they did, not by their cost or time (the feed's total
-# cost is sealed).
-CALL_NOT_SEALED = {"id", "feed", "cost", "created_at"}
+# cost is sealed); nor a failed request's kind, kept for traces (why, not what happened).
+CALL_NOT_SEALED = {"id", "feed", "cost", "created_at", "error_type"}
 
 
 def columns(model) -> set[str]:

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from datetime import timedelta
 
+import httpx2
 import pytest
 from django.core.management import CommandError, call_command
 from django.utils import timezone
@@ -15,8 +16,9 @@ from django.utils import timezone
 from activity import telemetry
 from activity.models import ActivityEvent, ActivityFeed, ModelCall
 from activity.recording.events import ToolResult
-from activity.telemetry.spans import Options, TracePlan, trace_plan
+from activity.telemetry.spans import Failure, Options, TracePlan, trace_plan
 from chat.models import Conversation
+from chat.turns.deps import Dependencies, configured_client
 from tests.support.loopback_http import QuietHandler, serving
 from tests.support.turns import decided_turn, run_turn, stopped_turn
 
@@ -27,7 +29,7 @@ QUESTION = "How do I negotiate my salary?"
 def plan_of(feed_id: int, *, content: bool = False) -> TracePlan:
     feed = ActivityFeed.objects.get(pk=feed_id)
     calls, events = feed.model_calls.all(), feed.events.all()
-    return trace_plan(feed, calls, events, Options("glassbox.demo", content=content))
+    return trace_plan(feed, calls, events, Options(content=content))
 
 
 def everything_said(plan: TracePlan) -> str:
@@ -105,9 +107,11 @@ def test_a_failed_tool_is_an_error_span_and_the_turn_still_ends_well(alice, know
     plan = plan_of(answer.feed_id)
     tool = next(span for span in plan.spans if span.name.startswith("execute_tool"))
 
-    assert tool.error is not None and "missing argument" in tool.error
+    assert tool.error == Failure("tool_error")  # what the tool said is content
     assert tool.attributes["error.type"] == "tool_error"
     assert plan.root.error is None
+    captured = plan_of(answer.feed_id, content=True).spans[plan.spans.index(tool)]
+    assert captured.error is not None and "missing argument" in captured.error.description
 
 
 def test_an_approval_is_an_event_of_its_tool_span(alice):
@@ -120,7 +124,8 @@ def test_an_approval_is_an_event_of_its_tool_span(alice):
 
     (approval,) = [e for e in tool.events if e.name == "glassbox.approval"]
     assert approval.attributes["glassbox.approval.decision"] == "deny"
-    assert tool.error is not None  # a denied call did not run
+    assert tool.error == Failure("approval_deny")  # a denied call did not run
+    assert tool.attributes["error.type"] == "approval_deny"
     assert "alice" not in everything_said(plan)  # who decided stays in the audit
 
 
@@ -136,7 +141,7 @@ def test_an_mcp_tool_span_says_the_method_and_server_and_its_last_progress():
         progress_message="Read survey 5 of 5",
     )  # fmt: skip
     result.created_at = now + timedelta(seconds=3)
-    plan = trace_plan(feed, [], [call, result], Options("openai"))
+    plan = trace_plan(feed, [], [call, result], Options())
     tool = plan.spans[1]
 
     assert tool.attributes["mcp.method.name"] == "tools/call"
@@ -162,7 +167,7 @@ def test_an_mcp_tool_span_names_the_session_its_result_keeps_and_a_stdio_call_na
         result = ActivityEvent.from_event(feed, kept)
         result.created_at = now
         rows += [call, result]
-    plan = trace_plan(feed, [], rows, Options("openai"))
+    plan = trace_plan(feed, [], rows, Options())
 
     over_http, over_stdio = plan.spans[1:]
     assert over_http.attributes["mcp.session.id"] == "9f1c0a"
@@ -179,10 +184,11 @@ def test_an_interrupted_turn_is_an_error_span_and_a_call_without_result_too():
     call = ActivityEvent(seq=1, kind="tool_call", tool="slow", call_id="c1", arguments={})
     call.created_at = now + timedelta(seconds=1)
     calls = [ModelCall(round=0, model="m", duration_ms=500, created_at=now)]
-    plan = trace_plan(feed, calls, [call], Options("openai"))
+    plan = trace_plan(feed, calls, [call], Options())
 
-    assert plan.root.error == "the turn ended interrupted"
-    assert plan.spans[2].error == "the call has no result"
+    assert plan.root.error == Failure("interrupted", "the turn ended interrupted")
+    assert plan.root.attributes["error.type"] == "interrupted"
+    assert plan.spans[2].error == Failure("no_result", "the call has no result")
     assert plan.spans[2].end_ns == plan.root.end_ns
     assert plan.spans[1].start_ns == plan.root.start_ns  # never before its turn
 
@@ -193,7 +199,7 @@ def test_a_turn_its_owner_stopped_is_no_error_span_nor_is_the_call_it_cut_short(
     feed.state = ActivityFeed.State.STOPPED
     call = ActivityEvent(seq=1, kind="tool_call", tool="slow", call_id="c1", arguments={})
     call.created_at = now + timedelta(seconds=1)
-    plan = trace_plan(feed, [], [call], Options("openai"))
+    plan = trace_plan(feed, [], [call], Options())
 
     assert plan.root.error is None
     assert plan.root.attributes["glassbox.turn.state"] == "stopped"
@@ -295,3 +301,48 @@ def test_a_turn_read_at_its_end_and_read_from_history_is_the_same_trace(
     at_the_end = [export.feed_plan(answer.feed_id) for answer in answers]
     assert from_history == at_the_end
     assert [len(plan.spans) for plan in from_history] == [4, 2]
+
+
+@pytest.mark.parametrize("content", [False, True])
+def test_a_reasoning_step_is_an_event_of_its_model_span_with_its_text_only_if_captured(
+    alice, knowledge_base, content
+):
+    question = "Think it over: how do I negotiate my salary?"
+    answer = run_turn(Conversation.objects.create(owner=alice), question)
+    plan = plan_of(answer.feed_id, content=content)
+    call = ModelCall.objects.filter(feed_id=answer.feed_id).order_by("round").first()
+
+    assert call.reasoning and call.thinking_ms is not None
+    first = plan.spans[1]
+    (step,) = [event for event in first.events if event.name == "glassbox.reasoning"]
+    assert step.attributes["glassbox.reasoning.duration_ms"] == call.thinking_ms
+    assert step.attributes.get("glassbox.reasoning.content") == (
+        call.reasoning if content else None
+    )
+    assert (call.reasoning in everything_said(plan)) is content
+
+
+class Refusing(httpx2.AsyncBaseTransport):
+    """A provider that answers every request with a 503 and words of its own."""
+
+    async def handle_async_request(self, request):
+        return httpx2.Response(503, json={"error": {"message": "WOMBAT-PROVIDER-75 is down"}})
+
+
+def test_a_failed_model_request_is_a_model_span_with_its_error_type_and_not_its_words(
+    settings, alice
+):
+    settings.OPENAI_API_KEY, settings.GLASSBOX_PROVIDER_RETRIES = "sk-test", 0
+    settings.GLASSBOX_MODEL = "gpt-4o-mini"
+    client = Dependencies(client_factory=lambda: configured_client(Refusing()))
+    answer = run_turn(Conversation.objects.create(owner=alice), QUESTION, client)
+    plan = plan_of(answer.feed_id)
+
+    assert answer.state == "failed"
+    turn, model = plan.spans
+    assert model.name == "chat gpt-4o-mini" and model.parent_id == turn.span_id
+    assert model.attributes["gen_ai.provider.name"] == "openai"
+    assert model.attributes["error.type"] == "InternalServerError"
+    assert model.error == Failure("InternalServerError")
+    assert turn.attributes["error.type"] == "failed"
+    assert "WOMBAT" not in everything_said(plan)

@@ -8,9 +8,9 @@ from activity.management.commands._dates import moment
 
 class Command(BaseCommand):
     help = (
-        "Sends the traces of every finished turn that began in a period to "
-        "OTEL_EXPORTER_OTLP_ENDPOINT: the same spans, ids and recorded times as a turn sends "
-        "when it ends."
+        "Sends the traces of every finished turn that began in a period to the OTLP endpoint "
+        "of the standard OTEL_* variables: the same spans, ids and recorded times as a turn "
+        "sends when it ends, each with its own provider and model."
     )
 
     def add_arguments(self, parser):
@@ -22,7 +22,8 @@ class Command(BaseCommand):
             raise CommandError("--until must come after --since.")
         if not telemetry.enabled():
             raise CommandError(
-                "Set OTEL_EXPORTER_OTLP_ENDPOINT (e.g. http://127.0.0.1:6006) to send traces."
+                "Set OTEL_EXPORTER_OTLP_ENDPOINT (e.g. http://127.0.0.1:6006) or "
+                "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, with OTEL_SDK_DISABLED unset, to send traces."
             )
         from activity.telemetry import export
 

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, cast
+from typing import Any
 
 import anyio
 import httpx2
@@ -40,7 +40,6 @@ from chat.agent.mcp.screening import offerable, output_validators
 from chat.agent.mcp.sessions import kept_session_id
 from chat.agent.mcp.stdio import MESSAGE_LIMIT, OVERSIZED, Traffic, megabytes, watched_stdio
 from chat.agent.schemas import BOUNDS, SchemaBounds
-from chat.agent.traceparent import call_meta
 
 logger = logging.getLogger("glassbox.mcp")
 
@@ -231,9 +230,8 @@ class Connection:
             raise Unreachable(self.reason or _("it is not connected"))
         try:
             with elicitation.calling(self):
-                return await client.call_tool(
-                    tool, arguments, progress_callback=progress, meta=cast(Any, call_meta())
-                )
+                # The call's traceparent goes in by the SDK's own injection (traceparent.py).
+                return await client.call_tool(tool, arguments, progress_callback=progress)
         except (httpx2.TransportError, OSError, EOFError) as exc:
             self._lost(exc)
             raise Unreachable(_("the connection was lost during the call")) from None
