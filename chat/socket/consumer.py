@@ -4,7 +4,6 @@ pipeline, and shows its client every turn of the conversation. It never calls th
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -13,13 +12,12 @@ from django.utils import translation
 from django.utils.translation import gettext as _
 
 from activity.preferences.feed_prefs import FeedPrefs
-from activity.presenting.bounded import fits, size_of
 from chat import turns
-from chat.models import Conversation
-from chat.socket import inbound, questions, reads, render
-from chat.socket.guard import CLOSE_CODES, GuardedConsumer
+from chat.socket import inbound, reads
+from chat.socket.guard import CLOSE_CODES
+from chat.socket.sending import WireSender
 from chat.socket.viewer import Screen
-from chat.socket.wires import SocketWire, wire_for
+from chat.socket.wires import wire_for
 from chat.turns import actions, broadcast
 from project.languages import socket_language
 
@@ -28,10 +26,8 @@ logger = logging.getLogger("glassbox.sockets")
 CLOSE_TOO_MANY = 4429
 
 
-class ChatConsumer(GuardedConsumer):
-    conversation: Conversation
+class ChatConsumer(WireSender):
     prefs: FeedPrefs
-    wire: SocketWire
     language: str
     # The answer this socket's own question (or regeneration) started, its right checked
     # as it was admitted.
@@ -133,18 +129,6 @@ class ChatConsumer(GuardedConsumer):
             # if the layer fails, as after a Redis restart); the broadcast then finds it shown.
             await self.turn_started(broadcast.turn_started(started))
 
-    async def send_text(self, text: str) -> None:
-        """Every frame the socket sends: one over the budget (many long things at once, each
-        already cut) is not sent, as Daphne would end the socket; the page is told to reload
-        instead, which draws the same record over HTTP."""
-        if not fits(text):
-            logger.warning("a %s-byte frame was not sent on a socket", size_of(text))
-            text = self.wire.notice(render.too_large())
-        await self.send(text_data=text)
-
-    async def send_notice(self, text: str) -> None:
-        await self.send_text(self.wire.notice(text))
-
     # Channel-layer handlers: one per message type sent to the groups (and chat.socket.guard's).
 
     async def turn_started(self, message: dict[str, Any]) -> None:
@@ -162,29 +146,3 @@ class ChatConsumer(GuardedConsumer):
     async def turn_event(self, message: dict[str, Any]) -> None:
         if not self.ended:
             self.screen.deliver(message)
-
-    async def conversations_changed(self, message: dict[str, Any]) -> None:
-        """Another of the user's conversations began, ended a turn or was renamed, archived
-        or deleted: a page refreshes its sidebar (glassbox.js fetches it, scoped to its
-        user). A page's own turns tell it themselves."""
-        if self.ended or not hasattr(self, "permit") or not self.wire.sidebar_stale:
-            return
-        if message.get("conversation") != str(self.conversation.pk):
-            await self.send_text(self.wire.sidebar_stale)
-
-    async def elicitation_changed(self, message: dict[str, Any]) -> None:
-        """An MCP server's question was asked, answered or ended: every socket of the
-        conversation shows the cards as the record has them, its right checked first."""
-        if self.ended or not hasattr(self, "permit"):
-            return
-        try:
-            await self.show_questions(uuid.UUID(message["question_id"]), self.permit.check)
-        except reads.NotAllowed as problem:
-            await self.refused(problem)
-
-    async def show_questions(
-        self, changed: uuid.UUID | None = None, guard: Callable[[], None] | None = None
-    ) -> None:
-        shown = await questions.waiting(self.conversation.pk, changed=changed, guard=guard)
-        if shown is not None:
-            await self.send_text(self.wire.questions(self.conversation.pk, shown))
