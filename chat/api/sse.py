@@ -1,22 +1,22 @@
 """A turn for a program: its JSON events over server-sent events, followed through the
 conversation's group like any socket, so browser tabs watch an API-started turn live. The
-steps every stream takes (stored events, then live ones) and its refusal's text are here once,
-for the standard streams too (chat.api.standard_streams)."""
+steps every stream takes (stored events, then live ones, through its Wire, less what a
+resuming client has) and its refusal's text are here once, for the standard streams too
+(chat.api.standard_streams)."""
 
 from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from activity.preferences.feed_prefs import FeedPrefs
-from activity.presenting.program_frames import ProgramFrames
-from activity.recording.events import Done, WireEvent
+from activity.recording.events import Decision, Done, Status, WireEvent
 from chat import turns
-from chat.models import Conversation
+from chat.models import Conversation, Message
 from chat.turns import registry
+from chat.turns.wires import Cursor, Frame, ProgramWire, Resume, Wire
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,15 +36,66 @@ async def turn_events(
             yield event
 
 
-async def program_frames(
-    conversation: Conversation, turn: turns.StartedTurn, prefs: FeedPrefs, language: str = ""
-) -> AsyncIterator[dict[str, Any]]:
-    """The turn as a program with these (`program` surface) settings is sent it; a label
-    speaks `language` ('' keeps the active one)."""
-    frames = ProgramFrames(prefs, turn.answer.pk, language)
-    async for event in turn_events(conversation, turn):
-        for frame in frames.frames(event):
-            yield frame
+class ProgramSseWire(ProgramWire):
+    """The program frames of the `glassbox.json` socket, as `event:`/`data:` lines."""
+
+    def encode(self, frame: Frame) -> str:
+        return sse(frame.payload)
+
+
+async def wire_stream(
+    conversation: Conversation, answer_id: int, wire: Wire, after: Cursor | None
+) -> AsyncIterator[str]:
+    """The turn of `answer_id` through `wire`, from its start or from `after`, then the
+    wire's closing line."""
+    out = _Output(wire, after)
+    with registry.streaming():
+        async with contextlib.aclosing(stored_then_live(conversation, answer_id)) as events:
+            async for event, stored in events:
+                # A turn that waits holds no process: a run that ends there ends, the next
+                # carries on. A stored wait counts only if the turn still waits and nobody
+                # decided it since.
+                waiting = waiting_of(event) if wire.ends_at_wait else None
+                waits = waiting is not None and (
+                    stored is None
+                    or (
+                        stored.state == Message.State.WAITING
+                        and not _decided(waiting, stored.later)
+                    )
+                )
+                interrupt = wire.interrupt(waiting) if waiting is not None and waits else ()
+                for line in out.send(wire.frames(event), interrupt):
+                    yield line
+                if waits or isinstance(event, Done):
+                    break
+    if wire.closing:
+        yield wire.closing
+
+
+class _Output:
+    """Frames as the wire's text, less what a resuming client has (wires.Resume)."""
+
+    def __init__(self, wire: Wire, after: Cursor | None) -> None:
+        self.wire = wire
+        self.resume = Resume(after)
+
+    def send(self, *batches: Iterable[Frame]) -> Iterator[str]:
+        for batch in batches:
+            for frame in self.resume.frames(batch):
+                yield self.wire.encode(frame)
+
+
+def waiting_of(event: WireEvent) -> Status | None:
+    """The status of a call that waits for its owner's decision, if the event is one."""
+    match event:
+        case Status(state="waiting"):
+            return event
+        case _:
+            return None
+
+
+def _decided(waiting: Status, later: list[WireEvent]) -> bool:
+    return any(isinstance(e, Decision) and e.call_id == waiting.call_id for e in later)
 
 
 async def _events(conversation: Conversation, turn: turns.StartedTurn) -> AsyncIterator[WireEvent]:

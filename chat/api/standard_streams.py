@@ -2,13 +2,12 @@
 served from the same stored events as the JSON SSE stream (chat.api.sse), live while the turn
 runs and replayed once it is over. Every frame has an SSE `id:`; a client that reconnects with
 `Last-Event-ID` gets what it has not had yet, from the middle of a tool call or of the text
-included (chat.api.standards.frames)."""
+included (chat.turns.wires)."""
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator
-from typing import Any, Protocol
+from collections.abc import Callable
+from typing import Any
 
 from asgiref.sync import async_to_sync
 from django.http import StreamingHttpResponse
@@ -19,63 +18,12 @@ from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
-from activity.recording.events import Decision, Done, Status, WireEvent
 from chat import turns
-from chat.api.sse import first_error, stored_then_live
+from chat.api.sse import first_error, waiting_of, wire_stream
 from chat.api.standards import agui, ui_stream
-from chat.api.standards.frames import BadEventId, Cursor, Frame, Resume
 from chat.api.views import conversations_owned
 from chat.models import Conversation, Message
-from chat.turns import registry
-
-
-class Wire(Protocol):
-    def frames(self, event: WireEvent) -> Iterator[Frame]: ...
-
-    def interrupt(self, waiting: Status) -> Iterator[Frame]: ...
-
-    def encode(self, frame: Frame) -> str: ...
-
-    @property
-    def closing(self) -> str: ...
-
-
-async def standard_stream(
-    conversation: Conversation, answer_id: int, wire: Wire, after: Cursor | None
-) -> AsyncIterator[str]:
-    """The turn of `answer_id` through `wire`, from its start or from `after`."""
-    out = _Output(wire, after)
-    with registry.streaming():
-        async with contextlib.aclosing(stored_then_live(conversation, answer_id)) as events:
-            async for event, stored in events:
-                # A turn that waits holds no process: this run ends, the next carries on. A
-                # stored wait counts only if the turn still waits and nobody decided it since.
-                waiting = _waiting(event)
-                waits = waiting is not None and (
-                    stored is None
-                    or (
-                        stored.state == Message.State.WAITING
-                        and not _decided(waiting, stored.later)
-                    )
-                )
-                interrupt = wire.interrupt(waiting) if waiting is not None and waits else ()
-                for line in out.send(wire.frames(event), interrupt):
-                    yield line
-                if waits or isinstance(event, Done):
-                    return
-
-
-class _Output:
-    """Frames as SSE text, less what a resuming client has (frames.Resume)."""
-
-    def __init__(self, wire: Wire, after: Cursor | None) -> None:
-        self.wire = wire
-        self.resume = Resume(after)
-
-    def send(self, *batches: Iterable[Frame]) -> Iterator[str]:
-        for batch in batches:
-            for frame in self.resume.frames(batch):
-                yield self.wire.encode(frame)
+from chat.turns.wires import BadEventId, Cursor, Wire
 
 
 async def _check_sent(after: Cursor, answer_id: int, wire: Wire) -> None:
@@ -84,22 +32,9 @@ async def _check_sent(after: Cursor, answer_id: int, wire: Wire) -> None:
     view, _position = await turns.snapshot(answer_id)
     stored = []
     for event in turns.replay(view):
-        waiting = _waiting(event)
+        waiting = waiting_of(event)
         stored += [*wire.frames(event), *(wire.interrupt(waiting) if waiting else ())]
     after.check_sent(stored, text=len(view.content), running=view.state in Message.OPEN_STATES)
-
-
-def _waiting(event: WireEvent) -> Status | None:
-    """The status of a call that waits for its owner's decision, if the event is one."""
-    match event:
-        case Status(state="waiting"):
-            return event
-        case _:
-            return None
-
-
-def _decided(waiting: Status, later: list[WireEvent]) -> bool:
-    return any(isinstance(e, Decision) and e.call_id == waiting.call_id for e in later)
 
 
 class _AguiErrors(BaseRenderer):
@@ -150,21 +85,13 @@ class _StandardStreamView(APIView):
                 raise ValidationError({"Last-Event-ID": str(problem)}) from None
         wire = type(self).make_wire(conversation, answer)
         stream = StreamingHttpResponse(
-            self._lines(conversation, answer.pk, wire, after), content_type="text/event-stream"
+            wire_stream(conversation, answer.pk, wire, after), content_type="text/event-stream"
         )
         stream["Cache-Control"] = "no-cache"
         stream["X-Accel-Buffering"] = "no"
         for name, value in self.stream_headers.items():
             stream[name] = value
         return stream
-
-    async def _lines(
-        self, conversation: Conversation, answer_id: int, wire: Wire, after: Cursor | None
-    ) -> AsyncIterator[str]:
-        async for line in standard_stream(conversation, answer_id, wire, after):
-            yield line
-        if wire.closing:
-            yield wire.closing
 
 
 def _agui_wire(conversation: Conversation, answer: Message) -> Wire:

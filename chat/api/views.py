@@ -35,7 +35,7 @@ from chat.api.serializers import (
     edit_refusal,
     refusal,
 )
-from chat.api.sse import first_error, program_frames, sse, turn_events
+from chat.api.sse import ProgramSseWire, first_error, sse, turn_events, wire_stream
 from chat.asks.inbox import waiting_items
 from chat.conversations.selectors import message_records
 from chat.models import Conversation, Message, ToolApproval
@@ -136,9 +136,9 @@ class TurnCreate(APIView):
             return response
         assert isinstance(turn, turns.StartedTurn)
         if "text/event-stream" in request.headers.get("Accept", ""):
-            frames = program_frames(conversation, turn, prefs, saved)
-            events = (sse(frame) async for frame in frames)
-            stream = StreamingHttpResponse(events, content_type="text/event-stream")
+            wire = ProgramSseWire(prefs, turn.answer.pk, saved)
+            lines = wire_stream(conversation, turn.answer.pk, wire, None)
+            stream = StreamingHttpResponse(lines, content_type="text/event-stream")
             stream["Cache-Control"] = "no-cache"
             stream["X-Accel-Buffering"] = "no"
             return stream

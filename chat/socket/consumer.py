@@ -4,7 +4,6 @@ pipeline, and shows its client every turn of the conversation. It never calls th
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -13,24 +12,21 @@ from django.utils import translation
 from django.utils.translation import gettext as _
 
 from activity.preferences.feed_prefs import FeedPrefs
-from activity.presenting.bounded import fits, size_of
 from chat import turns
-from chat.asks.cards import refused_card
-from chat.models import Conversation
-from chat.socket import inbound, questions, reads, render
-from chat.socket.guard import CLOSE_CODES, GuardedConsumer
+from chat.socket import inbound, reads
+from chat.socket.guard import CLOSE_CODES
+from chat.socket.sending import WireSender
 from chat.socket.viewer import Screen
+from chat.socket.wires import wire_for
 from chat.turns import actions, broadcast
 from project.languages import socket_language
 
 logger = logging.getLogger("glassbox.sockets")
 
 CLOSE_TOO_MANY = 4429
-JSON_PROTOCOL = "glassbox.json"
 
 
-class ChatConsumer(GuardedConsumer):
-    conversation: Conversation
+class ChatConsumer(WireSender):
     prefs: FeedPrefs
     language: str
     # The answer this socket's own question (or regeneration) started, its right checked
@@ -45,12 +41,10 @@ class ChatConsumer(GuardedConsumer):
         )
 
     async def connect(self) -> None:
-        opening = await reads.opening(
-            self.scope,
-            self.scope["url_route"]["kwargs"]["conversation_id"],
-            # A program's socket shows the turn by the user's settings for programs.
-            "program" if self.wants_json else "page",
-        )
+        # What the socket speaks, by its subprotocol: fragments for htmx, or program frames.
+        self.wire = wire = wire_for(self.scope)
+        conversation_id = self.scope["url_route"]["kwargs"]["conversation_id"]
+        opening = await reads.opening(self.scope, conversation_id, wire.surface)
         if isinstance(opening, reads.Refused):
             return await self.refuse(CLOSE_CODES[opening])
         self.user = user = self.scope["user"] = opening.user
@@ -63,22 +57,15 @@ class ChatConsumer(GuardedConsumer):
         # Group messages wait until connect returns, so none is lost or shown twice between
         # joining the groups and the snapshot of a running turn.
         await self.watch(user, self.conversation)
-        await self.accept(subprotocol=JSON_PROTOCOL if self.wants_json else None)
-        self.screen = Screen(
-            conversation_id=self.conversation.pk, send=self.send_text, wants_json=self.wants_json
-        )
+        await self.accept(subprotocol=wire.subprotocol)
+        self.screen = Screen(conversation_id=self.conversation.pk, send=self.send_text, wire=wire)
         if opening.running is not None:
             await self.screen.join(opening.running, self.prefs)
             await self.show_questions()
 
-    @property
-    def wants_json(self) -> bool:
-        """Programs ask for JSON events with the `glassbox.json` subprotocol."""
-        return JSON_PROTOCOL in self.scope.get("subprotocols", [])
-
     async def refuse(self, code: int) -> None:
         # Accept, then close with a 4xxx code: a refused handshake makes htmx retry forever.
-        await self.accept(subprotocol=JSON_PROTOCOL if self.wants_json else None)
+        await self.accept(subprotocol=self.wire.subprotocol)
         await self.close(code=code)
 
     async def disconnect(self, code: int) -> None:
@@ -112,21 +99,12 @@ class ChatConsumer(GuardedConsumer):
             await self.refused(problem)
         except turns.EditRefused as refusal:
             assert isinstance(request, actions.Decide)  # only a decision carries edits
-            await self.edit_refused(request, refusal)
+            await self.send_notice(str(refusal))
+            # A page gets the card back as the owner left it.
+            if card := await self.wire.edit_refused(self.conversation.pk, request, refusal):
+                await self.send_text(card)
         except turns.TurnRejected as refusal:
             await self.send_notice(str(refusal))
-
-    async def edit_refused(self, request: actions.Decide, refusal: turns.EditRefused) -> None:
-        """A page gets the card back as the owner left it, the reason under the field at
-        fault, with the notice; a program gets the notice."""
-        await self.send_notice(str(refusal))
-        if self.wants_json:
-            return
-        card = await database_sync_to_async(refused_card)(
-            self.conversation.pk, request.call_id, request.edits, refusal
-        )
-        if card is not None:
-            await self.send_text(render.approval_card(card.answer_id, card))
 
     async def act(self, request: actions.Request, allowed: Callable[[], None]) -> None:
         """One request of the page; a refusal raises. A question is admitted only if
@@ -151,18 +129,6 @@ class ChatConsumer(GuardedConsumer):
             # if the layer fails, as after a Redis restart); the broadcast then finds it shown.
             await self.turn_started(broadcast.turn_started(started))
 
-    async def send_text(self, text: str) -> None:
-        """Every frame the socket sends: one over the budget (many long things at once, each
-        already cut) is not sent, as Daphne would end the socket; the page is told to reload
-        instead, which draws the same record over HTTP."""
-        if not fits(text):
-            logger.warning("a %s-byte frame was not sent on a socket", size_of(text))
-            text = render.refusal(render.too_large(), as_json=self.wants_json)
-        await self.send(text_data=text)
-
-    async def send_notice(self, text: str) -> None:
-        await self.send_text(render.refusal(text, as_json=self.wants_json))
-
     # Channel-layer handlers: one per message type sent to the groups (and chat.socket.guard's).
 
     async def turn_started(self, message: dict[str, Any]) -> None:
@@ -180,31 +146,3 @@ class ChatConsumer(GuardedConsumer):
     async def turn_event(self, message: dict[str, Any]) -> None:
         if not self.ended:
             self.screen.deliver(message)
-
-    async def conversations_changed(self, message: dict[str, Any]) -> None:
-        """Another of the user's conversations began, ended a turn or was renamed, archived
-        or deleted: a page refreshes its sidebar (glassbox.js fetches it, scoped to its
-        user). A page's own turns tell it themselves."""
-        if self.ended or not hasattr(self, "permit") or self.wants_json:
-            return
-        if message.get("conversation") != str(self.conversation.pk):
-            await self.send_text(render.SIDEBAR_STALE)
-
-    async def elicitation_changed(self, message: dict[str, Any]) -> None:
-        """An MCP server's question was asked, answered or ended: every socket of the
-        conversation shows the cards as the record has them, its right checked first."""
-        if self.ended or not hasattr(self, "permit"):
-            return
-        try:
-            await self.show_questions(uuid.UUID(message["question_id"]), self.permit.check)
-        except reads.NotAllowed as problem:
-            await self.refused(problem)
-
-    async def show_questions(
-        self, changed: uuid.UUID | None = None, guard: Callable[[], None] | None = None
-    ) -> None:
-        shown = await questions.frame(
-            self.conversation.pk, as_json=self.wants_json, changed=changed, guard=guard
-        )
-        if shown is not None:
-            await self.send_text(shown)

@@ -1,6 +1,6 @@
 """What a socket sends: HTML fragments for htmx's ws extension (each top-level element is
 swapped in by id; live streaming and history render the same templates), or the JSON events
-for programs."""
+for programs; chat.socket.wires says which a socket sends when."""
 
 from __future__ import annotations
 
@@ -34,10 +34,6 @@ def regenerated(question: Message, earlier: TurnView, answer: TurnView) -> str:
     """A new answer in place of `earlier`, which folds into an earlier version."""
     context = {"earlier": earlier, "answer": answer}
     return clear_notice() + render_to_string("chat/_regenerated.html", context)
-
-
-def refusal(text: str, *, as_json: bool) -> str:
-    return as_json_event(Error(text)) if as_json else notice(text)
 
 
 def too_large() -> str:

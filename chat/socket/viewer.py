@@ -1,5 +1,5 @@
-"""What one socket shows of one turn: the turn followed from where the page stands, through
-this viewer's presenter (its feed preferences) to fragments or JSON."""
+"""What one socket shows of one turn: the turn followed from where the client stands, through
+its Wire (chat.socket.wires: fragments for the page, program frames for programs)."""
 
 from __future__ import annotations
 
@@ -9,29 +9,11 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from channels.db import database_sync_to_async
-
 from activity.preferences.feed_prefs import FeedPrefs
-from activity.presenting.live import LivePresenter
-from activity.presenting.live_markdown import split_settled
-from activity.presenting.program_frames import ProgramFrames
-from activity.recording.events import Decision, Done, Status, TurnStarted, WireEvent
+from activity.recording.events import WireEvent
 from chat import turns
-from chat.asks.cards import waiting_card
-from chat.conversations.selectors import TurnView, aturn_view
 from chat.models import Message
-from chat.socket import reads, render
-
-
-def presenter_after(view: TurnView, prefs: FeedPrefs) -> LivePresenter:
-    """A presenter for a turn shown from a snapshot: what it holds counts as shown."""
-    language = view.feed.language if view.feed is not None else ""
-    presenter = LivePresenter(prefs, view.pk, draft_shown=True, language=language)
-    presenter.tail = split_settled(view.content)[1]  # the snapshot rendered the rest
-    presenter.shown.extend(line.key for line in view.lines)
-    for event in view.events:
-        presenter.on_event(event)
-    return presenter
+from chat.socket.wires import SocketWire, TurnWire, encoded
 
 
 class Viewer:
@@ -40,21 +22,14 @@ class Viewer:
         *,
         answer_id: int,
         conversation_id: uuid.UUID,
-        prefs: FeedPrefs,
-        presenter: LivePresenter,
+        wire: TurnWire,
         after: turns.Position,
         send: Callable[[str], Awaitable[None]],
-        wants_json: bool,
         ended: Callable[[int], object],
-        program: ProgramFrames | None = None,
     ) -> None:
         self.answer_id = answer_id
-        self.prefs = prefs
-        self.presenter = presenter
+        self.wire = wire
         self.send = send
-        self.wants_json = wants_json
-        # What a program is sent, by its `program` settings (the socket's prefs then).
-        self.program = program or ProgramFrames(prefs, answer_id, presenter.language)
         self.ended = ended
         self.inbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         events = turns.follow_turn(
@@ -62,8 +37,8 @@ class Viewer:
         )
         self.task = asyncio.create_task(self._show_all(events))
         self.timer: asyncio.Task[None] | None = None
-        if prefs.mode == "progress" and not presenter.draft_shown and not wants_json:
-            self.timer = asyncio.create_task(self._draft_later())
+        if (after_seconds := wire.draft_after()) is not None:
+            self.timer = asyncio.create_task(self._draft_later(after_seconds))
 
     def deliver(self, message: dict[str, Any]) -> None:
         """A group message about this turn; shown in order by this viewer's task."""
@@ -84,35 +59,13 @@ class Viewer:
                 self.timer.cancel()
 
     async def _show(self, event: WireEvent) -> None:
-        if self.wants_json:
-            for frame in self.program.frames(event):
-                await self.send(render.json_frame(frame))
-        elif isinstance(event, Done):
-            if ops := self.presenter.finish():
-                await self.send(render.live_ops(self.answer_id, ops))
-            await self.send(render.assistant_message(await aturn_view(self.answer_id, self.prefs)))
-        else:
-            if ops := self.presenter.on_event(event):
-                await self.send(render.live_ops(self.answer_id, ops))
-            if card := await self._approval_card(event):
-                await self.send(card)
+        for frame in self.wire.frames(event):
+            await self.send(await encoded(self.wire, frame))
 
-    async def _approval_card(self, event: WireEvent) -> str:
-        """A call that waits shows its card (read after the pause stored it, before its line
-        was sent); a decision takes it away."""
-        match event:
-            case Decision():
-                return render.approval_card(self.answer_id, None)
-            case Status(state="waiting"):
-                card = await database_sync_to_async(waiting_card)(self.answer_id)
-                return render.approval_card(self.answer_id, card)
-            case _:
-                return ""
-
-    async def _draft_later(self) -> None:
-        await asyncio.sleep(self.prefs.show_after)
-        if ops := self.presenter.tick():
-            await self.send(render.live_ops(self.answer_id, ops))
+    async def _draft_later(self, seconds: float) -> None:
+        await asyncio.sleep(seconds)
+        for frame in self.wire.tick():
+            await self.send(await encoded(self.wire, frame))
 
 
 class Screen:
@@ -123,21 +76,15 @@ class Screen:
         *,
         conversation_id: uuid.UUID,
         send: Callable[[str], Awaitable[None]],
-        wants_json: bool,
+        wire: SocketWire,
     ) -> None:
         self.conversation_id = conversation_id
         self.send = send
-        self.wants_json = wants_json
+        self.wire = wire
         self.viewers: dict[int, Viewer] = {}
 
     def shows(self, answer_id: int) -> bool:
         return answer_id in self.viewers
-
-    def start(self, answer_id: int, prefs: FeedPrefs, language: str = "") -> None:
-        """A turn that began while the socket was open: followed from its start, its own
-        lines in the feed's `language`."""
-        presenter = LivePresenter(prefs, answer_id, language=language)
-        self._view(answer_id, prefs, presenter, turns.Position(), None)
 
     async def started(
         self,
@@ -146,54 +93,32 @@ class Screen:
         prefs: FeedPrefs,
         guard: Callable[[], None] | None = None,
     ) -> FeedPrefs:
-        """A turn of this conversation began: the page gets its question and its (empty)
-        answer, or a program their ids, and the turn is followed from its start. Returns
-        the viewer's preferences, read again with the turn. `guard` runs first, in the same
-        trip to the database: whatever it raises shows nothing."""
+        """A turn of this conversation began: the client is shown its start, and the turn is
+        followed from there. Returns the viewer's preferences, read again with the turn.
+        `guard` runs first, in the same trip to the database: whatever it raises shows
+        nothing."""
         answer_id = message["answer_id"]
         if self.shows(answer_id):
             return prefs  # already in this socket's snapshot
-        if self.wants_json:  # the ids say it all: nothing to read but the guard's check
-            if guard is not None:
-                await database_sync_to_async(guard)()
-            replaces = message.get("replaces")
-            started = TurnStarted(
-                str(message["question_id"]), str(answer_id), str(replaces) if replaces else ""
-            )
-            await self.send(render.as_json_event(started))
-        else:
-            question, answer, prefs = await reads.new_turn(
-                message["question_id"], answer_id, user_id, guard
-            )
-            if message.get("replaces"):
-                earlier = await turns.snapshot(message["replaces"], prefs)
-                await self.send(render.regenerated(question, earlier[0], answer))
-            else:
-                await self.send(render.started(question, answer))
-        self.start(answer_id, prefs, message.get("language", ""))
+        sent, prefs = await self.wire.started(message, user_id, prefs, guard)
+        for text in sent:
+            await self.send(text)
+        wire = self.wire.turn(answer_id, prefs, message.get("language", ""))
+        self._view(answer_id, wire, turns.Position())
         return prefs
 
     async def join(self, answer_id: int, prefs: FeedPrefs) -> None:
-        """A turn the page may not have seen to its end: shown as it stands, then live."""
+        """A turn the client may not have seen to its end: shown as it stands, then live."""
         if self.shows(answer_id):
             return
         # A program's uncut width (0) is no width for the lines the snapshot draws itself.
         drawn = dataclasses.replace(prefs, line_width=prefs.line_width or FeedPrefs().line_width)
         view, position = await turns.snapshot(answer_id, drawn)
-        program = None
-        if not self.wants_json:
-            await self.send(render.assistant_message(view))
-            if view.state == Message.State.WAITING:
-                card = await database_sync_to_async(waiting_card)(answer_id)
-                await self.send(render.approval_card(answer_id, card))
-        else:
-            language = view.feed.language if view.feed is not None else ""
-            program = ProgramFrames(prefs, answer_id, language)
-            for event in turns.replay(view):
-                for frame in program.frames(event):
-                    await self.send(render.json_frame(frame))
+        sent, wire = await self.wire.joined(answer_id, view, prefs, drawn)
+        for text in sent:
+            await self.send(text)
         if view.state in Message.OPEN_STATES:  # else it ended before the snapshot
-            self._view(answer_id, drawn, presenter_after(view, drawn), position, program)
+            self._view(answer_id, wire, position)
 
     def deliver(self, message: dict[str, Any]) -> bool:
         """A turn's group message to its viewer; False if this socket does not show it."""
@@ -211,22 +136,12 @@ class Screen:
     def _forget(self, answer_id: int) -> None:
         self.viewers.pop(answer_id, None)
 
-    def _view(
-        self,
-        answer_id: int,
-        prefs: FeedPrefs,
-        presenter: LivePresenter,
-        after: turns.Position,
-        program: ProgramFrames | None,
-    ) -> None:
+    def _view(self, answer_id: int, wire: TurnWire, after: turns.Position) -> None:
         self.viewers[answer_id] = Viewer(
             answer_id=answer_id,
             conversation_id=self.conversation_id,
-            prefs=prefs,
-            presenter=presenter,
+            wire=wire,
             after=after,
             send=self.send,
-            wants_json=self.wants_json,
             ended=self._forget,
-            program=program,
         )

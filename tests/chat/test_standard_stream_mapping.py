@@ -10,8 +10,8 @@ from ag_ui.core import EventType
 
 from activity.recording.events import from_json
 from chat.api.standards.agui import AguiWire
-from chat.api.standards.frames import BadEventId, Cursor, Frame, Resume
 from chat.api.standards.ui_stream import UiStreamWire
+from chat.turns.wires import BadEventId, Cursor, Frame, Resume
 from tests.support.standard_streams import rebuild_agui, rebuild_ui_stream
 from tests.support.turn_events import ANSWER, ARGUMENTS, every_kind
 

@@ -50,7 +50,7 @@ from activity.recording.events import (
     WireEvent,
     to_json,
 )
-from chat.api.standards.frames import Frame, Numbering
+from chat.turns.wires import Frame, Numbering
 
 MEDIA_TYPE = EventEncoder().get_content_type()
 FAILED_TEXT = "The answer failed."
@@ -69,6 +69,8 @@ class AguiWire:
         self.text_open = False
         self.error = ""
 
+    # A run ends where the turn waits; the next carries on.
+    ends_at_wait = True
     closing = ""
 
     def encode(self, frame: Frame) -> str:

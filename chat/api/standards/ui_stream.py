@@ -28,7 +28,7 @@ from activity.recording.events import (
     WireEvent,
     to_json,
 )
-from chat.api.standards.frames import Frame, Numbering
+from chat.turns.wires import Frame, Numbering
 
 MEDIA_TYPE = "text/event-stream"
 HEADERS = {"x-vercel-ai-ui-message-stream": "v1"}
@@ -47,6 +47,8 @@ class UiStreamWire:
         self.text_open = False
         self.error = ""
 
+    # A run ends where the turn waits; the next carries on.
+    ends_at_wait = True
     closing = "data: [DONE]\n\n"
 
     @staticmethod

@@ -1,18 +1,26 @@
-"""What a standard stream emits, numbered so that a reconnecting client resumes exactly.
+"""The one shape of every stream a turn is sent on: a `Wire` maps the turn's events to
+frames and encodes each frame for its transport. The socket (HTML fragments for htmx, or
+program frames with the `glassbox.json` subprotocol), the JSON SSE stream, AG-UI and the UI
+message stream are all Wires, so a new transport is one class here or beside its transport.
 
 A frame's id is the position of the turn after that frame: the seq of the last recorded event
 it comes from, the frame's part within that event, and how much of the answer text was sent.
 All three are read from stored events and text offsets, so the ids are the same in every
-process and whether the turn is followed live or replayed from the database."""
+process and whether the turn is followed live or replayed from the database. The one resume
+rule: a stream is the turn's stored events then its live ones through a fresh Wire, less the
+frames a client says it has (`Resume`, from a `Cursor`; None for a new client)."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
-from activity.recording.events import Decision, Status, ToolCall, ToolResult, WireEvent
+from activity.preferences.feed_prefs import FeedPrefs
+from activity.presenting.program_frames import ProgramFrames
+from activity.recording.events import Decision, Done, Status, ToolCall, ToolResult, WireEvent
 
 _ID = re.compile(r"(\d{1,12})-(\d{1,6})-(\d{1,12})")
 
@@ -150,3 +158,46 @@ class Resume:
                 self.reopened = True
                 yield from (Frame(self.after, opening) for opening in frame.reopen)
             yield kept
+
+
+class Wire(Protocol):
+    """One turn on one stream: its events as frames, each frame as the transport's text."""
+
+    # Whether the stream ends where the turn waits for its owner's decision (a standard's
+    # run does, after `interrupt`; our own events go on to `done`).
+    ends_at_wait: bool
+
+    def frames(self, event: WireEvent) -> Iterator[Frame]: ...
+
+    def interrupt(self, waiting: Status) -> Iterator[Frame]: ...
+
+    def encode(self, frame: Frame) -> str: ...
+
+    @property
+    def closing(self) -> str: ...
+
+
+class ProgramWire:
+    """Our own JSON events, as a program with these (`program` surface) feed settings is sent
+    them (activity.presenting.program_frames decides which), one JSON text a frame: the
+    `glassbox.json` socket's; SSE encodes the same frames its way (chat.api.sse)."""
+
+    ends_at_wait = False
+    closing = ""
+
+    def __init__(self, prefs: FeedPrefs, answer_id: int, language: str = "") -> None:
+        # `language`: the one the `label` frame speaks ('' keeps the active one).
+        self.mapping = ProgramFrames(prefs, answer_id, language)
+        self.at = Numbering()
+
+    def frames(self, event: WireEvent) -> Iterator[Frame]:
+        self.at.at_event(event)
+        ends = isinstance(event, Done)
+        for payload in self.mapping.frames(event):
+            yield self.at.frame(payload, [], terminal=ends and payload["type"] == "done")
+
+    def interrupt(self, waiting: Status) -> Iterator[Frame]:
+        return iter(())
+
+    def encode(self, frame: Frame) -> str:
+        return json.dumps(frame.payload, ensure_ascii=False)

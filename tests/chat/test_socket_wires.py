@@ -1,0 +1,78 @@
+"""A socket speaks the wire its subprotocol asks for (chat.socket.wires): a program's socket and
+its SSE stream send one turn as the same frames, every frame type a program can get is
+declared in docs/api.md, and what is not a turn's event takes the socket's form too."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import uuid
+from pathlib import Path
+
+import pytest
+from channels.layers import get_channel_layer
+
+from activity.recording.events import WIRE_TYPES
+from chat.socket.revocation import user_group
+from chat.turns.registry import finish_all
+from tests.support.api import ask, client_for, sse_events
+from tests.support.sockets import json_until_done, open_socket
+
+API_DOC = Path(__file__).resolve().parents[2] / "docs" / "api.md"
+
+
+def without_text(frames: list[dict]) -> list[dict]:
+    return [frame for frame in frames if frame["type"] != "text"]
+
+
+def text_of(frames: list[dict]) -> str:
+    return "".join(frame["content"] for frame in frames if frame["type"] == "text")
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.asyncio
+async def test_one_turn_is_the_same_frames_on_a_programs_socket_and_over_sse(
+    alice, alice_conversation, knowledge_base, gate
+):
+    held = gate(after=0)
+    socket = await open_socket(alice_conversation, alice, as_json=True)
+    response = await ask(await client_for(alice), alice_conversation)
+    streamed, shown = await asyncio.gather(
+        sse_events(response, held=held), json_until_done(socket)
+    )
+    await finish_all()
+    await socket.disconnect()
+    # Text comes in as many pieces as the layer had when each follower read it.
+    assert without_text(shown) == without_text(streamed)
+    assert text_of(shown) == text_of(streamed) != ""
+    assert [f["type"] for f in shown][:2] == ["turn", "status"]
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.asyncio
+async def test_only_a_pages_socket_is_cued_when_another_conversation_changes(
+    alice, alice_conversation
+):
+    page = await open_socket(alice_conversation, alice)
+    program = await open_socket(alice_conversation, alice, as_json=True)
+    other = {"type": "conversations.changed", "conversation": str(uuid.uuid4())}
+    await get_channel_layer().group_send(user_group(alice.pk), other)
+    assert 'id="sidebar-stale"' in await page.receive_from(timeout=5)
+    # A program hears nothing of it: the next frame it gets answers what it sends after.
+    await program.send_to(text_data="not json")
+    refusal = json.loads(await program.receive_from(timeout=5))
+    assert refusal["type"] == "error"
+    await page.send_to(text_data="not json")
+    assert 'id="notice"' in await page.receive_from(timeout=5)
+    await page.disconnect()
+    await program.disconnect()
+
+
+def test_every_frame_type_a_program_can_get_is_declared_in_the_api_docs():
+    doc = API_DOC.read_text()
+    table = doc[doc.index("Every frame a program can get") :]
+    table = table[: table.index("\n\n", table.index("| `type` |"))]
+    declared = set(re.findall(r"^\| `(\w+)` \|", table, re.MULTILINE)) - {"type"}
+    # The turn's events, the `label` of progress mode, and the socket's question cards.
+    assert declared == {*WIRE_TYPES, "label", "questions"}
