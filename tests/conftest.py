@@ -75,6 +75,10 @@ def fast_agent(settings):
     settings.OPENAI_API_KEY = ""
     settings.GLASSBOX_MODEL = "glassbox-demo"
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    # The revocation relay is for processes the layer does not reach; in a test process it
+    # would read the shared in-memory SQLite database from a thread of its own, and lock its
+    # table against the test (tests/test_revocation_in_memory.py runs it in a real server).
+    settings.GLASSBOX_REVOCATION_POLL_SECONDS = 0
 
 
 @pytest.fixture(autouse=True)

@@ -297,9 +297,6 @@ async def test_a_question_reaches_the_model_after_one_trip_to_the_database_threa
 
     settings.GLASSBOX_HEARTBEAT_SECONDS = 60  # no beat during the turn
     settings.GLASSBOX_COMMIT_SECONDS = 60  # and no timed commit: only those it waits for
-    # The process's revocation relay (one statement a second for all its sockets) is not
-    # the turn's: chat.socket.relay.
-    settings.GLASSBOX_REVOCATION_POLL_SECONDS = 0
     # The MCP servers' rows are read once every few seconds per process, not per turn.
     monkeypatch.setattr(mcp_servers, "FRESH_SECONDS", 3600)
     monkeypatch.setattr(mcp_servers, "_rows", None)  # read now, whatever an earlier test did
