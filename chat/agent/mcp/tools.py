@@ -208,7 +208,10 @@ class McpTool:
             )
         notes = traffic_notes(before, self.connection.traffic)
         structured = result.structured_content
-        if structured is not None and not fits(structured, STRUCTURED_LIMIT):
+        # Walked on a worker thread: a large result's walk would hold the event loop.
+        if structured is not None and not await asyncio.to_thread(
+            fits, structured, STRUCTURED_LIMIT
+        ):
             structured = None
             notes.append(
                 _("its structured result was over %(limit)d KB and was not kept")
