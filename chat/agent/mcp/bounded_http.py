@@ -48,8 +48,11 @@ from chat.agent.mcp.stdio import (
 # `sse_client` does not let a caller change), ending the session: its events are held to
 # that, less room for the line breaks the SDK does not count.
 LEGACY_EVENT_LIMIT = 1024 * 1024 - 1024
-# Windows of the zlib decompressor that take a gzip or a zlib (deflate) header.
-ZLIB_WINDOWS = {"gzip": 16 + zlib.MAX_WBITS, "deflate": 32 + zlib.MAX_WBITS, "x-gzip": 31}
+# The codings httpx2 decodes without an optional package, as zlib windows: gzip, and
+# deflate with a zlib header or without one (raw), as httpx2 takes it.
+GZIP = 16 + zlib.MAX_WBITS
+ZLIB_OR_GZIP = 32 + zlib.MAX_WBITS
+RAW_DEFLATE = -zlib.MAX_WBITS
 
 
 class Bounds:
@@ -73,9 +76,10 @@ def bound(response: httpx2.Response, traffic: Traffic, limit: int = MESSAGE_LIMI
         if coding.strip() and coding.strip().lower() != "identity"
     ]
     if encodings:
+        # Decoded here, or not at all (a coding Glassbox never asks for reaches the SDK as
+        # it came, and fails to parse): httpx2's own decoders know no bound.
         stream = Decompressed(stream, encodings, limit)
         declared = None  # the compressed length says nothing of the body's
-        # httpx2 must not decode again what is handed on decoded.
         del response.headers["content-encoding"]
     answering = _request_id(response.request)
     kind = response.headers.get("content-type", "").partition(";")[0].strip().lower()
@@ -120,11 +124,14 @@ def oversized_error(request_id: Any, size: int, limit: int, *, whole: bool) -> b
 def cleaned_json(body: bytes, traffic: Traffic) -> bytes:
     """The JSON text without NULs, lone surrogates or bytes that are not UTF-8 (each
     counted); untouched, and not parsed, when it holds none."""
-    text = body.decode("utf-8", errors="replace")
-    if "\ufffd" in text and b"\xef\xbf\xbd" not in body:
-        traffic.cleaned += text.count("\ufffd")
-    elif NUL not in body and not ESCAPED_SURROGATE.search(body):
-        return body
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        text = body.decode("utf-8", errors="replace")
+        traffic.cleaned += text.count("\ufffd") - body.count("\ufffd".encode())
+    else:
+        if NUL not in body and not ESCAPED_SURROGATE.search(body):
+            return body
     try:
         parsed = json.loads(text, strict=False)
     except ValueError:
@@ -141,19 +148,35 @@ async def _cleaned_json(body: bytes, traffic: Traffic) -> bytes:
 
 class Decompressed(httpx2.AsyncByteStream):
     """A gzip or deflate body, decompressed to at most one byte over `limit` (the readers
-    below then drop it): a small bomb never grows in memory."""
+    below then drop it): a small bomb never grows in memory. Other codings pass as they
+    came."""
 
     def __init__(self, stream: Any, encodings: list[str], limit: int) -> None:
         self.stream = stream
         self.limit = limit
-        self.decoders = [zlib.decompressobj(ZLIB_WINDOWS.get(e, 0)) for e in reversed(encodings)]
+        known = [e for e in reversed(encodings) if e in ("gzip", "deflate")]
+        self.raw_deflate = [e == "deflate" for e in known]
+        self.decoders = [zlib.decompressobj(GZIP if e == "gzip" else ZLIB_OR_GZIP) for e in known]
+
+    def _decompressed(self, index: int, chunk: bytes, left: int) -> bytes:
+        try:
+            return self.decoders[index].decompress(chunk, left)
+        except zlib.error:
+            if not self.raw_deflate[index]:
+                raise
+            # A deflate body without its zlib header, as some servers send it.
+            self.raw_deflate[index] = False
+            self.decoders[index] = zlib.decompressobj(RAW_DEFLATE)
+            return self.decoders[index].decompress(chunk, left)
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         left = self.limit + 1
         try:
             async for chunk in self.stream:
-                for decoder in self.decoders:
-                    chunk = decoder.decompress(chunk, left)
+                for index in range(len(self.decoders)):
+                    chunk = self._decompressed(index, chunk, left)
+                    if index < len(self.raw_deflate):
+                        self.raw_deflate[index] = False  # its header was read
                 left -= len(chunk)
                 yield chunk
                 if left <= 0:
