@@ -10,9 +10,10 @@ from types import TracebackType
 STATUS = Path("/proc/self/status")
 
 
-def _kilobytes(field: str) -> int:
-    found = re.search(rf"^{field}:\s+(\d+) kB", STATUS.read_text(), re.MULTILINE)
-    assert found, f"/proc/self/status has no {field}"
+def kilobytes(field: str, status: Path = STATUS) -> int:
+    """A size from a process's status file (this process's by default)."""
+    found = re.search(rf"^{field}:\s+(\d+) kB", status.read_text(), re.MULTILINE)
+    assert found, f"{status} has no {field}"
     return int(found.group(1))
 
 
@@ -31,7 +32,7 @@ class PeakGrowth:
     def __enter__(self) -> PeakGrowth:
         # "5" resets the peak (VmHWM) to the present size (proc(5), clear_refs).
         Path("/proc/self/clear_refs").write_text("5")
-        self.start = _kilobytes("VmRSS")
+        self.start = kilobytes("VmRSS")
         return self
 
     def __exit__(
@@ -40,4 +41,4 @@ class PeakGrowth:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        self.peak = _kilobytes("VmHWM")
+        self.peak = kilobytes("VmHWM")
