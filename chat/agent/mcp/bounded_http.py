@@ -1,9 +1,10 @@
 """Every HTTP response of an MCP server, read with the bounds of its stdio output.
 
 mcp 2.3.0's Streamable HTTP transport reads a JSON body whole (`response.aread()`) and parses
-it on the event loop, so a 50 MB result costs hundreds of MB and a second of every user's
-time; its SSE reader stops at 1 MB per event but reports that as a lost connection, which
-ends the session. The legacy SSE transport raises on such an event and ends its session too.
+it on the event loop: a 50 MB result grew the process by 249 MB and held the loop 0.5 s
+(tests/chat/test_hostile_http_servers.py). Its SSE reader stops at 1 MB per event but reports
+that as a lost connection, which ends the session; the legacy SSE transport raises on such
+an event and ends its session too.
 
 Installed as the first response hook of the transports' `httpx2.AsyncClient` (so requests
 through a proxy, a redirect or an auth flow are bounded too), `bound` swaps the body's byte
@@ -287,7 +288,7 @@ class Events(httpx2.AsyncByteStream):
                     if event is not None:
                         yield event
         if self.parts and not self.over:
-            yield b"".join(self.parts)  # a last event without its blank line, as it came
+            yield await self._whole()  # a last event without its blank line
 
     def _add(self, piece: bytes) -> None:
         if len(self.head) < HEAD:
