@@ -108,3 +108,22 @@ async def test_the_sdk_hooks_the_http_bounds_rely_on_are_still_there():
         "mcp's sse_client now sets its own event bound: compare LEGACY_EVENT_LIMIT with it"
     )
     assert LEGACY_EVENT_LIMIT < httpx2._config.DEFAULT_MAX_EVENT_SIZE_BYTES
+
+
+async def test_a_2_mb_result_in_an_event_stream_arrives_whole(
+    settings, sessions, alice, alice_conversation
+):
+    """Under the bound, over the SDK's own 1 MB per event (which ended the session)."""
+    module = "tests.support.hostile_mcp_server"
+    env = {"HOSTILE_SCHEMA": "calls", "HOSTILE_STREAM": "1", "HOSTILE_BIG_MB": "2"}
+    with http_server(module, **env) as url:
+        settings.GLASSBOX_MCP_SERVERS = [spec_from_mapping({"name": "hostile", "url": url})]
+        events, longest = await run(alice_conversation, alice, "hostile__big {}")
+        assert await still_up()
+        await finish_turns()
+        await pool().close()
+
+    assert statuses(events, "done")[0] == "“Big” finished"
+    result = await ActivityEvent.objects.aget(kind="tool_result")
+    assert result.result_content.endswith("[cut: the result was 2097152 characters]")
+    assert longest < STALL

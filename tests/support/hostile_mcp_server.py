@@ -14,8 +14,8 @@ serves one tool, `echo`, and lists it as HOSTILE_SCHEMA says (by environment):
 With any other HOSTILE_SCHEMA (`calls`, or `dirty`), all its tools are listed, and these
 misbehave when called:
 
-- `big`: a result of 50 MB of text; `structured`: a structured result of HOSTILE_ITEMS
-  (25,000) objects;
+- `big`: a result of HOSTILE_BIG_MB (50) MB of text; `structured`: a structured result of
+  HOSTILE_ITEMS (25,000) objects;
 - `garbled`: a result whose line holds bytes that are not UTF-8, NULs and lone surrogates;
 - `chatter`: 10,000 progress notifications, then 10,000 log messages, as fast as it can,
   then an answer;
@@ -44,7 +44,7 @@ CASE = os.environ.get("HOSTILE_SCHEMA", "catastrophic")
 CATASTROPHIC = "^(a+)+$"
 MANY = 10_000
 FLOOD = 10_000
-BIG = 50 * 1024 * 1024
+BIG = int(os.environ.get("HOSTILE_BIG_MB", "50")) * 1024 * 1024
 HUGE_URL = "https://portal.example.com/confirm?token=" + "a" * 100_000
 # Bytes no UTF-8 decoder takes, then a NUL and a lone surrogate as JSON escapes.
 GARBLED = b"caf\xe9 \xff\xfe ok \\u0000 nul \\ud800 half"
