@@ -28,6 +28,7 @@ from mcp.client.subscriptions import ListenNotSupportedError
 from mcp.shared.dispatcher import ProgressFnT
 
 from chat.agent.mcp import elicitation
+from chat.agent.mcp.bounded_http import LEGACY_EVENT_LIMIT, Bounds
 from chat.agent.mcp.config import ServerSpec
 from chat.agent.mcp.limits import DEFAULT_LIMITS, McpLimits
 from chat.agent.mcp.machine_auth import (
@@ -312,6 +313,7 @@ class Connection:
                 headers=self.spec.headers,
                 timeout=timeout,
                 sse_read_timeout=self.limits.tool_timeout + 60,
+                httpx_client_factory=self._legacy_http,
             )
             return Client(legacy, message_handler=self._on_message, cache=None, **self._asking())
         if self.spec.url:
@@ -322,8 +324,15 @@ class Connection:
                 timeout=httpx2.Timeout(timeout, read=self.limits.tool_timeout + 60),
                 auth=self._auth(),
             )
-            http.event_hooks["response"].append(self._answered)
-            transport = streamable_http_client(self.spec.url, http_client=http)
+            # Bounded first: the hook after it may read a body.
+            http.event_hooks["response"] += [Bounds(self.traffic), self._answered]
+            transport = streamable_http_client(
+                self.spec.url,
+                http_client=http,
+                # Events come whole and bounded (chat.agent.mcp.bounded_http): the SDK's own
+                # 1 MB bound would end the session at a result of 2 MB.
+                max_sse_event_size=2 * MESSAGE_LIMIT,
+            )
             return Client(
                 transport, message_handler=self._on_message, cache=None, **self._asking()
             )
@@ -338,6 +347,20 @@ class Connection:
             message_handler=self._on_message,
             cache=None,
             **self._asking(),
+        )
+
+    def _legacy_http(
+        self,
+        headers: dict[str, str] | None = None,
+        timeout: httpx2.Timeout | None = None,
+        auth: httpx2.Auth | None = None,
+    ) -> httpx2.AsyncClient:
+        """The legacy SSE transport's client, as the SDK builds it, with bounded bodies."""
+        return httpx2.AsyncClient(
+            headers=headers,
+            timeout=timeout,
+            auth=auth,
+            event_hooks={"response": [Bounds(self.traffic, limit=LEGACY_EVENT_LIMIT)]},
         )
 
     def _asking(self) -> dict[str, Any]:
@@ -515,11 +538,12 @@ def _describe(exc: BaseException, status: int | None = None) -> str | Promise:
     if isinstance(exc, FileNotFoundError | PermissionError):
         return _("its command cannot be started")
     if isinstance(exc, MCPError) and exc.code == OVERSIZED:
-        # A listing over the bound (chat.agent.mcp.stdio): its size rides in the error.
-        size = exc.error.data.get("bytes", 0) if isinstance(exc.error.data, dict) else 0
+        # A listing over the bound (chat.agent.mcp.stdio, .bounded_http): its size rides in
+        # the error.
+        data = exc.error.data if isinstance(exc.error.data, dict) else {}
         return _("it sent a message of %(size)s MB, over the %(limit)s MB allowed") % {
-            "size": megabytes(size),
-            "limit": megabytes(MESSAGE_LIMIT),
+            "size": megabytes(data.get("bytes", 0)),
+            "limit": megabytes(data.get("limit", MESSAGE_LIMIT)),
         }
     return _("it failed to start a session (%(error)s)") % {"error": type(exc).__name__}
 

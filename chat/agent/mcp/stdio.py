@@ -126,7 +126,7 @@ def megabytes(size: int) -> str:
     return f"{size / (1024 * 1024):.1f}".removesuffix(".0")
 
 
-def _cleaned(value: Any, traffic: Traffic) -> Any:
+def cleaned(value: Any, traffic: Traffic) -> Any:
     """Every string in a parsed message without NULs or lone surrogates."""
     if isinstance(value, str):
         nuls = value.count("\x00")
@@ -134,9 +134,9 @@ def _cleaned(value: Any, traffic: Traffic) -> Any:
         traffic.cleaned += nuls + surrogates
         return value
     if isinstance(value, list):
-        return [_cleaned(item, traffic) for item in value]
+        return [cleaned(item, traffic) for item in value]
     if isinstance(value, dict):
-        return {_cleaned(k, traffic): _cleaned(v, traffic) for k, v in value.items()}
+        return {cleaned(k, traffic): cleaned(v, traffic) for k, v in value.items()}
     return value
 
 
@@ -155,7 +155,7 @@ def parse_line(line: bytes, traffic: Traffic) -> SessionMessage | Exception | No
         # held all along), and it takes raw controls and escaped lone surrogates.
         raw = json.loads(text, strict=False)
         if NUL in line or ESCAPED_SURROGATE.search(line):
-            raw = _cleaned(raw, traffic)
+            raw = cleaned(raw, traffic)
         return SessionMessage(types.jsonrpc_message_adapter.validate_python(raw))
     except ValueError as exc:
         logger.warning("MCP server sent a message that is not JSON-RPC (%s)", type(exc).__name__)

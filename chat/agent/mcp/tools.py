@@ -184,13 +184,7 @@ class McpTool:
         except Exception as exc:
             error = getattr(exc, "error", None)
             if getattr(error, "code", None) == OVERSIZED:
-                raise ToolError(
-                    _("the result was dropped: it was %(size)s MB, over the %(limit)s MB allowed")
-                    % {
-                        "size": megabytes(self.connection.traffic.oversized_bytes),
-                        "limit": megabytes(MESSAGE_LIMIT),
-                    }
-                ) from None
+                raise ToolError(dropped(getattr(error, "data", None))) from None
             message = getattr(error, "message", "") or type(exc).__name__
             raise ToolError(
                 _("the %(server)s server refused the call: %(why)s")
@@ -225,6 +219,22 @@ class McpTool:
             structured=structured,
             links=links_of(result.content),
         )
+
+
+def dropped(data: Any) -> str:
+    """Why a result over the bound failed its call, from the error the bounded reader put in
+    its place (chat.agent.mcp.stdio, chat.agent.mcp.bounded_http)."""
+    data = data if isinstance(data, dict) else {}
+    words = {
+        "size": megabytes(data.get("bytes", 0)),
+        "limit": megabytes(data.get("limit", MESSAGE_LIMIT)),
+    }
+    if data.get("whole", True):
+        return (
+            _("the result was dropped: it was %(size)s MB, over the %(limit)s MB allowed") % words
+        )
+    # Over HTTP a stream of unknown length is left at the bound, unread.
+    return _("the result was dropped: it was over the %(limit)s MB allowed") % words
 
 
 def traffic_notes(before: Traffic, after: Traffic) -> list[str]:
