@@ -277,6 +277,7 @@ GLASSBOX_TOOLS = env_list(
             "chat.agent.builtin_tools.CURRENT_DATETIME",
             "chat.tools.contact_form.REQUEST_CONTACT_FORM",
             "chat.tools.email.SEND_EMAIL",
+            "chat.tools.plan.UPDATE_PLAN",
         ]
     ),
 )

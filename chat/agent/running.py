@@ -125,6 +125,8 @@ def flood_noted(outcome: CallOutcome, count: int, shown: int) -> CallOutcome:
     if count <= PROGRESS_NOTED or not outcome.lines:
         return outcome
     first, *rest = outcome.lines
+    if not isinstance(first, Status):
+        return outcome
     note = _("the server sent %(count)s progress messages; %(dropped)s were not shown") % {
         "count": f"{count:,}",
         "dropped": f"{count - shown:,}",
@@ -211,6 +213,9 @@ async def run_tool(
             structured=outcome.structured,
             links=outcome.links,
         )
+        if tool.quiet:
+            shown = () if outcome.line is None else (replace(outcome.line, call_id=call.call_id),)
+            return CallOutcome(result, shown)
         done = Status(
             icon=tool.labels.icon,
             message=done_message(outcome, together),
@@ -229,5 +234,8 @@ async def run_tool(
         tool=call.name,
         call_id=call.call_id,
     )
+    if tool is not None and tool.quiet:
+        # Nothing was looked up that the answer now goes without: the model is told why.
+        return CallOutcome(result, (failed,))
     general = fallback(call.call_id, _("Answering from general knowledge"))
     return CallOutcome(result, (failed, general))

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic.json_schema import GenerateJsonSchema
 
 from activity.presenting.presentation import ToolLabels
-from activity.recording.events import FEEDBACK_ARG, Link
+from activity.recording.events import FEEDBACK_ARG, Link, Plan
 from chat.agent.context import ToolContext
 
 FEEDBACK_LIMIT = 100
@@ -55,6 +55,8 @@ class ToolOutcome:
     links: tuple[Link, ...] = ()
     # What the call was about (a search's query): named when calls of one tool run together.
     subject: str = ""
+    # What a quiet tool shows in place of a done line: the plan its call set.
+    line: Plan | None = None
 
 
 class ProgressReporter(Protocol):
@@ -106,6 +108,8 @@ class AgentTool(Protocol):
     @property
     def needs_approval(self) -> bool: ...
     @property
+    def quiet(self) -> bool: ...
+    @property
     def schema(self) -> dict[str, Any]: ...
 
     def parse(self, arguments: dict[str, Any]) -> Any: ...
@@ -137,6 +141,9 @@ class Tool:
     user_facing: bool = True
     # Tools that act in the world (send mail, change records, spend money) ask the user first.
     needs_approval: bool = False
+    # A tool whose outcome's `line` is all it shows (the plan): no line while it runs, none
+    # when it is done; a failure still says so.
+    quiet: bool = False
     # Its name for people, as a card that asks to run it says it (lazy, like the status
     # texts); the name when it has none.
     title: str | Promise = ""

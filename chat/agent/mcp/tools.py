@@ -86,6 +86,10 @@ class McpTool:
         return ICON
 
     @property
+    def quiet(self) -> bool:
+        return False
+
+    @property
     def user_facing(self) -> bool:
         return True
 
