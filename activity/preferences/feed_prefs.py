@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any, NamedTuple
 
-from django.utils.translation import gettext, gettext_noop
+from django.utils.translation import gettext, gettext_noop, pgettext_lazy
 
 from activity.recording.events import LOG_LEVELS
 
@@ -31,6 +31,19 @@ DEFAULT_LABELS = DEFAULT_POOL.split()
 def default_labels() -> list[str]:
     """The default pool in the active language."""
     return gettext(DEFAULT_POOL).split()
+
+
+# MCP's log levels (RFC 5424's), as a reader sees them.
+LOG_LEVEL_WORDS = {
+    "debug": pgettext_lazy("log level", "debug"),
+    "info": pgettext_lazy("log level", "info"),
+    "notice": pgettext_lazy("log level", "notice"),
+    "warning": pgettext_lazy("log level", "warning"),
+    "error": pgettext_lazy("log level", "error"),
+    "critical": pgettext_lazy("log level", "critical"),
+    "alert": pgettext_lazy("log level", "alert"),
+    "emergency": pgettext_lazy("log level", "emergency"),
+}
 
 
 class PreferenceError(ValueError):

@@ -13,8 +13,9 @@ from django.template.base import Node, NodeList, Parser, TextNode, Token
 from django.template.context import Context
 from django.utils.formats import number_format
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy, ngettext, pgettext_lazy
+from django.utils.translation import gettext_lazy, ngettext
 
+from activity.preferences.feed_prefs import LOG_LEVEL_WORDS
 from activity.presenting.line_fields import LineFields, fields_of
 from activity.presenting.presentation import Line, seconds
 
@@ -74,19 +75,6 @@ def step_word(state: str) -> str:
 @register.filter
 def step_mark(state: str) -> str:
     return _STEP_MARKS.get(state, "☐")
-
-
-# MCP's log levels (RFC 5424's), as a reader sees them.
-LOG_LEVEL_WORDS = {
-    "debug": pgettext_lazy("log level", "debug"),
-    "info": pgettext_lazy("log level", "info"),
-    "notice": pgettext_lazy("log level", "notice"),
-    "warning": pgettext_lazy("log level", "warning"),
-    "error": pgettext_lazy("log level", "error"),
-    "critical": pgettext_lazy("log level", "critical"),
-    "alert": pgettext_lazy("log level", "alert"),
-    "emergency": pgettext_lazy("log level", "emergency"),
-}
 
 
 @register.filter

@@ -83,10 +83,42 @@ def progress_reporter() -> ProgressReporter:
     return _reporter.get() or _nowhere
 
 
-def report_progress_to(reporter: ProgressReporter) -> contextvars.Context:
-    """A context for a tool's task in which progress goes to `reporter`."""
+class LogSink(Protocol):
+    """Where a running tool's server's log messages go (`notifications/message`): each one
+    cleaned (a level of MCP's, the text and the logger's name made fit for a line), and the
+    count of those its transport could not keep."""
+
+    def report(self, level: str, data: str, logger: str) -> None: ...
+
+    def not_kept(self, count: int) -> None: ...
+
+
+class _NoSink:
+    def report(self, level: str, data: str, logger: str) -> None:
+        pass
+
+    def not_kept(self, count: int) -> None:
+        pass
+
+
+_log_sink: contextvars.ContextVar[LogSink | None] = contextvars.ContextVar(
+    "tool_logs", default=None
+)
+
+
+def log_sink() -> LogSink:
+    """Where the running tool's server's log messages go; read in the tool's own task."""
+    return _log_sink.get() or _NoSink()
+
+
+def report_progress_to(
+    reporter: ProgressReporter, logs: LogSink | None = None
+) -> contextvars.Context:
+    """A context for a tool's task in which progress goes to `reporter`, log messages to
+    `logs`."""
     context = contextvars.copy_context()
     context.run(_reporter.set, reporter)
+    context.run(_log_sink.set, logs)
     return context
 
 
