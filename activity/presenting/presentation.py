@@ -344,7 +344,9 @@ def visible_lines(
     timed = []
     for position, line in enumerate(ordered):
         status = made_by[line.key]
-        if status.state != "in_progress" and status.call_id in calls.run_times:
+        if line.key == PLAN_LINE:
+            duration = None  # the plan is no step: it stands over them
+        elif status.state != "in_progress" and status.call_id in calls.run_times:
             duration = calls.run_times[status.call_id]
         elif position + 1 < len(ordered):
             duration = _ms(started[line.key], started[ordered[position + 1].key])

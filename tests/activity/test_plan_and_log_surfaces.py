@@ -127,6 +127,10 @@ def test_history_shows_the_plan_once_where_it_first_stood_and_the_logs_at_the_re
     assert lines[0].steps == SECOND.steps
     assert [entry.data for entry in lines[1].logs] == ["full"]
     assert [e.level for e in visible_lines(events, log_level="debug")[1].logs] == ["info", "error"]
+    # The plan stands over the steps: it takes no time of its own.
+    now = timezone.now()
+    times = [now + timedelta(seconds=second) for second in range(len(events))]
+    assert visible_lines(events, times=times)[0].duration_ms is None
 
 
 def test_planning_is_not_counted_as_a_tool_in_the_fold():
