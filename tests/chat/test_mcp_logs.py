@@ -29,10 +29,10 @@ def logs_in(html: str) -> list[tuple[str, str]]:
     return [(level, re.sub(r"<[^>]+>", "", text)) for level, text in ENTRY.findall(shown)]
 
 
-def page_of(user, conversation) -> str:
+def page_of(user, conversation, path: str = "") -> str:
     client = Client()
     client.force_login(user)
-    return client.get(f"/c/{conversation.pk}/").content.decode()
+    return client.get(f"/c/{conversation.pk}/{path}").content.decode()
 
 
 @pytest.fixture
@@ -70,6 +70,9 @@ async def test_log_lines_show_under_the_running_call_at_the_readers_level_and_af
 
     kept = await sync_to_async(page_of)(alice, alice_conversation)
     assert logs_in(kept) == live
+    markdown = await sync_to_async(page_of)(alice, alice_conversation, "export.md")
+    assert "\n  - warning schema: table &lt;img src=x onerror=" in markdown
+    assert "\n  - info " not in markdown  # the reader's level, as on the page
 
     await FeedPreferences.objects.acreate(user=alice, overrides={"MCP_LOG_LEVEL": "debug"})
     everything = logs_in(await sync_to_async(page_of)(alice, alice_conversation))

@@ -25,10 +25,10 @@ STEPS = ["Checking the current date and time", "Calculating 52000 * 1.07 / 12"]
 PLAN_LINE = re.compile(r'<li id="line-\d+-plan" [^>]*>.*?</ol></li>', re.S)
 
 
-def page_of(user, conversation) -> str:
+def page_of(user, conversation, path: str = "") -> str:
     client = Client()
     client.force_login(user)
-    return client.get(f"/c/{conversation.pk}/").content.decode()
+    return client.get(f"/c/{conversation.pk}/{path}").content.decode()
 
 
 async def test_a_plan_is_one_line_updated_in_place_live_and_as_its_last_update_after_reload(
@@ -50,6 +50,9 @@ async def test_a_plan_is_one_line_updated_in_place_live_and_as_its_last_update_a
     assert len(kept) == 1 and kept[0].count("step-done") == 2
     # Planning is no tool the turn used: the fold counts the clock and the calculator.
     assert '<span class="text">Used 2 tools</span>' in page
+    # The Markdown download keeps the checklist under the plan's line.
+    markdown = await sync_to_async(page_of)(alice, alice_conversation, "export.md")
+    assert "- 📋 Plan: all 2 steps done\n" + "".join(f"  - [x] {s}\n" for s in STEPS) in markdown
 
 
 async def test_programs_get_each_update_and_the_export_keeps_them_sealed(
