@@ -13,7 +13,8 @@ from asgiref.sync import sync_to_async
 from django.test import Client
 
 from activity.models import ActivityEvent, FeedPreferences
-from tests.support.mcp import stdio
+from chat.agent.mcp.config import spec_from_mapping
+from tests.support.mcp import http_server, stdio
 from tests.support.mcp_server import HOSTILE
 from tests.support.sockets import ask, frames_until, json_turn, open_socket
 
@@ -123,3 +124,23 @@ async def test_a_flood_of_log_messages_keeps_ten_of_each_level_and_says_how_many
     done = next(e for e in events if e["type"] == "status" and e["state"] == "done")
     assert done["message"].endswith("the server sent 306 log messages; 291 were not kept")
     assert await ActivityEvent.objects.filter(kind="tool_log").acount() == 15
+
+
+@pytest.mark.parametrize("legacy", [{}, {"TESTBENCH_LEGACY": "1"}], ids=["2026", "2025"])
+async def test_a_server_over_http_logs_to_its_call_in_either_protocol(
+    settings, sessions, alice, alice_conversation, legacy
+):
+    with http_server(**legacy) as url:
+        settings.GLASSBOX_MCP_SERVERS = [spec_from_mapping({"name": "bench", "url": url})]
+        events = await json_turn(alice_conversation, alice, "bench__migrate {}", limit=30)
+
+    logs = [event for event in events if event["type"] == "tool_log"]
+    assert [log["level"] for log in logs] == [
+        "debug",
+        "info",
+        "notice",
+        "warning",
+        "error",
+        "critical",
+    ]
+    assert logs[3]["data"] == f"table {HOSTILE} has no index"
