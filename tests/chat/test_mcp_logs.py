@@ -5,6 +5,7 @@ the `mcp` SDK) logs at six levels during its `migrate` tool."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 
@@ -14,9 +15,10 @@ from django.test import Client
 
 from activity.models import ActivityEvent, FeedPreferences
 from chat.agent.mcp.config import spec_from_mapping
+from chat.models import Conversation
 from tests.support.mcp import http_server, stdio
 from tests.support.mcp_server import HOSTILE
-from tests.support.sockets import ask, frames_until, json_turn, open_socket
+from tests.support.sockets import ask, finish_turns, frames_until, json_turn, open_socket
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 
@@ -144,3 +146,40 @@ async def test_a_server_over_http_logs_to_its_call_in_either_protocol(
         "critical",
     ]
     assert logs[3]["data"] == f"table {HOSTILE} has no index"
+
+
+async def json_until(socket, found, limit: float = 30) -> list[dict]:
+    events: list[dict] = []
+    async with asyncio.timeout(limit):
+        while not events or not found(events[-1]):
+            events.append(json.loads(await socket.receive_from(timeout=limit)))
+    return events
+
+
+async def test_a_message_sent_while_two_users_calls_run_is_shown_to_neither(
+    bench, alice, bob, alice_conversation, tmp_path
+):
+    """A log message names no call: with another user's call running on the same server it
+    could be theirs, so it is counted on the closing line, never shown."""
+    bobs_conversation = await Conversation.objects.acreate(owner=bob)
+    first, second = tmp_path / "first", tmp_path / "second"
+    alices = await open_socket(alice_conversation, alice, as_json=True)
+    await ask(alices, "bench__migrate " + json.dumps({"gate": str(first)}))
+    before = await json_until(alices, lambda e: e.get("level") == "critical")
+    bobs = await open_socket(bobs_conversation, bob, as_json=True)
+    # Bob's call logs while Alice's still runs (her server waits at her gate).
+    await ask(bobs, "bench__migrate " + json.dumps({"gate": str(second)}))
+    second.write_text("open")
+    bobs_events = await json_until(bobs, lambda e: e["type"] == "done")
+    first.write_text("open")
+    alices_events = before + await json_until(alices, lambda e: e["type"] == "done")
+    await finish_turns()
+    await alices.disconnect()
+    await bobs.disconnect()
+
+    assert not [e for e in bobs_events if e["type"] == "tool_log"]
+    bobs_done = next(e for e in bobs_events if e["type"] == "status" and e["state"] == "done")
+    assert bobs_done["message"].endswith("the server sent 6 log messages; 6 were not kept")
+    alices_logs = [e for e in alices_events if e["type"] == "tool_log"]
+    assert len(alices_logs) == 6
+    assert await ActivityEvent.objects.filter(kind="tool_log").acount() == 6
