@@ -215,3 +215,26 @@ def test_a_trace_shows_the_plan_on_the_turn_and_a_log_on_its_tool_span_without_t
     (logged,) = [e for e in told.spans[1].events if e.name == "glassbox.mcp.log"]
     assert logged.attributes["glassbox.mcp.log.data"] == "disk <full>"
     assert "Compare" in told.root.events[-1].attributes["glassbox.plan.content"]
+
+
+@pytest.mark.parametrize(
+    ("language", "running", "finished", "step_word", "level"),
+    [
+        ("it", "Piano, 1 di 2 fatti: Compare", "Piano: tutti i 2 passi fatti", "fatto", "errore"),
+        ("zh-hant", "計畫，已完成 1／2：Compare", "計畫：全部 2 個步驟已完成", "完成", "錯誤"),
+    ],
+)
+def test_the_plans_line_and_the_log_levels_speak_the_feeds_language(
+    language, running, finished, step_word, level
+):
+    from django.template.loader import render_to_string
+    from django.utils import translation
+
+    done = Plan(steps=tuple(PlanStep(s.text, "done") for s in SECOND.steps), seq=6)
+    with translation.override(language):
+        plan_line, call_line = visible_lines([SECOND, RUNNING, log("error", "x", 3)])
+        assert plan_line.message == running
+        assert visible_lines([done])[0].message == finished
+        html = render_to_string("activity/_line.html", {"line": plan_line, "answer_id": 7})
+        html += render_to_string("activity/_line.html", {"line": call_line, "answer_id": 7})
+    assert f"{step_word}:</span>" in html and f'<span class="level">{level}</span>' in html

@@ -13,6 +13,7 @@ from django.test import Client
 
 from activity.models import ActivityEvent
 from tests.support.api import client_for
+from tests.support.audit import sql, verify
 from tests.support.fakes import text_response, tool_call_response
 from tests.support.provider_server import scripted_provider
 from tests.support.sockets import json_turn, turn_frames
@@ -78,7 +79,15 @@ async def test_programs_get_each_update_and_the_export_keeps_them_sealed(
     assert [e["steps"] for e in exported] == [p["steps"] for p in plans]
     stored = await sync_to_async(list)(ActivityEvent.objects.filter(kind="plan").order_by("seq"))
     assert [row.to_event().steps[-1].state for row in stored] == ["pending", "in_progress", "done"]
-    assert all(row.chain for row in stored)
+    assert (await sync_to_async(verify)())[0] == 0
+    # A step ticked off behind the application's back breaks the feed's chain.
+    await sync_to_async(sql)(
+        "UPDATE activity_activityevent SET arguments = %s WHERE id = %s",
+        json.dumps({"steps": [{**step, "state": "done"} for step in plans[0]["steps"]]}),
+        stored[0].pk,
+    )
+    status, said = await sync_to_async(verify)()
+    assert status == 1 and f"BROKEN, event seq {stored[0].seq} does not match" in said
 
 
 def planning(steps: object) -> list[list[dict]]:
