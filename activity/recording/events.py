@@ -367,6 +367,11 @@ def plan_steps(data: Any) -> tuple[PlanStep, ...]:
     return tuple(steps)
 
 
+def _stored_steps(data: Any) -> tuple[PlanStep, ...]:
+    """A row's steps: none once an erasure emptied them."""
+    return plan_steps(data) if data else ()
+
+
 def _steps_json(steps: tuple[PlanStep, ...]) -> list[dict[str, str]]:
     return [step.to_json() for step in steps]
 
@@ -376,14 +381,16 @@ class Plan:
     """The agent's plan as its last update_plan call set it (seed 001's task plans): one
     checklist line, replaced in place by the next call's. Sealed in the `arguments` column."""
 
+    # None of them once an account's erasure emptied its feeds' arguments.
     steps: tuple[PlanStep, ...] = field(
+        default=(),
         metadata=declare(
             read=plan_steps,
             write=_steps_json,
             column="arguments.steps",
             to_column=_steps_json,
-            from_column=plan_steps,
-        )
+            from_column=_stored_steps,
+        ),
     )
     # The update_plan call that set it.
     call_id: str = field(default="", metadata=declare(omit_default=True, column="call_id"))
@@ -434,7 +441,8 @@ class ToolLog:
         metadata=declare(read=log_level, column="state", from_column=log_level)
     )
     data: str = field(metadata=declare(column="message", limit=LOG_DATA_CHARS))
-    logger: str = field(default="", metadata=declare(omit_default=True, column="tool"))
+    # The server's words too: kept with the text (an erasure empties both), not as a tool.
+    logger: str = field(default="", metadata=declare(omit_default=True, column="arguments.logger"))
     server: str = field(default="", metadata=declare(omit_default=True, column="server"))
     seq: int | None = field(default=None, metadata=declare(omit_default=True, column="seq"))
     type: Literal["tool_log"] = field(default="tool_log", metadata=declare(column="kind"))

@@ -111,6 +111,8 @@ async def test_programs_get_every_log_message_and_the_record_keeps_them_sealed(
     rows = await sync_to_async(list)(ActivityEvent.objects.filter(kind="tool_log"))
     assert [row.to_event().level for row in rows] == [log["level"] for log in logs]
     assert all(row.chain for row in rows)
+    # The logger's name is the server's words, kept with the text: an erasure empties both.
+    assert rows[0].tool == "" and rows[0].arguments == {"logger": "db"}
 
 
 async def test_a_flood_of_log_messages_keeps_ten_of_each_level_and_says_how_many_were_not(

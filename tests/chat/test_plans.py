@@ -123,3 +123,17 @@ async def test_a_plan_the_model_got_wrong_is_refused_in_words_and_the_answer_goe
     assert said in told["content"]  # the model is told what to fix
     assert events[-1]["state"] == "complete"
     assert "".join(e["content"] for e in events if e["type"] == "text") == "Ok."
+
+
+async def test_an_erased_accounts_plans_keep_their_place_and_none_of_their_words(
+    alice, alice_conversation
+):
+    from chat.conversations.erasure import account_erase
+
+    await json_turn(alice_conversation, alice, PLANNED)
+    await sync_to_async(account_erase)(user=alice)
+
+    rows = await sync_to_async(list)(ActivityEvent.objects.filter(kind="plan"))
+    assert len(rows) == 3 and all(row.arguments is None for row in rows)
+    assert all(row.to_event().steps == () for row in rows)  # still read, by every surface
+    assert (await sync_to_async(verify)())[0] == 0  # sealed again
