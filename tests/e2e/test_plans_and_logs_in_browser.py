@@ -10,7 +10,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.support.browser import DONE, ask
+from tests.support.browser import DONE, ask, serious_violations
 from tests.support.mcp_server import HOSTILE
 
 pytestmark = pytest.mark.e2e
@@ -49,6 +49,7 @@ def test_a_plan_is_one_checklist_line_ticked_off_in_place_and_kept(conversation)
         expect(plan.locator("li.step-done").nth(1)).to_have_text(
             "☑ done: Calculating 52000 * 1.07 / 12"
         )
+        assert serious_violations(page) == []
         page.reload()
         page.wait_for_load_state("networkidle")
 
@@ -76,6 +77,7 @@ def test_a_servers_log_lines_show_under_its_running_call_and_stay(conversation, 
         logs = page.locator(f"{DONE} details.feed ul.logs li")
         expect(logs).to_have_count(3)
         expect(logs.first.locator(".level")).to_have_text("warning")
+        assert serious_violations(page) == []
         assert page.locator("#messages img, #messages [onerror]").count() == 0
         page.reload()
         page.wait_for_load_state("networkidle")
