@@ -54,9 +54,10 @@ LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 # A log message: parsed only while a running call wants more (Traffic.log_budget), else
 # counted and dropped unparsed, so a flood costs the event loop a byte search each, and no
 # task of the SDK's.
-LOG_LINE_LIMIT = 16 * 1024
 PROGRESS_REPORT = re.compile(rb'^\s*\{[^{}]{0,80}"method"\s*:\s*"notifications/progress"')
 LOG_MESSAGE = re.compile(rb'^\s*\{[^{}]{0,80}"method"\s*:\s*"notifications/message"')
+# A longer log message is never parsed (its call keeps 400 characters of it): only counted.
+LOG_LINE_LIMIT = 16 * 1024
 
 
 @dataclass(slots=True)
