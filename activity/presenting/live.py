@@ -25,6 +25,7 @@ from activity.presenting.presentation import (
     shown_links,
 )
 from activity.recording.events import (
+    PLAN_LINE,
     REASONING,
     Decision,
     Done,
@@ -274,5 +275,8 @@ class LivePresenter:
         self.shown.append(line.key)
         if self.is_draft:
             while len(self.shown) > self.prefs.max_lines:
-                ops.append(RemoveLine(self.shown.popleft()))
+                # The plan stays while the steps under it scroll away: it is the draft's map.
+                oldest = next((k for k in self.shown if k != PLAN_LINE), self.shown[0])
+                self.shown.remove(oldest)
+                ops.append(RemoveLine(oldest))
         return ops

@@ -15,7 +15,7 @@ from activity.admin import ActivityEventInline
 from activity.auditing.audit import _counted
 from activity.models import ActivityEvent, ActivityFeed
 from activity.preferences.feed_prefs import FeedPrefs, surface_prefs
-from activity.presenting.live import AddLine, LivePresenter, ReplaceLine
+from activity.presenting.live import AddLine, LivePresenter, RemoveLine, ReplaceLine
 from activity.presenting.presentation import summarize, visible_lines
 from activity.presenting.program_frames import ProgramFrames
 from activity.recording.chain import GENESIS
@@ -238,3 +238,16 @@ def test_the_plans_line_and_the_log_levels_speak_the_feeds_language(
         html = render_to_string("activity/_line.html", {"line": plan_line, "answer_id": 7})
         html += render_to_string("activity/_line.html", {"line": call_line, "answer_id": 7})
     assert f"{step_word}:</span>" in html and f'<span class="level">{level}</span>' in html
+
+
+def test_in_a_draft_the_plan_stays_while_older_lines_scroll_away():
+    presenter = LivePresenter(FeedPrefs(mode="progress", max_lines=3, label=""), turn_id=1)
+    presenter.on_event(FIRST, now=0)
+    ops = []
+    for n in range(1, 5):
+        status = Status("🔍", f"Search {n}", "in_progress", call_id=f"s{n}", seq=n + 10)
+        ops += presenter.on_event(status, now=float(n))
+    removed = [op.key for op in ops if isinstance(op, RemoveLine)]
+    assert "plan" not in removed and list(presenter.shown) == ["plan", "call-s3", "call-s4"]
+    (updated,) = presenter.on_event(SECOND, now=9)
+    assert isinstance(updated, ReplaceLine) and updated.line.steps == SECOND.steps
