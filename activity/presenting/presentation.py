@@ -215,9 +215,9 @@ def plan_message(plan: Plan) -> str:
     count = len(plan.steps)
     current = plan.current
     if current is None:
-        return ngettext(
-            "Plan: its %(count)d step is done", "Plan: all %(count)d steps done", count
-        ) % {"count": count}
+        return ngettext("Plan: its one step is done", "Plan: all %(count)d steps done", count) % {
+            "count": count
+        }
     return _("Plan, %(done)d of %(count)d done: %(step)s") % {
         "done": plan.done,
         "count": count,

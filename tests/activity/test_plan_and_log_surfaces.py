@@ -137,7 +137,7 @@ def test_planning_is_not_counted_as_a_tool_in_the_fold():
     plan_call = ToolCall(tool="update_plan", call_id="p1", arguments={}, seq=1)
     done = Plan(steps=(PlanStep("Search", "done"),), call_id="p1", seq=2)
     summary = summarize([plan_call, done], {})
-    assert summary is not None and summary.text == "Plan: its 1 step is done"
+    assert summary is not None and summary.text == "Plan: its one step is done"
     summary = summarize([plan_call, done, CALL], {})
     assert summary is not None and summary.text == "Used a tool"
 
