@@ -8,8 +8,8 @@ import asyncio
 import functools
 import logging
 import weakref
-from collections.abc import Iterable, Mapping
-from contextlib import suppress
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -31,6 +31,7 @@ from chat.agent.mcp import elicitation
 from chat.agent.mcp.bounded_http import LEGACY_EVENT_LIMIT, Bounds
 from chat.agent.mcp.config import ServerSpec
 from chat.agent.mcp.limits import DEFAULT_LIMITS, McpLimits
+from chat.agent.mcp.logs import ASKED_LEVEL, PARSED_PER_CALL, Logged
 from chat.agent.mcp.machine_auth import (
     MachineConfigError,
     MemoryTokens,
@@ -150,6 +151,8 @@ class Connection:
         self.machine_tokens = MemoryTokens()
         # What the server sent that was dropped or cleaned, counted for the calls' lines.
         self.traffic = Traffic()
+        # Where the server's log messages go: the running calls' (chat.agent.mcp.logs).
+        self.log_sinks: list[Logged] = []
         self.task = asyncio.create_task(self._keep_open(), name=f"mcp:{spec.name}")
 
     def _become(self, state: State) -> None:
@@ -364,15 +367,34 @@ class Connection:
         )
 
     def _asking(self) -> dict[str, Any]:
-        """A server may ask the person a question mid-call (chat.agent.mcp.elicitation); the
-        log messages it sends anyway (Glassbox asks for none) are only counted."""
+        """A server may ask the person a question mid-call (chat.agent.mcp.elicitation) and
+        log what it does, at every level (its readers each choose theirs)."""
         return {
             "elicitation_callback": functools.partial(elicitation.on_elicit, self),
             "logging_callback": self._logged,
+            "log_level": ASKED_LEVEL,
         }
 
+    @contextmanager
+    def logging_to(self, logged: Logged) -> Iterator[None]:
+        """Around one call: the server's log messages meanwhile go to `logged`."""
+        self.log_sinks.append(logged)
+        self.traffic.log_budget = PARSED_PER_CALL * len(self.log_sinks)
+        try:
+            yield
+        finally:
+            self.log_sinks.remove(logged)
+            self.traffic.log_budget = min(
+                self.traffic.log_budget, PARSED_PER_CALL * len(self.log_sinks)
+            )
+
     async def _logged(self, params: types.LoggingMessageNotificationParams) -> None:
-        self.traffic.logs += 1  # over HTTP (over stdio they never reach the SDK)
+        # A message names no call: with one call running it is that call's; with several, or
+        # none, it could be shown to someone whose call it is not, so it is only counted.
+        if len(self.log_sinks) != 1:
+            self.traffic.logs += 1
+            return
+        self.log_sinks[0](params)
 
     def _auth(self) -> httpx2.Auth | None:
         """How requests to an HTTP server authenticate beyond its headers: a user's own OAuth

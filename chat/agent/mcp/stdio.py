@@ -56,10 +56,13 @@ REQUEST_ID = re.compile(rb'"id"\s*:\s*(-?\d{1,18}|"(?:[^"\\]|\\.){0,200}")')
 NUL = b"\\u0000"
 ESCAPED_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
 LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-# A log message (Glassbox asks for none and keeps none): counted and dropped unparsed, so a
-# flood of them costs the event loop a byte search each, and no task of the SDK's.
+# A log message: parsed only while a running call wants more (Traffic.log_budget), else
+# counted and dropped unparsed, so a flood costs the event loop a byte search each, and no
+# task of the SDK's.
 PROGRESS_REPORT = re.compile(rb'^\s*\{[^{}]{0,80}"method"\s*:\s*"notifications/progress"')
 LOG_MESSAGE = re.compile(rb'^\s*\{[^{}]{0,80}"method"\s*:\s*"notifications/message"')
+# A longer log message is never parsed (its call keeps 400 characters of it): only counted.
+LOG_LINE_LIMIT = 16 * 1024
 
 
 @dataclass(slots=True)
@@ -73,8 +76,10 @@ class Traffic:
     cleaned: int = 0
     # Progress reports the reader replaced with a later one of the same read.
     progress_skipped: int = 0
-    # Log messages (Glassbox asks for none and keeps none): counted, never parsed.
+    # Log messages not kept: beyond the running calls' budget, too long, or of no one call.
     logs: int = 0
+    # Log messages the reader may still parse for the running calls (chat.agent.mcp.logs).
+    log_budget: int = 0
 
 
 class EndWatched:
@@ -142,10 +147,12 @@ def cleaned(value: Any, traffic: Traffic) -> Any:
 
 def parse_line(line: bytes, traffic: Traffic) -> SessionMessage | Exception | None:
     """One line of the server's output as a message, cleaned where it must be (None for a
-    log message, only counted)."""
+    log message only counted)."""
     if LOG_MESSAGE.match(line):
-        traffic.logs += 1
-        return None
+        if traffic.log_budget <= 0 or len(line) > LOG_LINE_LIMIT:
+            traffic.logs += 1
+            return None
+        traffic.log_budget -= 1
     text = line.decode("utf-8", errors="replace")
     if "\ufffd" in text and b"\xef\xbf\xbd" not in line:
         traffic.cleaned += text.count("\ufffd")

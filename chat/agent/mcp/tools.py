@@ -21,6 +21,7 @@ from activity.recording.events import Link
 from chat.agent.context import ToolContext
 from chat.agent.mcp.config import SEPARATOR
 from chat.agent.mcp.connections import Connection, Unreachable
+from chat.agent.mcp.logs import to_sink
 from chat.agent.mcp.stdio import MESSAGE_LIMIT, OVERSIZED, Traffic, megabytes
 from chat.agent.schemas import TooLong, Unsupported, first_error
 from chat.agent.tools import (
@@ -28,8 +29,10 @@ from chat.agent.tools import (
     FEEDBACK_SCHEMA,
     ToolError,
     ToolOutcome,
+    log_sink,
     progress_reporter,
 )
+from chat.agent.untrusted import fits
 
 ICON = "🧩"
 NOT_A_NAME = re.compile(r"[^A-Za-z0-9_-]")
@@ -84,6 +87,10 @@ class McpTool:
     @property
     def icon(self) -> str:
         return ICON
+
+    @property
+    def quiet(self) -> bool:
+        return False
 
     @property
     def user_facing(self) -> bool:
@@ -161,6 +168,7 @@ class McpTool:
 
     async def run(self, parsed: dict[str, Any], context: ToolContext[Any]) -> ToolOutcome:
         report = progress_reporter()
+        logs = log_sink()
         traffic = self.connection.traffic
         skipped = traffic.progress_skipped
 
@@ -173,7 +181,8 @@ class McpTool:
 
         before = replace(self.connection.traffic)
         try:
-            result = await self.connection.call(self.remote.name, parsed, progress)
+            with self.connection.logging_to(to_sink(logs)):
+                result = await self.connection.call(self.remote.name, parsed, progress)
         except Unreachable as exc:
             raise ToolError(
                 _("the %(server)s server is unreachable: %(why)s")
@@ -190,6 +199,7 @@ class McpTool:
                 _("the %(server)s server refused the call: %(why)s")
                 % {"server": self.server, "why": one_line(message, REASON_LIMIT)}
             ) from None
+        logs.not_kept(self.connection.traffic.logs - before.logs)
         text = model_text(result.content)
         if result.is_error:
             raise ToolError(one_line(text or _("the tool reported an error"), REASON_LIMIT))
@@ -244,32 +254,7 @@ def traffic_notes(before: Traffic, after: Traffic) -> list[str]:
         notes.append(
             _("%(count)s characters that were not text were replaced") % {"count": f"{cleaned:,}"}
         )
-    if logs := after.logs - before.logs:
-        notes.append(
-            _("the server sent %(count)s log messages; none were kept") % {"count": f"{logs:,}"}
-        )
     return notes
-
-
-def fits(value: Any, limit: int) -> bool:
-    """Whether the value's JSON is at most about `limit` characters, looking at no more
-    than that much of it."""
-    left = limit
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
-            left -= 2 + 2 * len(item)
-        elif isinstance(item, list | tuple):
-            stack.extend(item)
-            left -= 2 + len(item)
-        else:
-            left -= len(item) + 2 if isinstance(item, str) else 8
-        if left < 0:
-            return False
-    return True
 
 
 def model_text(content: list[types.ContentBlock]) -> str:
