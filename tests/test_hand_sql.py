@@ -114,7 +114,9 @@ def test_a_socket_opening_reads_the_settings_and_open_answer_the_orm_reads(
     assert (running is not None) == any(s in Message.OPEN_STATES for s in answers)
     # The opening's one statement, for a login that stands, reads the same.
     client.force_login(alice)
-    store = Session.get_session_store_class()(client.session.session_key)
+    store_class = Session.get_session_store_class()
+    assert store_class is not None
+    store = store_class(client.session.session_key)
     for surface in SURFACES:
         opened = _opened(store, alice_conversation.pk, surface)
         assert opened is not None

@@ -101,7 +101,11 @@ async def test_the_demo_server_compares_surveys_over_both_transports(
     transport, settings, sessions, alice, alice_conversation
 ):
     env = {"GLASSBOX_DEMO_MCP_DELAY": "0"}
-    with http_server(DEMO, **env) if transport == "http" else _nothing() as url:
+    with (
+        http_server(DEMO, sse=False, port=None, **env)
+        if transport == "http"
+        else _nothing() as url
+    ):
         settings.GLASSBOX_MCP_SERVERS = [
             spec_from_mapping({"name": "surveys", "url": url})
             if url

@@ -19,6 +19,7 @@ import asyncio
 import os
 import time
 from pathlib import Path
+from typing import Literal
 
 import mcp_types as types
 from mcp import MCPError
@@ -39,7 +40,10 @@ class Bench(MCPServer):
 
 
 # How each of these tools says it may run as an MCP task (servers of the 2025-11-25 protocol).
-TASKS = {"research": "required", "summarize": "optional"}
+TASKS: dict[str, Literal["forbidden", "optional", "required"]] = {
+    "research": "required",
+    "summarize": "optional",
+}
 
 
 server = Bench("testbench", subscriptions=False if os.environ.get("TESTBENCH_NO_LISTEN") else None)

@@ -22,6 +22,7 @@ from mcp.server.auth.provider import (
     AccessToken,
     AuthorizationCode,
     AuthorizationParams,
+    OAuthAuthorizationServerProvider,
     RefreshToken,
     construct_redirect_uri,
 )
@@ -34,8 +35,9 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 SCOPES = ["notes:read", "notes:write"]
 
 
-class Authority:
-    """The authorization server's memory: clients, pending consents, codes and tokens."""
+class Authority(OAuthAuthorizationServerProvider[AuthorizationCode, RefreshToken, AccessToken]):
+    """The authorization server's memory: clients, pending consents, codes and tokens. (The
+    SDK's defaults refuse the grants it does not give, such as an identity assertion's.)"""
 
     def __init__(self, issuer: str) -> None:
         self.issuer = issuer
