@@ -18,6 +18,7 @@ from chat.asks import approvals
 from chat.models import Message, OutboxEmail, ToolApproval
 from chat.turns import resuming
 from tests.support.api import client_for
+from tests.support.responses import streamed
 from tests.support.sockets import (
     ask,
     finish_turns,
@@ -47,7 +48,7 @@ async def test_a_call_that_asks_first_pauses_the_turn_holding_no_task(alice, ali
     (call,) = [e for e in events if e["type"] == "tool_call"]
     assert call["arguments"]["to"] == "advisor@example.com"
     answer = await Message.objects.select_related("feed").aget(role="assistant")
-    assert answer.state == Message.State.WAITING and answer.feed.state == "waiting"
+    assert answer.state == Message.State.WAITING and answer.answer_feed.state == "waiting"
     approval = await ToolApproval.objects.aget()
     assert (approval.call_id, approval.tool, approval.decision) == (
         waiting["call_id"], "send_email", ""
@@ -168,7 +169,7 @@ async def test_stop_while_waiting_ends_the_turn_as_stopped(alice, alice_conversa
     assert rest[-1]["state"] == "stopped"
     assert rest[-1]["summary"] == {"icon": "⏹", "text": "Stopped"}
     answer = await Message.objects.select_related("feed").aget(pk=answer_id)
-    assert (answer.state, answer.feed.state) == ("stopped", "stopped")
+    assert (answer.state, answer.answer_feed.state) == ("stopped", "stopped")
     assert answer.content == text(events)  # what it wrote before it paused is kept
     assert (await ToolApproval.objects.aget()).decision == "stopped"
     with pytest.raises(approvals.AlreadyDecided):
@@ -341,7 +342,7 @@ async def test_admins_find_denied_and_timed_out_calls_and_exports_keep_decisions
     assert "decision" in feed_page and ">alice<" in feed_page
     client = await client_for(alice)
     response = await client.get("/api/feeds/export/?format=csv")
-    body = b"".join([part async for part in response.streaming_content]).decode()
+    body = b"".join(await streamed(response)).decode()
     import csv
     import io
 

@@ -92,6 +92,7 @@ async def test_ten_thousand_reports_cost_no_more_writes_than_none(
     # At most five a second reach the page, whatever the server sends.
     assert 1 <= len(live) <= 5 * seconds + 2
     result = await ActivityEvent.objects.filter(kind="tool_result").order_by("pk").alast()
+    assert result is not None
     assert (result.progress_count, result.progress) == (10000, 10000)
     assert quiet[-1]["state"] == flood[-1]["state"] == "complete"
 

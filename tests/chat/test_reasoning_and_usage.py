@@ -23,6 +23,8 @@ from chat.turns.admission import TurnLimited, admit
 from chat.turns.deps import Dependencies, builtin_tools
 from tests.support.api import client_for
 from tests.support.fakes import FIXTURES, RecordedProvider, scripted_client
+from tests.support.responses import streamed
+from tests.support.rows import answer_feed_id
 from tests.support.tool_context import tool_context
 from tests.support.turns import run_turn
 
@@ -175,7 +177,7 @@ def test_a_provider_without_usage_is_unknown_never_zero(alice_conversation):
         alice_conversation, "Hi", Dependencies(client_factory=lambda: scripted_client(transport))
     )
 
-    feed = ActivityFeed.objects.get(pk=answer.feed_id)
+    feed = ActivityFeed.objects.get(pk=answer_feed_id(answer))
     assert (feed.prompt_tokens, feed.total_tokens, feed.cost) == (None, None, None)
     FeedPreferences.objects.create(user=alice_conversation.owner, overrides={"SHOW_USAGE": True})
     usage = re.search(r'<span class="usage">(.*?)</span>', _page(alice_conversation)).group(1)
@@ -268,7 +270,7 @@ async def _exports(user) -> tuple[str, str]:
     bodies = []
     for fmt in ("ndjson", "csv"):
         response = await client.get(f"/api/feeds/export/?format={fmt}")
-        bodies.append(b"".join([part async for part in response.streaming_content]).decode())
+        bodies.append(b"".join(await streamed(response)).decode())
     return bodies[0], bodies[1]
 
 
@@ -278,11 +280,11 @@ def test_the_demo_model_thinks_when_asked_and_reports_usage(alice_conversation, 
     calls = list(ModelCall.objects.filter(feed_id=answer.feed_id).order_by("round"))
     assert len(calls) == 2 and all(c.reasoning and c.prompt_tokens for c in calls)
     assert calls[0].reasoning_tokens == len(calls[0].reasoning) // 4
-    feed = ActivityFeed.objects.get(pk=answer.feed_id)
+    feed = ActivityFeed.objects.get(pk=answer_feed_id(answer))
     assert feed.total_tokens == sum(c.prompt_tokens + c.completion_tokens for c in calls)
     plain = run_turn(alice_conversation, "How do I negotiate my salary?")
     assert not ModelCall.objects.filter(feed_id=plain.feed_id).exclude(reasoning="").exists()
-    assert ActivityFeed.objects.get(pk=plain.feed_id).total_tokens
+    assert ActivityFeed.objects.get(pk=answer_feed_id(plain)).total_tokens
 
 
 def test_over_the_daily_budget_a_question_is_refused_saying_when_it_resets(

@@ -106,6 +106,7 @@ def test_the_list_is_bounded_and_links_to_the_rest(alice_client, alice):
 async def test_renaming_tells_the_owners_pages_to_refresh_their_sidebars(alice_client, alice):
     conversation = await sync_to_async(stored)(alice, ("q", "a"))
     layer = get_channel_layer()
+    assert layer is not None
     channel = await layer.new_channel()
     await layer.group_add(user_group(alice.pk), channel)
     rename = sync_to_async(alice_client.post)

@@ -168,10 +168,10 @@ def test_a_presenter_writes_its_own_lines_in_the_feeds_language_not_the_pages():
 def test_a_regenerated_answer_speaks_its_questions_language_too(alice):
     conversation = Conversation.objects.create(owner=alice)
     first = admit(conversation=conversation, text=ITALIAN_QUESTION, language="en")
-    assert first.answer.feed.language == "it"
+    assert first.answer.answer_feed.language == "it"
     Message.objects.filter(pk=first.answer.pk).update(state=Message.State.COMPLETE)
     again = admit_again(conversation=conversation, answer_id=first.answer.pk, language="en")
-    assert again.answer.feed.language == "it"
+    assert again.answer.answer_feed.language == "it"
 
 
 @pytest.mark.django_db(transaction=True)
