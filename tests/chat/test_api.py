@@ -178,7 +178,7 @@ async def test_an_export_that_fails_midway_ends_and_says_so(alice, world, monkey
     from activity.auditing import export
 
     real = export.feed_data
-    served = []
+    served: list[int] = []
 
     def failing_after_one(feed, events, **names):
         if served:
@@ -228,7 +228,7 @@ async def export(user, query: str):
     await client.aforce_login(user)
     response = await client.get(f"/api/feeds/export/?{query}")
     assert response.streaming, "the export is streamed, not built in memory"
-    body = b"".join([chunk async for chunk in response.streaming_content]).decode()
+    body = b"".join(await streamed(response)).decode()
     return response, body
 
 

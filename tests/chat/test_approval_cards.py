@@ -63,7 +63,7 @@ async def test_the_card_reads_top_to_bottom_and_its_decision_comes_last(alice, a
     card = card_in(page, approval.answer_id)
     assert card is not None
     assert parts(card) == ["title", "arguments", "change", "deadline", "receipt", "decision"]
-    assert " ".join(card.find("h3").text.split()) == "⏸ Approve “Send an email”?"
+    assert " ".join(card.one("h3").text.split()) == "⏸ Approve “Send an email”?"
     assert [(a.label, a.control, a.readonly, a.name) for a in arguments(card)] == [
         ("To", "input", True, None),
         ("Subject", "input", True, None),
@@ -74,7 +74,7 @@ async def test_the_card_reads_top_to_bottom_and_its_decision_comes_last(alice, a
     assert deadline is not None
     assert deadline.text.startswith("Waiting until ") and deadline.text.endswith(", then denied.")
     assert (
-        deadline.find("time").attrs["datetime"].startswith(approval.deadline.strftime("%Y-%m-%dT"))
+        deadline.one("time").attrs["datetime"].startswith(approval.deadline.strftime("%Y-%m-%dT"))
     )
     # The fingerprint is on the receipt, folded; Approve sends it, so a changed call is refused.
     receipt = card.find("details", "receipt")
@@ -85,9 +85,9 @@ async def test_the_card_reads_top_to_bottom_and_its_decision_comes_last(alice, a
     assert approve is not None
     form = card.find("form", id=approve.attrs["form"])
     assert form is not None
-    assert form.find("input", name="fingerprint").attrs["value"] == approval.fingerprint
+    assert form.one("input", name="fingerprint").attrs["value"] == approval.fingerprint
     assert form.attrs["action"] == f"/c/{alice_conversation.pk}/act/" and "ws-send" in form.attrs
-    assert card.find("form", "deny").find("input", name="reason") is not None
+    assert card.one("form", "deny").find("input", name="reason") is not None
     # The feed's line only says that the call waits: its buttons are the card's.
     line = parse(page).find("li", "state-waiting")
     assert line is not None
@@ -118,9 +118,9 @@ async def test_change_makes_the_same_fields_editable_and_stops_the_no_js_refresh
         ("Subject *", "input", False, "argument.subject"),
         ("Message *", "textarea", False, "argument.body"),
     ]
-    assert card.find("input", name="argument.to").attrs.get("autofocus") == ""
-    assert card.find("button", "approve").text == "Approve with these arguments"
-    assert card.find("a", "change").text == "Discard the changes"
+    assert card.one("input", name="argument.to").attrs.get("autofocus") == ""
+    assert card.one("button", "approve").text == "Approve with these arguments"
+    assert card.one("a", "change").text == "Discard the changes"
     # Without JavaScript the page refreshes while a turn is open, but not under someone typing.
     assert 'http-equiv="refresh"' in page and 'http-equiv="refresh"' not in changing
     await still_waits(approval)
@@ -212,10 +212,8 @@ async def test_the_inbox_changes_and_refuses_an_edit_the_same_way(alice, alice_c
     inbox = (await client.get("/inbox/")).content.decode()
     card = card_in(inbox, approval.answer_id)
     assert parts(card) == ["title", "arguments", "change", "deadline", "receipt", "decision"]
-    assert (
-        card.find("a", "change").attrs["href"].startswith(f"/inbox/?change={approval.answer_id}")
-    )
-    assert "ws-send" not in card.find("form", "approve").attrs  # posted back to the inbox
+    assert card.one("a", "change").attrs["href"].startswith(f"/inbox/?change={approval.answer_id}")
+    assert "ws-send" not in card.one("form", "approve").attrs  # posted back to the inbox
 
     refused = await client.post(f"/inbox/{alice_conversation.pk}/act/", edit(approval, to="x@y"))
 
@@ -242,8 +240,8 @@ async def test_an_mcp_tool_is_named_by_its_servers_title_escaped_as_it_was_when_
     for html in (frames[-1], page_html.decode()):  # live, and when the page loads
         card = card_in(html, approval.answer_id)
         assert card is not None
-        assert " ".join(card.find("h3").text.split()) == f"⏸ Approve “Hostile {HOSTILE}”?"
+        assert " ".join(card.one("h3").text.split()) == f"⏸ Approve “Hostile {HOSTILE}”?"
         assert card.find("img") is None  # its markup is text
         (gate,) = arguments(card)
         assert (gate.label, gate.value) == ("Gate", "")
-        assert card.find("p", "tool").find("code").text == "bench__hostile"  # on the receipt
+        assert card.one("p", "tool").one("code").text == "bench__hostile"  # on the receipt

@@ -77,6 +77,7 @@ async def test_approved_the_tool_runs_and_the_turn_goes_on(alice, alice_conversa
     # The wait the audit shows is the one stored, from the question to the decision, and no
     # longer than this test held the turn.
     approval = await ToolApproval.objects.aget(call_id=call_id)
+    assert approval.decided_at is not None and approval.asked_at is not None
     stored = (approval.decided_at - approval.asked_at).total_seconds() * 1000
     assert decision["waited_ms"] == int(stored)
     assert 0 <= decision["waited_ms"] <= held_ms
@@ -224,6 +225,7 @@ async def test_programs_decide_over_rest_and_only_the_owner_may(
     assert denied.status_code == 200
     stored = await ActivityEvent.objects.aget(kind="decision")
     approval = await ToolApproval.objects.aget(call_id=call_id)
+    assert approval.decided_at is not None and approval.asked_at is not None
     # The wait the program is told is the stored one, from the question to the decision.
     waited_ms = int((approval.decided_at - approval.asked_at).total_seconds() * 1000)
     assert denied.json() == {
@@ -398,11 +400,11 @@ async def test_a_regenerated_answer_asks_again_and_is_decided_over_the_socket_an
         assert rest[0]["decision"] == "approve" and rest[-1]["state"] == "complete"
     await socket.disconnect()
 
-    decided = [
+    decisions = [
         (str(approval.answer_id), approval.decision)
         async for approval in ToolApproval.objects.order_by("answer_id")
     ]
-    assert decided == [(answer, "approve") for answer in answers]
+    assert decisions == [(answer, "approve") for answer in answers]
     assert await OutboxEmail.objects.acount() == 3
 
 

@@ -7,6 +7,7 @@ import asyncio
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from asgiref.sync import sync_to_async
@@ -198,7 +199,7 @@ async def test_stop_cancels_the_call_on_the_server(bench, tmp_path, alice, alice
     marker = tmp_path / "cancelled"
     socket = await open_socket(alice_conversation, alice, as_json=True)
     await ask(socket, f'bench__hang {{"marker": "{marker}"}}')
-    events = []
+    events: list[dict[str, Any]] = []
     while "progress" not in events[-1:] and not any("progress" in e for e in events):
         events.append(json.loads(await socket.receive_from(timeout=20)))
     answer_id = next(e["message_id"] for e in events if e["type"] == "turn")

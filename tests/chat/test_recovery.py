@@ -84,7 +84,7 @@ def test_a_recovered_turn_is_closed_in_the_language_it_was_asked_in(alice_conver
     assert dead_turns_recover() == 1  # noticed by a process speaking English
     feed = ActivityFeed.objects.get(pk=answer.feed_id)
     assert feed.summary_text == "已中斷：伺服器在處理時停止"
-    assert feed.events.order_by("-seq").first().message == feed.summary_text
+    assert feed.events.order_by("-seq")[0].message == feed.summary_text
 
 
 def test_turns_of_a_dead_process_stop_counting_against_the_limit(settings, alice):

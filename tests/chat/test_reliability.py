@@ -11,9 +11,11 @@ from django.contrib.sessions.models import Session
 from django.utils import timezone
 
 from activity.models import ActivityEvent, ActivityFeed
+from activity.recording.recorder import FeedRecorder
 from chat.models import Conversation, Message
 from chat.turns import registry
 from tests.support import QUESTION
+from tests.support.matching import found
 from tests.support.rows import answer_feed_id
 from tests.support.sockets import (
     ask,
@@ -30,7 +32,7 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 
 
 async def until(socket, needle: str, limit: float = 10) -> list[str]:
-    frames = []
+    frames: list[str] = []
     async with asyncio.timeout(limit):
         while needle not in (frames[-1] if frames else ""):
             frames.append(await socket.receive_from(timeout=limit))
@@ -130,7 +132,9 @@ async def test_a_new_tab_whose_snapshot_is_read_as_a_commit_lands_shows_every_li
         stored = await read_events(feed_ids)
         if not committed.is_set():
             committed.set()
-            await registry._feeds[answer.pk].write()
+            recorder = registry._feeds[answer.pk]
+            assert isinstance(recorder, FeedRecorder)
+            await recorder.write()
         return stored
 
     answer = await Message.objects.aget(role="assistant")
@@ -157,7 +161,7 @@ async def test_stop_keeps_the_partial_answer_and_records_a_stopped_line(
     await ask(socket, QUESTION)
     frames = await until(socket, "-tail")
     await held.reached.wait()
-    answer_id = int(re.search(r"answer-(\d+)-tail", frames[-1]).group(1))
+    answer_id = int(found(r"answer-(\d+)-tail", frames[-1]))
     assert 'name="stop"' in "".join(frames)  # the Stop button is on the page
     await socket.send_to(text_data=json.dumps({"stop": str(answer_id)}))
     final = (await frames_until_done(socket))[-1]

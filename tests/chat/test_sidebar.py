@@ -17,6 +17,7 @@ from chat.models import Conversation, Message
 from chat.pages.views import SIDEBAR_SIZE
 from chat.turns.broadcast import user_group
 from tests.support.conversations import stored
+from tests.support.matching import found
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -73,7 +74,7 @@ def test_a_search_shows_an_escaped_snippet_with_the_words_marked(alice_client, a
     )
     # A word of an answer: the snippet is cut around it.
     html = alice_client.get("/sidebar/", {"q": "research"}).content.decode()
-    snippet = re.search(r'<span class="snippet">(.*?)</span>', html).group(1)
+    snippet = found(r'<span class="snippet">(.*?)</span>', html)
     assert snippet.count("<mark>research</mark>") >= 1 and snippet.endswith("…")
     assert len(re.sub(r"</?mark>", "", snippet)) <= 2 * sidebar.SNIPPET_CONTEXT + 12
 

@@ -152,6 +152,8 @@ def build(port: int) -> tuple[MCPServer, Authority]:
         "oauth-bench",
         auth_server_provider=authority,
         auth=AuthSettings(
+            # As text: the SDK types them as URLs, whose form adds a slash to the issuer
+            # that the authorization response's `iss` would then not match.
             issuer_url=issuer,  # type: ignore[arg-type]
             resource_server_url=f"{issuer}/mcp",  # type: ignore[arg-type]
             validate_token_resource=True,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from activity.models import ActivityEvent
+from activity.recording.events import ToolCall
 from chat.models import Message
 
 
@@ -9,3 +11,10 @@ def answer_feed_id(answer: Message) -> int:
     """An answer's feed id, without reading the feed (a question has none)."""
     assert answer.feed_id is not None, f"message {answer.pk} is a question: it has no feed"
     return answer.feed_id
+
+
+def tool_call_of(row: ActivityEvent) -> ToolCall:
+    """A tool_call row read back as its event."""
+    event = row.to_event()
+    assert isinstance(event, ToolCall), f"{row.kind} is not a tool call"
+    return event
