@@ -32,23 +32,15 @@ from activity.models import (
     ToolCallRecord,
 )
 from activity.recording.events import Decision, Plan, Status, ToolCall, ToolLog, ToolResult
+from project.read_only_admin import RecordAdmin
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):
+class ReadOnlyAdmin(RecordAdmin):
     """Audit data: read by auditors only (activity.auditing.access.is_auditor, as the API and the
     exports), never added, changed or deleted through admin, by anyone."""
 
     def has_view_permission(self, request, obj=None):
         return is_auditor(request.user)
-
-    def has_add_permission(self, request, obj=None):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
 
 class ToolFilter(admin.SimpleListFilter):

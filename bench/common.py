@@ -40,6 +40,7 @@ def fake_llm(*args: str):
         [sys.executable, str(ROOT / "bench" / "fake_llm.py"), "--port", str(port), *args],
         stdout=subprocess.PIPE,
     )
+    assert process.stdout is not None
     process.stdout.readline()  # listening
     try:
         yield f"http://127.0.0.1:{port}/v1"
@@ -114,7 +115,7 @@ def now() -> float:
     return time.monotonic()
 
 
-REJECTED_HANDSHAKES = []
+REJECTED_HANDSHAKES: list[str] = []
 
 
 async def turn_over_socket(server, conversation: str, cookies: str, question: str) -> list:
@@ -122,6 +123,7 @@ async def turn_over_socket(server, conversation: str, cookies: str, question: st
     handshake the server refuses or drops (a burst of hundreds overflows Daphne's listen
     backlog or its connect timeout) is counted and retried; nothing was asked yet."""
     import websockets
+    from websockets.typing import Subprotocol
 
     url = server.url.replace("http", "ws") + f"/ws/c/{conversation}/"
     for _ in range(10):
@@ -129,7 +131,7 @@ async def turn_over_socket(server, conversation: str, cookies: str, question: st
             socket = await websockets.connect(
                 url,
                 additional_headers={"Cookie": cookies, "Origin": server.url},
-                subprotocols=["glassbox.json"],
+                subprotocols=[Subprotocol("glassbox.json")],
                 max_size=None,
                 open_timeout=60,
             )
@@ -208,7 +210,7 @@ def profiled(pids: list[int], tag: str = ""):
     spies, outputs = [], []
     for pid in pids if prefix else []:
         outputs.append(Path(f"{prefix}-{tag or pid}.txt"))
-        command = [spy, "record", "--pid", str(pid), "--rate", "250", "--format", "raw",
+        command = [str(spy), "record", "--pid", str(pid), "--rate", "250", "--format", "raw",
                    "--nonblocking", "-o", str(outputs[-1])]  # fmt: skip
         spies.append(subprocess.Popen(command, stdout=subprocess.DEVNULL))
     time.sleep(1 if spies else 0)

@@ -103,7 +103,13 @@ def main() -> None:
     print(f"machine: {machine()}")
     rng = random.Random(37)
     losses: list[Loss] = []
-    with tempfile.TemporaryDirectory() as work, serve(Path(work), **SETTINGS) as first:
+    # Every option of serve named, so that the settings can only be settings.
+    with (
+        tempfile.TemporaryDirectory() as work,
+        serve(
+            Path(work), (), None, mcp_opened=True, seeded=False, terminal=False, **SETTINGS
+        ) as first,
+    ):
         token = manage(first.env, "drf_create_token", "demo").split()[2]
         server = first
         # One turn to its end: how long a turn lasts, so kills fall anywhere within one.

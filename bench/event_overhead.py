@@ -49,7 +49,7 @@ def main() -> None:
     ):
         ids, cookies = conversations(server, TURNS)
         pid = server.process.pid
-        results = {}
+        results: dict[str, list[float]] = {}
         for _ in range(2):  # side by side, twice, so drift shows
             for name in ("bare relay", "Glassbox"):
                 before = cpu_seconds(pid)

@@ -38,12 +38,13 @@ DEMO = [
 async def first_event_ms(url: str) -> float:
     """Logs in, asks, and times the first status or text of the answer."""
     import websockets
+    from websockets.typing import Subprotocol
 
     conversation, cookies = await asyncio.to_thread(login, url)
     async with websockets.connect(
         url.replace("http", "ws") + f"/ws/c/{conversation}/",
         additional_headers={"Cookie": cookies, "Origin": url},
-        subprotocols=["glassbox.json"],
+        subprotocols=[Subprotocol("glassbox.json")],
     ) as socket:
         sent = time.monotonic()
         await socket.send(json.dumps({"message": QUESTION}))

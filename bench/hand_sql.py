@@ -93,7 +93,7 @@ def main() -> None:
             ("a socket message's check (Permit)", permit.check, permit_twin),
             (
                 "a socket's opening read",
-                lambda: _settings_and_open_answer(user.pk, conversation.pk),
+                lambda: _settings_and_open_answer(user.pk, conversation.pk, "page"),
                 opening_twin,
             ),
             ("a question's two counts", lambda: _counts(user.pk), counts_twin),

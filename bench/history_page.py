@@ -44,12 +44,12 @@ def main() -> None:
                 Message.objects.create(
                     conversation=conversation, role="assistant", content=answer, feed=feed
                 )
-            first = conversation.messages.order_by("id").first().pk
+            first = conversation.messages.order_by("id")[0].pk
             for label, url, shown in (
                 ("opening page", conversation.get_absolute_url(), min(turns, 20)),
                 ("whole conversation", f"{conversation.get_absolute_url()}?from={first}", turns),
             ):
-                queries = []
+                queries: list[str] = []
 
                 def count(execute, sql, params, many, context, queries=queries):
                     queries.append(sql)

@@ -70,7 +70,9 @@ def browser(url: str, username: str, password: str) -> urllib.request.OpenerDire
     jar = http.cookiejar.CookieJar()
     opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
     page = opener.open(f"{url}/accounts/login/").read().decode()
-    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
+    field = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page)
+    assert field is not None, "the login page has no form"
+    token = field.group(1)
     form = {"username": username, "password": password, "csrfmiddlewaretoken": token}
     opener.open(urllib.request.Request(f"{url}/accounts/login/",
                                        data=urllib.parse.urlencode(form).encode(),
@@ -111,13 +113,14 @@ async def hostile_turn(server, conversation: str, cookies: str, question: str) -
     (accepting, or "not sure" to a form); the `done` event, with the tool's closing line
     under "line"."""
     import websockets
+    from websockets.typing import Subprotocol
 
     url = server.url.replace("http", "ws") + f"/ws/c/{conversation}/"
     answered: set[str] = set()
     async with websockets.connect(
         url,
         additional_headers={"Cookie": cookies, "Origin": server.url},
-        subprotocols=["glassbox.json"],
+        subprotocols=[Subprotocol("glassbox.json")],
         max_size=None,
         open_timeout=60,
     ) as socket:
@@ -174,7 +177,7 @@ def main() -> None:
             {
                 "name": name,
                 "url": servers.enter_context(
-                    http_server(module, sse=sse, HOSTILE_SCHEMA="calls", **env)
+                    http_server(module, sse=sse, environment=env, HOSTILE_SCHEMA="calls")
                 ),
             }
             for name, (sse, env) in OVER_HTTP.items()

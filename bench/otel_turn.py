@@ -87,11 +87,12 @@ def main() -> None:
 
         sink = subprocess.Popen([sys.executable, "-c", SINK], stdout=subprocess.PIPE, text=True)
         try:
-            port = int(sink.stdout.readline())  # type: ignore[union-attr]
+            assert sink.stdout is not None
+            port = int(sink.stdout.readline())
             turns(3)  # warm-up: imports, caches, the first connection
             settings.OTEL_EXPORTER_OTLP_ENDPOINT = f"http://127.0.0.1:{port}"
             turns(3)
-            results = {}
+            results: dict[str, list[tuple[float, float]]] = {}
             for label, endpoint in (("unset", ""), ("set", f"http://127.0.0.1:{port}")) * 3:
                 settings.OTEL_EXPORTER_OTLP_ENDPOINT = endpoint
                 cpu, wall = turns(TURNS)

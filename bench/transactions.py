@@ -95,13 +95,14 @@ class Database:
         """The counters once every backend of the database has published its own."""
         deadline = time.monotonic() + 120
         while True:
-            busy = self.admin.execute(
+            counted = self.admin.execute(
                 "SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND pid <> "
                 "pg_backend_pid() AND (state IS DISTINCT FROM 'idle' "
                 "OR state_change > now() - make_interval(secs => %s))",
                 (self.name, PUBLISHED_AFTER_IDLE_S),
-            ).fetchone()[0]
-            if not busy:
+            ).fetchone()
+            assert counted is not None  # a count is one row
+            if not counted[0]:
                 break
             if time.monotonic() > deadline:
                 raise RuntimeError("the database's backends never went idle")
@@ -110,6 +111,7 @@ class Database:
             "SELECT xact_commit, xact_rollback FROM pg_stat_database WHERE datname = %s",
             (self.name,),
         ).fetchone()
+        assert row is not None, f"no statistics for the database {self.name}"
         return Counters(*row)
 
 
@@ -239,7 +241,7 @@ def stored_as_seen(figures: list[dict]) -> None:
         rows_in_feeds = sum(len(seqs) for seqs in stored.values())
         for message_id, (seqs, text) in seen.items():
             answer = answers.get(message_id)
-            kept = stored.get(answer.feed_id, set()) if answer else set()
+            kept = stored.get(answer.feed_id, set()) if answer and answer.feed_id else set()
             lines_seen += len(seqs)
             lines_stored += len(kept & seqs)
             if answer and answer.state == "complete" and answer.content == text and seqs <= kept:

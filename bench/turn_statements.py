@@ -22,7 +22,7 @@ import json
 import re
 import tempfile
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from pathlib import Path
 
 from common import django_with_fresh_database, fake_llm, machine, report
@@ -35,7 +35,7 @@ class Census:
         self.statements: list[tuple[str, str]] = []  # (phase, sql)
         self.trips: Counter[str] = Counter()
         # CPU time of the database thread per function it ran (ORM, driver and all).
-        self.cpu: Counter[str] = Counter()
+        self.cpu: defaultdict[str, float] = defaultdict(float)
         self.runs: Counter[str] = Counter()
         self.phase = "idle"
         self.last = 0  # where the last turn's statements start
@@ -205,7 +205,7 @@ def main() -> None:
         "The database thread's CPU per question, by what it ran (ms, and runs per question)",
         [
             (name[-52:], f"{seconds * 1000 / turns:.2f} ms  ({census.runs[name] / turns:.1f})")
-            for name, seconds in census.cpu.most_common()
+            for name, seconds in sorted(census.cpu.items(), key=lambda item: -item[1])
         ]
         + [("all", f"{sum(census.cpu.values()) * 1000 / turns:.2f} ms")],
     )

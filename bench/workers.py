@@ -160,8 +160,8 @@ def sweep(title: str, work: Path, llm: str, redis: str, workers: int) -> float:
     work.mkdir()
     total = sum(int(rate * STEP_SECONDS) for rate in RATES) + 2  # and the warm-up, the idle turn
     with served(work, llm, redis, workers) as server:
-        ids, cookies = conversations(server, total)
-        ids = iter(ids)
+        made, cookies = conversations(server, total)
+        ids = iter(made)
         asyncio.run(turn_over_socket(server, next(ids), cookies, "warm up"))
         idle = asyncio.run(idle_turn_seconds(server, ids, cookies))
         best, rows = 0.0, [("one turn alone, question to done", f"{idle:.2f} s")]

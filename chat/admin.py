@@ -21,7 +21,7 @@ from chat.models import (
     OutboxEmail,
     ToolApproval,
 )
-from chat.read_only_admin import ReadOnlyAdmin, RecordAdmin
+from project.read_only_admin import ReadOnlyAdmin, RecordAdmin
 
 
 class MessageInline(admin.TabularInline):

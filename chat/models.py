@@ -9,7 +9,7 @@ from django.utils.functional import cached_property
 from django.utils.translation import gettext as _
 
 from activity.models import ActivityFeed
-from chat.conversations.text_rules import without_bidi_controls
+from project.text_rules import without_bidi_controls
 
 TITLE_LENGTH = 80
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
@@ -139,7 +140,7 @@ if REDIS_URL:
     # Pub/sub: a group message is one PUBLISH, and each process routes it to its sockets. The
     # core layer (a Redis list per process, a Lua script per send) cost twice the CPU per turn
     # and seconds of delay at 100 turns (docs/deploy.md, "The channel layer").
-    CHANNEL_LAYERS = {
+    CHANNEL_LAYERS: dict[str, dict[str, Any]] = {
         "default": {
             "BACKEND": "project.layers.RedisPubSubChannelLayer",
             "CONFIG": {

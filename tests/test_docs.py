@@ -1,6 +1,7 @@
 """The README stays a guide one reads in minutes, and every relative link of the README,
 SECURITY.md and docs/ leads somewhere: a file that exists and, for an anchor, a heading of
-that file, as GitHub names it."""
+that file, as GitHub names it. The code they name in backticks exists too: a repo path
+(`chat/turns/wires.py`) and a module or what it defines (`chat.turns.follow_turn`)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,11 @@ AWAITED: set[Path] = set()
 LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
 FENCE = re.compile(r"^```.*?^```", re.MULTILINE | re.DOTALL)
 CODE = re.compile(r"`[^`\n]*`")
+NAMED = re.compile(r"`([^`\n]+)`")
+# A repo path: folders and a file (or a folder, with a slash at its end), no placeholders.
+REPO_PATH = re.compile(r"[\w.-]+(/[\w.-]+)*/?")
+TOP_FOLDERS = {path.name for path in ROOT.iterdir() if path.is_dir()}
+DOTTED = re.compile(r"(activity|chat|project)(\.\w+)+")
 
 
 def test_the_readme_is_at_most_250_lines():
@@ -63,6 +69,70 @@ def test_the_link_checker_sees_a_broken_link_and_a_missing_heading(tmp_path):
     )
     assert links(page) == ["#its-part-two", "missing.md", "#no-part", "pic.png"]
     assert anchors(page) == {"a-page", "its-part-two"}
+
+
+def test_every_path_and_module_named_in_backticks_exists():
+    stale = [
+        f"{page.relative_to(ROOT)}: `{name}`"
+        for page in PAGES
+        for name in named_code(page)
+        if not names_code_that_exists(name)
+    ]
+    assert stale == []
+
+
+def test_the_path_checker_sees_a_moved_file_and_a_moved_name(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text(
+        "`chat/turns/wires.py` `chat/read_only_admin.py` `tools/call` `locale/<l>/x.po`\n"
+        "`chat.turns.follow_turn` `chat.turns.no_such_verb` `chat.Revocation` "
+        "`chat.read_only_admin.ReadOnlyAdmin` `https://chat.example.com`\n"
+    )
+    assert [name for name in named_code(page) if not names_code_that_exists(name)] == [
+        "chat/read_only_admin.py",
+        "chat.turns.no_such_verb",
+        "chat.read_only_admin.ReadOnlyAdmin",
+    ]
+
+
+def named_code(page: Path) -> list[str]:
+    """What the page names in backticks that looks like a repo path (its first folder is one
+    of the repo's) or a dotted name in one of the apps or the project."""
+    return [
+        name
+        for name in NAMED.findall(FENCE.sub("", page.read_text()))
+        if (REPO_PATH.fullmatch(name) and "/" in name and name.split("/")[0] in TOP_FOLDERS)
+        or DOTTED.fullmatch(name)
+    ]
+
+
+def names_code_that_exists(name: str) -> bool:
+    """A path exists in the repo; a dotted name is a module, or a name its module defines or
+    imports (`chat.turns.begin`), or an app's model or permission (`chat.Revocation`)."""
+    if "/" in name:
+        return (ROOT / name).exists()
+    parts = name.split(".")
+    found = 1
+    while found < len(parts) and module_file(parts[: found + 1]):
+        found += 1
+    rest = parts[found:]
+    if not rest:
+        return True
+    if len(rest) > 1:
+        return False
+    if found == 1:
+        return True  # an app's label with a model's or a permission's name
+    source = module_file(parts[:found])
+    assert source is not None
+    return re.search(rf"\b{re.escape(rest[0])}\b", source.read_text()) is not None
+
+
+def module_file(parts: list[str]) -> Path | None:
+    path = ROOT.joinpath(*parts)
+    for file in (path.with_suffix(".py"), path / "__init__.py"):
+        if file.exists():
+            return file
+    return None
 
 
 def links(page: Path) -> list[str]:

@@ -21,6 +21,7 @@ from activity.selectors import _RUNNING_AND_RECENT, running_and_recent
 from chat.models import Conversation, Message
 from chat.socket.reads import _UNCHANGED, _open_answer, _opened, _settings_and_open_answer
 from project.sql import insert_row, insert_rows, update_row, update_rows
+from tests.support.sessions import session_store
 
 pytestmark = pytest.mark.django_db
 
@@ -114,7 +115,7 @@ def test_a_socket_opening_reads_the_settings_and_open_answer_the_orm_reads(
     assert (running is not None) == any(s in Message.OPEN_STATES for s in answers)
     # The opening's one statement, for a login that stands, reads the same.
     client.force_login(alice)
-    store = Session.get_session_store_class()(client.session.session_key)
+    store = session_store(client.session.session_key)
     for surface in SURFACES:
         opened = _opened(store, alice_conversation.pk, surface)
         assert opened is not None

@@ -21,12 +21,18 @@ from tests.support.servers import ROOT
 
 
 @pytest.fixture
-def writer() -> Iterator[subprocess.Popen]:
+def writer() -> Iterator[Writer]:
     yield from started()
 
 
-def started(*args: str) -> Iterator[subprocess.Popen]:
-    server = subprocess.Popen(
+class Writer(subprocess.Popen[str]):
+    """The writer's process, and the port it listens on."""
+
+    port = 0
+
+
+def started(*args: str) -> Iterator[Writer]:
+    server = Writer(
         [sys.executable, "-m", "tests.support.twisted_writer", *args],
         cwd=ROOT,
         stdout=subprocess.PIPE,
@@ -34,7 +40,7 @@ def started(*args: str) -> Iterator[subprocess.Popen]:
     )
     try:
         assert server.stdout is not None
-        server.port = int(server.stdout.readline())  # type: ignore[attr-defined]
+        server.port = int(server.stdout.readline())
         yield server
     finally:
         server.kill()
@@ -104,7 +110,7 @@ def test_nothing_written_after_a_connection_is_aborted_reaches_the_peer(writer):
 
 
 @pytest.fixture
-def tls_writer(tmp_path) -> Iterator[subprocess.Popen]:
+def tls_writer(tmp_path) -> Iterator[Writer]:
     key, certificate = self_signed(tmp_path)
     yield from started("--tls", str(certificate), str(key))
 

@@ -92,7 +92,7 @@ def redis_layer(redis_url, settings):
 
 
 async def test_a_follower_that_timed_out_waiting_still_gets_the_next_message(redis_layer):
-    from chat.turns.broadcast import group_send, subscribe
+    from project.groups import group_send, subscribe
 
     group = f"quiet-{uuid.uuid4().hex}"
     witness = await redis_layer.new_channel()
@@ -110,7 +110,7 @@ async def test_a_follower_that_timed_out_waiting_still_gets_the_next_message(red
 
 
 async def test_a_follower_that_leaves_leaves_nothing_subscribed(redis_layer, redis_url):
-    from chat.turns.broadcast import subscribe
+    from project.groups import subscribe
 
     group = f"left-{uuid.uuid4().hex}"
     async with subscribe(group) as inbox:

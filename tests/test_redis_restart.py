@@ -48,13 +48,15 @@ async def test_after_a_redis_restart_the_socket_that_asks_hears_its_whole_turn(
     heard = await json_until_done(socket, limit=30)
     await finish_turns()
     await socket.disconnect()
-    await get_channel_layer().flush()
+    layer = get_channel_layer()
+    assert layer is not None
+    await layer.flush()
 
     answer = await Message.objects.select_related("feed").aget(pk=int(heard[-1]["message_id"]))
     assert heard[0]["type"] == "turn" and heard[0]["message_id"] == str(answer.pk)
     assert answer.state == Message.State.COMPLETE and heard[-1]["state"] == "complete"
     seqs = [event["seq"] for event in heard if "seq" in event]
-    assert seqs == list(range(1, answer.feed.event_count + 1))
+    assert seqs == list(range(1, answer.answer_feed.event_count + 1))
     assert "".join(e["content"] for e in heard if e["type"] == "text") == answer.content
 
 

@@ -14,6 +14,7 @@ import urllib.request
 
 import pytest
 import websockets
+from websockets.typing import Subprotocol
 
 from tests.support.servers import api, login, manage, start_daphne, two_servers
 
@@ -54,7 +55,7 @@ async def watch_until_told_to_reconnect(server, conversation, cookies) -> int:
     async with websockets.connect(
         server.url.replace("http", "ws") + f"/ws/c/{conversation}/",
         additional_headers={"Cookie": cookies, "Origin": server.url},
-        subprotocols=["glassbox.json"],
+        subprotocols=[Subprotocol("glassbox.json")],
     ) as socket:
         try:
             while True:

@@ -9,9 +9,11 @@ import asyncio
 import json
 import threading
 import urllib.request
+from typing import Any
 
 import pytest
 import websockets
+from websockets.typing import Subprotocol
 
 from tests.support.servers import login, manage, start_daphne, two_servers
 
@@ -46,11 +48,11 @@ def ask_over_sse(server, token, conversation, question, seen, writing):
 
 
 async def watch(server, conversation, cookies, until):
-    events = []
+    events: list[dict[str, Any]] = []
     async with websockets.connect(
         server.url.replace("http", "ws") + f"/ws/c/{conversation}/",
         additional_headers={"Cookie": cookies, "Origin": server.url},
-        subprotocols=["glassbox.json"],
+        subprotocols=[Subprotocol("glassbox.json")],
     ) as socket:
         await socket.send(json.dumps({"noop": True}))  # answered with an error: the socket is live
         json.loads(await asyncio.wait_for(socket.recv(), 10))
@@ -66,7 +68,8 @@ def watch_a_turn(first, second, *, kill_first: bool = False) -> tuple[list, list
     socket saw and what the asker saw."""
     token = manage(first.env, "drf_create_token", "demo").split()[2]
     conversation, cookies = login(second.url)
-    ready, writing, seen = threading.Event(), threading.Event(), []
+    ready, writing = threading.Event(), threading.Event()
+    seen: list[dict[str, Any]] = []
 
     async def scenario():
         watcher = asyncio.create_task(watch(second, conversation, cookies, ready))
@@ -126,7 +129,7 @@ def test_an_idle_socket_stays_open_and_answers_later(shared_servers):
         async with websockets.connect(
             second.url.replace("http", "ws") + f"/ws/c/{conversation}/",
             additional_headers={"Cookie": cookies, "Origin": second.url},
-            subprotocols=["glassbox.json"],
+            subprotocols=[Subprotocol("glassbox.json")],
         ) as socket:
             # A person reading, longer than Redis' client waits for a read (5 s): nothing
             # arrives and the socket stays open (a dropped one ends recv() at once).

@@ -17,9 +17,11 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import IO, Any
 
 import pytest
 import websockets
+from websockets.typing import Subprotocol
 
 from tests.support.mcp import DEMO
 from tests.support.processes import children
@@ -71,7 +73,7 @@ async def interrupt_mid_call(server: Server, conversation: str, cookies: str) ->
     async with websockets.connect(
         server.url.replace("http", "ws") + f"/ws/c/{conversation}/",
         additional_headers={"Cookie": cookies, "Origin": server.url},
-        subprotocols=["glassbox.json"],
+        subprotocols=[Subprotocol("glassbox.json")],
     ) as socket:
         await socket.send(json.dumps({"message": "Compare five salary surveys for an engineer"}))
         while "progress" not in json.loads(await asyncio.wait_for(socket.recv(), 30)):
@@ -84,28 +86,30 @@ async def interrupt_mid_call(server: Server, conversation: str, cookies: str) ->
 
 def test_the_demo_mcp_server_stops_quietly_at_ctrl_c_in_a_terminal_of_its_own():
     with demo_mcp_server() as server:
+        _, stdout, stderr = pipes(server)
         ask(server, "initialize", INITIALIZE, 1)
-        assert b'"result"' in server.stdout.readline()
+        assert b'"result"' in stdout.readline()
         os.killpg(server.pid, signal.SIGINT)
         # Stopped by the signal, as Python stops at Ctrl+C, without waiting for stdin.
         assert server.wait(timeout=30) == -signal.SIGINT
-        assert server.stderr.read() == b""
+        assert stderr.read() == b""
 
 
 def test_the_demo_mcp_server_stops_quietly_when_its_client_is_killed_mid_call():
     with demo_mcp_server(GLASSBOX_DEMO_MCP_DELAY="0.2") as server:
+        stdin, stdout, stderr = pipes(server)
         ask(server, "initialize", INITIALIZE, 1)
-        server.stdout.readline()
+        stdout.readline()
         ask(server, "notifications/initialized", {})
         call = {"name": "compare_salary_surveys", "arguments": {"role": "engineer"}}
         ask(server, "tools/call", {**call, "_meta": {"progressToken": 1}}, 2)
-        assert b"notifications/progress" in server.stdout.readline()
+        assert b"notifications/progress" in stdout.readline()
         # The client's end of both pipes goes, as when its process is killed: the server's
         # next progress report finds nobody to read it.
-        server.stdout.close()
-        server.stdin.close()
+        stdout.close()
+        stdin.close()
         assert server.wait(timeout=30) == 0
-        assert server.stderr.read() == b""
+        assert stderr.read() == b""
 
 
 INITIALIZE = {
@@ -140,8 +144,14 @@ def demo_mcp_server(**env: str) -> Iterator[subprocess.Popen[bytes]]:
                 pipe.close()
 
 
+def pipes(server: subprocess.Popen[bytes]) -> tuple[IO[bytes], IO[bytes], IO[bytes]]:
+    """The server's stdin, stdout and stderr: all three are pipes."""
+    assert server.stdin and server.stdout and server.stderr
+    return server.stdin, server.stdout, server.stderr
+
+
 def ask(server: subprocess.Popen[bytes], method: str, params: dict, id: int | None = None):
-    message = {"jsonrpc": "2.0", "method": method, "params": params}
+    message: dict[str, Any] = {"jsonrpc": "2.0", "method": method, "params": params}
     if id is not None:
         message["id"] = id
     assert server.stdin is not None

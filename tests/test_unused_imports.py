@@ -25,7 +25,17 @@ def imported_by_a_visit(work, **settings: str) -> set[str]:
     """The modules a server imported while it served a visit (a page, a login and the chat
     page), from its `-X importtime` lines. A module left out shows up too, as a failed
     attempt with no submodules."""
-    with serve(work, PYTHONPROFILEIMPORTTIME="1", **settings) as server:
+    # Every option named, so that the settings can only be settings.
+    with serve(
+        work,
+        (),
+        None,
+        mcp_opened=True,
+        seeded=False,
+        terminal=False,
+        PYTHONPROFILEIMPORTTIME="1",
+        **settings,
+    ) as server:
         login(server.url)
         server.log.seek(0)
         log = server.log.read().decode(errors="replace")

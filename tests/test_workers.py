@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 import websockets
+from websockets.typing import Subprotocol
 
 from tests.support.mcp import DEMO
 from tests.support.processes import admin_session
@@ -54,7 +55,7 @@ async def turn(url: str, conversation: str, cookies: str) -> list[dict]:
     async with websockets.connect(
         url.replace("http", "ws") + f"/ws/c/{conversation}/",
         additional_headers={"Cookie": cookies, "Origin": url},
-        subprotocols=["glassbox.json"],
+        subprotocols=[Subprotocol("glassbox.json")],
     ) as ws:
         await ws.send(json.dumps({"message": "How do I negotiate my salary?"}))
         events = [json.loads(await asyncio.wait_for(ws.recv(), 30))]

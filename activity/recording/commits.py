@@ -15,7 +15,7 @@ import logging
 import weakref
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from channels.db import database_sync_to_async
 from django.conf import settings
@@ -23,9 +23,6 @@ from django.db import InterfaceError, OperationalError, models, transaction
 
 from activity.models import ActivityFeed
 from project.sql import insert_rows, update_rows
-
-if TYPE_CHECKING:
-    from activity.recording.recorder import FeedRecorder
 
 logger = logging.getLogger("glassbox.activity")
 
@@ -39,6 +36,19 @@ class Ride:
     pk: Any
     values: dict[str, Any]
     written: Callable[[], None]
+
+
+class Member(Protocol):
+    """What the group commit needs of a turn's recorder (activity.recording.recorder's
+    FeedRecorder), declared here so the commit knows no recorder."""
+
+    feed: ActivityFeed
+
+    def take(self) -> Part:
+        """Its pending share, handed over: the recorder starts a new one."""
+
+    def written(self, part: Part) -> None:
+        """Told once its share is on disk."""
 
 
 class Rider(Protocol):
@@ -58,7 +68,7 @@ class Request:
 class Part:
     """One turn's share of a commit."""
 
-    recorder: FeedRecorder
+    recorder: Member
     events: list[Any]
     calls: list[Any]
     reserve: int | None
@@ -73,21 +83,21 @@ class GroupCommit:
     """The writer of one event loop: its task runs while a turn is joined or a write waits."""
 
     def __init__(self) -> None:
-        self.members: dict[FeedRecorder, None] = {}
-        self.requests: dict[FeedRecorder, list[Request]] = {}
+        self.members: dict[Member, None] = {}
+        self.requests: dict[Member, list[Request]] = {}
         self.wake = asyncio.Event()
         self.task: asyncio.Task[None] | None = None
         self.failing = False
 
-    def join(self, recorder: FeedRecorder) -> None:
+    def join(self, recorder: Member) -> None:
         self.members[recorder] = None
         self._start()
 
-    def leave(self, recorder: FeedRecorder) -> None:
+    def leave(self, recorder: Member) -> None:
         self.members.pop(recorder, None)
 
     def write(
-        self, recorder: FeedRecorder, also: Callable[[], Any] | None, at_once: bool
+        self, recorder: Member, also: Callable[[], Any] | None, at_once: bool
     ) -> asyncio.Future[Any]:
         future = asyncio.get_running_loop().create_future()
         # Its caller may have been cancelled meanwhile (a Stop, the heartbeat at the end):

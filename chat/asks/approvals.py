@@ -22,9 +22,9 @@ from activity.recording.events import Decision, decision_kind
 from activity.recording.receipts import fingerprint_or_blank
 from chat.agent.approval import Paused, UnknownPause, Verdict
 from chat.asks.receipts import NO_RECEIPT, Edits, Receipt, bound
+from chat.conversations.refusals import TurnRejected
 from chat.conversations.services import answer_resume
 from chat.models import Message, ToolApproval
-from chat.turns.admission import TurnRejected
 
 REASON_LIMIT = 500
 

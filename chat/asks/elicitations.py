@@ -26,9 +26,9 @@ from activity.recording.chain import json_digest
 from activity.recording.events import RecordedEvent, Status
 from chat.agent.mcp.elicit_schema import WITHHELD, Field, Invalid, check_answer, kept, read_form
 from chat.agent.questions import Question, Reply
+from chat.conversations.refusals import TurnRejected
 from chat.models import Conversation, Elicitation, Message
-from chat.turns import broadcast
-from chat.turns.admission import TurnRejected
+from project import groups
 
 logger = logging.getLogger("glassbox.turns")
 
@@ -68,7 +68,7 @@ def group_of(question_id: uuid.UUID) -> str:
 
 async def card_changed(question: Elicitation) -> None:
     """Every socket of the conversation shows the card as it is now (chat.socket)."""
-    await broadcast.group_send(
+    await groups.group_send(
         Conversation.group_name_for(question.answer.conversation_id),
         {"type": "elicitation.changed", "question_id": str(question.pk)},
     )
@@ -155,7 +155,7 @@ async def _answer_of(
 ) -> tuple[Elicitation, dict[str, Any] | None]:
     """Waits for the answer, from this process or another, or for the deadline (then the
     question expires). Returns the row as answered and the answer in clear."""
-    async with broadcast.subscribe(group_of(row.pk)) as elsewhere:
+    async with groups.subscribe(group_of(row.pk)) as elsewhere:
         while True:
             left = (row.deadline - timezone.now()).total_seconds()
             if left <= 0:
@@ -285,7 +285,7 @@ async def answer(
         # The page's form without JavaScript answers from another thread's loop.
         waiting.get_loop().call_soon_threadsafe(_deliver, waiting, clear)
     else:
-        await broadcast.group_send(
+        await groups.group_send(
             group_of(row.pk), {"type": "elicitation.answered", "content": clear}
         )
     await card_changed(row)

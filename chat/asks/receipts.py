@@ -18,7 +18,7 @@ from django.utils.translation import gettext_lazy, ngettext
 from activity.recording.events import FEEDBACK_ARG
 from activity.recording.receipts import fingerprint_or_blank
 from chat.agent.schemas import TooLong, Unsupported, first_error, is_email
-from chat.turns.admission import TurnRejected
+from chat.conversations.refusals import TurnRejected
 
 # A page's edit form names each argument's field so: `argument.to`, `argument.subject`.
 ARGUMENT_FIELD = "argument."

@@ -18,9 +18,9 @@ from django.utils.translation import gettext as _
 
 from activity.recording.events import Decision, Status
 from chat.asks import question_cards
+from chat.asks.answers import AnswerQuestion, Decide
 from chat.asks.approval_cards import ApprovalCard, card_of
 from chat.models import Elicitation, Message, ToolApproval
-from chat.turns.actions import AnswerQuestion, Decide
 
 
 class Waiting(Protocol):

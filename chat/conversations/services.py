@@ -18,9 +18,9 @@ from activity.recording.events import Status
 from activity.selectors import feed_ids_of_conversations, feed_language
 from chat.conversations.access import conversations_closed
 from chat.conversations.selectors import CONTACT_TOOL
-from chat.conversations.text_rules import looks_empty, unstorable, without_bidi_controls
 from chat.models import ContactRequest, Conversation, Message
 from project.sql import insert_row, update_row
+from project.text_rules import looks_empty, unstorable, without_bidi_controls
 
 
 class TitleInvalid(ValueError):

@@ -16,8 +16,8 @@ from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.translation import gettext as _
 
-from chat.conversations.text_rules import without_bidi_controls
 from chat.models import Message
+from project.text_rules import without_bidi_controls
 
 # Characters of context on each side of the first matched word.
 SNIPPET_CONTEXT = 60

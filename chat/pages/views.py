@@ -21,12 +21,12 @@ from chat.api.serializers import ConversationDetailSerializer
 from chat.asks.cards import cards_for, question_cards_for, refused_card
 from chat.conversations import selectors, services, sidebar
 from chat.conversations.exports import conversation_markdown
-from chat.conversations.text_rules import unstorable
 from chat.models import Message
 from chat.pages import starters
 from chat.pages.forms import ContactForm
 from chat.turns import actions, broadcast
 from chat.turns.recovery import dead_turns_recover
+from project.text_rules import unstorable
 
 LIST_PAGE = 30
 

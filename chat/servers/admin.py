@@ -23,7 +23,6 @@ from chat.agent.mcp.config import (
     ServerSpec,
     spec_from_mapping,
 )
-from chat.read_only_admin import RecordAdmin
 from chat.servers.changes import (
     MASK,
     RUNS_PROGRAMS,
@@ -35,6 +34,7 @@ from chat.servers.changes import (
 from chat.servers.configured import settings_servers
 from chat.servers.models import McpGrant, McpGrantRecord, McpServer, McpServerChange
 from chat.servers.sightings import sightings
+from project.read_only_admin import RecordAdmin
 
 if TYPE_CHECKING:
     from chat.agent.mcp.connections import Health

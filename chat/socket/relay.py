@@ -21,7 +21,7 @@ from django.utils import timezone
 
 from chat.models import Revocation
 from chat.socket.revocation import ACCESS_ENDED
-from chat.turns.broadcast import group_send
+from project.groups import group_send
 
 logger = logging.getLogger("glassbox.sockets")
 

@@ -26,7 +26,8 @@ from django.dispatch import receiver
 from chat.conversations.access import conversations_closed
 from chat.models import Conversation, Revocation
 from chat.socket.reads import Refused
-from chat.turns.broadcast import group_send, user_group
+from chat.turns.broadcast import user_group
+from project.groups import group_send
 
 ACCESS_ENDED = "access.ended"
 __all__ = ["end_access", "session_group", "user_group"]

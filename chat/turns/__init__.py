@@ -15,19 +15,19 @@ The model sees the conversation through `history`; what a turn runs with (client
 from __future__ import annotations
 
 from chat.asks.receipts import EditRefused
+from chat.conversations.refusals import TurnRejected
 from chat.turns.admission import (
     QuestionInvalid,
     Restarting,
-    StartedTurn,
     TurnLimited,
-    TurnRejected,
     question_clean,
 )
-from chat.turns.broadcast import subscribe
 from chat.turns.follow import Inbox, Position, follow_turn, replay, snapshot
 from chat.turns.resuming import decide
+from chat.turns.started import StartedTurn
 from chat.turns.starting import begin, regenerate
 from chat.turns.stopping import stop
+from project.groups import subscribe
 
 __all__ = [
     "EditRefused",

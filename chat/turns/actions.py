@@ -18,10 +18,11 @@ from django.utils.translation import gettext as _
 from activity.recording.events import Decision
 from chat import turns
 from chat.asks import elicitations
+from chat.asks.answers import AnswerQuestion, Decide
 from chat.asks.approvals import REASON_LIMIT
 from chat.asks.receipts import ARGUMENT_FIELD, Edits
-from chat.conversations.text_rules import unstorable
 from chat.models import Conversation
+from project.text_rules import unstorable
 
 # Each request is named by one field; the fields after it may come with it.
 REQUESTS: dict[str, frozenset[str]] = {
@@ -87,25 +88,6 @@ class Resume:
 @dataclass(frozen=True, slots=True)
 class Regenerate:
     answer_id: int
-
-
-@dataclass(frozen=True, slots=True)
-class Decide:
-    call_id: str
-    approve: bool
-    reason: str = ""
-    # The arguments to run instead (an approval only), and the fingerprint the card showed.
-    edits: Edits | None = None
-    fingerprint: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class AnswerQuestion:
-    """An answer to an MCP server's question (chat.asks.elicitations)."""
-
-    question_id: uuid.UUID
-    action: str
-    values: dict[str, Any]
 
 
 Request = Ask | Stop | Resume | Decide | Regenerate | AnswerQuestion

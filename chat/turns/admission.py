@@ -6,7 +6,6 @@ from __future__ import annotations
 import math
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
@@ -17,18 +16,14 @@ from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
 from activity.selectors import running_and_recent, tokens_since
+from chat.conversations.refusals import TurnRejected
 from chat.conversations.services import answer_open
-from chat.conversations.text_rules import looks_empty, unstorable
 from chat.models import Conversation, Message
 from chat.turns.recovery import dead_turns_recover
+from chat.turns.started import StartedTurn
 from project.languages import written_language
 from project.sql import insert_row
-
-
-class TurnRejected(Exception):
-    """A turn that cannot start; the message is shown to the user as it is."""
-
-    status = 409
+from project.text_rules import looks_empty, unstorable
 
 
 class TurnLimited(TurnRejected):
@@ -47,16 +42,6 @@ class QuestionInvalid(TurnRejected, ValueError):
     """A question that cannot be asked as it is; the text says why."""
 
     status = 400
-
-
-@dataclass(frozen=True, slots=True)
-class StartedTurn:
-    question: Message
-    answer: Message
-    # True when the client_id named a turn that already existed: nothing new was started.
-    joined: bool = False
-    # A regenerated answer: the answer it replaces.
-    replaces: int | None = None
 
 
 def question_clean(text: object) -> str:

@@ -13,9 +13,10 @@ from django.utils.translation import gettext as _
 from chat.agent.context import Person
 from chat.models import Conversation
 from chat.turns import deps, registry, resuming, runner
-from chat.turns.admission import Restarting, StartedTurn, admit, admit_again
+from chat.turns.admission import Restarting, admit, admit_again
 from chat.turns.broadcast import send_conversations_changed, send_turn_started
 from chat.turns.history import model_history
+from chat.turns.started import StartedTurn
 
 
 async def begin(

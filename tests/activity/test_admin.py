@@ -12,6 +12,8 @@ from django.utils import timezone
 
 from activity.models import ActivityEvent, ActivityFeed
 from chat.models import Conversation
+from tests.support.responses import streamed
+from tests.support.rows import answer_feed_id
 from tests.support.turns import run_turn
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -19,7 +21,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 def ask(user, question):
     answer = run_turn(Conversation.objects.create(owner=user), question)
-    return ActivityFeed.objects.get(pk=answer.feed_id)
+    return ActivityFeed.objects.get(pk=answer_feed_id(answer))
 
 
 @pytest.fixture
@@ -74,6 +76,7 @@ def test_feeds_filter_by_state_tool_and_user_and_search_events(
 
 def test_audit_data_cannot_be_added_changed_or_deleted(admin_client, searched_feed):
     event = ActivityEvent.objects.filter(feed=searched_feed).first()
+    assert event is not None
     assert admin_client.get("/admin/activity/activityfeed/add/").status_code == 403
     delete = f"/admin/activity/activityfeed/{searched_feed.pk}/delete/"
     assert admin_client.post(delete, {"post": "yes"}).status_code == 403
@@ -85,6 +88,7 @@ def test_audit_data_cannot_be_added_changed_or_deleted(admin_client, searched_fe
 
 def test_events_are_append_only_in_code_too(searched_feed):
     event = ActivityEvent.objects.filter(feed=searched_feed).first()
+    assert event is not None
     event.message = "rewritten history"
     with pytest.raises(ValueError, match="append-only"):
         event.save()
@@ -105,12 +109,12 @@ async def test_the_export_action_streams_ndjson_and_csv_a_chunk_of_feeds_at_a_ti
     response = await client.post(
         "/admin/activity/activityfeed/", {**base, "action": "export_ndjson"}
     )
-    parts = [part async for part in response.streaming_content]
+    parts = await streamed(response)
     # One feed per part, as it is read: the selection is never gathered in memory first.
     assert len(parts) == 2
     assert {json.loads(part)["id"] for part in parts} == {searched_feed.pk, failed_feed.pk}
     response = await client.post("/admin/activity/activityfeed/", {**base, "action": "export_csv"})
-    text = b"".join([part async for part in response.streaming_content]).decode()
+    text = b"".join(await streamed(response)).decode()
     assert {row["user"] for row in csv.DictReader(io.StringIO(text))} == {"alice", "bob"}
 
 

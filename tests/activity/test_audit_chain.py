@@ -18,6 +18,8 @@ from activity.models import ActivityEvent, ActivityFeed, ChainReseal
 from activity.recording.chain import GENESIS, link
 from chat.conversations.services import contact_request_create
 from tests.support.audit import sql, verify
+from tests.support.responses import streamed
+from tests.support.rows import answer_feed_id
 from tests.support.turns import run_turn
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -66,6 +68,7 @@ def test_an_event_edited_with_sql_breaks_its_chain_and_verify_says_where(two_tur
 def test_links_are_sealed_once_a_result_has_them_and_older_events_keep_their_hashes(two_turns):
     searched, _ = two_turns
     result = ActivityEvent.objects.filter(feed=searched.feed_id, kind="tool_result").first()
+    assert result is not None
     values = result.sealed_values() | {"seal_version": 1}
     # Sealed by the first version, written before the column existed (no key) or without
     # links (null): the same hash.
@@ -89,6 +92,7 @@ def test_an_event_deleted_with_sql_is_found(two_turns, which):
     searched, _ = two_turns
     rows = ActivityEvent.objects.filter(feed=searched.feed_id).order_by("seq")
     gone = rows.last() if which == "last" else rows[2]
+    assert gone is not None
     sql("DELETE FROM activity_activityevent WHERE id = %s", gone.pk)
 
     status, out = verify()
@@ -147,7 +151,7 @@ def test_the_evidence_for_a_period_holds_feeds_events_approvals_and_a_manifest(
     two_turns, alice_conversation, tmp_path
 ):
     outside = run_turn(alice_conversation, "What time is it?")
-    ActivityFeed.objects.filter(pk=outside.feed_id).update(
+    ActivityFeed.objects.filter(pk=answer_feed_id(outside)).update(
         started_at=timezone.now() - timedelta(days=10)
     )
     since = (timezone.now() - timedelta(days=1)).isoformat()
@@ -216,7 +220,7 @@ def test_admins_export_the_evidence_of_their_selection(admin_user, two_turns):
             {"action": "export_evidence", "_selected_action": ids},
         )
         assert response.status_code == 200 and response.streaming
-        return b"".join([part async for part in response.streaming_content])
+        return b"".join(await streamed(response))
 
     lines = async_to_sync(export)().decode().splitlines()
     manifest = json.loads(lines[-1])
@@ -226,6 +230,7 @@ def test_admins_export_the_evidence_of_their_selection(admin_user, two_turns):
 def test_an_event_altered_past_reading_is_in_the_evidence_and_found_broken(two_turns):
     answer = two_turns[0]
     row = ActivityEvent.objects.filter(feed_id=answer.feed_id, kind="status").first()
+    assert row is not None
     sql("UPDATE activity_activityevent SET state = 'hacked' WHERE id = %s", row.pk)
 
     day = timezone.now().date()

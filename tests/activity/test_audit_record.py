@@ -29,6 +29,8 @@ from chat.models import Conversation, Message, ToolApproval
 from chat.turns.recovery import dead_turns_recover
 from tests.support.audit import sql, verify
 from tests.support.lock_waits import second_waits_for_first
+from tests.support.responses import streamed
+from tests.support.rows import answer_feed_id
 from tests.support.turns import decided_turn, run_turn, stopped_turn
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -47,7 +49,7 @@ def answered(alice_conversation, knowledge_base) -> Message:
 def test_a_turn_ends_closed_and_in_the_ledger(answered):
     feed = ActivityFeed.objects.get(pk=answered.feed_id)
     assert feed.closing and feed.answer_sha256
-    assert LedgerEntry.objects.filter(feed_id=feed.pk).last().sealed == feed.closing
+    assert LedgerEntry.objects.filter(feed_id=feed.pk).latest("pk").sealed == feed.closing
     status, out = verify()
     assert status == 0 and "2 intact, 0 broken" in out
 
@@ -74,6 +76,7 @@ def test_the_last_events_removed_and_the_feed_set_back_to_running_is_found(answe
 def test_recovery_never_seals_after_a_chain_that_fails_its_check(answered, caplog):
     feed_id = answered.feed_id
     last = ActivityEvent.objects.filter(feed=feed_id).order_by("-seq").first()
+    assert last is not None
     sql("DELETE FROM activity_activityevent WHERE id = %s", last.pk)
     long_ago = timezone.now() - timedelta(minutes=10)
     sql(
@@ -106,12 +109,12 @@ def test_recovery_seals_a_dead_turn_whose_chain_holds(alice_conversation):
 
     answer = admit(conversation=alice_conversation, text="How do I negotiate my salary?").answer
     long_ago = timezone.now() - timedelta(minutes=10)
-    ActivityFeed.objects.filter(pk=answer.feed_id).update(started_at=long_ago)
+    ActivityFeed.objects.filter(pk=answer_feed_id(answer)).update(started_at=long_ago)
     Message.objects.filter(pk=answer.pk).update(content="Partial")
 
     assert dead_turns_recover(conversation_id=alice_conversation.pk) == 1
 
-    feed = ActivityFeed.objects.get(pk=answer.feed_id)
+    feed = ActivityFeed.objects.get(pk=answer_feed_id(answer))
     assert feed.state == "interrupted" and feed.closing
     assert LedgerEntry.objects.get(feed_id=feed.pk).sealed == feed.closing
     assert verify()[0] == 0
@@ -127,6 +130,7 @@ def result_with(feed_id: int, structured) -> ActivityEvent:
         ToolResult(call_id="call_x", ok=True, summary="1 record", duration_ms=5,
                    structured=structured),
     )  # fmt: skip
+    assert written.seq is not None
     return ActivityEvent.objects.get(feed_id=feed_id, seq=written.seq)
 
 
@@ -161,7 +165,7 @@ def test_an_event_sealed_by_the_first_version_still_verifies_and_cannot_be_promo
     from chat.turns.admission import admit
 
     answer = admit(conversation=alice_conversation, text="How do I negotiate my salary?").answer
-    row = ActivityEvent(feed_id=answer.feed_id, seq=1, kind="status", icon="🔍",
+    row = ActivityEvent(feed_id=answer_feed_id(answer), seq=1, kind="status", icon="🔍",
                         message="Looking up", seal_version=SEAL_V1)  # fmt: skip
     row.seal(GENESIS).save()
     assert (
@@ -240,11 +244,13 @@ def approved_with_edits(alice, alice_conversation) -> ToolApproval:
     )
     assert answer.state == Message.State.COMPLETE
     approval = ToolApproval.objects.select_related("answer").get(answer=answer)
+    assert approval.edited_arguments is not None
     assert approval.edited_arguments["to"] == "dean@example.com"
     return approval
 
 
 def _edited_again(approval: ToolApproval) -> dict:
+    assert approval.edited_arguments is not None
     return {"edited_arguments": approval.edited_arguments | {"to": "eve@example.com"}}
 
 
@@ -375,7 +381,7 @@ def test_the_evidence_marks_what_the_closing_covers(answered, alice_conversation
     # A running feed's record is covered by nothing yet.
     assert feeds[running.feed_id]["sealed_by_closing"] == []
     manifest = records[-1]
-    assert manifest["ledger_head"] == LedgerEntry.objects.order_by("-id").first().entry
+    assert manifest["ledger_head"] == LedgerEntry.objects.order_by("-id")[0].entry
 
 
 def test_the_admins_evidence_period_reproduces_with_the_command(admin_user, answered):
@@ -388,7 +394,7 @@ def test_the_admins_evidence_period_reproduces_with_the_command(admin_user, answ
             "/admin/activity/activityfeed/",
             {"action": "export_evidence", "_selected_action": ids},
         )
-        return b"".join([part async for part in response.streaming_content])
+        return b"".join(await streamed(response))
 
     from_admin = evidence_records(async_to_sync(export)().decode())
     manifest = from_admin[-1]
@@ -408,6 +414,7 @@ def test_the_admins_evidence_period_reproduces_with_the_command(admin_user, answ
 
 def test_an_admin_selection_that_is_not_a_whole_period_says_so(admin_user, answered):
     first = ActivityFeed.objects.order_by("pk").first()
+    assert first is not None
     third = run_turn(answered.conversation, "What time is it now?")
 
     async def export() -> bytes:
@@ -417,7 +424,7 @@ def test_an_admin_selection_that_is_not_a_whole_period_says_so(admin_user, answe
             "/admin/activity/activityfeed/",
             {"action": "export_evidence", "_selected_action": [first.pk, third.feed_id]},
         )
-        return b"".join([part async for part in response.streaming_content])
+        return b"".join(await streamed(response))
 
     manifest = evidence_records(async_to_sync(export)().decode())[-1]
     assert manifest["selection"] == "2 selected of the 3 feeds begun in the period"
@@ -472,7 +479,7 @@ def test_a_turn_that_ends_without_a_decision_by_its_owner_is_closed_and_verifies
 
     async_to_sync(settle)()
 
-    feed = ActivityFeed.objects.get(pk=answer.feed_id)
+    feed = ActivityFeed.objects.get(pk=answer_feed_id(answer))
     assert feed.state == ("stopped" if end == "stopped while waiting" else "complete")
     assert feed.closing and LedgerEntry.objects.get(feed_id=feed.pk).sealed == feed.closing
     assert verify()[0] == 0
@@ -484,7 +491,7 @@ def test_a_running_turn_its_owner_stopped_is_sealed_as_stopped_and_verifies(
     held = gate(after=20, request=2)
     answer = stopped_turn(alice_conversation, "How do I negotiate my salary?", held)
 
-    feed = answer.feed
+    feed = answer.answer_feed
     assert (answer.state, feed.state) == ("stopped", "stopped") and answer.content
     assert feed.closing and LedgerEntry.objects.get(feed_id=feed.pk).sealed == feed.closing
     assert verify()[0] == 0
@@ -511,6 +518,7 @@ def test_a_paused_feed_whose_last_line_was_removed_is_found(alice_conversation):
     assert answer.state == Message.State.WAITING
     assert verify()[0] == 0
     waiting = ActivityEvent.objects.filter(feed=answer.feed_id).order_by("-seq").first()
+    assert waiting is not None
     assert waiting.icon == "⏸"
     sql("DELETE FROM activity_activityevent WHERE id = %s", waiting.pk)
 

@@ -11,6 +11,7 @@ import pytest
 from activity.preferences.feed_prefs import FeedPrefs
 from activity.presenting.live import LivePresenter
 from activity.recording.events import from_json
+from tests.support.live_ops import line_of
 from tests.support.mcp import ROOT
 
 
@@ -22,7 +23,7 @@ def test_label_false_hides_the_label(value):
         {"type": "status", "seq": 1, "icon": "🔍", "message": "Searching…",
          "state": "in_progress", "tool": "search_documents", "call_id": "c1"}
     ))  # fmt: skip
-    assert [op.line.message for op in ops] == ["Searching…"]  # no label line before it
+    assert [line_of(op).message for op in ops] == ["Searching…"]  # no label line before it
 
 
 @pytest.mark.parametrize(

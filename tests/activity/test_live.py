@@ -12,6 +12,7 @@ from activity.presenting.live import (
     SetTail,
 )
 from activity.recording.events import from_json
+from tests.support.live_ops import line_of
 
 
 def status(seq, icon, message, state="in_progress", tool="", call_id=""):
@@ -121,11 +122,11 @@ APPROVED = {"type": "decision", "seq": 4, "call_id": "c3", "tool": "send_email",
 def test_a_call_waiting_for_the_user_shows_at_once_in_every_mode(prefs):
     presenter = LivePresenter(prefs, turn_id=1, started=0.0)
     ops = play(presenter, ASKS_FIRST, now=0.1)
-    waiting = [op for op in ops if op.line.state == "waiting"]
-    assert [op.line.message for op in waiting] == [ASKS_FIRST[-1]["message"]]
-    assert waiting[0].line.key in presenter.shown
+    waiting = [op for op in ops if line_of(op).state == "waiting"]
+    assert [line_of(op).message for op in waiting] == [ASKS_FIRST[-1]["message"]]
+    assert line_of(waiting[0]).key in presenter.shown
     decided = presenter.on_event(from_json(APPROVED), now=0.2)
-    assert [(type(op).__name__, op.line.icon) for op in decided] == [("ReplaceLine", "✅")]
+    assert [(type(op).__name__, line_of(op).icon) for op in decided] == [("ReplaceLine", "✅")]
 
 
 def test_progress_mode_shows_the_draft_at_the_second_work_event_and_no_text():
@@ -168,7 +169,7 @@ def test_older_lines_scroll_away_the_label_first():
 def test_no_label_shows_only_the_lines():
     presenter = LivePresenter(FeedPrefs(mode="progress", label=""), 1, started=0)
     ops = play(presenter, SEARCH, now=1.0)
-    assert "label" not in [op.line.key for op in ops if isinstance(op, AddLine)]
+    assert "label" not in [line_of(op).key for op in ops if isinstance(op, AddLine)]
 
 
 def test_without_tool_progress_only_the_label_shows_until_the_answer():
@@ -185,8 +186,8 @@ def test_without_tool_progress_only_the_label_shows_until_the_answer():
 def test_raw_detail_adds_the_tools_arguments_to_its_line():
     presenter = LivePresenter(FeedPrefs(detail="raw"), 1)
     ops = play(presenter, SEARCH[:3])
-    assert ops[-1] == ReplaceLine(ops[-1].line)
-    assert ops[-1].line.message == "Looking up salary tips, query: salary"
+    assert ops[-1] == ReplaceLine(line_of(ops[-1]))
+    assert line_of(ops[-1]).message == "Looking up salary tips, query: salary"
 
 
 def test_a_long_raw_detail_is_shortened_in_its_middle_keeping_the_line_start():
@@ -199,20 +200,21 @@ def test_a_long_raw_detail_is_shortened_in_its_middle_keeping_the_line_start():
          "arguments": arguments}
     ))  # fmt: skip
     assert (
-        op.line.message == "Looking up salary tips, query: salary bands for…neers in Milan in 2026"
+        line_of(op).message
+        == "Looking up salary tips, query: salary bands for…neers in Milan in 2026"
     )
-    assert len(op.line.message) == 70
-    assert op.line.full == "Looking up salary tips, query: " + arguments["query"]
+    assert len(line_of(op).message) == 70
+    assert line_of(op).full == "Looking up salary tips, query: " + arguments["query"]
 
 
 def test_a_long_line_is_shortened_in_its_middle_keeping_its_start_and_its_outcome():
     presenter = LivePresenter(FeedPrefs(line_width=60), 1)
     done = "Compared the salary surveys " + "of 2026 in Milan, " * 6 + "median 52,000 EUR"
     (op,) = presenter.on_event(from_json(status(1, "🧩", done)))
-    assert len(op.line.message) == 60
-    assert op.line.message.startswith("Compared the salary surveys")
-    assert op.line.message.endswith("median 52,000 EUR")
-    assert op.line.full == done
+    assert len(line_of(op).message) == 60
+    assert line_of(op).message.startswith("Compared the salary surveys")
+    assert line_of(op).message.endswith("median 52,000 EUR")
+    assert line_of(op).full == done
 
 
 def test_live_lines_are_cut_at_the_readers_width_so_an_edit_in_place_keeps_one_line():
@@ -220,8 +222,8 @@ def test_live_lines_are_cut_at_the_readers_width_so_an_edit_in_place_keeps_one_l
     presenter = LivePresenter(FeedPrefs(line_width=20), 1)
     feedback = "Sto cercando " + "x" * 87 + "..."
     (op,) = presenter.on_event(from_json(status(1, "🔍", feedback)))
-    assert len(op.line.message) == 20 and op.line.message.startswith("Sto cerca")
-    assert op.line.full == feedback
+    assert len(line_of(op).message) == 20 and line_of(op).message.startswith("Sto cerca")
+    assert line_of(op).full == feedback
 
 
 def test_auto_labels_come_from_the_pool_and_stay_put_for_a_turn():

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from django.contrib import admin
@@ -20,8 +21,10 @@ from activity.presenting.presentation import summarize, visible_lines
 from activity.presenting.program_frames import ProgramFrames
 from activity.recording.chain import GENESIS
 from activity.recording.events import (
+    LogLevel,
     Plan,
     PlanStep,
+    RecordedEvent,
     Status,
     ToolCall,
     ToolLog,
@@ -32,7 +35,7 @@ from activity.recording.events import (
 from activity.telemetry.spans import Options, trace_plan
 from chat.api.standards.agui import AguiWire
 from chat.api.standards.ui_stream import UiStreamWire
-from chat.turns.wires import Resume
+from chat.turns.wires import Frame, Resume, Wire
 from tests.support.turn_events import PLAN_STEPS, every_kind, with_plan_and_log
 
 FIRST = Plan(steps=(PlanStep("Search the surveys", "in_progress"),), call_id="p1", seq=1)
@@ -45,7 +48,7 @@ RUNNING = Status("🧩", "Comparing surveys", "in_progress", tool="s__compare", 
 CALL = ToolCall(tool="s__compare", call_id="c1", arguments={}, seq=3)
 
 
-def log(level: str, data: str, seq: int) -> ToolLog:
+def log(level: LogLevel, data: str, seq: int) -> ToolLog:
     return ToolLog(call_id="c1", level=level, data=data, logger="cmp", server="s", seq=seq)
 
 
@@ -57,6 +60,7 @@ def test_a_plan_and_a_log_message_read_back_as_they_were_sent_and_stored():
         # Every column it is kept in is sealed: a changed step breaks the chain.
         sealed = row.seal(GENESIS).chain
         if isinstance(event, Plan):
+            assert row.arguments is not None
             row.arguments["steps"][0]["state"] = "pending"
             assert row.seal(GENESIS).chain != sealed
     assert to_json(SECOND)["steps"] == [
@@ -81,6 +85,7 @@ def test_a_plan_or_log_message_that_is_not_one_is_refused_when_read(data):
 def test_a_received_plan_keeps_its_bounds():
     steps = [{"text": "y" * 300, "state": "pending"}] * 25
     plan = from_json({"type": "plan", "steps": steps})
+    assert isinstance(plan, Plan)
     assert len(plan.steps) == 20 and all(len(step.text) == 200 for step in plan.steps)
 
 
@@ -89,7 +94,8 @@ def test_live_the_plan_is_one_line_replaced_in_place_by_each_update():
     first = presenter.on_event(FIRST)
     second = presenter.on_event(SECOND)
 
-    assert [type(op) for op in first] == [AddLine] and [type(op) for op in second] == [ReplaceLine]
+    assert isinstance(first[0], AddLine) and isinstance(second[0], ReplaceLine)
+    assert len(first) == len(second) == 1
     assert first[0].line.key == second[0].line.key == "plan"
     assert second[0].line.steps == SECOND.steps
     assert second[0].line.message == "Plan, 1 of 2 done: Compare"
@@ -104,12 +110,14 @@ def test_live_a_log_message_at_the_readers_level_redraws_its_calls_running_line(
     assert isinstance(redrawn, ReplaceLine) and redrawn.line.key == "call-c1"
     assert [entry.data for entry in redrawn.line.logs] == ["disk <full>"]
     # A later progress report of the call keeps the log under its line.
-    progress = presenter.on_event(Status("🧩", "Read 2 of 5", "in_progress", call_id="c1"))
-    assert [entry.data for entry in progress[0].line.logs] == ["disk <full>"]
+    (progress,) = presenter.on_event(Status("🧩", "Read 2 of 5", "in_progress", call_id="c1"))
+    assert isinstance(progress, ReplaceLine)
+    assert [entry.data for entry in progress.line.logs] == ["disk <full>"]
 
     chatty = LivePresenter(FeedPrefs(mcp_log_level="debug"), turn_id=1)
     chatty.on_event(RUNNING)
-    assert chatty.on_event(log("debug", "cache warm", 3))[0].line.logs[0].level == "debug"
+    (shown,) = chatty.on_event(log("debug", "cache warm", 3))
+    assert isinstance(shown, ReplaceLine) and shown.line.logs[0].level == "debug"
 
 
 def test_live_without_tool_lines_neither_plan_nor_log_shows():
@@ -119,7 +127,8 @@ def test_live_without_tool_lines_neither_plan_nor_log_shows():
 
 
 def test_history_shows_the_plan_once_where_it_first_stood_and_the_logs_at_the_readers_level():
-    events = [FIRST, RUNNING, CALL, log("info", "warm", 4), log("error", "full", 5)]
+    events: list[RecordedEvent] = [FIRST, RUNNING, CALL, log("info", "warm", 4)]
+    events += [log("error", "full", 5)]
     events += [SECOND, ToolResult(call_id="c1", ok=True, summary="ok", duration_ms=3, seq=7)]
 
     lines = visible_lines(events)
@@ -154,8 +163,8 @@ def test_programs_get_the_plan_and_the_log_messages_at_their_level():
     assert quieter.frames(log("warning", "warm", 3)) == []
 
 
-def stream(wire, events):
-    resume, frames = Resume(None), []
+def stream(wire: Wire, events: list[dict[str, Any]]) -> list[Frame]:
+    resume, frames = Resume(None), list[Frame]()
     for event in events:
         frames += resume.frames(wire.frames(from_json(event)))
     return frames
@@ -194,7 +203,8 @@ def trace(content: bool):
     feed = ActivityFeed(pk=7, started_at=now, finished_at=now + timedelta(seconds=4))
     feed.state = ActivityFeed.State.COMPLETE
     rows = []
-    for second, event in enumerate([FIRST, CALL, log("error", "disk <full>", 4), SECOND], 1):
+    recorded: list[RecordedEvent] = [FIRST, CALL, log("error", "disk <full>", 4), SECOND]
+    for second, event in enumerate(recorded, 1):
         row = ActivityEvent.from_event(feed, event)
         row.created_at = now + timedelta(seconds=second)
         rows.append(row)

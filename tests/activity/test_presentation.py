@@ -7,7 +7,14 @@ from activity.presenting.presentation import (
     summarize,
     visible_lines,
 )
-from activity.recording.events import Decision, Status, ToolCall, ToolResult
+from activity.recording.events import (
+    Decision,
+    DecisionKind,
+    RecordedEvent,
+    Status,
+    ToolCall,
+    ToolResult,
+)
 from chat.agent.tools import truncate_feedback
 
 LABELS = {
@@ -48,7 +55,7 @@ def test_a_failed_tool_folds_into_a_warning():
 
 
 def test_several_tool_calls_fold_into_a_count():
-    events = [
+    events: list[RecordedEvent] = [
         ToolCall("search_documents", "c1", {}, seq=1),
         ToolResult("c1", True, "", 1, tool="search_documents", seq=2),
         ToolCall("search_documents", "c2", {}, seq=3),
@@ -60,7 +67,7 @@ def test_several_tool_calls_fold_into_a_count():
 
 
 def test_one_tool_called_twice_folds_into_that_tool_twice():
-    events = [
+    events: list[RecordedEvent] = [
         ToolCall("search_documents", "c1", {}, seq=1),
         ToolResult("c1", True, "", 1, tool="search_documents", seq=2),
         ToolCall("search_documents", "c2", {}, seq=3),
@@ -148,7 +155,7 @@ def test_a_long_calculation_keeps_its_result_and_shortens_its_expression():
 def test_a_raw_detail_shares_the_width_with_a_long_feedback():
     feedback = "Looking up how to prepare a job interview for a senior engineering role in Milan"
     path = "/srv/knowledge/interviews/senior-engineering/milan/2026/preparation-guide.md"
-    events = [
+    events: list[RecordedEvent] = [
         Status("🔍", feedback, "in_progress", "search_documents", "c1", 1),
         ToolCall("search_documents", "c1", {"path": path}, seq=2),
     ]
@@ -160,7 +167,7 @@ def test_a_raw_detail_shares_the_width_with_a_long_feedback():
 
 
 def test_an_mcp_calls_line_ends_on_its_last_progress_text_in_history_as_it_did_live():
-    events = [
+    events: list[RecordedEvent] = [
         Status("🧩", "Reading the surveys", "in_progress", "surveys__read", "c1", 1),
         ToolCall("surveys__read", "c1", {}, seq=2),
         ToolResult("c1", True, "5 surveys", 900, tool="surveys__read", seq=3, progress=5,
@@ -172,12 +179,12 @@ def test_an_mcp_calls_line_ends_on_its_last_progress_text_in_history_as_it_did_l
 
 
 def test_a_cut_turn_marks_the_steps_it_never_finished_neither_done_nor_failed():
-    events = [
+    events: list[RecordedEvent] = [
         Status("🔍", "Searching", "in_progress", "search_documents", "c1", 1),
         ToolCall("search_documents", "c1", {}, seq=2),
         ToolResult("c1", True, "3 documents", 100, tool="search_documents", seq=3),
         Status("📄", "Found 3 documents", "done", "search_documents", "c1", 4),
-        Status("✍️", "Writing the answer…", "in_progress", None, None, 5),
+        Status("✍️", "Writing the answer…", "in_progress", seq=5),
     ]
     finished = visible_lines(events)
     cut = visible_lines(events, cut=True)
@@ -185,7 +192,7 @@ def test_a_cut_turn_marks_the_steps_it_never_finished_neither_done_nor_failed():
     assert [line.state for line in cut] == ["in_progress", "done", UNFINISHED]
 
 
-def denied_email(decision: str = "deny"):
+def denied_email(decision: DecisionKind = "deny") -> list[RecordedEvent]:
     return [
         Status("📧", "Writing an email…", "in_progress", "send_email", "e1", 1),
         ToolCall("send_email", "e1", {"to": "a@example.com"}, seq=2),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pytest
 
@@ -28,12 +29,12 @@ def program(**settings) -> ProgramFrames:
     return ProgramFrames(surface_prefs("program", {}, {}, {"program": settings}), 7)
 
 
-def sent(frames: ProgramFrames, *events: dict) -> list[dict]:
+def sent(frames: ProgramFrames, *events: dict[str, Any]) -> list[dict[str, Any]]:
     return [frame for event in events for frame in frames.frames(from_json(event))]
 
 
 def test_with_no_settings_every_event_passes_and_a_status_gains_its_fields():
-    events = [
+    events: list[dict[str, Any]] = [
         {"type": "turn", "question_id": "6", "message_id": "7"},
         RUNNING,
         {"type": "tool_call", "seq": 2, "tool": "t", "call_id": "c0", "arguments": {"q": "x"}},

@@ -23,7 +23,7 @@ async def test_a_long_turn_never_numbers_a_line_past_its_reservation(alice_conve
     reserved = ActivityFeed.objects.values_list("seq_reserved", flat=True)
     for n in range(100):
         line = await recorder.number(Status(icon="🛠️", message=f"Step {n}", state="done"))
-        assert line.seq <= await reserved.aget(pk=feed.pk)
+        assert line.seq is not None and line.seq <= await reserved.aget(pk=feed.pk)
     # Numbering past the reservation wrote what was pending with it; the rest is pending.
     written = await ActivityEvent.objects.filter(feed=feed).acount()
     assert 0 < written < 100 and written + len(recorder.pending) == 100

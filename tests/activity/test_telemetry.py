@@ -20,6 +20,7 @@ from activity.telemetry.spans import Failure, Options, TracePlan, trace_plan
 from chat.models import Conversation
 from chat.turns.deps import Dependencies, configured_client
 from tests.support.loopback_http import QuietHandler, serving
+from tests.support.rows import answer_feed_id
 from tests.support.turns import decided_turn, run_turn, stopped_turn
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -45,7 +46,7 @@ def test_a_turn_is_an_invoke_agent_span_over_its_model_calls_and_its_tool_call(
     alice, knowledge_base
 ):
     answer = run_turn(Conversation.objects.create(owner=alice), QUESTION)
-    plan = plan_of(answer.feed_id)
+    plan = plan_of(answer_feed_id(answer))
 
     turn, *rest = plan.spans
     assert turn.name == "invoke_agent glassbox" and turn.parent_id is None
@@ -59,9 +60,9 @@ def test_a_turn_is_an_invoke_agent_span_over_its_model_calls_and_its_tool_call(
     assert turn.attributes["gen_ai.conversation.id"] == str(answer.conversation_id)
     chat = rest[0]
     assert chat.kind == "client" and chat.attributes["gen_ai.operation.name"] == "chat"
-    assert chat.attributes["gen_ai.usage.input_tokens"] > 0
-    assert chat.attributes["gen_ai.usage.output_tokens"] > 0
-    feed = ActivityFeed.objects.get(pk=answer.feed_id)
+    used = [chat.attributes[f"gen_ai.usage.{way}_tokens"] for way in ("input", "output")]
+    assert all(isinstance(tokens, int) and tokens > 0 for tokens in used)
+    feed = ActivityFeed.objects.get(pk=answer_feed_id(answer))
     assert turn.attributes["gen_ai.usage.input_tokens"] == feed.prompt_tokens
     tool = rest[2]
     call = ActivityEvent.objects.get(feed=feed, kind="tool_call")
@@ -82,7 +83,7 @@ def test_a_turn_is_an_invoke_agent_span_over_its_model_calls_and_its_tool_call(
 
 def test_by_default_no_question_argument_result_or_line_text_leaves(alice, knowledge_base):
     answer = run_turn(Conversation.objects.create(owner=alice), QUESTION)
-    said = everything_said(plan_of(answer.feed_id))
+    said = everything_said(plan_of(answer_feed_id(answer)))
 
     assert "negotiate" not in said.lower() and "salary" not in said.lower()
     assert "Found 3 documents" not in said
@@ -90,7 +91,7 @@ def test_by_default_no_question_argument_result_or_line_text_leaves(alice, knowl
 
 def test_with_content_capture_the_calls_arguments_results_and_lines_go_too(alice, knowledge_base):
     answer = run_turn(Conversation.objects.create(owner=alice), QUESTION)
-    plan = plan_of(answer.feed_id, content=True)
+    plan = plan_of(answer_feed_id(answer), content=True)
     tool = plan.spans[-1]
 
     assert json.loads(str(tool.attributes["gen_ai.tool.call.arguments"]))["query"]
@@ -104,13 +105,13 @@ def test_with_content_capture_the_calls_arguments_results_and_lines_go_too(alice
 def test_a_failed_tool_is_an_error_span_and_the_turn_still_ends_well(alice, knowledge_base):
     question = "Simulate a failure while looking up salaries"
     answer = run_turn(Conversation.objects.create(owner=alice), question)
-    plan = plan_of(answer.feed_id)
+    plan = plan_of(answer_feed_id(answer))
     tool = next(span for span in plan.spans if span.name.startswith("execute_tool"))
 
     assert tool.error == Failure("tool_error")  # what the tool said is content
     assert tool.attributes["error.type"] == "tool_error"
     assert plan.root.error is None
-    captured = plan_of(answer.feed_id, content=True).spans[plan.spans.index(tool)]
+    captured = plan_of(answer_feed_id(answer), content=True).spans[plan.spans.index(tool)]
     assert captured.error is not None and "missing argument" in captured.error.description
 
 
@@ -119,7 +120,7 @@ def test_an_approval_is_an_event_of_its_tool_span(alice):
     answer = decided_turn(
         Conversation.objects.create(owner=alice), question, user=alice, approve=False
     )
-    plan = plan_of(answer.feed_id)
+    plan = plan_of(answer_feed_id(answer))
     tool = next(span for span in plan.spans if span.name == "execute_tool send_email")
 
     (approval,) = [e for e in tool.events if e.name == "glassbox.approval"]
@@ -171,7 +172,8 @@ def test_an_mcp_tool_span_names_the_session_its_result_keeps_and_a_stdio_call_na
 
     over_http, over_stdio = plan.spans[1:]
     assert over_http.attributes["mcp.session.id"] == "9f1c0a"
-    assert rows[1].to_event().mcp_session_id == "9f1c0a"
+    read_back = rows[1].to_event()
+    assert isinstance(read_back, ToolResult) and read_back.mcp_session_id == "9f1c0a"
     assert "mcp.session.id" not in over_stdio.attributes
     assert over_stdio.attributes["mcp.method.name"] == "tools/call"
     assert rows[3].arguments is None  # nothing stored where there is no session
@@ -209,7 +211,7 @@ def test_a_turn_its_owner_stopped_is_no_error_span_nor_is_the_call_it_cut_short(
 def test_a_stopped_turns_trace_says_so_without_an_error(alice, knowledge_base, gate):
     held = gate(after=20, request=2)
     answer = stopped_turn(Conversation.objects.create(owner=alice), QUESTION, held)
-    plan = plan_of(answer.feed_id)
+    plan = plan_of(answer_feed_id(answer))
 
     assert [span.error for span in plan.spans] == [None] * len(plan.spans)
     assert plan.root.attributes["glassbox.turn.state"] == "stopped"
@@ -224,7 +226,7 @@ def test_a_feeds_trace_id_is_its_own_and_the_admin_shows_it(admin_client, alice,
     ids = {telemetry.trace_id_hex(f.pk, f.started_at) for f in feeds.values()}
 
     assert len(ids) == 2 and all(len(i) == 32 for i in ids)
-    assert f"{plan_of(first.feed_id).trace_id:032x}" in ids
+    assert f"{plan_of(answer_feed_id(first)).trace_id:032x}" in ids
     page = admin_client.get(f"/admin/activity/activityfeed/{first.feed_id}/change/")
     feed = feeds[first.feed_id]
     assert telemetry.trace_id_hex(feed.pk, feed.started_at) in page.content.decode()
@@ -298,7 +300,7 @@ def test_a_turn_read_at_its_end_and_read_from_history_is_the_same_trace(
     feeds = ActivityFeed.objects.filter(pk__in=[a.feed_id for a in answers])
 
     from_history = list(export.plans(feeds))
-    at_the_end = [export.feed_plan(answer.feed_id) for answer in answers]
+    at_the_end = [export.feed_plan(answer_feed_id(answer)) for answer in answers]
     assert from_history == at_the_end
     assert [len(plan.spans) for plan in from_history] == [4, 2]
 
@@ -309,8 +311,9 @@ def test_a_reasoning_step_is_an_event_of_its_model_span_with_its_text_only_if_ca
 ):
     question = "Think it over: how do I negotiate my salary?"
     answer = run_turn(Conversation.objects.create(owner=alice), question)
-    plan = plan_of(answer.feed_id, content=content)
+    plan = plan_of(answer_feed_id(answer), content=content)
     call = ModelCall.objects.filter(feed_id=answer.feed_id).order_by("round").first()
+    assert call is not None
 
     assert call.reasoning and call.thinking_ms is not None
     first = plan.spans[1]
@@ -336,7 +339,7 @@ def test_a_failed_model_request_is_a_model_span_with_its_error_type_and_not_its_
     settings.GLASSBOX_MODEL = "gpt-4o-mini"
     client = Dependencies(client_factory=lambda: configured_client(Refusing()))
     answer = run_turn(Conversation.objects.create(owner=alice), QUESTION, client)
-    plan = plan_of(answer.feed_id)
+    plan = plan_of(answer_feed_id(answer))
 
     assert answer.state == "failed"
     turn, model = plan.spans

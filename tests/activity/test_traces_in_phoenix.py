@@ -19,6 +19,7 @@ from chat.agent.mcp.config import spec_from_mapping
 from chat.models import Conversation
 from tests.support.mcp import http_server
 from tests.support.phoenix import phoenix_or_skip, phoenix_server, spans_received, trace_spans
+from tests.support.rows import answer_feed_id
 from tests.support.traces import served_session
 from tests.support.turns import run_turn
 
@@ -47,7 +48,7 @@ def test_a_live_turn_and_a_stored_period_reach_phoenix_with_their_recorded_times
     live = run_turn(Conversation.objects.create(owner=alice), question)
     assert export.processor().force_flush(30_000)
 
-    feed = ActivityFeed.objects.get(pk=live.feed_id)
+    feed = ActivityFeed.objects.get(pk=answer_feed_id(live))
     spans = by_name(spans_received(phoenix, telemetry.trace_id_hex(feed.pk, feed.started_at), 4))
     turn, tool = spans["invoke_agent glassbox"], spans["execute_tool search_documents"]
     assert turn["parent_id"] is None and tool["parent_id"] == turn["context"]["span_id"]
@@ -57,7 +58,7 @@ def test_a_live_turn_and_a_stored_period_reach_phoenix_with_their_recorded_times
     assert turn["attributes"]["gen_ai.conversation.id"] == str(live.conversation_id)
     assert datetime.fromisoformat(turn["start_time"]) == feed.started_at
 
-    old = ActivityFeed.objects.get(pk=earlier.feed_id)
+    old = ActivityFeed.objects.get(pk=answer_feed_id(earlier))
     old_trace = telemetry.trace_id_hex(old.pk, old.started_at)
     assert trace_spans(phoenix, old_trace) == []  # no endpoint then: nothing was sent
     call_command(

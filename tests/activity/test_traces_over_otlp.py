@@ -15,6 +15,7 @@ from chat.agent.mcp.config import spec_from_mapping
 from chat.models import Conversation, Message
 from tests.support.mcp import http_server
 from tests.support.otlp import Received, SpanDict, otlp_receiver
+from tests.support.rows import answer_feed_id
 from tests.support.sockets import json_turn
 from tests.support.turns import decided_turn, run_turn, stopped_turn
 
@@ -23,7 +24,7 @@ TRACED = "tests.support.traced_mcp_server"
 
 
 def trace_of(answer: Message) -> str:
-    feed = ActivityFeed.objects.get(pk=answer.feed_id)
+    feed = ActivityFeed.objects.get(pk=answer_feed_id(answer))
     return telemetry.trace_id_hex(feed.pk, feed.started_at)
 
 
@@ -169,7 +170,7 @@ def test_export_otel_names_each_turns_own_provider_and_model_not_the_shells(
     on_demo = run_turn(Conversation.objects.create(owner=alice), "How do I negotiate my salary?")
     on_openai = run_turn(Conversation.objects.create(owner=alice), "Tell me a joke")
     # As a turn answered by a provider's model stores it.
-    ActivityFeed.objects.filter(pk=on_openai.feed_id).update(model="gpt-4o-mini")
+    ActivityFeed.objects.filter(pk=answer_feed_id(on_openai)).update(model="gpt-4o-mini")
     ModelCall.objects.filter(feed_id=on_openai.feed_id).update(model="gpt-4o-mini")
     settings.OPENAI_API_KEY, settings.GLASSBOX_MODEL = "sk-the-exporting-shell", "gpt-5"
     with otlp_receiver() as backend:

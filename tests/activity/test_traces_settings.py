@@ -69,7 +69,7 @@ def test_over_grpc_the_trace_and_its_headers_reach_a_grpc_receiver(
         settings.OTEL_EXPORTER_OTLP_ENDPOINT = backend.url
         answer = run_turn(Conversation.objects.create(owner=alice), QUESTION)
         assert flushed()
-        feed = answer.feed
+        feed = answer.answer_feed
 
     trace = backend.of_trace(telemetry.trace_id_hex(feed.pk, feed.started_at))
     assert names(trace) == {
@@ -81,7 +81,8 @@ def test_over_grpc_the_trace_and_its_headers_reach_a_grpc_receiver(
 def test_export_otel_sends_a_period_over_grpc_too(settings, alice, knowledge_base):
     answer = run_turn(Conversation.objects.create(owner=alice), QUESTION)
     settings.OTEL_TRACES_PROTOCOL = "grpc"
-    feed = answer.feed
+    feed = answer.answer_feed
+    assert feed.finished_at is not None
     with otlp_grpc_receiver() as backend:
         settings.OTEL_EXPORTER_OTLP_ENDPOINT = backend.url
         call_command(

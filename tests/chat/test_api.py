@@ -17,6 +17,7 @@ from activity.models import ActivityEvent, ActivityFeed
 from activity.recording.events import to_json
 from chat.models import Conversation
 from tests.support.api import logged_in
+from tests.support.responses import streamed
 from tests.support.turns import run_turn
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -177,7 +178,7 @@ async def test_an_export_that_fails_midway_ends_and_says_so(alice, world, monkey
     from activity.auditing import export
 
     real = export.feed_data
-    served = []
+    served: list[int] = []
 
     def failing_after_one(feed, events, **names):
         if served:
@@ -189,7 +190,7 @@ async def test_an_export_that_fails_midway_ends_and_says_so(alice, world, monkey
     client = AsyncClient()
     await client.aforce_login(alice)
     response = await client.get("/api/feeds/export/?format=ndjson")
-    lines = b"".join([part async for part in response.streaming_content]).decode().splitlines()
+    lines = b"".join(await streamed(response)).decode().splitlines()
     assert response.status_code == 200
     assert json.loads(lines[0])["id"] == served[0]
     assert "stopped early" in json.loads(lines[-1])["error"]
@@ -227,7 +228,7 @@ async def export(user, query: str):
     await client.aforce_login(user)
     response = await client.get(f"/api/feeds/export/?{query}")
     assert response.streaming, "the export is streamed, not built in memory"
-    body = b"".join([chunk async for chunk in response.streaming_content]).decode()
+    body = b"".join(await streamed(response)).decode()
     return response, body
 
 

@@ -61,8 +61,9 @@ async def test_the_card_reads_top_to_bottom_and_its_decision_comes_last(alice, a
     page = (await client.get(f"/c/{alice_conversation.pk}/")).content.decode()
 
     card = card_in(page, approval.answer_id)
+    assert card is not None
     assert parts(card) == ["title", "arguments", "change", "deadline", "receipt", "decision"]
-    assert " ".join(card.find("h3").text.split()) == "⏸ Approve “Send an email”?"
+    assert " ".join(card.one("h3").text.split()) == "⏸ Approve “Send an email”?"
     assert [(a.label, a.control, a.readonly, a.name) for a in arguments(card)] == [
         ("To", "input", True, None),
         ("Subject", "input", True, None),
@@ -70,21 +71,26 @@ async def test_the_card_reads_top_to_bottom_and_its_decision_comes_last(alice, a
     ]
     assert arguments(card)[2].value == EMAIL
     deadline = card.find("p", "deadline")
+    assert deadline is not None
     assert deadline.text.startswith("Waiting until ") and deadline.text.endswith(", then denied.")
     assert (
-        deadline.find("time").attrs["datetime"].startswith(approval.deadline.strftime("%Y-%m-%dT"))
+        deadline.one("time").attrs["datetime"].startswith(approval.deadline.strftime("%Y-%m-%dT"))
     )
     # The fingerprint is on the receipt, folded; Approve sends it, so a changed call is refused.
     receipt = card.find("details", "receipt")
+    assert receipt is not None
     assert "open" not in receipt.attrs
     assert receipt.find("code", data_fingerprint=approval.fingerprint) is not None
     approve = card.find("button", "approve")
+    assert approve is not None
     form = card.find("form", id=approve.attrs["form"])
-    assert form.find("input", name="fingerprint").attrs["value"] == approval.fingerprint
+    assert form is not None
+    assert form.one("input", name="fingerprint").attrs["value"] == approval.fingerprint
     assert form.attrs["action"] == f"/c/{alice_conversation.pk}/act/" and "ws-send" in form.attrs
-    assert card.find("form", "deny").find("input", name="reason") is not None
+    assert card.one("form", "deny").find("input", name="reason") is not None
     # The feed's line only says that the call waits: its buttons are the card's.
     line = parse(page).find("li", "state-waiting")
+    assert line is not None
     assert "waiting for your approval" in line.text and line.find("form") is None
 
 
@@ -96,6 +102,7 @@ async def test_change_makes_the_same_fields_editable_and_stops_the_no_js_refresh
     url = f"/c/{alice_conversation.pk}/"
     page = (await client.get(url)).content.decode()
     change = card_in(page, approval.answer_id).find("a", "change")
+    assert change is not None
     assert (
         change.attrs["href"] == f"{url}?change={approval.answer_id}#approval-{approval.answer_id}"
     )
@@ -111,9 +118,9 @@ async def test_change_makes_the_same_fields_editable_and_stops_the_no_js_refresh
         ("Subject *", "input", False, "argument.subject"),
         ("Message *", "textarea", False, "argument.body"),
     ]
-    assert card.find("input", name="argument.to").attrs.get("autofocus") == ""
-    assert card.find("button", "approve").text == "Approve with these arguments"
-    assert card.find("a", "change").text == "Discard the changes"
+    assert card.one("input", name="argument.to").attrs.get("autofocus") == ""
+    assert card.one("button", "approve").text == "Approve with these arguments"
+    assert card.one("a", "change").text == "Discard the changes"
     # Without JavaScript the page refreshes while a turn is open, but not under someone typing.
     assert 'http-equiv="refresh"' in page and 'http-equiv="refresh"' not in changing
     await still_waits(approval)
@@ -137,6 +144,7 @@ async def test_an_edit_that_does_not_fit_comes_back_without_javascript_with_the_
     assert (to.value, to.error, to.readonly) == ("not-an-address", BAD_ADDRESS, False)
     assert (subject.value, subject.error) == ("Thursday instead", "")  # kept as typed
     field = card.find("input", name="argument.to")
+    assert field is not None
     assert field.attrs["aria-invalid"] == "true" and "autofocus" in field.attrs
     assert f"{field.attrs['id']}-error" in field.attrs["aria-describedby"]
     assert "The edited argument “to” is not valid: Enter a valid email address." in page
@@ -165,6 +173,7 @@ async def test_an_edit_that_does_not_fit_comes_back_over_the_socket_as_the_card_
     frames = await frames_until(page, lambda frame: "approval-card" in frame)
 
     notice = parse(frames[0]).find("div", id="notice")
+    assert notice is not None
     assert notice.attrs["role"] == "alert"  # said to the reader, as the card comes back
     assert notice.text == "The edited argument “to” is not valid: Enter a valid email address."
     card = card_in(frames[-1], approval.answer_id)
@@ -203,10 +212,8 @@ async def test_the_inbox_changes_and_refuses_an_edit_the_same_way(alice, alice_c
     inbox = (await client.get("/inbox/")).content.decode()
     card = card_in(inbox, approval.answer_id)
     assert parts(card) == ["title", "arguments", "change", "deadline", "receipt", "decision"]
-    assert (
-        card.find("a", "change").attrs["href"].startswith(f"/inbox/?change={approval.answer_id}")
-    )
-    assert "ws-send" not in card.find("form", "approve").attrs  # posted back to the inbox
+    assert card.one("a", "change").attrs["href"].startswith(f"/inbox/?change={approval.answer_id}")
+    assert "ws-send" not in card.one("form", "approve").attrs  # posted back to the inbox
 
     refused = await client.post(f"/inbox/{alice_conversation.pk}/act/", edit(approval, to="x@y"))
 
@@ -232,8 +239,9 @@ async def test_an_mcp_tool_is_named_by_its_servers_title_escaped_as_it_was_when_
     page_html = (await (await logged_in(alice)).get(f"/c/{alice_conversation.pk}/")).content
     for html in (frames[-1], page_html.decode()):  # live, and when the page loads
         card = card_in(html, approval.answer_id)
-        assert " ".join(card.find("h3").text.split()) == f"⏸ Approve “Hostile {HOSTILE}”?"
+        assert card is not None
+        assert " ".join(card.one("h3").text.split()) == f"⏸ Approve “Hostile {HOSTILE}”?"
         assert card.find("img") is None  # its markup is text
         (gate,) = arguments(card)
         assert (gate.label, gate.value) == ("Gate", "")
-        assert card.find("p", "tool").find("code").text == "bench__hostile"  # on the receipt
+        assert card.one("p", "tool").one("code").text == "bench__hostile"  # on the receipt

@@ -34,7 +34,7 @@ async def _stored_by_a_newer_release() -> ToolApproval:
 async def _still_waiting(approval: ToolApproval) -> None:
     await approval.arefresh_from_db()
     answer = await Message.objects.select_related("feed").aget(pk=approval.answer_id)
-    assert (answer.state, answer.feed.state) == ("waiting", "waiting")
+    assert (answer.state, answer.answer_feed.state) == ("waiting", "waiting")
     assert approval.decision == "" and approval.decided_at is None
     assert not await ActivityEvent.objects.filter(kind="decision").aexists()
     assert not await OutboxEmail.objects.aexists()

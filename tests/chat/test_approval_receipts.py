@@ -159,9 +159,9 @@ async def test_approved_with_edits_the_edited_arguments_run_both_are_sealed_and_
     assert (mail.to, mail.subject) == ("dean@example.com", "Tuesday?")
     # The model's call stays as it asked; the owner's version is sealed with the decision.
     asked = await ActivityEvent.objects.aget(kind="tool_call")
-    assert asked.arguments["to"] == "advisor@example.com"
+    assert asked.arguments is not None and asked.arguments["to"] == "advisor@example.com"
     decision = await ActivityEvent.objects.aget(kind="decision")
-    assert decision.arguments["edited_arguments"] == edited
+    assert decision.arguments is not None and decision.arguments["edited_arguments"] == edited
     result = await ActivityEvent.objects.aget(kind="tool_result")
     told = json.loads(result.result_content)
     assert told["changed_by_user"]["to"] == {

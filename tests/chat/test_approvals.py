@@ -18,6 +18,7 @@ from chat.asks import approvals
 from chat.models import Message, OutboxEmail, ToolApproval
 from chat.turns import resuming
 from tests.support.api import client_for
+from tests.support.responses import streamed
 from tests.support.sockets import (
     ask,
     finish_turns,
@@ -47,7 +48,7 @@ async def test_a_call_that_asks_first_pauses_the_turn_holding_no_task(alice, ali
     (call,) = [e for e in events if e["type"] == "tool_call"]
     assert call["arguments"]["to"] == "advisor@example.com"
     answer = await Message.objects.select_related("feed").aget(role="assistant")
-    assert answer.state == Message.State.WAITING and answer.feed.state == "waiting"
+    assert answer.state == Message.State.WAITING and answer.answer_feed.state == "waiting"
     approval = await ToolApproval.objects.aget()
     assert (approval.call_id, approval.tool, approval.decision) == (
         waiting["call_id"], "send_email", ""
@@ -76,6 +77,7 @@ async def test_approved_the_tool_runs_and_the_turn_goes_on(alice, alice_conversa
     # The wait the audit shows is the one stored, from the question to the decision, and no
     # longer than this test held the turn.
     approval = await ToolApproval.objects.aget(call_id=call_id)
+    assert approval.decided_at is not None and approval.asked_at is not None
     stored = (approval.decided_at - approval.asked_at).total_seconds() * 1000
     assert decision["waited_ms"] == int(stored)
     assert 0 <= decision["waited_ms"] <= held_ms
@@ -168,7 +170,7 @@ async def test_stop_while_waiting_ends_the_turn_as_stopped(alice, alice_conversa
     assert rest[-1]["state"] == "stopped"
     assert rest[-1]["summary"] == {"icon": "⏹", "text": "Stopped"}
     answer = await Message.objects.select_related("feed").aget(pk=answer_id)
-    assert (answer.state, answer.feed.state) == ("stopped", "stopped")
+    assert (answer.state, answer.answer_feed.state) == ("stopped", "stopped")
     assert answer.content == text(events)  # what it wrote before it paused is kept
     assert (await ToolApproval.objects.aget()).decision == "stopped"
     with pytest.raises(approvals.AlreadyDecided):
@@ -223,6 +225,7 @@ async def test_programs_decide_over_rest_and_only_the_owner_may(
     assert denied.status_code == 200
     stored = await ActivityEvent.objects.aget(kind="decision")
     approval = await ToolApproval.objects.aget(call_id=call_id)
+    assert approval.decided_at is not None and approval.asked_at is not None
     # The wait the program is told is the stored one, from the question to the decision.
     waited_ms = int((approval.decided_at - approval.asked_at).total_seconds() * 1000)
     assert denied.json() == {
@@ -341,7 +344,7 @@ async def test_admins_find_denied_and_timed_out_calls_and_exports_keep_decisions
     assert "decision" in feed_page and ">alice<" in feed_page
     client = await client_for(alice)
     response = await client.get("/api/feeds/export/?format=csv")
-    body = b"".join([part async for part in response.streaming_content]).decode()
+    body = b"".join(await streamed(response)).decode()
     import csv
     import io
 
@@ -397,11 +400,11 @@ async def test_a_regenerated_answer_asks_again_and_is_decided_over_the_socket_an
         assert rest[0]["decision"] == "approve" and rest[-1]["state"] == "complete"
     await socket.disconnect()
 
-    decided = [
+    decisions = [
         (str(approval.answer_id), approval.decision)
         async for approval in ToolApproval.objects.order_by("answer_id")
     ]
-    assert decided == [(answer, "approve") for answer in answers]
+    assert decisions == [(answer, "approve") for answer in answers]
     assert await OutboxEmail.objects.acount() == 3
 
 

@@ -39,6 +39,7 @@ def test_a_sent_form_is_stored_and_recorded_in_the_turns_feed(alice_client, cont
         "alice",
     )
     last = ActivityEvent.objects.filter(feed_id=contact_answer.feed_id).order_by("-seq").first()
+    assert last is not None
     assert (last.icon, last.message) == ("📨", "Contact request sent")
     page = alice_client.get(contact_answer.conversation.get_absolute_url()).content.decode()
     assert "Your contact request was sent" in page

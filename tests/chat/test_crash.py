@@ -60,7 +60,9 @@ def killed_then_read(server, follower, token: str, conversation_id: str) -> dict
 
 def test_a_turn_whose_process_is_killed_is_marked_interrupted_with_its_work_kept(tmp_path):
     settings = {"GLASSBOX_DEMO_DELAY": "0.03", "GLASSBOX_HEARTBEAT_SECONDS": "0.2"}
-    with serve(tmp_path, **settings) as first:
+    with serve(
+        tmp_path, (), None, mcp_opened=True, seeded=False, terminal=False, **settings
+    ) as first:
         token = manage(first.env, "drf_create_token", "demo").split()[2]
         conversation = json.load(api(first, token, "/api/conversations/", {"title": "crash"}))
         path = f"/api/conversations/{conversation['id']}/messages/"
@@ -129,7 +131,9 @@ def test_a_server_killed_while_an_mcp_tool_runs_keeps_the_call_and_marks_its_out
         "GLASSBOX_HEARTBEAT_SECONDS": "0.2",
         "GLASSBOX_MCP_SERVERS": json.dumps([surveys]),
     }
-    with serve(tmp_path, **settings) as first:
+    with serve(
+        tmp_path, (), None, mcp_opened=True, seeded=False, terminal=False, **settings
+    ) as first:
         token = manage(first.env, "drf_create_token", "demo").split()[2]
         conversation = json.load(api(first, token, "/api/conversations/", {"title": "crash"}))
         path = f"/api/conversations/{conversation['id']}/messages/"

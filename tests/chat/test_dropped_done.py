@@ -76,5 +76,5 @@ async def test_a_layer_that_fails_costs_frames_never_the_turn(
     await finish_turns()
     await socket.disconnect()
     answer = await Message.objects.select_related("feed").aget(role="assistant")
-    assert answer.state == Message.State.COMPLETE and answer.feed.state == "complete"
+    assert answer.state == Message.State.COMPLETE and answer.answer_feed.state == "complete"
     assert "Searched the knowledge base" in frames[-1] and "Salary negotiation" in frames[-1]

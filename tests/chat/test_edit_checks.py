@@ -8,11 +8,13 @@ import time
 import uuid
 from datetime import timedelta
 from types import SimpleNamespace
+from typing import cast
 
 import mcp_types
 import pytest
 from django.utils import timezone, translation
 
+from chat.agent.mcp.connections import Connection
 from chat.agent.mcp.tools import McpTool
 from chat.asks.approval_cards import card_fields, card_of, humanized, with_refusal
 from chat.asks.receipts import EditRefused, Edits, edited_arguments
@@ -171,8 +173,10 @@ def test_the_card_names_the_tool_by_its_title():
 
 def test_an_mcp_tool_is_titled_as_mcp_ranks_its_names():
     def title(**named) -> str:
-        remote = mcp_types.Tool(name="update_record", inputSchema={"type": "object"}, **named)
-        return McpTool(SimpleNamespace(spec=SimpleNamespace(name="crm")), remote).title
+        remote = mcp_types.Tool(name="update_record", input_schema={"type": "object"}, **named)
+        # A title reads only its server's name: a connection would open itself.
+        crm = cast(Connection, SimpleNamespace(spec=SimpleNamespace(name="crm")))
+        return McpTool(crm, remote).title
 
     hinted = mcp_types.ToolAnnotations(title="Update (hint)")
     assert title(title="Update a record", annotations=hinted) == "Update a record"

@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from asgiref.sync import sync_to_async
@@ -114,6 +115,7 @@ async def test_a_pages_form_sends_strings_and_they_are_read_as_the_form_says(
 
     assert "Dear Grace Hopper" in text(events) and "fully remote" in text(events)
     row = await Elicitation.objects.aget()
+    assert row.content is not None
     assert row.content["salary_eur"] == 65000 and row.content["remote"] is True
 
 
@@ -404,7 +406,7 @@ async def _ada_answered(conversation, user) -> Elicitation:
 
 
 # An answered question's row changed after the fact, and what verify_audit says of it.
-QUESTION_CHANGES = {
+QUESTION_CHANGES: dict[str, tuple[dict[str, Any], str]] = {
     "answer": (
         {"content": {"candidate": "Eve", "salary_eur": 90000, "tone": "friendly"}},
         "its answer is not the one its chain sealed",
@@ -419,6 +421,7 @@ async def test_an_answer_changed_after_the_fact_is_found_and_named(
 ):
     row = await _ada_answered(alice_conversation, alice)
     sealed = await ActivityEvent.objects.filter(arguments__question=str(row.pk)).aget()
+    assert sealed.arguments is not None
     assert sealed.arguments["outcome"] == "accept" and sealed.arguments["answer_sha256"]
     assert (await sync_to_async(verify)())[0] == 0
     admin = await client_for(admin_user)

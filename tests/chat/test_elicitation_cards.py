@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime
+from typing import cast
 
 import mcp_types as types
 import pytest
 from django.template.loader import render_to_string
+from mcp.client.session import ClientRequestContext
 
 from chat.agent.mcp import elicitation
 from chat.agent.mcp.config import spec_from_mapping
@@ -111,11 +113,13 @@ async def test_a_question_two_running_calls_could_have_asked_is_refused():
     params = types.ElicitRequestFormParams(message="Who?", requested_schema={"type": "object"})
     running = elicitation._running.setdefault(connection, [])
 
+    # The router reads no request context: its session's, which a test has none of.
+    context = cast(ClientRequestContext, None)
     running.append(Caller(Person(), "call_alice", None))
-    answered = await elicitation.on_elicit(connection, None, params)
+    answered = await elicitation.on_elicit(connection, context, params)
     assert isinstance(answered, types.ElicitResult) and answered.action == "accept"
 
     running.append(Caller(Person(), "call_bob", None))
-    refused = await elicitation.on_elicit(connection, None, params)
+    refused = await elicitation.on_elicit(connection, context, params)
     assert isinstance(refused, types.ErrorData)
     assert refused.message == "No call of this client can be asked now"

@@ -183,9 +183,12 @@ async def _mcp_turns(conversation, user) -> None:
 
 async def _granted(user_id: int) -> None:
     from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
+    from pydantic import AnyUrl
 
     notes = GrantStorage(user_id, spec_from_mapping({"name": "notes", "url": "http://n/mcp"}))
-    registered = OAuthClientInformationFull(client_id="glassbox-1", redirect_uris=["http://g/"])
+    registered = OAuthClientInformationFull(
+        client_id="glassbox-1", redirect_uris=[AnyUrl("http://g/")]
+    )
     await notes.set_client_info(registered)
     notes.granting = True
     await notes.set_tokens(OAuthToken(access_token="secret-access", scope="notes:read"))

@@ -119,8 +119,8 @@ async def test_a_huge_argument_on_an_approval_card_is_cut_not_editable_and_kept_
 
     # An edit of the other arguments keeps the long one as it was asked (one the tool
     # takes: at most 5,000 characters, more than a card shows).
-    body = ESCAPED[:4_900]
-    approval.arguments = approval.arguments | {"body": body}
+    kept = ESCAPED[:4_900]
+    approval.arguments = approval.arguments | {"body": kept}
     approval.fingerprint = fingerprint_or_blank(approval.arguments)
     await approval.asave()
     await socket.send_to(
@@ -138,7 +138,7 @@ async def test_a_huge_argument_on_an_approval_card_is_cut_not_editable_and_kept_
     await socket.disconnect()
     assert_fits(frames)
     sent = await OutboxEmail.objects.aget()
-    assert (sent.to, sent.body) == ("dean@example.com", body)
+    assert (sent.to, sent.body) == ("dean@example.com", kept)
 
 
 async def test_a_long_status_line_and_long_text_fit_as_lines_and_as_program_frames():

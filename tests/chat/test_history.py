@@ -12,6 +12,7 @@ from django.utils import timezone
 from activity.models import ActivityEvent, ActivityFeed
 from chat.models import Conversation, Message
 from tests.support.conversations import stored
+from tests.support.matching import found
 from tests.support.turns import run_turn
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -177,7 +178,7 @@ def test_a_long_conversation_opens_at_its_latest_turns_and_loads_earlier_ones(al
     conversation = stored(alice, *[(f"question {n}", f"answer {n}") for n in range(25)])
     page = alice_client.get(f"/c/{conversation.pk}/").content.decode()
     assert "question 24" in page and "question 5" in page and "question 4<" not in page
-    before = re.search(r'hx-get="\?before=(\d+)"', page).group(1)
+    before = found(r'hx-get="\?before=(\d+)"', page)
     earlier = alice_client.get(f"/c/{conversation.pk}/?before={before}",
                                headers={"HX-Request": "true"}).content.decode()  # fmt: skip
     assert "<html" not in earlier

@@ -44,7 +44,7 @@ async def hostile(request, settings, sessions):
     """The server over HTTP, declared; what a 50 MB result's line says in that mode."""
     env, sse, words = MODES[request.param]
     module = "tests.support.hostile_mcp_server"
-    with http_server(module, sse=sse, HOSTILE_SCHEMA="calls", **env) as url:
+    with http_server(module, sse=sse, environment=env, HOSTILE_SCHEMA="calls") as url:
         settings.GLASSBOX_MCP_SERVERS = [spec_from_mapping({"name": "hostile", "url": url})]
         yield words
         await finish_turns()
@@ -116,7 +116,7 @@ async def test_a_2_mb_result_in_an_event_stream_arrives_whole(
     """Under the bound, over the SDK's own 1 MB per event (which ended the session)."""
     module = "tests.support.hostile_mcp_server"
     env = {"HOSTILE_SCHEMA": "calls", "HOSTILE_STREAM": "1", "HOSTILE_BIG_MB": "2"}
-    with http_server(module, **env) as url:
+    with http_server(module, environment=env) as url:
         settings.GLASSBOX_MCP_SERVERS = [spec_from_mapping({"name": "hostile", "url": url})]
         events, longest = await run(alice_conversation, alice, "hostile__big {}")
         assert await still_up()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+from typing import Any
 
 import pytest
 from django.test import AsyncClient
@@ -37,7 +38,7 @@ async def test_an_answer_no_database_can_store_is_refused_on_the_socket_and_noth
     (question,) = await waiting_questions(alice_conversation)
     socket = await open_socket(alice_conversation, alice, as_json=as_json)
     await everything_sent(socket)  # the running turn and its card
-    sent = {"elicitation": str(question.pk), "action": "accept"}
+    sent: dict[str, Any] = {"elicitation": str(question.pk), "action": "accept"}
     sent |= {"answer": {"name": f"Ada{bad}"}} if as_json else {"answer.name": f"Ada{bad}"}
     await socket.send_to(text_data=json.dumps(sent))
     (frame,) = await everything_sent(socket)  # the refusal, and the socket still open
@@ -79,6 +80,7 @@ async def test_a_program_cannot_rewrite_the_models_feedback_line_but_may_send_it
     )
     assert taken.status_code == 200
     await approval.arefresh_from_db()
+    assert approval.edited_arguments is not None
     assert approval.edited_arguments["feedback_to_user"] == arguments["feedback_to_user"]
     await stop_turns_left_running()
     await socket.disconnect()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import Any
 
 import jsonschema
 import pytest
@@ -105,12 +106,13 @@ def test_the_demo_servers_pydantic_schemas_validate_as_before():
 
     schema = Order.model_json_schema()
     assert screened(schema) == ""
-    for value in (
+    values: list[dict[str, Any]] = [
         {"to": {"street": "Via Roma"}, "items": [1, 2]},
         {"to": {"street": 3}, "items": [1]},
         {"to": {"street": "Via Roma"}, "items": ["x"]},
         {"items": []},
-    ):
+    ]
+    for value in values:
         plain = jsonschema.exceptions.best_match(
             jsonschema.validators.validator_for(schema)(schema).iter_errors(value)
         )
@@ -132,7 +134,10 @@ def test_a_ten_thousand_character_email_answer_is_refused_fast():
 
 
 def test_a_questions_pattern_is_checked_on_re2_and_one_re2_cannot_take_is_declined():
-    form = {"type": "object", "properties": {"code": {"type": "string", "pattern": "^(a+)+$"}}}
+    form: dict[str, Any] = {
+        "type": "object",
+        "properties": {"code": {"type": "string", "pattern": "^(a+)+$"}},
+    }
     fields = read_form(form)
     started = time.perf_counter()
     with pytest.raises(Invalid) as refused:
@@ -147,7 +152,7 @@ def test_a_questions_pattern_is_checked_on_re2_and_one_re2_cannot_take_is_declin
 
 
 def test_an_approval_edit_is_checked_on_re2_and_its_email_in_bounded_time():
-    parameters = {
+    parameters: dict[str, Any] = {
         "type": "object",
         "properties": {
             "code": {"type": "string", "pattern": "^(a+)+$"},

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 
 import mcp_types as types
+from mcp.shared.message import SessionMessage
+from mcp_types import JSONRPCNotification
 
 from activity.recording.events import LOG_DATA_CHARS
 from chat.agent.mcp.logs import DATA_LIMIT, log_text, to_sink
@@ -24,7 +26,8 @@ def test_the_reader_parses_a_log_message_only_while_a_call_has_budget_for_it():
     assert parse_line(log_line("idle"), traffic) is None and traffic.logs == 1
     traffic.log_budget = 1
     parsed = parse_line(log_line("during a call"), traffic)
-    assert parsed is not None and parsed.message.params["data"] == "during a call"
+    assert isinstance(parsed, SessionMessage) and isinstance(parsed.message, JSONRPCNotification)
+    assert parsed.message.params is not None and parsed.message.params["data"] == "during a call"
     assert parse_line(log_line("one too many"), traffic) is None
     assert (traffic.logs, traffic.log_budget) == (2, 0)
 

@@ -18,6 +18,7 @@ from chat.agent.mcp.config import spec_from_mapping
 from chat.models import Conversation
 from tests.support.mcp import http_server, stdio
 from tests.support.mcp_server import HOSTILE
+from tests.support.rows import log_of
 from tests.support.sockets import ask, finish_turns, frames_until, json_turn, open_socket
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
@@ -108,8 +109,8 @@ async def test_programs_get_every_log_message_and_the_record_keeps_them_sealed(
     assert {(log["call_id"], log["server"]) for log in logs} == {(call["call_id"], "bench")}
     result = events.index(next(e for e in events if e["type"] == "tool_result"))
     assert all(events.index(log) < result for log in logs)  # during the call, not after
-    rows = await sync_to_async(list)(ActivityEvent.objects.filter(kind="tool_log"))
-    assert [row.to_event().level for row in rows] == [log["level"] for log in logs]
+    rows = [row async for row in ActivityEvent.objects.filter(kind="tool_log")]
+    assert [log_of(row).level for row in rows] == [log["level"] for log in logs]
     assert all(row.chain for row in rows)
     # The logger's name is the server's words, kept with the text: an erasure empties both.
     assert rows[0].tool == "" and rows[0].arguments == {"logger": "db"}

@@ -9,6 +9,7 @@ import json
 import logging
 import re
 
+import mcp_types
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
@@ -21,6 +22,7 @@ from chat.servers.configured import configured_servers
 from chat.servers.models import McpServer, McpServerChange
 from tests.support.machine_server import CLIENT_ID, CLIENT_SECRET
 from tests.support.mcp import http_server
+from tests.support.responses import streamed
 from tests.support.sockets import json_turn
 
 SERVERS = "/admin/servers/mcpserver/"
@@ -45,6 +47,13 @@ def service_url(service_key):
         yield url
 
 
+def text_of(result: mcp_types.CallToolResult) -> str:
+    """A tool's answer, as text."""
+    content = result.content[0]
+    assert isinstance(content, mcp_types.TextContent), content
+    return content.text
+
+
 async def opened(sessions, spec: ServerSpec) -> connections.Connection:
     (connection,) = await sessions.connect([spec])
     async with asyncio.timeout(20):
@@ -67,9 +76,9 @@ async def test_a_server_declared_with_client_credentials_runs_its_tools_as_glass
     )
     connection = await opened(sessions, spec)
     assert isinstance(connection.state, connections.Connected), connection.reason
-    result = await connection.call("whoami", {}, None)  # type: ignore[arg-type]
+    result = await connection.call("whoami", {})
     assert not result.is_error
-    assert result.content[0].text == f"you are {CLIENT_ID}"  # type: ignore[union-attr]
+    assert text_of(result) == f"you are {CLIENT_ID}"
 
 
 @pytest.mark.asyncio
@@ -94,8 +103,8 @@ async def test_a_server_declared_with_a_private_key_file_signs_its_way_in(
     )
     connection = await opened(sessions, spec)
     assert isinstance(connection.state, connections.Connected), connection.reason
-    result = await connection.call("whoami", {}, None)  # type: ignore[arg-type]
-    assert result.content[0].text == f"you are {CLIENT_ID}"  # type: ignore[union-attr]
+    result = await connection.call("whoami", {})
+    assert text_of(result) == f"you are {CLIENT_ID}"
 
     stranger, stranger_key = ec.generate_private_key(ec.SECP256R1()), tmp_path / "other.pem"
     stranger_key.write_bytes(
@@ -261,7 +270,7 @@ async def test_a_server_declared_in_the_admin_form_runs_its_tools_and_never_show
         **{place: named},
     )
     saved = await admin.post(f"{SERVERS}add/", fields)
-    assert saved.status_code == 302, saved.text
+    assert saved.status_code == 302, saved.content.decode()
     row = await McpServer.objects.aget(name="service")
     kind = "client_secret_env" if place == "credentials_env" else "client_secret_file"
     assert row.client_credentials == {
@@ -278,7 +287,10 @@ async def test_a_server_declared_in_the_admin_form_runs_its_tools_and_never_show
 
     health = await admin.get(f"{SERVERS}health/")
     where = "the environment variable" if place == "credentials_env" else "the file"
-    assert f"client {CLIENT_ID} (client_secret_post), secret from {where} {named}" in health.text
+    assert (
+        f"client {CLIENT_ID} (client_secret_post), secret from {where} {named}"
+        in health.content.decode()
+    )
     change = await McpServerChange.objects.aget(server="service")
     pages = [
         f"{SERVERS}",
@@ -292,12 +304,9 @@ async def test_a_server_declared_in_the_admin_form_runs_its_tools_and_never_show
     for path in pages:
         response = await admin.get(path)
         assert response.status_code == 200, path
-        if response.streaming:
-            body = b"".join([chunk async for chunk in response.streaming_content])
-        else:
-            body = response.content
+        body = b"".join(await streamed(response)) if response.streaming else response.content
         assert CLIENT_SECRET.encode() not in body, path
-    assert named in (await admin.get(f"{SERVERS}{row.pk}/change/")).text
+    assert named in (await admin.get(f"{SERVERS}{row.pk}/change/")).content.decode()
     assert CLIENT_SECRET not in caplog.text
 
 
@@ -329,9 +338,9 @@ async def test_a_private_key_named_in_the_admin_form_signs_its_way_in(
     (spec,) = await configured_servers()
     assert spec.client_credentials["private_key_file"] == str(key)
     connection = await opened(sessions, spec)
-    result = await connection.call("whoami", {}, None)  # type: ignore[arg-type]
-    assert result.content[0].text == f"you are {CLIENT_ID}"  # type: ignore[union-attr]
-    health = (await admin.get(f"{SERVERS}health/")).text
+    result = await connection.call("whoami", {})
+    assert text_of(result) == f"you are {CLIENT_ID}"
+    health = (await admin.get(f"{SERVERS}health/")).content.decode()
     assert f"client {CLIENT_ID} (private_key_jwt), private key from the file {key}" in health
     assert "BEGIN PRIVATE KEY" not in health
 
@@ -400,8 +409,8 @@ async def test_a_removed_or_changed_declaration_never_sends_its_old_token_again(
     async def token_number(spec: ServerSpec) -> int:
         connection = await opened(sessions, spec)
         assert isinstance(connection.state, connections.Connected), connection.reason
-        result = await connection.call("token_number", {}, None)  # type: ignore[arg-type]
-        return int(result.content[0].text)  # type: ignore[union-attr]
+        result = await connection.call("token_number", {})
+        return int(text_of(result))
 
     first = await token_number(spec)
     assert await token_number(spec) == first  # the same session, the same token

@@ -26,6 +26,7 @@ from chat.servers.secrets import seal, unseal
 from tests.support.fakes import text_response, tool_call_response
 from tests.support.oauth import consent, oauth_server
 from tests.support.provider_server import scripted_provider
+from tests.support.responses import streamed
 from tests.support.sockets import ask, finish_turns, json_turn, json_until_done, open_socket
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
@@ -319,12 +320,9 @@ async def test_no_token_appears_in_the_admin_the_exports_or_the_logs(
     for client, path in pages:
         response = await client.get(path)
         assert response.status_code == 200, path
-        if response.streaming:
-            body = b"".join([chunk async for chunk in response.streaming_content])
-        else:
-            body = response.content
+        body = b"".join(await streamed(response)) if response.streaming else response.content
         assert not any(secret.encode() in body for secret in secrets), path
-    assert "notes:read" in (await owner.get("/accounts/connections/")).text
+    assert "notes:read" in (await owner.get("/accounts/connections/")).content.decode()
     assert not any(secret in grant.tokens for secret in secrets)  # encrypted at rest
     assert not any(secret in caplog.text for secret in secrets)
 

@@ -11,6 +11,7 @@ import pytest
 from activity.recording.events import Status, ToolResult
 from chat.agent.calls import PendingCall
 from chat.agent.mcp.tools import tools_of
+from chat.agent.outcome import CallOutcome
 from chat.agent.running import run_call
 from chat.turns.deps import builtin_tools
 from tests.support.mcp import stdio
@@ -29,14 +30,17 @@ async def test_the_last_of_five_reports_is_shown_before_the_call_finishes_every_
         call = PendingCall(index=0, call_id=f"call_{run}", name="bench__count", arguments=FIVE)
         ran = [item async for item in run_call(registry, call, tool_context(), 20, "Counting")]
 
-        *live, outcome = ran
+        *shown, outcome = ran
+        assert isinstance(outcome, CallOutcome)
         result = outcome.result
         assert isinstance(result, ToolResult) and result.ok, result
-        assert all(isinstance(line, Status) for line in live)
+        live = [line for line in shown if isinstance(line, Status)]
+        assert live == shown, "only status lines come before the outcome"
         assert live, f"run {run}: no report was shown"
         last = live[-1]
         assert (last.message, last.progress, last.total) == ("Step 5 of 5", 5.0, 5.0), run
-        assert [line.progress for line in live] == sorted(line.progress for line in live)
+        reported = [line.progress for line in live if line.progress is not None]
+        assert reported == [line.progress for line in live] == sorted(reported)
 
 
 @pytest.mark.django_db(transaction=True)

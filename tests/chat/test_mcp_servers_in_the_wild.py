@@ -177,7 +177,7 @@ async def test_a_server_that_forgets_every_session_is_not_called_twice(
 ):
     ledger = tmp_path / "ledger"
     env = {"TESTBENCH_LEGACY": "1", "TESTBENCH_FORGETFUL": "1", "TESTBENCH_LEDGER": str(ledger)}
-    with http_server(**env) as url:
+    with http_server(environment=env) as url:
         spec = spec_from_mapping({"name": "amnesiac", "url": url, "approval": []})
         settings.GLASSBOX_MCP_SERVERS = [spec]
         events = await json_turn(

@@ -7,6 +7,7 @@ import asyncio
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from asgiref.sync import sync_to_async
@@ -92,6 +93,7 @@ async def test_ten_thousand_reports_cost_no_more_writes_than_none(
     # At most five a second reach the page, whatever the server sends.
     assert 1 <= len(live) <= 5 * seconds + 2
     result = await ActivityEvent.objects.filter(kind="tool_result").order_by("pk").alast()
+    assert result is not None
     assert (result.progress_count, result.progress) == (10000, 10000)
     assert quiet[-1]["state"] == flood[-1]["state"] == "complete"
 
@@ -101,7 +103,7 @@ async def test_the_demo_server_compares_surveys_over_both_transports(
     transport, settings, sessions, alice, alice_conversation
 ):
     env = {"GLASSBOX_DEMO_MCP_DELAY": "0"}
-    with http_server(DEMO, **env) if transport == "http" else _nothing() as url:
+    with http_server(DEMO, environment=env) if transport == "http" else _nothing() as url:
         settings.GLASSBOX_MCP_SERVERS = [
             spec_from_mapping({"name": "surveys", "url": url})
             if url
@@ -193,7 +195,7 @@ async def test_stop_cancels_the_call_on_the_server(bench, tmp_path, alice, alice
     marker = tmp_path / "cancelled"
     socket = await open_socket(alice_conversation, alice, as_json=True)
     await ask(socket, f'bench__hang {{"marker": "{marker}"}}')
-    events = []
+    events: list[dict[str, Any]] = []
     while "progress" not in events[-1:] and not any("progress" in e for e in events):
         events.append(json.loads(await socket.receive_from(timeout=20)))
     answer_id = next(e["message_id"] for e in events if e["type"] == "turn")

@@ -11,6 +11,7 @@ import pytest
 
 from activity.models import ActivityFeed
 from activity.telemetry.ids import tool_span_id, trace_id
+from tests.support.matching import found
 from tests.support.mcp import stdio
 from tests.support.sockets import json_turn
 
@@ -34,5 +35,5 @@ async def test_the_server_sees_the_turns_exported_trace_and_the_calls_tool_span(
     for (received, call), feed in zip(seen, feeds, strict=True):
         trace = trace_id(feed.pk, feed.started_at)
         assert received == f"00-{trace:032x}-{tool_span_id(trace, call):016x}-01"
-    traces = {TRACEPARENT.match(received)[1] for received, _call in seen}
+    traces = {found(TRACEPARENT, received) for received, _call in seen}
     assert len(traces) == 2, "each turn is a trace of its own"

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -61,7 +62,7 @@ def test_old_turns_are_trimmed_from_the_oldest_to_the_budget(settings, alice_con
 
 def test_trimming_keeps_the_question_and_never_splits_a_tool_call_from_its_result():
     call = {"id": "c1", "type": "function", "function": {"name": "t", "arguments": "{}"}}
-    messages = [
+    messages: list[dict[str, Any]] = [
         {"role": "user", "content": "old " * 100},
         {"role": "assistant", "content": None, "tool_calls": [call]},
         {"role": "tool", "tool_call_id": "c1", "content": "r" * 100},

@@ -24,6 +24,7 @@ from chat.turns.recovery import GRACE_BEATS
 from chat.turns.registry import finish_all
 from tests.support import QUESTION
 from tests.support.api import ask, client_for, sse_events
+from tests.support.rows import answer_feed_id
 from tests.support.sockets import json_until_done, open_socket
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
@@ -85,7 +86,7 @@ async def dead_turn(conversation, client_id: uuid.UUID, silent_for: float):
         conversation=conversation, text=QUESTION, client_id=client_id
     )
     since = timezone.now() - timedelta(seconds=silent_for)
-    await ActivityFeed.objects.filter(pk=turn.answer.feed_id).aupdate(
+    await ActivityFeed.objects.filter(pk=answer_feed_id(turn.answer)).aupdate(
         started_at=since, heartbeat_at=since
     )
     return turn.answer

@@ -9,7 +9,7 @@ import pytest
 from activity.recording.events import from_json
 from chat.api.standards.agui import AguiWire
 from chat.api.standards.ui_stream import UiStreamWire
-from chat.turns.wires import Cursor, Resume
+from chat.turns.wires import Cursor, Frame, Resume, Wire
 from tests.support.stream_clients import ensure_installed, read_with_client
 from tests.support.turn_events import PLAN_STEPS, every_kind, with_plan_and_log
 
@@ -21,8 +21,8 @@ def clients():
     ensure_installed()
 
 
-def frames(wire, after: str | None = None) -> list:
-    resume, made = Resume(Cursor.parse(after) if after else None), []
+def frames(wire: Wire, after: str | None = None) -> list[Frame]:
+    resume, made = Resume(Cursor.parse(after) if after else None), list[Frame]()
     for event in with_plan_and_log(every_kind()):
         made += resume.frames(wire.frames(from_json(event)))
     return made

@@ -15,7 +15,10 @@ from activity.models import ActivityEvent
 from tests.support.api import client_for
 from tests.support.audit import sql, verify
 from tests.support.fakes import text_response, tool_call_response
+from tests.support.matching import found
 from tests.support.provider_server import scripted_provider
+from tests.support.responses import streamed
+from tests.support.rows import plan_of
 from tests.support.sockets import json_turn, turn_frames
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
@@ -41,7 +44,7 @@ async def test_a_plan_is_one_line_updated_in_place_live_and_as_its_last_update_a
     added = [frame for frame in live if "beforeend:#lines-" in frame]
     assert len(added) == 1 and len(live) == 3  # one line, replaced by the two updates
     assert all(re.search(r'<li id="line-\d+-plan" [^>]*hx-swap-oob="true"', f) for f in live[1:])
-    first, last = (PLAN_LINE.search(frame).group() for frame in (live[0], live[-1]))
+    first, last = (found(PLAN_LINE, frame, 0) for frame in (live[0], live[-1]))
     assert first.count("step-in_progress") == 1 and first.count("step-pending") == 1
     assert last.count("step-done") == 2 and "Plan: all 2 steps done" in last
     assert all(step in last for step in STEPS)
@@ -73,12 +76,12 @@ async def test_programs_get_each_update_and_the_export_keeps_them_sealed(
 
     client = await client_for(alice)
     response = await client.get("/api/feeds/export/?format=ndjson")
-    body = b"".join([part async for part in response.streaming_content]).decode()
+    body = b"".join(await streamed(response)).decode()
     (feed,) = [json.loads(line) for line in body.splitlines()]
     exported = [event for event in feed["events"] if event["type"] == "plan"]
     assert [e["steps"] for e in exported] == [p["steps"] for p in plans]
-    stored = await sync_to_async(list)(ActivityEvent.objects.filter(kind="plan").order_by("seq"))
-    assert [row.to_event().steps[-1].state for row in stored] == ["pending", "in_progress", "done"]
+    stored = [row async for row in ActivityEvent.objects.filter(kind="plan").order_by("seq")]
+    assert [plan_of(row).steps[-1].state for row in stored] == ["pending", "in_progress", "done"]
     assert (await sync_to_async(verify)())[0] == 0
     # A step ticked off behind the application's back breaks the feed's chain.
     await sync_to_async(sql)(
@@ -133,7 +136,7 @@ async def test_an_erased_accounts_plans_keep_their_place_and_none_of_their_words
     await json_turn(alice_conversation, alice, PLANNED)
     await sync_to_async(account_erase)(user=alice)
 
-    rows = await sync_to_async(list)(ActivityEvent.objects.filter(kind="plan"))
+    rows = [row async for row in ActivityEvent.objects.filter(kind="plan")]
     assert len(rows) == 3 and all(row.arguments is None for row in rows)
-    assert all(row.to_event().steps == () for row in rows)  # still read, by every surface
+    assert all(plan_of(row).steps == () for row in rows)  # still read, by every surface
     assert (await sync_to_async(verify)())[0] == 0  # sealed again

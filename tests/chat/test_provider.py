@@ -92,10 +92,11 @@ def test_a_stream_that_breaks_after_text_is_never_replayed(real_provider, alice_
     assert len(transport.requests) == 1
     assert answer.state == Message.State.FAILED
     assert answer.content == "Hello from"  # what arrived is kept
-    assert answer.feed.summary_icon == "❌"
+    assert answer.answer_feed.summary_icon == "❌"
     # Seed 002: the provider was reached; its reply broke off.
     assert (
-        answer.feed.summary_text == "The model provider's reply broke off before it was finished"
+        answer.answer_feed.summary_text
+        == "The model provider's reply broke off before it was finished"
     )
 
 
@@ -110,7 +111,7 @@ def test_a_turn_past_its_time_limit_fails_visibly_and_keeps_its_text(
     full = say("direct", "en", question="Tell me a joke")
     assert answer.content and full.startswith(answer.content)  # what arrived in time is kept
     assert answer.content != full
-    assert (answer.feed.summary_icon, answer.feed.summary_text) == (
+    assert (answer.answer_feed.summary_icon, answer.answer_feed.summary_text) == (
         "❌",
         "The answer took too long",
     )

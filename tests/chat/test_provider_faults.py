@@ -184,11 +184,15 @@ def test_a_provider_fault_ends_the_turn_visibly_and_keeps_what_arrived(
 
     assert answer.state == Message.State.FAILED
     assert answer.content.startswith(kept)
-    last = answer.feed.events.order_by("-seq").first()
+    last = answer.answer_feed.events.order_by("-seq").first()
+    assert last is not None
     assert (last.icon, last.message, last.state) == ("❌", reason, "failed")
     # The folded line keeps the start of a long reason (its column holds 200 characters).
-    assert (answer.feed.summary_icon, answer.feed.summary_text) == ("❌", cut(reason, 200))
-    assert len(reason) <= 200 or answer.feed.summary_text.endswith("…")
+    assert (answer.answer_feed.summary_icon, answer.answer_feed.summary_text) == (
+        "❌",
+        cut(reason, 200),
+    )
+    assert len(reason) <= 200 or answer.answer_feed.summary_text.endswith("…")
 
     # The page explains it and offers to ask again.
     (page_answer,) = [m for m in messages_with_feeds(alice_conversation, FeedPrefs()).messages
@@ -219,7 +223,7 @@ def test_invalid_tool_call_json_falls_back_and_the_turn_completes(provider, alic
 
     answer = ask(alice_conversation, Fault(respond))
     assert answer.state == Message.State.COMPLETE
-    lines = list(answer.feed.events.filter(kind="status").values_list("icon", "message"))
+    lines = list(answer.answer_feed.events.filter(kind="status").values_list("icon", "message"))
     assert ("❌", "Knowledge base query failed (malformed arguments)") in lines
     assert answer.content == "From general knowledge."
 
@@ -281,13 +285,14 @@ def test_a_reply_that_is_not_streamed_is_taken_whole(provider, alice_conversatio
 
     assert answer.state == Message.State.COMPLETE
     assert answer.content == "It is **42**."
-    messages = [e.message for e in answer.feed.events.order_by("seq")]
+    messages = [e.message for e in answer.answer_feed.events.order_by("seq")]
     assert "Working it out" in messages
     # The tool ran, and the model read its result in the second request.
     read = transport.requests[1]["messages"][-1]
     assert (read["role"], read["tool_call_id"]) == ("tool", "call_1") and "42" in read["content"]
     assert (
-        answer.feed.summary_text != "The model provider's reply broke off before it was finished"
+        answer.answer_feed.summary_text
+        != "The model provider's reply broke off before it was finished"
     )
 
 
@@ -298,4 +303,4 @@ def test_a_whole_reply_that_cannot_be_read_says_so(provider, alice_conversation,
     answer = ask(alice_conversation, Whole(body))
 
     assert answer.state == Message.State.FAILED
-    assert answer.feed.summary_text == "The model provider sent an unreadable reply"
+    assert answer.answer_feed.summary_text == "The model provider sent an unreadable reply"

@@ -27,7 +27,7 @@ def ask(conversation, url, settings) -> Message:
 
 
 def last_line(answer: Message) -> str:
-    return answer.feed.events.order_by("-seq").first().message
+    return answer.answer_feed.events.order_by("-seq")[0].message
 
 
 def test_a_refused_connection_says_the_provider_could_not_be_reached(

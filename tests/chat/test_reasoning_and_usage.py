@@ -23,6 +23,9 @@ from chat.turns.admission import TurnLimited, admit
 from chat.turns.deps import Dependencies, builtin_tools
 from tests.support.api import client_for
 from tests.support.fakes import FIXTURES, RecordedProvider, scripted_client
+from tests.support.matching import found
+from tests.support.responses import streamed
+from tests.support.rows import answer_feed_id
 from tests.support.tool_context import tool_context
 from tests.support.turns import run_turn
 
@@ -175,10 +178,10 @@ def test_a_provider_without_usage_is_unknown_never_zero(alice_conversation):
         alice_conversation, "Hi", Dependencies(client_factory=lambda: scripted_client(transport))
     )
 
-    feed = ActivityFeed.objects.get(pk=answer.feed_id)
+    feed = ActivityFeed.objects.get(pk=answer_feed_id(answer))
     assert (feed.prompt_tokens, feed.total_tokens, feed.cost) == (None, None, None)
     FeedPreferences.objects.create(user=alice_conversation.owner, overrides={"SHOW_USAGE": True})
-    usage = re.search(r'<span class="usage">(.*?)</span>', _page(alice_conversation)).group(1)
+    usage = found(r'<span class="usage">(.*?)</span>', _page(alice_conversation))
     assert re.fullmatch(r"· 1 step · \d+\.\d s", usage), usage  # no "0 tokens"
 
 
@@ -193,7 +196,7 @@ def test_users_see_steps_and_time_on_the_folded_feed_and_tokens_only_if_they_ask
 ):
     """Seed 002: users do not need token counts; auditors (and users who turn them on) do."""
     page = _page(alice_conversation)
-    usage = re.search(r'<span class="usage">(.*?)</span>', page).group(1)
+    usage = found(r'<span class="usage">(.*?)</span>', page)
     steps = page.count('<li id="line-')
     assert re.fullmatch(rf"· {steps} steps? · \d+\.\d s", usage), usage
 
@@ -268,7 +271,7 @@ async def _exports(user) -> tuple[str, str]:
     bodies = []
     for fmt in ("ndjson", "csv"):
         response = await client.get(f"/api/feeds/export/?format={fmt}")
-        bodies.append(b"".join([part async for part in response.streaming_content]).decode())
+        bodies.append(b"".join(await streamed(response)).decode())
     return bodies[0], bodies[1]
 
 
@@ -278,11 +281,12 @@ def test_the_demo_model_thinks_when_asked_and_reports_usage(alice_conversation, 
     calls = list(ModelCall.objects.filter(feed_id=answer.feed_id).order_by("round"))
     assert len(calls) == 2 and all(c.reasoning and c.prompt_tokens for c in calls)
     assert calls[0].reasoning_tokens == len(calls[0].reasoning) // 4
-    feed = ActivityFeed.objects.get(pk=answer.feed_id)
-    assert feed.total_tokens == sum(c.prompt_tokens + c.completion_tokens for c in calls)
+    feed = ActivityFeed.objects.get(pk=answer_feed_id(answer))
+    used = [(c.prompt_tokens or 0) + (c.completion_tokens or 0) for c in calls]
+    assert all(c.completion_tokens for c in calls) and feed.total_tokens == sum(used)
     plain = run_turn(alice_conversation, "How do I negotiate my salary?")
     assert not ModelCall.objects.filter(feed_id=plain.feed_id).exclude(reasoning="").exists()
-    assert ActivityFeed.objects.get(pk=plain.feed_id).total_tokens
+    assert ActivityFeed.objects.get(pk=answer_feed_id(plain)).total_tokens
 
 
 def test_over_the_daily_budget_a_question_is_refused_saying_when_it_resets(
@@ -290,6 +294,7 @@ def test_over_the_daily_budget_a_question_is_refused_saying_when_it_resets(
 ):
     run_turn(alice_conversation, "How do I negotiate my salary?")
     used = ActivityFeed.objects.get().total_tokens
+    assert used is not None
     settings.GLASSBOX_DAILY_TOKENS = used
 
     with pytest.raises(TurnLimited) as refused:
@@ -347,6 +352,6 @@ async def test_the_live_thinking_line_counts_seconds_then_says_how_long(
     assert 'data-format="%(seconds)s s"' in thinking[0]
     done = [f for f in live if "Thought for" in f]
     # Replaced in place: the same line id, now without a counter.
-    line_id = re.search(r'<li id="([^"]+)"', thinking[0]).group(1)
+    line_id = found(r'<li id="([^"]+)"', thinking[0])
     assert line_id in done[0] and 'hx-swap-oob="true"' in done[0]
     assert 'class="elapsed"' not in done[0]

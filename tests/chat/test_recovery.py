@@ -10,6 +10,7 @@ from activity.recording.chain import GENESIS, link
 from chat.models import Conversation, Message
 from chat.turns.admission import TurnRejected, admit
 from chat.turns.recovery import dead_turns_recover
+from tests.support.rows import answer_feed_id
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -22,7 +23,7 @@ def stalled_turn(conversation, *, silent_for: float, beat_ago: float | None = No
     ActivityEvent(feed=turn.answer.feed, seq=1, kind="status", icon="🔍", message="Looking up",
                   state="in_progress", created_at=long_ago).seal(GENESIS).save()  # fmt: skip
     heartbeat = timezone.now() - timedelta(seconds=beat_ago) if beat_ago is not None else None
-    ActivityFeed.objects.filter(pk=turn.answer.feed_id).update(
+    ActivityFeed.objects.filter(pk=answer_feed_id(turn.answer)).update(
         started_at=long_ago, heartbeat_at=heartbeat
     )
     return turn.answer
@@ -83,7 +84,7 @@ def test_a_recovered_turn_is_closed_in_the_language_it_was_asked_in(alice_conver
     assert dead_turns_recover() == 1  # noticed by a process speaking English
     feed = ActivityFeed.objects.get(pk=answer.feed_id)
     assert feed.summary_text == "已中斷：伺服器在處理時停止"
-    assert feed.events.order_by("-seq").first().message == feed.summary_text
+    assert feed.events.order_by("-seq")[0].message == feed.summary_text
 
 
 def test_turns_of_a_dead_process_stop_counting_against_the_limit(settings, alice):
@@ -93,7 +94,7 @@ def test_turns_of_a_dead_process_stop_counting_against_the_limit(settings, alice
     for _ in range(2):
         turn = admit(conversation=Conversation.objects.create(owner=alice), text="Hi")
         long_ago = timezone.now() - timedelta(minutes=5)
-        ActivityFeed.objects.filter(pk=turn.answer.feed_id).update(
+        ActivityFeed.objects.filter(pk=answer_feed_id(turn.answer)).update(
             started_at=long_ago, heartbeat_at=long_ago
         )
     turn = admit(conversation=Conversation.objects.create(owner=alice), text="Still there?")

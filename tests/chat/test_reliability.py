@@ -11,9 +11,12 @@ from django.contrib.sessions.models import Session
 from django.utils import timezone
 
 from activity.models import ActivityEvent, ActivityFeed
+from activity.recording.recorder import FeedRecorder
 from chat.models import Conversation, Message
 from chat.turns import registry
 from tests.support import QUESTION
+from tests.support.matching import found
+from tests.support.rows import answer_feed_id
 from tests.support.sockets import (
     ask,
     final_render,
@@ -29,7 +32,7 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 
 
 async def until(socket, needle: str, limit: float = 10) -> list[str]:
-    frames = []
+    frames: list[str] = []
     async with asyncio.timeout(limit):
         while needle not in (frames[-1] if frames else ""):
             frames.append(await socket.receive_from(timeout=limit))
@@ -129,7 +132,9 @@ async def test_a_new_tab_whose_snapshot_is_read_as_a_commit_lands_shows_every_li
         stored = await read_events(feed_ids)
         if not committed.is_set():
             committed.set()
-            await registry._feeds[answer.pk].write()
+            recorder = registry._feeds[answer.pk]
+            assert isinstance(recorder, FeedRecorder)
+            await recorder.write()
         return stored
 
     answer = await Message.objects.aget(role="assistant")
@@ -156,7 +161,7 @@ async def test_stop_keeps_the_partial_answer_and_records_a_stopped_line(
     await ask(socket, QUESTION)
     frames = await until(socket, "-tail")
     await held.reached.wait()
-    answer_id = int(re.search(r"answer-(\d+)-tail", frames[-1]).group(1))
+    answer_id = int(found(r"answer-(\d+)-tail", frames[-1]))
     assert 'name="stop"' in "".join(frames)  # the Stop button is on the page
     await socket.send_to(text_data=json.dumps({"stop": str(answer_id)}))
     final = (await frames_until_done(socket))[-1]
@@ -165,13 +170,14 @@ async def test_stop_keeps_the_partial_answer_and_records_a_stopped_line(
     answer = await Message.objects.select_related("feed").aget(pk=answer_id)
     # Stopped, as its owner asked: neither failed nor taken for a dead process's turn.
     assert answer.state == Message.State.STOPPED
-    assert answer.feed.state == ActivityFeed.State.STOPPED
+    assert answer.answer_feed.state == ActivityFeed.State.STOPPED
     assert answer.content and "Salary negotiation: during" not in answer.content
     assert answer.content.startswith("Here is what the knowledge base says:")
     assert "Here is what the knowledge base says:" in final  # kept, and shown
     last = await ActivityEvent.objects.filter(feed_id=answer.feed_id).order_by("-seq").afirst()
+    assert last is not None
     assert (last.icon, last.message, last.state) == ("⏹", "Stopped", "done")
-    assert (answer.feed.summary_icon, answer.feed.summary_text) == ("⏹", "Stopped")
+    assert (answer.answer_feed.summary_icon, answer.answer_feed.summary_text) == ("⏹", "Stopped")
     assert "state-stopped" in final and "state-interrupted" not in final
     stop_line = re.search(
         r'<li id="line-\d+-[^"]*" class="line ([^"]*)"[^>]*>(?:(?!</li>).)*⏹', final, re.S
@@ -192,13 +198,14 @@ async def test_a_stop_from_another_process_is_seen_at_the_next_heartbeat(
     await held.reached.wait()
     answer = await Message.objects.aget(role="assistant")
     # What turns.stop does when the turn runs elsewhere: only the flag changes.
-    await ActivityFeed.objects.filter(pk=answer.feed_id).aupdate(stop_requested=True)
+    await ActivityFeed.objects.filter(pk=answer_feed_id(answer)).aupdate(stop_requested=True)
     await frames_until_done(socket)
     await finish_turns()
     await socket.disconnect()
     await answer.arefresh_from_db()
     assert answer.state == Message.State.STOPPED
     last = await ActivityEvent.objects.filter(feed_id=answer.feed_id).order_by("-seq").afirst()
+    assert last is not None
     assert (last.icon, last.state) == ("⏹", "done")
 
 
@@ -220,7 +227,7 @@ async def test_a_turn_cancelled_by_anything_but_its_owners_stop_ends_interrupted
 
     await answer.arefresh_from_db()
     assert answer.state == Message.State.INTERRUPTED and answer.content
-    feed = await ActivityFeed.objects.aget(pk=answer.feed_id)
+    feed = await ActivityFeed.objects.aget(pk=answer_feed_id(answer))
     assert (feed.state, feed.summary_icon) == ("interrupted", "⚠️")
     last = [e for e in events if e["type"] == "status"][-1]
     assert (last["icon"], last["state"]) == ("⚠️", "failed")
@@ -260,7 +267,7 @@ async def test_a_commit_the_database_refuses_is_written_with_the_next_and_the_tu
         await written_after.wait()  # a later commit wrote what the refused one had
     answer = await Message.objects.select_related("feed").aget(role="assistant")
     # Proven alive and its lines and text so far on disk, though one commit failed.
-    assert answer.feed.heartbeat_at is not None and answer.content
+    assert answer.answer_feed.heartbeat_at is not None and answer.content
     assert await ActivityEvent.objects.filter(feed_id=answer.feed_id).acount() >= 2
     held.open()
     await frames_until_done(socket)

@@ -17,6 +17,7 @@ from chat.models import Conversation, Message
 from chat.pages.views import SIDEBAR_SIZE
 from chat.turns.broadcast import user_group
 from tests.support.conversations import stored
+from tests.support.matching import found
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -73,7 +74,7 @@ def test_a_search_shows_an_escaped_snippet_with_the_words_marked(alice_client, a
     )
     # A word of an answer: the snippet is cut around it.
     html = alice_client.get("/sidebar/", {"q": "research"}).content.decode()
-    snippet = re.search(r'<span class="snippet">(.*?)</span>', html).group(1)
+    snippet = found(r'<span class="snippet">(.*?)</span>', html)
     assert snippet.count("<mark>research</mark>") >= 1 and snippet.endswith("…")
     assert len(re.sub(r"</?mark>", "", snippet)) <= 2 * sidebar.SNIPPET_CONTEXT + 12
 
@@ -106,6 +107,7 @@ def test_the_list_is_bounded_and_links_to_the_rest(alice_client, alice):
 async def test_renaming_tells_the_owners_pages_to_refresh_their_sidebars(alice_client, alice):
     conversation = await sync_to_async(stored)(alice, ("q", "a"))
     layer = get_channel_layer()
+    assert layer is not None
     channel = await layer.new_channel()
     await layer.group_add(user_group(alice.pk), channel)
     rename = sync_to_async(alice_client.post)

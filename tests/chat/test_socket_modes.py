@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import re
 
 import pytest
 
 from activity.models import ActivityEvent, FeedPreferences
 from tests.support import QUESTION
+from tests.support.matching import found
 from tests.support.sockets import (
     TAIL,
     ask,
@@ -50,7 +50,7 @@ async def test_block_sends_whole_paragraphs(alice, alice_conversation, knowledge
     # However many frames a busy machine gathers the paragraphs into: whole blocks,
     # rendered, never a tail of raw text.
     assert texts
-    assert not any(TAIL.search(f) and TAIL.search(f).group(1) for f in texts)
+    assert not any((tail := TAIL.search(f)) and tail.group(1) for f in texts)
     assert live_render(frames) == final_render(frames)
     assert any("🔍" in f for f in frames)
 
@@ -134,7 +134,7 @@ async def test_a_request_for_approval_shows_at_once_whatever_the_mode(
     while 'name="approve"' not in frames[-1]:  # the card, with the buttons
         frames.append(await socket.receive_from(timeout=5))
     assert "waiting for your approval" in frames[-2]  # its line, just before
-    call_id = re.search(r'name="approve" value="([^"]+)"', frames[-1]).group(1)
+    call_id = found(r'name="approve" value="([^"]+)"', frames[-1])
 
     await socket.send_to(text_data=json.dumps({"approve": call_id}))
     frames = await frames_until_done(socket)

@@ -18,6 +18,7 @@ from django.utils import timezone
 from activity.models import FeedPreferences
 from chat.models import Conversation
 from chat.socket.reads import Opening, Permit, Refused, read_opening
+from tests.support.sessions import session_store
 
 pytestmark = pytest.mark.django_db
 
@@ -25,7 +26,9 @@ pytestmark = pytest.mark.django_db
 def login(user) -> str:
     client = Client()
     client.force_login(user)
-    return client.session.session_key
+    key = client.session.session_key
+    assert key is not None
+    return key
 
 
 def opened(session_key: str | None, conversation_id, surface: str = "page"):
@@ -92,13 +95,13 @@ def _session_forged(alice, bob, conversation, key):
 
 
 def _hash_removed(alice, bob, conversation, key):
-    store = Session.get_session_store_class()(key)
+    store = session_store(key)
     del store[HASH_SESSION_KEY]
     store.save()
 
 
 def _backend_unknown(alice, bob, conversation, key):
-    store = Session.get_session_store_class()(key)
+    store = session_store(key)
     store["_auth_user_backend"] = "somewhere.else.Backend"
     store.save()
 

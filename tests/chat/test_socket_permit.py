@@ -10,6 +10,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from chat.socket.reads import NotAllowed, Permit, Refused
+from tests.support.sessions import session_store
 
 pytestmark = pytest.mark.django_db
 
@@ -42,7 +43,7 @@ def test_a_login_as_it_was_verified_costs_one_statement(permit):
 def test_a_session_that_changed_is_read_again_and_then_costs_one_statement(permit):
     Session.objects.update(session_data=Session.objects.get().session_data)  # the same: one
     assert checked(permit) == (None, 1)
-    store = Session.get_session_store_class()(permit.session_key)
+    store = session_store(permit.session_key)
     store["seen_the_tour"] = True
     store.save()
     refused, statements = checked(permit)

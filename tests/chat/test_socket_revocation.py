@@ -127,9 +127,9 @@ async def test_a_logout_announced_by_the_previous_release_still_closes_the_socke
     own words (`session.ended`) to the session's group."""
     browser, cookie = await browser_of(alice)
     socket = await silent_socket(alice_conversation, cookie)
-    await get_channel_layer().group_send(
-        session_group(browser.session.session_key), {"type": "session.ended"}
-    )
+    layer, key = get_channel_layer(), browser.session.session_key
+    assert layer is not None and key is not None
+    await layer.group_send(session_group(key), {"type": "session.ended"})
     assert await closed_with(socket, LOGIN)
 
 

@@ -57,7 +57,9 @@ async def test_only_a_pages_socket_is_cued_when_another_conversation_changes(
     page = await open_socket(alice_conversation, alice)
     program = await open_socket(alice_conversation, alice, as_json=True)
     other = {"type": "conversations.changed", "conversation": str(uuid.uuid4())}
-    await get_channel_layer().group_send(user_group(alice.pk), other)
+    layer = get_channel_layer()
+    assert layer is not None
+    await layer.group_send(user_group(alice.pk), other)
     assert 'id="sidebar-stale"' in await page.receive_from(timeout=5)
     # A program hears nothing of it: the next frame it gets answers what it sends after.
     await program.send_to(text_data="not json")

@@ -57,7 +57,11 @@ def response(body: bytes, size: int, encoding: str | None = None) -> httpx2.Resp
     return httpx2.Response(200, headers=headers, stream=Pieces(body, size), request=request)
 
 
-async def read(reader: AsyncIterator[object]) -> tuple[list[object], str]:
+# What a reader gave, and how it ended.
+Reading = tuple[list[object], str]
+
+
+async def read(reader: AsyncIterator[object]) -> Reading:
     """What a reader gives, and how it ended: the provider's error in its words, or the kind
     of data that could not be read."""
     chunks: list[object] = []
@@ -73,10 +77,10 @@ async def read(reader: AsyncIterator[object]) -> tuple[list[object], str]:
 
 def compare(
     body: bytes, sizes: Iterable[int], encoding: str | None = None
-) -> dict[int, tuple[object, object]]:
+) -> dict[int, tuple[Reading, Reading]]:
     """For each size of the pieces the body arrives in: what the SDK reads, what we read."""
 
-    async def both() -> dict[int, tuple[object, object]]:
+    async def both() -> dict[int, tuple[Reading, Reading]]:
         client = AsyncOpenAI(api_key="test", base_url="http://provider.invalid/v1")
         read_by = {}
         for size in sizes:
@@ -118,7 +122,7 @@ def test_a_compressed_reply_is_decoded_as_the_sdk_decodes_it(encoding):
 def test_a_reply_a_transport_built_whole_reads_as_the_sdk_reads_it():
     body = b'data: {"a": 1}\n\ndata: {"a": 2}\n\ndata: [DONE]\n\n'
 
-    async def both() -> tuple[object, object]:
+    async def both() -> tuple[Reading, Reading]:
         def whole() -> httpx2.Response:
             request = httpx2.Request("POST", "http://provider.invalid/v1/chat/completions")
             headers = {"content-type": "text/event-stream"}

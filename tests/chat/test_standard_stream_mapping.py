@@ -26,7 +26,7 @@ def ui_wire():
 
 def stream(wire, events, after=None, waits=False) -> list[Frame]:
     resume = Resume(after)
-    frames = []
+    frames: list[Frame] = []
     for event in events:
         frames += resume.frames(wire.frames(from_json(event)))
         if waits and event.get("state") == "waiting":

@@ -4,8 +4,10 @@ live, resumed with Last-Event-ID, paused for an approval, and refused to anyone 
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncGenerator
 
 import pytest
+from django.http import StreamingHttpResponse
 from django.test import AsyncClient
 
 from activity.models import ActivityEvent
@@ -13,6 +15,7 @@ from chat import turns
 from chat.models import Message
 from chat.turns.registry import finish_all
 from tests.support.api import ask, client_for, streamed_json
+from tests.support.rows import tool_call_of
 from tests.support.sockets import ask as ask_over_socket
 from tests.support.sockets import finish_turns, json_until_waiting, open_socket
 from tests.support.standard_streams import (
@@ -35,7 +38,7 @@ def data(frames):
 
 async def stored_calls(answer_id) -> dict:
     rows = ActivityEvent.objects.filter(feed__message__pk=answer_id, kind="tool_call")
-    return {row.call_id: row.to_event().arguments async for row in rows}
+    return {row.call_id: tool_call_of(row).arguments async for row in rows}
 
 
 async def finished_turn(client, conversation) -> Message:
@@ -102,12 +105,15 @@ async def test_a_client_that_drops_mid_turn_resumes_exactly_where_it_was(
     answer = await Message.objects.aget(role="assistant")
     url = stream_url(alice_conversation, answer.pk, wire)
     response = await client.get(url, headers={"Accept": "text/event-stream"})
+    assert isinstance(response, StreamingHttpResponse)
+    stream = response.streaming_content
+    assert isinstance(stream, AsyncGenerator)
     dropped = []
-    async for chunk in response.streaming_content:
+    async for chunk in stream:
         dropped += parse_frames(chunk.decode())
         if dropped[-1][1]["type"] in DROPS[(drop_after == "some text") * 2 :][:2]:
             break  # the client goes away here
-    await response.streaming_content.aclose()
+    await stream.aclose()
     held.open()
     await finish_all()
     _, rest = await read_frames(client, url, last_event_id=dropped[-1][0])

@@ -18,6 +18,7 @@ from chat.turns import resuming
 from chat.turns.admission import admit
 from chat.turns.recovery import dead_turns_recover
 from tests.support import QUESTION
+from tests.support.rows import answer_feed_id
 from tests.support.turns import run_turn, stopped_turn
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -98,18 +99,18 @@ def test_a_turn_whose_process_died_stays_interrupted_though_a_stop_was_asked(
     that ended it, as recovery says."""
     answer = admit(conversation=alice_conversation, text=QUESTION).answer
     long_ago = timezone.now() - timedelta(minutes=10)
-    ActivityFeed.objects.filter(pk=answer.feed_id).update(started_at=long_ago)
+    ActivityFeed.objects.filter(pk=answer_feed_id(answer)).update(started_at=long_ago)
 
     async def stop() -> bool:
         return await turns.stop(conversation_id=alice_conversation.pk, answer_id=answer.pk)
 
     assert async_to_sync(stop)()  # no runner here: asked of the process that ran it, a flag
-    assert ActivityFeed.objects.get(pk=answer.feed_id).stop_requested
+    assert ActivityFeed.objects.get(pk=answer_feed_id(answer)).stop_requested
 
     assert dead_turns_recover(conversation_id=alice_conversation.pk) == 1
 
     answer.refresh_from_db()
-    feed = ActivityFeed.objects.get(pk=answer.feed_id)
+    feed = ActivityFeed.objects.get(pk=answer_feed_id(answer))
     assert (answer.state, feed.state, feed.summary_icon) == ("interrupted", "interrupted", "⚠️")
 
 

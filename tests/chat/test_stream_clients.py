@@ -18,6 +18,7 @@ from tests.support.api import ask as ask_over_api
 from tests.support.api import client_for
 from tests.support.fakes import text_response, tool_call_response
 from tests.support.held_provider import held_provider
+from tests.support.rows import tool_call_of
 from tests.support.servers import manage, serve
 from tests.support.sockets import ask as ask_over_socket
 from tests.support.sockets import finish_turns, json_until_waiting, open_socket
@@ -45,7 +46,7 @@ REOPENING = ("RUN_STARTED", "STEP_STARTED", "TEXT_MESSAGE_START", "TOOL_CALL_STA
 async def stored_calls(answer_id) -> dict:
     rows = ActivityEvent.objects.filter(feed__message__pk=answer_id, kind="tool_call")
     return {
-        row.call_id: {"name": row.tool, "arguments": row.to_event().arguments}
+        row.call_id: {"name": row.tool, "arguments": tool_call_of(row).arguments}
         async for row in rows
     }
 
@@ -102,7 +103,8 @@ def test_each_standard_client_follows_a_live_turn_lets_go_mid_tool_call_and_resu
 ):
     # One test for both clients: under xdist, two would start a server each.
     for wire in ("agui", "ui-stream"):
-        follows_lets_go_and_resumes(*scripted_server, wire)
+        provider, server, token = scripted_server
+        follows_lets_go_and_resumes(provider, server, token, wire)
 
 
 def follows_lets_go_and_resumes(provider, server, token: str, wire: str) -> None:

@@ -114,24 +114,21 @@ async def test_a_long_feedback_is_cut_to_a_hundred_characters_and_dots(
 
 
 async def test_a_late_follower_gets_each_recorded_calls_feedback_where_it_was_sent_live():
-    from activity.recording.events import from_json, to_json
+    from activity.recording.events import RecordedEvent, Status, ToolCall, to_json
     from chat.turns.feedback import with_feedback
 
-    def status(call_id: str, message: str) -> dict:
-        return {"type": "status", "seq": 0, "icon": "🔍", "message": message,
-                "state": "in_progress", "tool": "t", "call_id": call_id}  # fmt: skip
+    def status(call_id: str, message: str) -> Status:
+        return Status("🔍", message, "in_progress", "t", call_id, seq=0)
 
-    def call(call_id: str, feedback: str) -> dict:
-        arguments = {"feedback_to_user": feedback, "query": "q"}
-        return {"type": "tool_call", "seq": 0, "tool": "t", "call_id": call_id,
-                "arguments": arguments}  # fmt: skip
+    def call(call_id: str, feedback: str) -> ToolCall:
+        return ToolCall("t", call_id, {"feedback_to_user": feedback, "query": "q"}, seq=0)
 
-    recorded = [
+    recorded: list[RecordedEvent] = [
         status("a", "Searching…"), status("b", "Searching…"), status("a", "Looking up pay"),
         call("a", " Looking   up pay "), call("b", ""), status("c", "Searching…"),
     ]  # fmt: skip
 
-    sent = [to_json(e) for e in with_feedback([from_json(e) for e in recorded])]
+    sent = [to_json(e) for e in with_feedback(recorded)]
     assert [(e["type"], e.get("call_id"), e.get("feedback")) for e in sent] == [
         ("status", "a", None), ("status", "b", None), ("status", "a", None),
         ("tool_feedback", "a", "Looking up pay"), ("tool_call", "a", None),

@@ -158,6 +158,7 @@ async def test_a_turn_closed_elsewhere_before_its_end_was_written_stays_closed(
     await answer.arefresh_from_db()
     assert answer.state == "interrupted"
     last = await ActivityEvent.objects.filter(feed_id=answer.feed_id).order_by("seq").alast()
+    assert last is not None
     assert (
         last.seq == closed_at and last.message == "Interrupted: the server stopped while working"
     )

@@ -114,6 +114,7 @@ def test_history_shows_each_answer_with_its_feed_folded_above_it(
     assert "<strong>Salary negotiation: preparing your number</strong>" in page
     # The direct answer has a feed with no lines, which the page hides.
     direct = Message.objects.filter(role="assistant").order_by("-id").first()
+    assert direct is not None
     assert f'<ol id="lines-{direct.pk}" class="lines"></ol>' in page
 
 

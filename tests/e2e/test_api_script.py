@@ -23,6 +23,7 @@ def test_a_script_prints_the_agents_work_as_it_happens(glassbox_server):
         text=True,
     )
     arrivals = []
+    assert script.stdout is not None
     for line in script.stdout:
         arrivals.append((time.monotonic(), line.rstrip("\n")))
     assert script.wait(timeout=30) == 0

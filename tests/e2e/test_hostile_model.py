@@ -5,15 +5,16 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from tests.support.browser import start_new
+from tests.support.browser import dismiss_dialogs, start_new
 from tests.support.hostile_provider import FEEDBACK, LEAK, PAYLOADS
 
 pytestmark = pytest.mark.e2e
 
 
 def test_no_payload_runs_live_or_in_history(page, hostile_server_url):
-    dialogs, leaks, errors = [], [], []
-    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    leaks: list[str] = []
+    errors: list[str] = []
+    dialogs = dismiss_dialogs(page)
     page.on("request", lambda request: leaks.append(request.url) if "127.0.0.1:9" in request.url
             else None)  # fmt: skip
     page.on("pageerror", lambda error: errors.append(str(error)))

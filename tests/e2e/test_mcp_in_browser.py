@@ -8,7 +8,15 @@ import json
 import pytest
 from playwright.sync_api import expect
 
-from tests.support.browser import DEVICES, DONE, ask, log_in, new_conversation, watch_console
+from tests.support.browser import (
+    DEVICES,
+    DONE,
+    ask,
+    dismiss_dialogs,
+    log_in,
+    new_conversation,
+    watch_console,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -71,8 +79,8 @@ def test_a_line_edited_in_place_keeps_its_height_and_history_ends_it_as_live_did
 
 def test_nothing_an_mcp_server_writes_runs_in_the_page(conversation, tmp_path):
     page = conversation
-    dialogs, errors = [], []
-    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    errors: list[str] = []
+    dialogs = dismiss_dialogs(page)
     page.on("pageerror", lambda error: errors.append(str(error)))
     gate = tmp_path / "gate"
     ask(page, "bench__hostile " + json.dumps({"gate": str(gate)}))

@@ -14,6 +14,7 @@ from playwright.sync_api import expect
 from tests.support.browser import (
     DESKTOP,
     PHONE,
+    console_errors,
     log_in,
     new_conversation,
     open_menu,
@@ -122,7 +123,7 @@ def test_every_page_fits_the_screen_in_every_language_with_no_axe_violation(
     page.locator(f"{DONE} details.feed > summary").click()
     open_menu(page)
     assert violations(page) == []
-    assert page.console_errors == []
+    assert console_errors(page) == []
 
 
 def test_the_login_page_fits_a_phone_with_no_axe_violation(browser, live_server_url):

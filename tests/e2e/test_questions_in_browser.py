@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from tests.support.browser import DONE, ask
+from tests.support.browser import DONE, ask, console_errors
 
 pytestmark = pytest.mark.e2e
 
@@ -30,4 +30,4 @@ def test_a_person_fills_a_servers_form_and_the_tool_gets_the_answer(conversation
     expect(page.locator(f"{DONE} .answer")).to_contain_text("fully remote")
     expect(card).to_contain_text("Answered by demo: Candidate: Ada Lovelace")
     expect(card.locator("form")).to_have_count(0)
-    assert page.console_errors == []
+    assert console_errors(page) == []

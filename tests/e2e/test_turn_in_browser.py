@@ -5,7 +5,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.support.browser import DONE, ask
+from tests.support.browser import DONE, ask, console_errors, dismiss_dialogs
 from tests.support.servers import manage
 
 pytestmark = pytest.mark.e2e
@@ -54,7 +54,7 @@ def test_the_user_watches_the_feed_then_the_answer_then_the_fold(conversation):
     assert [" ".join(line.split()) for line in feed_lines(page)] == lines_live
     assert page.locator(".answer").inner_text() == answer_live
     # The whole flow ran under the strict Content Security Policy without a violation.
-    assert page.console_errors == []
+    assert console_errors(page) == []
 
 
 def test_the_search_line_appears_before_any_answer_text(conversation):
@@ -170,8 +170,7 @@ def answer_in_place(page, card_id, draft_top=None):
 
 def test_markup_in_a_question_is_shown_as_text_never_run(conversation):
     page = conversation
-    dialogs = []
-    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    dialogs = dismiss_dialogs(page)
     ask(page, "<img src=x onerror=\"alert('pwned')\"> hello")
     expect(page.locator(DONE)).to_be_visible()
     expect(page.locator("article.user")).to_contain_text("<img src=x")

@@ -114,6 +114,6 @@ def test_a_turn_keeps_the_language_it_was_asked_in(alice_client, alice):
     conversation = Conversation.objects.create(owner=alice)
     with translation.override("it"):
         turn = admit(conversation=conversation, text="Ciao")
-    assert turn.answer.feed.language == "it"
+    assert turn.answer.answer_feed.language == "it"
     assert admit(conversation=Conversation.objects.create(owner=alice), text="bonus",
-                      language="zh-hant").answer.feed.language == "zh-hant"  # fmt: skip
+                      language="zh-hant").answer.answer_feed.language == "zh-hant"  # fmt: skip

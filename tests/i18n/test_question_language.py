@@ -18,6 +18,7 @@ from activity.recording.events import from_json
 from chat.models import Conversation, Message
 from chat.turns.admission import admit, admit_again
 from project.languages import written_language
+from tests.support.live_ops import line_of
 from tests.support.sockets import ask, frames_until_done, open_socket, turn_frames
 
 ITALIAN_QUESTION = "Come posso prepararmi per un colloquio di lavoro?"
@@ -153,25 +154,25 @@ def test_a_presenter_writes_its_own_lines_in_the_feeds_language_not_the_pages():
     prefs = FeedPrefs(mode="progress", label="auto")  # the default pool, translated
     with translation.override("en"):
         presenter = LivePresenter(prefs, 0, language="it")
-        label, shown_waiting = (op.line for op in presenter.on_event(from_json(waiting)))
+        label, shown_waiting = (line_of(op) for op in presenter.on_event(from_json(waiting)))
         (approved,) = presenter.on_event(from_json(decision))
-        english = LivePresenter(prefs, 0).on_event(from_json(waiting))[0].line
+        english = line_of(LivePresenter(prefs, 0).on_event(from_json(waiting))[0])
     with translation.override("it"):
         italian_label = prefs.label_for(0)
     assert (label.message, english.message) == (italian_label, "Thinking...")
     assert italian_label != "Thinking..."
     assert shown_waiting.message == "Invia — in attesa"
-    assert approved.line.message == "Approvato da alice"
+    assert line_of(approved).message == "Approvato da alice"
 
 
 @pytest.mark.django_db
 def test_a_regenerated_answer_speaks_its_questions_language_too(alice):
     conversation = Conversation.objects.create(owner=alice)
     first = admit(conversation=conversation, text=ITALIAN_QUESTION, language="en")
-    assert first.answer.feed.language == "it"
+    assert first.answer.answer_feed.language == "it"
     Message.objects.filter(pk=first.answer.pk).update(state=Message.State.COMPLETE)
     again = admit_again(conversation=conversation, answer_id=first.answer.pk, language="en")
-    assert again.answer.feed.language == "it"
+    assert again.answer.answer_feed.language == "it"
 
 
 @pytest.mark.django_db(transaction=True)

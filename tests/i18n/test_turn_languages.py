@@ -11,6 +11,7 @@ from django.test import Client
 
 from activity.models import ActivityFeed, FeedPreferences
 from chat.models import Conversation
+from tests.support.matching import found
 from tests.support.sockets import ask, finish_turns, frames_until_done, open_socket, turn_frames
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
@@ -114,7 +115,7 @@ async def test_the_socket_speaks_the_language_of_the_page_whatever_its_handshake
     client = Client(headers={"accept-language": "zh-TW,zh;q=0.9"})
     await sync_to_async(client.force_login)(alice)
     page = (await sync_to_async(client.get)(conversation.get_absolute_url())).content.decode()
-    query = re.search(r'ws-connect="/ws/c/[0-9a-f-]+/\?([^"]+)"', page).group(1)
+    query = found(r'ws-connect="/ws/c/[0-9a-f-]+/\?([^"]+)"', page)
     assert query == "lang=zh-hant"
 
     socket = await browser_socket(conversation, alice, "en-US,en;q=0.9", query=query)

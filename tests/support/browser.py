@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import re
+from typing import Any
+from weakref import WeakKeyDictionary
 
 from axe_playwright_python.sync_playwright import Axe
-from playwright.sync_api import Page, expect
+from playwright.sync_api import ConsoleMessage, Dialog, Page, expect
 
 
 def log_in(page: Page, url: str, username: str = "demo", password: str = "demo") -> None:
@@ -47,8 +49,9 @@ def open_menu(page: Page) -> None:
 
 # The two screens the page is judged on: a laptop, and a phone under Chromium's mobile
 # emulation (touch events, `is_mobile`, a phone's pixel ratio).
-DESKTOP = {"viewport": {"width": 1280, "height": 800}}
-PHONE = {
+# Keywords of a browser's new_context.
+DESKTOP: dict[str, Any] = {"viewport": {"width": 1280, "height": 800}}
+PHONE: dict[str, Any] = {
     "viewport": {"width": 390, "height": 844},
     "is_mobile": True,
     "has_touch": True,
@@ -59,17 +62,35 @@ DEVICES = {"desktop": DESKTOP, "phone": PHONE}
 TOUCH_TARGET = 44
 
 
+_CONSOLE_ERRORS: WeakKeyDictionary[Page, list[str]] = WeakKeyDictionary()
+
+
 def watch_console(page: Page) -> None:
-    """Keeps the page's console errors in `page.console_errors` (a CSP violation is one)."""
-    page.console_errors = []  # type: ignore[attr-defined]
-    page.on(
-        "console",
-        lambda message: (
-            page.console_errors.append(message.text)  # type: ignore[attr-defined]
-            if message.type == "error"
-            else None
-        ),
-    )
+    """Keeps the page's console errors (a CSP violation is one) for `console_errors`."""
+    errors = _CONSOLE_ERRORS.setdefault(page, [])
+
+    def heard(message: ConsoleMessage) -> None:
+        if message.type == "error":
+            errors.append(message.text)
+
+    page.on("console", heard)
+
+
+def dismiss_dialogs(page: Page) -> list[str]:
+    """Dismisses every dialog the page opens (an injected `alert`, say); their messages."""
+    messages: list[str] = []
+
+    def dismissed(dialog: Dialog) -> None:
+        messages.append(dialog.message)
+        dialog.dismiss()
+
+    page.on("dialog", dismissed)
+    return messages
+
+
+def console_errors(page: Page) -> list[str]:
+    """What the page's console said in error since `watch_console`."""
+    return _CONSOLE_ERRORS[page]
 
 
 # A finished answer on the page.

@@ -35,6 +35,12 @@ class Node:
     def find(self, tag: str = "", cls: str = "", **attrs: str) -> Node | None:
         return next(iter(self.find_all(tag, cls, **attrs)), None)
 
+    def one(self, tag: str = "", cls: str = "", **attrs: str) -> Node:
+        """The first such part, which the test expects to be there."""
+        found = self.find(tag, cls, **attrs)
+        assert found is not None, f"no <{tag or '*'}> {cls} {attrs} in {self.text[:200]!r}"
+        return found
+
     def find_all(self, tag: str = "", cls: str = "", **attrs: str) -> list[Node]:
         return [
             node

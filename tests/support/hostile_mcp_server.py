@@ -74,7 +74,7 @@ def raw(request_id: Any, result: bytes) -> None:
 
 
 class Hostile(MCPServer):
-    async def _handle_list_tools(self, ctx, params):  # type: ignore[no-untyped-def]
+    async def _handle_list_tools(self, ctx, params):
         listed = await super()._handle_list_tools(ctx, params)
         if CASE == "dirty":
             tools = [

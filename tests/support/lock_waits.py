@@ -11,7 +11,7 @@ import pytest
 from django.db import connection, transaction
 
 
-def second_waits_for_first(first: Callable[[], None], second: Callable[[], None]) -> None:
+def second_waits_for_first(first: Callable[[], object], second: Callable[[], object]) -> None:
     """Runs `first` in a transaction held open until `second` (in its own transaction,
     started once the first has written) is seen waiting on a lock, then lets both finish.
     Fails if the second never waited: the two did not meet."""

@@ -69,6 +69,7 @@ def granting_client_credentials(app, authority: Authority):
         if form.get("grant_type") != "client_credentials":
             return await app(scope, replaying(body, receive), send)
         by_secret = _client(dict(scope["headers"]), form) == (CLIENT_ID, CLIENT_SECRET)
+        answer: dict[str, str | int]
         if not by_secret and not _signed_by_client(form, authority.issuer):
             status, answer = 401, {"error": "invalid_client"}
         else:

@@ -9,7 +9,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from chat.agent.mcp.config import ServerSpec, spec_from_mapping
@@ -33,10 +33,17 @@ def free_port() -> int:
 
 @contextlib.contextmanager
 def http_server(
-    module: str = BENCH, *, sse: bool = False, port: int | None = None, **env: str
+    module: str = BENCH,
+    *,
+    sse: bool = False,
+    port: int | None = None,
+    environment: Mapping[str, str] | None = None,
+    **env: str,
 ) -> Iterator[str]:
     """The server on a free port, or this one (streamable HTTP, or the legacy SSE
-    transport); its URL once it accepts connections."""
+    transport), with `environment` and `env` in its environment; its URL once it accepts
+    connections."""
+    env = {**(environment or {}), **env}
     # A free port can be taken by another test process before the server binds it: the
     # server then exits at once, and starts again on another.
     for attempt in range(3):

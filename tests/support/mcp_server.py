@@ -19,6 +19,7 @@ import asyncio
 import os
 import time
 from pathlib import Path
+from typing import Literal
 
 import mcp_types as types
 from mcp import MCPError
@@ -39,7 +40,10 @@ class Bench(MCPServer):
 
 
 # How each of these tools says it may run as an MCP task (servers of the 2025-11-25 protocol).
-TASKS = {"research": "required", "summarize": "optional"}
+TASKS: dict[str, Literal["forbidden", "optional", "required"]] = {
+    "research": "required",
+    "summarize": "optional",
+}
 
 
 server = Bench("testbench", subscriptions=False if os.environ.get("TESTBENCH_NO_LISTEN") else None)
@@ -116,7 +120,7 @@ def _leave(marker: str) -> None:
 
 # What `migrate` logs, in order: a level of every kind but three, from two loggers, the
 # server's own words as hostile as they come.
-MIGRATION_LOG = [
+MIGRATION_LOG: list[tuple[types.LoggingLevel, str, str | dict[str, str]]] = [
     ("debug", "db", "connecting to db-1"),
     ("info", "db", "3 tables to migrate"),
     ("notice", "", "orders: 1,204 rows"),

@@ -20,7 +20,7 @@ MODULE = "tests.support.oauth_server"
 @contextlib.contextmanager
 def oauth_server(name: str = "notes", **env: str) -> Iterator[ServerSpec]:
     """The server on a free port, declared as one each user connects to."""
-    with http_server(MODULE, **env) as url:
+    with http_server(MODULE, environment=env) as url:
         yield spec_from_mapping({"name": name, "url": url, "auth": "oauth"})
 
 

@@ -22,6 +22,7 @@ from mcp.server.auth.provider import (
     AccessToken,
     AuthorizationCode,
     AuthorizationParams,
+    OAuthAuthorizationServerProvider,
     RefreshToken,
     construct_redirect_uri,
 )
@@ -34,8 +35,9 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 SCOPES = ["notes:read", "notes:write"]
 
 
-class Authority:
-    """The authorization server's memory: clients, pending consents, codes and tokens."""
+class Authority(OAuthAuthorizationServerProvider[AuthorizationCode, RefreshToken, AccessToken]):
+    """The authorization server's memory: clients, pending consents, codes and tokens. (The
+    SDK's defaults refuse the grants it does not give, such as an identity assertion's.)"""
 
     def __init__(self, issuer: str) -> None:
         self.issuer = issuer
@@ -150,6 +152,8 @@ def build(port: int) -> tuple[MCPServer, Authority]:
         "oauth-bench",
         auth_server_provider=authority,
         auth=AuthSettings(
+            # As text: the SDK types them as URLs, whose form adds a slash to the issuer
+            # that the authorization response's `iss` would then not match.
             issuer_url=issuer,  # type: ignore[arg-type]
             resource_server_url=f"{issuer}/mcp",  # type: ignore[arg-type]
             validate_token_resource=True,

@@ -4,12 +4,13 @@ deadline, and an admin's logged-in browser session."""
 from __future__ import annotations
 
 import http.cookiejar
-import re
 import time
 import urllib.parse
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
+
+from tests.support.matching import csrf_token
 
 
 def children(pid: int) -> set[int]:
@@ -30,7 +31,7 @@ def admin_session(url: str, username: str, password: str) -> urllib.request.Open
     jar = http.cookiejar.CookieJar()
     opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
     page = opener.open(f"{url}/admin/login/").read().decode()
-    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
+    token = csrf_token(page)
     form = {"username": username, "password": password, "csrfmiddlewaretoken": token}
     opener.open(urllib.request.Request(
         f"{url}/admin/login/", data=urllib.parse.urlencode(form).encode(),

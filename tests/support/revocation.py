@@ -6,14 +6,15 @@ from __future__ import annotations
 import asyncio
 import http.cookiejar
 import json
-import re
 import urllib.parse
 import urllib.request
 
 import websockets
 from django.test import AsyncClient
+from websockets.typing import Subprotocol
 
 from tests.support import api
+from tests.support.matching import csrf_token
 from tests.support.sockets import ask, connect, finish_turns, json_until_done
 
 
@@ -61,7 +62,7 @@ class Browser:
         self.jar = http.cookiejar.CookieJar()
         self.opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(self.jar))
         page = self.opener.open(f"{url}/accounts/login/").read().decode()
-        token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
+        token = csrf_token(page)
         self.post("/accounts/login/", {"username": username, "password": password}, token)
         assert "sessionid" in self.cookies, "the login was refused"
 
@@ -69,9 +70,12 @@ class Browser:
     def cookies(self) -> str:
         return "; ".join(f"{c.name}={c.value}" for c in self.jar)
 
+    def csrf_cookie(self) -> str:
+        return next(c.value for c in self.jar if c.name == "csrftoken" and c.value is not None)
+
     def post(self, path: str, form: dict[str, str], token: str | None = None) -> str:
         """The form posted as the page would; the address it ended on."""
-        token = token or next(c.value for c in self.jar if c.name == "csrftoken")
+        token = token or self.csrf_cookie()
         body = urllib.parse.urlencode({**form, "csrfmiddlewaretoken": token}).encode()
         request = urllib.request.Request(
             self.url + path, data=body, headers={"Referer": self.url + path}
@@ -81,7 +85,7 @@ class Browser:
     def new_conversation(self) -> str:
         """An empty conversation, made as a program makes one (the page's New conversation
         stores nothing until the first question)."""
-        token = next(c.value for c in self.jar if c.name == "csrftoken")
+        token = self.csrf_cookie()
         request = urllib.request.Request(
             self.url + "/api/conversations/", data=b"{}", method="POST",
             headers={"Content-Type": "application/json", "X-CSRFToken": token,
@@ -96,7 +100,7 @@ async def live_silent_socket(url: str, conversation: str, cookies: str):
     socket = await websockets.connect(
         url.replace("http", "ws") + f"/ws/c/{conversation}/",
         additional_headers={"Cookie": cookies, "Origin": url},
-        subprotocols=["glassbox.json"],
+        subprotocols=[Subprotocol("glassbox.json")],
     )
     await socket.send(json.dumps({"message": "Tell me a joke"}))
     events = [json.loads(await asyncio.wait_for(socket.recv(), 30))]

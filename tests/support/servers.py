@@ -9,7 +9,6 @@ import functools
 import http.cookiejar
 import json
 import os
-import re
 import shutil
 import signal
 import socket
@@ -27,6 +26,8 @@ from pathlib import Path
 from typing import IO
 
 import pytest
+
+from tests.support.matching import csrf_token
 
 ROOT = Path(__file__).resolve().parents[2]
 # The limits `make run` and the deployment guide give Daphne.
@@ -261,14 +262,14 @@ def login(url: str) -> tuple[str, str]:
     jar = http.cookiejar.CookieJar()
     opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
     page = opener.open(f"{url}/accounts/login/").read().decode()
-    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
+    token = csrf_token(page)
     form = urllib.parse.urlencode(
         {"username": "demo", "password": "demo", "csrfmiddlewaretoken": token}
     ).encode()
     opener.open(urllib.request.Request(f"{url}/accounts/login/", data=form,
                                        headers={"Referer": f"{url}/accounts/login/"}))  # fmt: skip
     # Logging in rotates the CSRF token: use the new one from its cookie.
-    token = next(c.value for c in jar if c.name == "csrftoken")
+    token = next(c.value for c in jar if c.name == "csrftoken" and c.value is not None)
     # An empty conversation, as a program makes one: the page's stores nothing until asked.
     headers = {"X-CSRFToken": token, "Referer": f"{url}/", "Content-Type": "application/json"}
     new = opener.open(urllib.request.Request(f"{url}/api/conversations/", data=b"{}",
@@ -306,7 +307,11 @@ def two_servers(work: Path, **settings: str) -> Iterator[tuple[Server, Server]]:
         connection.execute(f'CREATE DATABASE "{name}"{copy}')
     shared = {"DATABASE_URL": database.rsplit("/", 1)[0] + "/" + name, "REDIS_URL": redis}
     try:
-        with serve(work, seeded=template is not None, **shared, **settings) as first:
+        seeded = template is not None
+        # Every option named, so that the settings can only be settings.
+        with serve(
+            work, (), None, mcp_opened=True, seeded=seeded, terminal=False, **shared, **settings
+        ) as first:
             second = start_daphne(first.env)
             try:
                 yield first, second

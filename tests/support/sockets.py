@@ -10,6 +10,7 @@ from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
 
 from chat.turns.registry import finish_all, running, stop
+from tests.support.matching import found
 
 
 def session_cookie_for(user) -> bytes:
@@ -59,7 +60,7 @@ def line_icons(frames: list[str]) -> list[str]:
     """Between the question and the folded answer: each line's icon, and "text" for each
     frame of answer text, in the order they came."""
     return [
-        "text" if is_text(frame) else re.search(r'aria-hidden="true">(.+?)</span>', frame).group(1)
+        "text" if is_text(frame) else found(r'aria-hidden="true">(.+?)</span>', frame)
         for frame in frames[1:-1]
         if is_text(frame) or 'class="line' in frame
     ]
@@ -89,7 +90,7 @@ async def json_until_done(socket, limit: float = 10) -> list[dict]:
 
 async def json_until_waiting(socket, limit: float = 10) -> list[dict]:
     """A turn's events up to its call's pause for approval."""
-    events = []
+    events: list[dict] = []
     async with asyncio.timeout(limit):
         while not events or events[-1].get("state") != "waiting":
             events.append(json.loads(await socket.receive_from(timeout=limit)))
@@ -160,12 +161,12 @@ def live_render(frames: list[str]) -> str:
 
 
 def final_render(frames: list[str]) -> str:
-    return BLOCKS.search(frames[-1]).group(1)
+    return found(BLOCKS, frames[-1])
 
 
 async def frames_until(socket, found, limit: float = 10) -> list[str]:
     """A page's frames up to the first one `found(frame)` holds."""
-    frames = []
+    frames: list[str] = []
     async with asyncio.timeout(limit):
         while not frames or not found(frames[-1]):
             frames.append(await socket.receive_from(timeout=limit))

@@ -86,6 +86,7 @@ def follow_live(
                 resumed()
             elif "result" in said:
                 return said["result"]
+        assert node.stderr is not None
         raise AssertionError(f"the client ended without a result: {node.stderr.read()}")
     finally:
         watchdog.cancel()

@@ -13,6 +13,7 @@ import asyncio
 import json
 import socket
 import sys
+from typing import cast
 
 import uvloop
 
@@ -39,12 +40,21 @@ def main() -> None:
     from project import prompt_writes
 
     prompt_writes.install()
-    from twisted.internet import protocol, reactor
+    from twisted.internet import protocol, tcp
+    from twisted.internet import reactor as installed
+    from twisted.internet.asyncioreactor import AsyncioSelectorReactor
+    from twisted.protocols.tls import TLSMemoryBIOProtocol
+    from twisted.python.failure import Failure
+
+    # Twisted declares the reactor and transports as zope interfaces, whose methods mypy reads
+    # as taking no self (only the mypy-zope plugin reads them): their classes are named here.
+    reactor = cast(AsyncioSelectorReactor, installed)
 
     class Writer(protocol.Protocol):
         def connectionMade(self) -> None:
-            tcp = self.transport.transport if tls else self.transport
-            tcp.socket.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SEND_BUFFER)
+            self.tls = cast(TLSMemoryBIOProtocol, self.transport) if tls else None
+            self.tcp = cast(tcp.Server, self.tls.transport if self.tls else self.transport)
+            self.tcp.socket.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SEND_BUFFER)
             self.ways = {"sent at once": 0, "partly sent": 0, "queued": 0}
             self.pending = b""
 
@@ -53,9 +63,9 @@ def main() -> None:
             while b"\n" in self.pending:
                 line, self.pending = self.pending.split(b"\n", 1)
                 if line == b"close":
-                    self.transport.loseConnection()
+                    (self.tls or self.tcp).loseConnection()
                 elif line == b"abort":
-                    self.transport.abortConnection()
+                    (self.tls or self.tcp).abortConnection()
                     self.write(AFTER_ABORT)
                 else:
                     _, first, count = line.split()
@@ -63,12 +73,12 @@ def main() -> None:
                         self.write(chunk)
 
         def write(self, chunk: bytes) -> None:
-            if tls:  # the TLS layer's transport: its socket's writes are not told apart here
-                self.transport.write(chunk)
+            if self.tls:  # the TLS layer: its socket's writes are not told apart here
+                self.tls.write(chunk)
                 return
-            before = self.transport._tempDataLen
-            self.transport.write(chunk)
-            after = self.transport._tempDataLen
+            before = self.tcp._tempDataLen
+            self.tcp.write(chunk)
+            after = self.tcp._tempDataLen
             if after == before:
                 self.ways["sent at once"] += 1
             elif before == 0 and after < len(chunk):
@@ -76,7 +86,7 @@ def main() -> None:
             else:
                 self.ways["queued"] += 1
 
-        def connectionLost(self, reason: object) -> None:
+        def connectionLost(self, reason: Failure | None = None) -> None:
             print(json.dumps(self.ways), flush=True)
 
     factory = protocol.Factory.forProtocol(Writer)
@@ -92,4 +102,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -191,7 +191,7 @@ class Connection:
         return not self.tried.is_set() and isinstance(self.state, Down)
 
     async def call(
-        self, tool: str, arguments: dict[str, Any], progress: ProgressFnT
+        self, tool: str, arguments: dict[str, Any], progress: ProgressFnT | None = None
     ) -> types.CallToolResult:
         if self.connecting:
             # A remembered tool, called before the first session is open: the call waits
@@ -228,7 +228,11 @@ class Connection:
             self._lost(None, FORGOT)
 
     async def _call(
-        self, client: Client | None, tool: str, arguments: dict[str, Any], progress: ProgressFnT
+        self,
+        client: Client | None,
+        tool: str,
+        arguments: dict[str, Any],
+        progress: ProgressFnT | None,
     ) -> types.CallToolResult:
         if client is None:
             raise Unreachable(self.reason or _("it is not connected"))

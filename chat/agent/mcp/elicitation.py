@@ -14,20 +14,27 @@ import contextvars
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import Protocol
 from weakref import WeakKeyDictionary
 
 import mcp_types as types
 from django.utils.translation import gettext as _
 from mcp.client.session import ClientRequestContext
 
+from chat.agent.mcp.config import ServerSpec
 from chat.agent.mcp.elicit_schema import UnsupportedForm, read_form
 from chat.agent.questions import Caller, Question, caller
 
-if TYPE_CHECKING:
-    from chat.agent.mcp.connections import Connection
-
 logger = logging.getLogger("glassbox.mcp")
+
+
+class Connection(Protocol):
+    """What routing a question needs of a connection (chat.agent.mcp.connections), which
+    imports this module: its server's name."""
+
+    @property
+    def spec(self) -> ServerSpec: ...
+
 
 MESSAGE_LIMIT = 2000
 # Questions one call may ask: a server that asks more has its call stopped, in words (before

@@ -1,6 +1,7 @@
-"""The admin's two ways of showing rows the app writes itself: a record an admin reads and
+"""The admin's two ways of showing rows the apps write themselves: a record an admin reads and
 never adds or edits (`ReadOnlyAdmin`), and one nobody deletes here either (`RecordAdmin`:
-audit data that goes with its conversation or account, by their own rules)."""
+audit data that goes with its conversation or account, by their own rules). Here, below the
+apps, because chat, its MCP servers and activity all show such rows."""
 
 from __future__ import annotations
 
