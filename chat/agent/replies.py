@@ -42,7 +42,7 @@ async def readable(
             raise
         except (httpx2.TransportError, openai.APIConnectionError) as exc:
             raise _broke_off() from exc
-        yield read_chunk(chunk)
+        yield read(chunk)
 
 
 def _whole(response: httpx2.Response) -> bool:
