@@ -79,8 +79,15 @@ class ChatCompletions:
         options: dict[str, Any] = {"tools": tools} if tools else {}
         if policy.stream_usage:
             options["stream_options"] = {"include_usage": True}
+        if any(CARRIED in message for message in conversation):
+            # A turn paused over the Responses API and resumed after the setting changed.
+            conversation = [without_carried(message) for message in conversation]
         body = {"model": policy.model, "messages": conversation, **options}
         return Reply(readable(await stream_completion(client, body)))
+
+
+def without_carried(message: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in message.items() if key != CARRIED}
 
 
 class Responses:

@@ -9,10 +9,16 @@ import json
 import re
 
 import pytest
+from asgiref.sync import async_to_sync
 from django.test import Client
 
 from activity.models import ActivityFeed, ModelCall
-from chat.models import Message
+from chat.agent.client import close_clients
+from chat.models import Message, ToolApproval
+from chat.turns import resuming
+from chat.turns.registry import finish_all
+from tests.support.fakes import text_response
+from tests.support.provider_server import scripted_provider
 from tests.support.responses_server import (
     MODEL,
     Output,
@@ -22,7 +28,7 @@ from tests.support.responses_server import (
     responses_server,
     usage,
 )
-from tests.support.turns import run_turn
+from tests.support.turns import decided_turn, run_turn
 
 # Transactions of their own: a turn closes its database connections as a request would.
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -55,6 +61,23 @@ def responses_api(settings):
     yield serve
     for server in served:
         server.__exit__(None, None, None)
+
+
+def resume(conversation, user) -> None:
+    """Approves the waiting call and runs the turn to its end."""
+
+    asked = ToolApproval.objects.get(answer__conversation=conversation)
+
+    async def decide() -> None:
+        try:
+            await resuming.decide(
+                conversation_id=conversation.pk, call_id=asked.call_id, user=user, approve=True
+            )
+            await finish_all()
+        finally:
+            await close_clients()
+
+    async_to_sync(decide)()
 
 
 def lines(answer: Message) -> list[tuple[str, str, str]]:
@@ -290,3 +313,43 @@ def test_a_failing_reply_ends_the_turn_with_the_feed_line_chat_completions_gives
     # The conversation stays usable.
     again = run_turn(alice_conversation, "And now?")
     assert (again.state, again.content) == (Message.State.COMPLETE, "All good.")
+
+
+def test_the_encrypted_reasoning_outlasts_an_approvals_pause(
+    responses_api, alice_conversation, alice, settings
+):
+    settings.GLASSBOX_APPROVAL = {"calculator": True}
+    asked = Output().reasoning("One sum.", encrypted="gAAAA-before-pause").calls(CALLS[0])
+    server = responses_api(
+        Reply(asked.events()), Reply(Output().text("It is 5.").events(usage(50, 5)))
+    )
+
+    answer = decided_turn(alice_conversation, "Add them", user=alice, approve=True)
+
+    assert (answer.state, answer.content) == (Message.State.COMPLETE, "It is 5.")
+    resumed = server.requests[1]["input"]
+    assert [item.get("type") for item in resumed] == [
+        None, "reasoning", "function_call", "function_call_output"
+    ]  # fmt: skip
+    assert resumed[1]["encrypted_content"] == "gAAAA-before-pause"
+
+
+def test_a_pause_written_over_responses_resumes_over_chat_completions_without_its_reasoning(
+    responses_api, alice_conversation, alice, settings
+):
+    settings.GLASSBOX_APPROVAL = {"calculator": True}
+    asked = Output().reasoning("One sum.", encrypted="gAAAA-before-pause").calls(CALLS[0])
+    responses_api(Reply(asked.events()))
+    answer = run_turn(alice_conversation, "Add them")
+    assert answer.state == Message.State.WAITING
+
+    with scripted_provider([text_response("It is 5.")]) as chat:
+        settings.OPENAI_BASE_URL = chat.url
+        settings.GLASSBOX_MODEL_API = "chat_completions"
+        resume(alice_conversation, alice)
+
+    answer.refresh_from_db()
+    assert (answer.state, answer.content) == (Message.State.COMPLETE, "It is 5.")
+    (sent,) = chat.requests
+    assert "gAAAA" not in json.dumps(sent)
+    assert [m["role"] for m in sent["messages"]] == ["system", "user", "assistant", "tool"]
