@@ -31,6 +31,8 @@ class Reply:
     error: dict[str, Any] | None = None
     whole: dict[str, Any] | None = None
     raw: bytes = b""
+    # With `held`, the stream stops after this many events until the server's `release()`.
+    held: int | None = None
 
 
 class Server:
@@ -41,6 +43,10 @@ class Server:
         self.url = ""
         self.requests: list[dict[str, Any]] = []
         self.paths: list[str] = []
+        self.released = threading.Event()
+
+    def release(self) -> None:
+        self.released.set()
 
 
 @contextmanager
@@ -64,6 +70,8 @@ def responses_server(replies: list[Reply]) -> Iterator[Server]:
                 return self._send(200, "application/json", json.dumps(reply.whole).encode())
             shown = reply.events if reply.cut_after is None else reply.events[: reply.cut_after]
             data = b"".join(sse(event) for event in shown) + reply.raw
+            if reply.held is not None:
+                return self._held(data, b"".join(sse(event) for event in shown[: reply.held]))
             if reply.cut_after is None:
                 return self._send(200, "text/event-stream", data)
             # More is announced than is sent: the client sees the connection cut mid-body.
@@ -75,6 +83,16 @@ def responses_server(replies: list[Reply]) -> Iterator[Server]:
             self.wfile.flush()
             self.close_connection = True
 
+        def _held(self, data: bytes, first: bytes) -> None:
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream")
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(first)
+            self.wfile.flush()
+            server.released.wait(timeout=60)
+            self.wfile.write(data[len(first) :])
+
         def _send(self, status: int, kind: str, data: bytes) -> None:
             self.send_response(status)
             self.send_header("content-type", kind)
@@ -84,7 +102,10 @@ def responses_server(replies: list[Reply]) -> Iterator[Server]:
 
     with serving(Handler) as base:
         server.url = f"{base}/v1"
-        yield server
+        try:
+            yield server
+        finally:
+            server.release()
 
 
 def _error_body(reply: Reply) -> bytes:
