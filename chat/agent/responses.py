@@ -3,7 +3,9 @@ of typed events read into the same chunks a chat completion gives (chat.agent.ch
 loop reads one shape whichever API answers.
 
 The request goes out through the SDK (auth, base URL, timeouts, retries, the status's
-errors) and the stream is read by chat.agent.sse, for the reasons chat.agent.chunks gives.
+errors) and the stream is read by chat.agent.sse, for the reasons chat.agent.chunks gives:
+`client.responses.create(stream=True)` would build a typed event per token, about 165 µs of
+CPU each against 2 µs for this reader (timeit, one text delta, openai 3.57).
 The event types read are those of the SDK's `ResponseStreamEvent` union (openai 3.57;
 tests/chat/test_responses_events.py pins the names); the others (audio, hosted tools) are
 for features Glassbox does not ask for and are passed over. With `store=false` the provider
