@@ -14,7 +14,7 @@ from activity.recording.events import Status, ToolFeedback
 from chat.agent.builtin_tools import CALCULATOR
 from chat.agent.calls import ToolCallAssembler
 from chat.agent.chunks import Chunk
-from chat.agent.responses import ResponseReader
+from chat.agent.responses import CARRIED_LIMIT, ResponseReader
 from chat.agent.tools import ToolRegistry
 from tests.support.responses_server import Output
 
@@ -89,3 +89,15 @@ def test_arguments_only_in_the_items_end_are_taken_from_it_once():
 
     (call,) = calls.completed()
     assert call.arguments == arguments
+
+
+def test_only_encrypted_reasoning_of_a_bounded_size_is_carried():
+    read = reader()
+    for index, encrypted in enumerate(["gAAAA-small", "x" * (CARRIED_LIMIT + 1), None]):
+        item = {"type": "reasoning", "id": f"rs_{index}", "summary": [],
+                "encrypted_content": encrypted, "status": "completed"}  # fmt: skip
+        read.read({"type": "response.output_item.done", "output_index": index, "item": item})
+
+    assert read.carried == [
+        {"type": "reasoning", "id": "rs_0", "summary": [], "encrypted_content": "gAAAA-small"}
+    ]
