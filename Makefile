@@ -19,7 +19,7 @@ DAPHNE_LIMITS := --websocket-max-message-size 65536 --websocket-max-frame-size 6
 CATALOGUES := $(patsubst %.po,%.mo,$(wildcard locale/*/LC_MESSAGES/django.po))
 LANGUAGES := it zh_Hant
 
-.PHONY: run admin test lint new-event-experiment format bench fuzz phoenix messages clean clients catalogues conformance conformance-all conformance-auth
+.PHONY: run admin test lint new-event-experiment format bench fuzz phoenix litellm messages clean clients catalogues conformance conformance-all conformance-auth
 
 # The modules are compiled once here, on every core (pip's own compiling is serial). Python
 # would otherwise compile them on every process's start where PYTHONDONTWRITEBYTECODE is set:
@@ -116,6 +116,18 @@ $(PHOENIX_VENV)/.installed: requirements-phoenix.txt
 	touch $@
 
 phoenix: $(PHOENIX_VENV)/.installed
+
+# LiteLLM's proxy, which the Responses tests put in front of a scripted Chat Completions model
+# (tests/support/litellm.py): a server of its own, in a virtualenv of its own like Phoenix's.
+LITELLM_VENV := .venv-litellm
+
+$(LITELLM_VENV)/.installed: requirements-litellm.txt
+	@test -x $(LITELLM_VENV)/bin/python || test -n "$(PYTHON)" || { echo "Glassbox needs Python 3.12 or newer (Django 6)." >&2; exit 1; }
+	test -x $(LITELLM_VENV)/bin/python || $(PYTHON) -m venv $(LITELLM_VENV)
+	$(LITELLM_VENV)/bin/pip install --quiet --no-compile -r requirements-litellm.txt
+	touch $@
+
+litellm: $(LITELLM_VENV)/.installed
 
 # The MCP conformance suite (npm @modelcontextprotocol/conformance) drives Glassbox's own MCP
 # client (conformance/client.py). It needs Node 22, which comes from the npm registry as the

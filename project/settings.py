@@ -14,6 +14,7 @@ from django.utils.csp import CSP
 from project.env import (
     approval_setting,
     env_bool,
+    env_choice,
     env_float,
     env_int,
     env_json,
@@ -232,6 +233,17 @@ LOGGING = {
 OPENAI_API_KEY = env_str("OPENAI_API_KEY", "")
 OPENAI_BASE_URL = env_str("OPENAI_BASE_URL", "")
 GLASSBOX_MODEL = env_str("GLASSBOX_MODEL", "gpt-4o-mini" if OPENAI_API_KEY else "glassbox-demo")
+# Which API the model is asked through: Chat Completions, which every OpenAI-compatible
+# server speaks, or the Responses API, which gives OpenAI's reasoning models' summaries,
+# reasoning tokens and encrypted reasoning (docs/providers.md). The demo model speaks the first.
+GLASSBOX_MODEL_API = env_choice(
+    "GLASSBOX_MODEL_API", ("chat_completions", "responses"), "chat_completions"
+)
+# Over the Responses API, the reasoning summary a reasoning model is asked for, with its
+# encrypted reasoning; "off" asks for neither (for models that take no reasoning options).
+GLASSBOX_REASONING_SUMMARY = env_choice(
+    "GLASSBOX_REASONING_SUMMARY", ("auto", "concise", "detailed", "off"), "auto"
+)
 GLASSBOX_CONNECT_TIMEOUT = env_float("GLASSBOX_CONNECT_TIMEOUT", 5.0)
 GLASSBOX_READ_TIMEOUT = env_float("GLASSBOX_READ_TIMEOUT", 60.0)
 GLASSBOX_TURN_TIMEOUT = env_float("GLASSBOX_TURN_TIMEOUT", 300.0)

@@ -33,7 +33,7 @@ async def stream_completion(client: AsyncOpenAI, body: dict[str, Any]) -> httpx2
     return await client.post(
         "/chat/completions",
         body={**body, "stream": True},
-        options={"security": {"bearer_auth": True}, "idempotency_key": _request_key()},
+        options={"security": {"bearer_auth": True}, "idempotency_key": request_key()},
         cast_to=httpx2.Response,
         stream=True,
     )
@@ -45,7 +45,7 @@ _PROCESS_KEY = f"glassbox-{uuid.uuid4()}"
 _requests = itertools.count()
 
 
-def _request_key() -> str:
+def request_key() -> str:
     return f"{_PROCESS_KEY}-{next(_requests)}"
 
 

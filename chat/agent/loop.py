@@ -1,6 +1,6 @@
-"""The tool-calling loop: rounds of streamed chat completions, the tool calls each asked
-for run in between (chat.agent.calls, .running), a call that asks first pausing it
-(chat.agent.approval). It yields activity events as they happen; whoever runs it decides
+"""The tool-calling loop: rounds of streamed replies (either API, chat.agent.model_api), the
+tool calls each asked for run in between (chat.agent.calls, .running), a call that asks first
+pausing it (chat.agent.approval). It yields activity events as they happen; whoever runs it decides
 where they go."""
 
 from __future__ import annotations
@@ -24,15 +24,15 @@ from activity.recording.events import (
 )
 from chat.agent.approval import Paused, Verdict, refused, waiting
 from chat.agent.approved import not_as_approved, to_run, told_of_edits
-from chat.agent.calls import PendingCall, ToolCallAssembler, is_json, raw_arguments
-from chat.agent.chunks import stream_completion, tokens
+from chat.agent.calls import PendingCall, ToolCallAssembler, raw_arguments
+from chat.agent.chunks import tokens
 from chat.agent.context import ToolContext
 from chat.agent.errors import ProviderError
 from chat.agent.lines import finished, settle, writing
+from chat.agent.model_api import MODEL_APIS
 from chat.agent.outcome import CallOutcome
 from chat.agent.policy import AgentPolicy
 from chat.agent.reasoning import Thinking
-from chat.agent.replies import readable
 from chat.agent.running import run_call, the_call
 from chat.agent.tools import ToolRegistry
 from project.languages import language_name
@@ -187,9 +187,6 @@ async def _model_round(
     `falling_back` are done once the answer or another call begins."""
     model = policy.model
     offer_tools = bool(registry) and round_number < policy.max_tool_rounds
-    options: dict[str, Any] = {"tools": registry.schemas()} if offer_tools else {}
-    if policy.stream_usage:
-        options["stream_options"] = {"include_usage": True}
     started = time.monotonic()
     thinking = Thinking(round_number)
     text: list[str] = []
@@ -212,10 +209,10 @@ async def _model_round(
         )
 
     try:
-        stream = await stream_completion(
-            client, {"model": model, "messages": conversation, **options}
+        reply = await MODEL_APIS[policy.model_api].open(
+            client, policy, conversation, registry.schemas() if offer_tools else None
         )
-        async for chunk in readable(stream):
+        async for chunk in reply.chunks:
             usage = chunk.usage or usage
             answered_by = chunk.model or answered_by
             if not chunk.has_choice:
@@ -249,20 +246,4 @@ async def _model_round(
         # A connection that just closed: what arrived is kept, but it is not an answer.
         raise ProviderError(_("the model provider's reply broke off before it was finished"))
     if calls:
-        conversation.append(
-            {
-                "role": "assistant",
-                "content": "".join(text) or None,
-                "tool_calls": [
-                    {
-                        "id": call.call_id,
-                        "type": "function",
-                        "function": {
-                            "name": call.name,
-                            "arguments": call.arguments if is_json(call.arguments) else "{}",
-                        },
-                    }
-                    for call in calls.completed()
-                ],
-            }
-        )
+        conversation.append(reply.assistant("".join(text), calls.completed()))

@@ -19,8 +19,12 @@ class AgentPolicy:
     tool_timeout: float = 20.0
     # Which tools ask their user first, by name, over each tool's own flag.
     approval: Mapping[str, bool] = field(default_factory=lambda: MappingProxyType({}))
+    # Which API the model is asked through (chat.agent.model_api).
+    model_api: str = "chat_completions"
     # Ask the provider for token usage in the stream (stream_options.include_usage).
     stream_usage: bool = True
+    # Over the Responses API, the reasoning summary asked for ("off": no reasoning options).
+    reasoning_summary: str = "auto"
     # The answer's language when the turn names none and no language is active.
     language: str = "en"
 

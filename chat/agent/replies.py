@@ -5,8 +5,7 @@ cannot be read ends the turn with a reason for people, never a parser's tracebac
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import AsyncIterator, Callable
 
 import httpx2
 import openai
@@ -17,12 +16,19 @@ from chat.agent.errors import ProviderError
 from chat.agent.sse import stream_data
 
 
-async def readable(response: httpx2.Response) -> AsyncIterator[Chunk]:
-    """The reply's chunks; a chunk that is not valid JSON or not shaped as one, or a
-    connection cut once the provider had begun to answer, ends the turn with a clear reason
-    (a stall stays a timeout)."""
+async def readable(
+    response: httpx2.Response,
+    read: Callable[[object], Chunk] = read_chunk,
+    whole: Callable[[object], list[object]] | None = None,
+) -> AsyncIterator[Chunk]:
+    """The reply's chunks, each event's data `read` into one (a chat completion's chunks by
+    default); a chunk that is not valid JSON or not shaped as one, or a connection cut once
+    the provider had begun to answer, ends the turn with a clear reason (a stall stays a
+    timeout). A whole reply is read as the events `whole` makes of it (by default, a chat
+    completion's one chunk)."""
     if _whole(response):
-        yield read_chunk(await _as_one_chunk(response))
+        for data in (whole or _as_one_chunk)(await _whole_body(response)):
+            yield read(data)
         return
     chunks = aiter(stream_data(response))
     while True:
@@ -36,7 +42,7 @@ async def readable(response: httpx2.Response) -> AsyncIterator[Chunk]:
             raise
         except (httpx2.TransportError, openai.APIConnectionError) as exc:
             raise _broke_off() from exc
-        yield read_chunk(chunk)
+        yield read(chunk)
 
 
 def _whole(response: httpx2.Response) -> bool:
@@ -47,9 +53,8 @@ def _broke_off() -> ProviderError:
     return ProviderError(_("the model provider's reply broke off before it was finished"))
 
 
-async def _as_one_chunk(response: httpx2.Response) -> dict[str, Any]:
-    """A whole chat completion as the one chunk that says all of it: each choice's message
-    becomes its delta (its tool calls numbered as a stream numbers them)."""
+async def _whole_body(response: httpx2.Response) -> object:
+    """A reply sent in one piece, parsed."""
     try:
         body = await response.aread()
     except (httpx2.TimeoutException, openai.APITimeoutError):
@@ -59,7 +64,17 @@ async def _as_one_chunk(response: httpx2.Response) -> dict[str, Any]:
     finally:
         await response.aclose()
     try:
-        whole = json.loads(body)
+        return json.loads(body)
+    except ValueError as exc:
+        raise ProviderError(_("the model provider sent an unreadable reply")) from exc
+
+
+def _as_one_chunk(whole: object) -> list[object]:
+    """A whole chat completion as the one chunk that says all of it: each choice's message
+    becomes its delta (its tool calls numbered as a stream numbers them)."""
+    try:
+        if not isinstance(whole, dict):
+            raise TypeError("not an object")
         choices = []
         for choice in whole["choices"]:
             delta = dict(choice.get("message") or {})
@@ -74,6 +89,6 @@ async def _as_one_chunk(response: httpx2.Response) -> dict[str, Any]:
                     "finish_reason": choice.get("finish_reason"),
                 }
             )
-        return {**whole, "choices": choices}
+        return [{**whole, "choices": choices}]
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise ProviderError(_("the model provider sent an unreadable reply")) from exc

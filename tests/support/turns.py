@@ -83,15 +83,18 @@ def decided_turn(
     asked = ToolApproval.objects.get(answer=answer)
 
     async def decide() -> None:
-        await resuming.decide(
-            conversation_id=conversation.pk,
-            call_id=asked.call_id,
-            user=user,
-            approve=approve,
-            reason=reason,
-            edits=None if edits is None else Edits(asked.arguments | edits),
-        )
-        await finish_all()
+        try:
+            await resuming.decide(
+                conversation_id=conversation.pk,
+                call_id=asked.call_id,
+                user=user,
+                approve=approve,
+                reason=reason,
+                edits=None if edits is None else Edits(asked.arguments | edits),
+            )
+            await finish_all()
+        finally:
+            await close_clients()  # this event loop ends with the call
 
     async_to_sync(decide)()
     return Message.objects.select_related("feed").get(pk=answer.pk)

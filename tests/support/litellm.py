@@ -1,0 +1,91 @@
+"""LiteLLM's proxy, a server people put in front of their models, serving the Responses API
+over a Chat Completions model: started from its own virtualenv (`make litellm`), on a loopback
+port, in front of the tests' scripted provider. Absent, its tests skip, unless
+REQUIRE_LITELLM=1 makes that a failure."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.servers import ROOT, free_port
+
+LITELLM = Path(os.environ.get("GLASSBOX_LITELLM") or ROOT / ".venv-litellm" / "bin" / "litellm")
+# Its start takes half a minute on an idle machine (its imports), more on a busy one.
+START_SECONDS = 240
+
+
+def litellm_or_skip() -> Path:
+    if LITELLM.exists():
+        return LITELLM
+    if os.environ.get("REQUIRE_LITELLM") == "1":
+        pytest.fail(f"REQUIRE_LITELLM=1 but {LITELLM} is missing (make litellm installs it)")
+    pytest.skip(f"LiteLLM is not installed ({LITELLM}; make litellm installs it)")
+
+
+@contextlib.contextmanager
+def litellm_proxy(work: Path, backend: str, model: str) -> Iterator[tuple[str, str]]:
+    """The proxy serving `model` from the Chat Completions server at `backend`; yields its
+    base URL (for OPENAI_BASE_URL) and its key. `custom_openai` is a provider LiteLLM has no
+    Responses API of its own for: it bridges every /v1/responses to /v1/chat/completions."""
+    binary = litellm_or_skip()
+    config = work / "litellm.yaml"
+    config.write_text(
+        "model_list:\n"
+        f"  - model_name: {model}\n"
+        "    litellm_params:\n"
+        f"      model: custom_openai/{model}\n"
+        f"      api_base: {backend}\n"
+        "      api_key: none\n"
+    )
+    key = f"sk-{secrets.token_hex(24)}"
+    port = free_port()
+    env = {
+        **os.environ,
+        "LITELLM_MASTER_KEY": key,
+        # Its price list from the package, not fetched from the network.
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+        "LITELLM_TELEMETRY": "False",
+    }
+    url = f"http://127.0.0.1:{port}"
+    with open(work / "litellm.log", "wb") as log:
+        process = subprocess.Popen(
+            [str(binary), "--config", str(config), "--host", "127.0.0.1", "--port", str(port)],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            _wait_up(url, process, work / "litellm.log")
+            yield f"{url}/v1", key
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def _wait_up(url: str, process: subprocess.Popen, log: Path) -> None:
+    deadline = time.monotonic() + START_SECONDS
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            pytest.fail(f"LiteLLM stopped: {log.read_text(errors='replace')[-2000:]}")
+        try:
+            with urllib.request.urlopen(f"{url}/health/liveliness", timeout=2) as response:
+                if response.status == 200:
+                    return
+        except (urllib.error.URLError, OSError):
+            pass
+        time.sleep(0.5)
+    pytest.fail(f"LiteLLM did not start in {START_SECONDS} s")
