@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import typing
+from typing import Any
 
 import httpx2
 from openai.types.responses import ResponseStreamEvent
@@ -94,7 +95,7 @@ def test_arguments_only_in_the_items_end_are_taken_from_it_once():
 def test_only_encrypted_reasoning_of_a_bounded_size_is_carried():
     read = reader()
     for index, encrypted in enumerate(["gAAAA-small", "x" * (CARRIED_LIMIT + 1), None]):
-        item = {"type": "reasoning", "id": f"rs_{index}", "summary": [],
+        item: dict[str, Any] = {"type": "reasoning", "id": f"rs_{index}", "summary": [],
                 "encrypted_content": encrypted, "status": "completed"}  # fmt: skip
         read.read({"type": "response.output_item.done", "output_index": index, "item": item})
 

@@ -44,7 +44,7 @@ def test_a_turn_through_litellms_responses_api(settings, alice_conversation, tmp
         answer = run_turn(alice_conversation, "What do the two offers add up to?")
 
     assert (answer.state, answer.content) == (Message.State.COMPLETE, "Together they make 100.")
-    shown = [(e.icon, e.message, e.state) for e in answer.feed.events.order_by("seq")
+    shown = [(e.icon, e.message, e.state) for e in answer.answer_feed.events.order_by("seq")
              if e.kind == "status"]  # fmt: skip
     assert ("🧮", "Adding up the two offers", "in_progress") in shown
     assert ("🧮", "Calculated 52+48 = 100", "done") in shown

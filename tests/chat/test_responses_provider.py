@@ -12,7 +12,7 @@ import pytest
 from asgiref.sync import async_to_sync
 from django.test import Client
 
-from activity.models import ActivityFeed, ModelCall
+from activity.models import ModelCall
 from chat.agent.client import close_clients
 from chat.models import Message, ToolApproval
 from chat.turns import resuming
@@ -28,6 +28,7 @@ from tests.support.responses_server import (
     responses_server,
     usage,
 )
+from tests.support.rows import tool_call_of
 from tests.support.turns import decided_turn, run_turn
 
 # Transactions of their own: a turn closes its database connections as a request would.
@@ -83,7 +84,7 @@ def resume(conversation, user) -> None:
 def lines(answer: Message) -> list[tuple[str, str, str]]:
     return [
         (e.icon, e.message, e.state)
-        for e in answer.feed.events.order_by("seq")
+        for e in answer.answer_feed.events.order_by("seq")
         if e.kind == "status"
     ]
 
@@ -105,7 +106,7 @@ def test_a_reasoning_models_summary_is_shown_live_and_kept_with_its_tokens(
     assert call.reasoning == "\n\n".join(SUMMARY)
     assert (call.model, call.prompt_tokens, call.completion_tokens) == (MODEL, 812, 260)
     assert (call.reasoning_tokens, call.cached_tokens) == (192, 512)
-    feed = ActivityFeed.objects.get(pk=answer.feed_id)
+    feed = answer.answer_feed
     assert (feed.reasoning_tokens, feed.cached_tokens, feed.total_tokens) == (192, 512, 1072)
 
     # In history, the line and what the model thought.
@@ -145,8 +146,8 @@ def test_parallel_calls_show_their_feedback_and_the_next_round_gets_the_encrypte
     assert ("🧮", "Calculated 2+3 = 5 for “Adding up the offers”", "done") not in shown
     done = [message for icon, message, state in shown if icon == "🧮" and state == "done"]
     assert done == ["Calculated 2+3 = 5", "Calculated 60/12 = 5"]
-    calls = answer.feed.events.filter(kind="tool_call").order_by("seq")
-    assert [(c.call_id, c.arguments["expression"]) for c in calls] == [
+    calls = answer.answer_feed.events.filter(kind="tool_call").order_by("seq")
+    assert [(c.call_id, tool_call_of(c).arguments["expression"]) for c in calls] == [
         ("call_a", "2+3"),
         ("call_b", "60/12"),
     ]
@@ -305,7 +306,8 @@ def test_a_failing_reply_ends_the_turn_with_the_feed_line_chat_completions_gives
 
     assert answer.state == Message.State.FAILED
     assert answer.content.startswith(kept)
-    last = answer.feed.events.order_by("-seq").first()
+    last = answer.answer_feed.events.order_by("-seq").first()
+    assert last is not None
     assert (last.icon, last.message, last.state) == ("❌", reason, "failed")
     call = ModelCall.objects.get(feed=answer.feed)
     assert call.error_type  # the failed request is kept with its kind
