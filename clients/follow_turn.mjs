@@ -118,7 +118,7 @@ async function followAgui() {
   const results = Object.fromEntries(
     agent.messages.filter((m) => m.role === "tool").map((m) => [m.toolCallId, JSON.parse(m.content)]),
   );
-  return { text, toolCalls, results, ends, errors };
+  return { text, toolCalls, results, ends, errors, messages: agent.messages };
 }
 
 async function followUiStream() {
@@ -153,7 +153,8 @@ async function followUiStream() {
     tools.filter((p) => p.state === "output-available").map((p) => [p.toolCallId, p.output]),
   );
   const finished = connections.at(-1).some((frame) => frame.data?.type === "finish");
-  return { id: message?.id, text, toolCalls, results, ends: finished ? ["finish"] : [], errors };
+  const ends = finished ? ["finish"] : [];
+  return { id: message?.id, text, toolCalls, results, ends, errors, message };
 }
 
 const rebuilt = await (options.wire === "agui" ? followAgui() : followUiStream());
