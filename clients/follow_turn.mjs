@@ -27,6 +27,12 @@ function parseFrame(block) {
   return frame;
 }
 
+// `dropAfter` is a frame's type, or "CUSTOM:<name>" for an AG-UI custom event of that name.
+function dropsAfter(data) {
+  const [type, name] = options.dropAfter.split(":");
+  return data?.type === type && (name === undefined || data.name === name);
+}
+
 // The connections so far, each the frames the client had on it. A connection's body reaches the
 // client frame by frame through this tap; on the first connection it ends right after the
 // frame to drop after, and the request is aborted: the server sees the client go.
@@ -56,7 +62,7 @@ async function tappedFetch(url, init) {
         if (frame.id) lastId = frame.id;
         if (!first && frames.length === 1) say({ resumed: true });
         controller.enqueue(encoder.encode(`${block}\n\n`));
-        if (first && frame.data?.type === options.dropAfter) {
+        if (first && dropsAfter(frame.data)) {
           controller.terminate();
           abort.abort();
           return;

@@ -7,6 +7,8 @@ owner stopped, ended without an error."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -77,6 +79,7 @@ def scripted_server(tmp_path_factory):
             OPENAI_API_KEY="sk-test",
             OPENAI_BASE_URL=provider.url,
             GLASSBOX_MODEL="scripted",
+            GLASSBOX_TOOLS="chat.agent.builtin_tools.CALCULATOR,tests.chat.custom_tools.COUNT_SLOWLY",
         ) as server,
     ):
         token = manage(server.env, "drf_create_token", "demo").split()[2]
@@ -107,14 +110,65 @@ LIVE_DROPS = {
 }
 
 
+# The frame of a call's progress on each wire.
+PROGRESS = {"agui": "CUSTOM:progress", "ui-stream": "data-progress"}
+
+
 @pytest.mark.server
 def test_each_standard_client_follows_a_live_turn_lets_go_and_resumes_to_the_uncut_message(
-    scripted_server,
+    scripted_server, tmp_path
 ):
     # One test for both clients: under xdist, two would start a server each.
     for wire, drops in LIVE_DROPS.items():
         for drop_after in drops:
             follows_lets_go_and_resumes(*scripted_server, wire, drop_after)
+        resumes_with_the_progress_reported_while_away(*scripted_server, wire, tmp_path / wire)
+
+
+def is_progress(wire: str, step: int) -> Callable[[Any], bool]:
+    def wanted(data: Any) -> bool:
+        if not isinstance(data, dict):
+            return False
+        value = data.get("value") if wire == "agui" else data.get("data")
+        kind = data.get("name") if wire == "agui" else data.get("type")
+        return kind in ("progress", "data-progress") and value["progress"] == step
+
+    return wanted
+
+
+def resumes_with_the_progress_reported_while_away(provider, server, token, wire, gate) -> None:
+    """A call reports 1 of 3; the client lets go; 2 of 3 comes while it is away (live only,
+    never stored): the resumed stream brings it at once, then 3 of 3 live."""
+    gate.mkdir()
+    arguments = {"feedback_to_user": "Counting to three", "steps": 3, "gate": str(gate)}
+    provider.respond(tool_call_response(("call_count", "count_slowly", json.dumps(arguments))))
+    provider.respond(text_response(ANSWER, size=5))
+    conversation, answer_id = start_turn(server, token, "Count to three, slowly.")
+    path = f"/api/conversations/{conversation}/messages/{answer_id}/{wire}/"
+    never_let_go = follow_in_thread(server, token, path)
+
+    def while_away() -> None:
+        (gate / "2").touch()
+        never_let_go.wait_for(is_progress(wire, 2))
+
+    report = follow_live(
+        wire, server.url + path, token, drop_after=PROGRESS[wire],
+        dropped=while_away, resumed=(gate / "3").touch,
+    )  # fmt: skip
+    assert never_let_go.finished.wait(30)
+    uncut = read_with_client(wire, [sse_text(never_let_go.frames)])
+
+    first, resumed = ([f["data"] for f in frames] for frames in report["connections"])
+    assert [is_progress(wire, step)(first[-1]) for step in (1, 2)] == [True, False]
+    progress = [step for step in (1, 2, 3) if any(map(is_progress(wire, step), resumed))]
+    assert progress == [2, 3], wire  # the one sent while away, then the next live
+    assert report["errors"] == [] and report["text"] == ANSWER
+    if wire == "ui-stream":
+        assert report["message"] == uncut["message"]
+        (part,) = (p for p in report["message"]["parts"] if p["type"] == "data-progress")
+        assert part["data"]["progress"] == 3
+    else:
+        assert report["messages"] == uncut["messages"]
 
 
 def follows_lets_go_and_resumes(provider, server, token: str, wire: str, drop_after: str) -> None:

@@ -146,6 +146,15 @@ class Follower:
     frames: list[tuple[str | None, Any]] = field(default_factory=list)
     started: threading.Event = field(default_factory=threading.Event)
     finished: threading.Event = field(default_factory=threading.Event)
+    arrived: threading.Condition = field(default_factory=threading.Condition)
+
+    def wait_for(self, wanted: Callable[[Any], bool], timeout: float = 30) -> None:
+        """Returns once a frame whose data is `wanted` arrived."""
+        with self.arrived:
+            found = self.arrived.wait_for(
+                lambda: any(isinstance(d, dict) and wanted(d) for _, d in self.frames), timeout
+            )
+        assert found, "the frame never came"
 
 
 def follow_in_thread(server: Server, token: str, path: str) -> Follower:
@@ -162,7 +171,9 @@ def follow_in_thread(server: Server, token: str, path: str) -> Follower:
                     if line != "\n":
                         block += line
                         continue
-                    follower.frames += parse_frames(block)
+                    with follower.arrived:
+                        follower.frames += parse_frames(block)
+                        follower.arrived.notify_all()
                     follower.started.set()
                     block = ""
         finally:
