@@ -90,9 +90,10 @@ class Frame:
     # only or placed by the record, so it has the id of the frame before it and is sent again
     # to a client that resumes at that id (a second copy changes nothing it rebuilds).
     in_place: bool = False
-    # Where a part begins and ends that a client's new read cannot carry on (the AI SDK's
-    # reader starts every read with no text part open): a client resuming inside it is sent
-    # the frame's `reopen` (which clears the part), then again what it had of it.
+    # The frames that open and close the answer's text part on a wire whose client cannot
+    # carry on an open part in a new read (the AI SDK's reader starts every read with none):
+    # a client resuming between them is sent the part again (`Wire.rebuild`), and the
+    # stream's own opening is then left out.
     step: Literal["start", "end", ""] = ""
 
 
@@ -220,11 +221,11 @@ class Resume:
                 yield from self._carry_on()
 
     def _had(self, frame: Frame, had: Any) -> None:
-        if had is None:
+        if had is None or self.rebuild is None:
             return
         if frame.step:
             # It had the text part's opening (perhaps no text yet), or its end.
-            self.mid_text = frame.step == "start" and self.rebuild is not None
+            self.mid_text = frame.step == "start"
         elif frame.text_from is not None:
             self.had_text.append(_delta(had))
         else:
