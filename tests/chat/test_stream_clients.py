@@ -1,7 +1,9 @@
 """The protocols' own clients read what Glassbox streams: @ag-ui/client's HttpAgent and the
 `ai` package's chat transport and UI message stream reader follow a live server's turn
-themselves, let go of it mid tool call and resume with Last-Event-ID, missing and repeating
-nothing; and they rebuild a turn that paused for an approval, exactly as stored, and one its
+themselves, let go of it (mid tool call, after a line or the model's feedback, mid-text, after
+a call's progress) and resume with Last-Event-ID, rebuilding exactly what a client that never
+let go rebuilt; a finished turn's stream cut after every frame and resumed rebuilds the uncut
+message; and they rebuild a turn that paused for an approval, exactly as stored, and one its
 owner stopped, ended without an error."""
 
 from __future__ import annotations
