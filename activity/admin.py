@@ -31,7 +31,7 @@ from activity.models import (
     ModelCall,
     ToolCallRecord,
 )
-from activity.recording.events import Decision, Status, ToolCall, ToolResult
+from activity.recording.events import Decision, Plan, Status, ToolCall, ToolLog, ToolResult
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -174,6 +174,11 @@ class ActivityEventInline(ReadOnlyInline):
                 return f"{'ok' if event.ok else 'failed'}: {event.summary}"
             case Decision():
                 return f"{event.decision} by {event.by}" if event.by else event.decision
+            case Plan():
+                return f"plan: {event.done} of {len(event.steps)} steps done"
+            case ToolLog():
+                source = f" {event.logger}" if event.logger else ""
+                return f"log {event.level}{source}: {event.data}"
             case _:
                 assert_never(event)
 

@@ -264,6 +264,8 @@ class ActivityEvent(models.Model):
         TOOL_CALL = "tool_call"
         TOOL_RESULT = "tool_result"
         DECISION = "decision"
+        PLAN = "plan"
+        TOOL_LOG = "tool_log"
 
     feed = models.ForeignKey(ActivityFeed, on_delete=models.CASCADE, related_name="events")
     seq = models.PositiveIntegerField()

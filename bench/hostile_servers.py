@@ -3,15 +3,18 @@ tests/support/hostile_mcp_server.py (a 50 MB result, a huge structured result, b
 are not UTF-8, dirty titles, a flood of 10,000 progress and 10,000 log messages, a call that
 never answers, a 100 KB URL question, questions that never stop), one turn of the demo
 user calls it over a served Glassbox (Daphne, SQLite, the offline demo model) while another
-user's browser GETs the conversation list 20 times a second. Printed per case (three turns
-under one prober): the prober's p50/p99/max in ms, and the same with no case running as the
-baseline.
+user's browser GETs the conversation list 20 times a second. The 50 MB result is also
+served over Streamable HTTP (a JSON body, and an event stream) and the legacy SSE transport,
+by the SDK's own apps. Printed per case (three turns under one prober): the prober's
+p50/p99/max in ms, how much the serving process's peak resident memory grew, and the same
+with no case running as the baseline.
 
 Run: `.venv/bin/python bench/hostile_servers.py` (about a minute)."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import http.cookiejar
 import json
 import re
@@ -25,19 +28,28 @@ from pathlib import Path
 
 from common import ROOT, machine, percentile, report
 
+from tests.support.mcp import http_server
+from tests.support.resident import kilobytes
 from tests.support.servers import login, manage, serve
 
 HOSTILE = [sys.executable, "-m", "tests.support.hostile_mcp_server"]
-SERVERS = json.dumps(
-    [
-        {"name": "hostile", "command": HOSTILE[0], "args": HOSTILE[1:],
-         "env": {"HOSTILE_SCHEMA": "calls"}},
-        {"name": "dirty", "command": HOSTILE[0], "args": HOSTILE[1:],
-         "env": {"HOSTILE_SCHEMA": "dirty"}},
-    ]
-)  # fmt: skip
+SERVERS = [
+    {"name": "hostile", "command": HOSTILE[0], "args": HOSTILE[1:],
+     "env": {"HOSTILE_SCHEMA": "calls"}},
+    {"name": "dirty", "command": HOSTILE[0], "args": HOSTILE[1:],
+     "env": {"HOSTILE_SCHEMA": "dirty"}},
+]  # fmt: skip
+# The same server over HTTP, by name: (the legacy SSE transport?, its environment).
+OVER_HTTP = {
+    "json": (False, {}),
+    "stream": (False, {"HOSTILE_STREAM": "1"}),
+    "legacy": (True, {}),
+}
 CASES = {
     "50 MB result": "hostile__big {}",
+    "50 MB result, Streamable HTTP JSON body": "json__big {}",
+    "50 MB result, Streamable HTTP event stream": "stream__big {}",
+    "50 MB result, legacy SSE": "legacy__big {}",
     "huge structured result": "hostile__structured {}",
     "invalid UTF-8, NUL, lone surrogate": "hostile__garbled {}",
     "NUL and surrogates in titles": "dirty__ping {}",
@@ -129,6 +141,10 @@ async def hostile_turn(server, conversation: str, cookies: str, question: str) -
 
 def probed(server, opener, work) -> tuple[str, str]:
     """(figures, how the turn ended) while `work()` runs, or for BASELINE_SECONDS."""
+    status = Path(f"/proc/{server.process.pid}")
+    # "5" resets the serving process's peak resident size (proc(5), clear_refs).
+    (status / "clear_refs").write_text("5")
+    resident = kilobytes("VmRSS", status / "status")
     prober = Prober(server.url, opener)
     prober.start()
     ended = ""
@@ -144,18 +160,35 @@ def probed(server, opener, work) -> tuple[str, str]:
     times = prober.times
     figures = (
         f"p50 {percentile(times, 50):6.1f}  p99 {percentile(times, 99):6.1f}  "
-        f"max {max(times):6.1f} ms  ({len(times)} GETs, {prober.failures} failed)"
+        f"max {max(times):6.1f} ms  ({len(times)} GETs, {prober.failures} failed)  "
+        f"peak memory +{max(0, kilobytes('VmHWM', status / 'status') - resident) / 1024:.0f} MB"
     )
     return figures, ended
 
 
 def main() -> None:
     rows = [("machine", machine())]
+    with contextlib.ExitStack() as servers:
+        module = "tests.support.hostile_mcp_server"
+        declared = SERVERS + [
+            {
+                "name": name,
+                "url": servers.enter_context(
+                    http_server(module, sse=sse, HOSTILE_SCHEMA="calls", **env)
+                ),
+            }
+            for name, (sse, env) in OVER_HTTP.items()
+        ]
+        probe_all(rows, json.dumps(declared))
+    report("Another user's GET / at 20/s while a hostile MCP server misbehaves", rows)
+
+
+def probe_all(rows: list[tuple[str, str]], servers: str) -> None:
     with (
         tempfile.TemporaryDirectory() as work,
         serve(
             Path(work),
-            GLASSBOX_MCP_SERVERS=SERVERS,
+            GLASSBOX_MCP_SERVERS=servers,
             GLASSBOX_TOOL_TIMEOUT="2",
             GLASSBOX_DEMO_DELAY="0",
             GLASSBOX_TURNS_PER_MINUTE="1000",
@@ -183,7 +216,6 @@ def main() -> None:
             figures, ended = probed(server, opener, turn)
             rows.append((name, figures))
             rows.append(("  the turn", ended))
-    report("Another user's GET / at 20/s while a hostile MCP server misbehaves", rows)
 
 
 if __name__ == "__main__":

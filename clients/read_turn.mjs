@@ -46,7 +46,7 @@ async function readAgui(connections) {
   const results = Object.fromEntries(
     agent.messages.filter((m) => m.role === "tool").map((m) => [m.toolCallId, JSON.parse(m.content)]),
   );
-  return { text, toolCalls, results, ends, customs, errors, messages: agent.messages };
+  return { text, toolCalls, results, ends, customs, errors, state: agent.state, messages: agent.messages };
 }
 
 async function readUiStream(connections) {
@@ -74,7 +74,10 @@ async function readUiStream(connections) {
     if (part.state === "output-error") results[part.toolCallId] = { error: part.errorText };
   }
   const data = parts.filter((p) => p.type.startsWith("data-")).map((p) => p.type);
-  return { id: message?.id, text, toolCalls, results, data, errors, message };
+  const dataParts = parts
+    .filter((p) => p.type.startsWith("data-"))
+    .map((p) => ({ type: p.type, id: p.id, data: p.data }));
+  return { id: message?.id, text, toolCalls, results, data, dataParts, errors, message };
 }
 
 // One read, or with "reads" several (each a list of connections) in this one process.

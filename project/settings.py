@@ -277,6 +277,7 @@ GLASSBOX_TOOLS = env_list(
             "chat.agent.builtin_tools.CURRENT_DATETIME",
             "chat.tools.contact_form.REQUEST_CONTACT_FORM",
             "chat.tools.email.SEND_EMAIL",
+            "chat.tools.plan.UPDATE_PLAN",
         ]
     ),
 )
@@ -363,6 +364,9 @@ GLASSBOX_FEED = {
     # "rich" lays each feed line out as fields (action, subject, detail, outcome, duration);
     # "plain" shows it as one text. The text reads the same either way.
     "RENDER": env_str("GLASSBOX_FEED_RENDER", "plain"),
+    # The least severe MCP log message shown under its call's line (MCP's levels, debug to
+    # emergency); every message is recorded, within its per-call bound, whatever is chosen.
+    "MCP_LOG_LEVEL": env_str("GLASSBOX_FEED_MCP_LOG_LEVEL", "warning"),
     # What users see of a reasoning model's thinking: "full" (the 💭 lines, and the reasoning
     # in the expanded feed), "duration" (the lines only) or "off"; admins always see it.
     "SHOW_REASONING": env_str("GLASSBOX_SHOW_REASONING", "full"),

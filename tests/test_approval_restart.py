@@ -10,7 +10,7 @@ import pytest
 
 from tests.support.servers import api, manage, serve, start_daphne
 
-pytestmark = pytest.mark.server
+pytestmark = [pytest.mark.server, pytest.mark.own_site]
 
 
 def test_a_turn_waiting_for_approval_survives_a_restart(tmp_path):

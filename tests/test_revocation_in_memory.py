@@ -13,7 +13,7 @@ import pytest
 from tests.support.revocation import Browser, live_close_code, live_silent_socket
 from tests.support.servers import manage, serve
 
-pytestmark = pytest.mark.server
+pytestmark = [pytest.mark.server, pytest.mark.own_site]
 
 LOGIN = 4401
 # The relay reads once a second; its statement and the close's frame on a busy machine take

@@ -11,7 +11,7 @@ import websockets
 
 from tests.support.servers import login, serve
 
-pytestmark = pytest.mark.server
+pytestmark = [pytest.mark.server, pytest.mark.own_site]
 
 
 @pytest.fixture(scope="module")

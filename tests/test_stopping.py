@@ -30,6 +30,8 @@ MAKE_RUN_MCP = json.dumps([{"name": "surveys", "command": sys.executable, "args"
 # What a clean stop never says.
 NOISE = ("Traceback", "WARNING", "ERROR", "restart", "Task was destroyed")
 
+pytestmark = pytest.mark.own_site
+
 
 @pytest.mark.server
 @pytest.mark.parametrize("stop", ["ctrl_c", "sigterm"])

@@ -18,7 +18,7 @@ import pytest
 from tests.support.certificates import self_signed
 from tests.support.servers import ROOT, free_port, login, serve
 
-pytestmark = pytest.mark.server
+pytestmark = [pytest.mark.server, pytest.mark.own_site]
 
 
 def imported_by_a_visit(work, **settings: str) -> set[str]:

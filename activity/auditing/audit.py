@@ -31,7 +31,15 @@ from activity.recording.chain import (
     link,
     text_digest,
 )
-from activity.recording.events import Decision, RecordedEvent, Status, ToolCall, ToolResult
+from activity.recording.events import (
+    Decision,
+    Plan,
+    RecordedEvent,
+    Status,
+    ToolCall,
+    ToolLog,
+    ToolResult,
+)
 from activity.recording.receipts import receipt_check
 
 CHUNK = 500
@@ -311,7 +319,7 @@ def _counted(event: RecordedEvent | None) -> str | None:
             return "tool_calls"
         case Decision():
             return "approvals"
-        case Status() | ToolResult():
+        case Status() | ToolResult() | Plan() | ToolLog():
             return None
         case _:
             assert_never(event)

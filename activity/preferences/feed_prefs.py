@@ -8,7 +8,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any, NamedTuple
 
-from django.utils.translation import gettext, gettext_noop
+from django.utils.translation import gettext, gettext_noop, pgettext_lazy
+
+from activity.recording.events import LOG_LEVELS
 
 MODES = ("partial", "block", "progress", "off")
 DETAILS = ("explain", "raw")
@@ -31,6 +33,19 @@ def default_labels() -> list[str]:
     return gettext(DEFAULT_POOL).split()
 
 
+# MCP's log levels (RFC 5424's), as a reader sees them.
+LOG_LEVEL_WORDS = {
+    "debug": pgettext_lazy("log level", "debug"),
+    "info": pgettext_lazy("log level", "info"),
+    "notice": pgettext_lazy("log level", "notice"),
+    "warning": pgettext_lazy("log level", "warning"),
+    "error": pgettext_lazy("log level", "error"),
+    "critical": pgettext_lazy("log level", "critical"),
+    "alert": pgettext_lazy("log level", "alert"),
+    "emergency": pgettext_lazy("log level", "emergency"),
+}
+
+
 class PreferenceError(ValueError):
     """A setting or preference with a value outside what it accepts."""
 
@@ -51,6 +66,8 @@ class FeedPrefs:
     # Set for the site (GLASSBOX_SHOW_REASONING), not per user.
     show_reasoning: str = "full"
     render: str = "plain"
+    # The least severe MCP log message shown under its call's line (all are recorded).
+    mcp_log_level: str = "warning"
 
     def __post_init__(self) -> None:
         if not isinstance(self.label, str):
@@ -65,6 +82,10 @@ class FeedPrefs:
             raise PreferenceError(
                 f"SHOW_REASONING must be one of {', '.join(SHOW_REASONING)}, "
                 f"not {self.show_reasoning!r}"
+            )
+        if self.mcp_log_level not in LOG_LEVELS:
+            raise PreferenceError(
+                f"MCP_LOG_LEVEL must be one of {', '.join(LOG_LEVELS)}, not {self.mcp_log_level!r}"
             )
         if not self.labels:
             raise PreferenceError("LABELS must name at least one label")
@@ -138,6 +159,8 @@ PROGRAM_DEFAULTS: dict[str, Any] = {
     "LINE_WIDTH": 0,
     # Status frames carry a `fields` object beside their text.
     "RENDER": "rich",
+    # Every log message a call's MCP server sent.
+    "MCP_LOG_LEVEL": "debug",
 }
 # Set for the whole site, whatever the surface.
 SITE_ONLY = ("SHOW_REASONING",)

@@ -8,6 +8,7 @@ from django.utils.translation import gettext_lazy as _
 
 from activity.preferences.feed_prefs import (
     DEFAULT_LABELS,
+    LOG_LEVEL_WORDS,
     PROGRAM_KEY,
     FeedPrefs,
     PreferenceError,
@@ -139,6 +140,12 @@ class FeedPreferencesForm(_SurfacePreferencesForm):
     show_usage = forms.BooleanField(
         label=_("Show tokens and cost on folded feeds"), required=False
     )
+    mcp_log_level = forms.ChoiceField(
+        label=_("Show MCP servers' log messages from"),
+        choices=list(LOG_LEVEL_WORDS.items()),
+        help_text=_("Each is a line under its call; every one is recorded whatever you choose."),
+        required=False,
+    )
     render_as = forms.ChoiceField(
         label=_("Lines"),
         choices=[
@@ -165,6 +172,7 @@ class FeedPreferencesForm(_SurfacePreferencesForm):
             "show_after": prefs.show_after,
             "max_lines": prefs.max_lines,
             "show_usage": prefs.show_usage,
+            "mcp_log_level": prefs.mcp_log_level,
         }
 
     def clean_labels(self) -> str:
@@ -180,6 +188,8 @@ class FeedPreferencesForm(_SurfacePreferencesForm):
             "SHOW_AFTER": data["show_after"],
             "MAX_LINES": data["max_lines"],
             "SHOW_USAGE": data["show_usage"],
+            # A form from before MCP_LOG_LEVEL existed keeps the reader's choice.
+            "MCP_LOG_LEVEL": data.get("mcp_log_level") or None,
         }
 
 

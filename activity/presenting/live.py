@@ -20,22 +20,27 @@ from activity.presenting.presentation import (
     decision_line,
     line_for,
     line_key,
+    plan_line,
     raw_detail,
     shown_links,
 )
 from activity.recording.events import (
+    PLAN_LINE,
     REASONING,
     Decision,
     Done,
     Error,
     Link,
+    Plan,
     Status,
     TextDelta,
     ToolCall,
     ToolFeedback,
+    ToolLog,
     ToolResult,
     TurnStarted,
     WireEvent,
+    at_least,
 )
 
 LABEL_KEY = "label"
@@ -86,6 +91,9 @@ class LivePresenter:
     arguments: dict[str, dict[str, Any]] = field(default_factory=dict)
     # What each finished call's result pointed to (its tool_result comes before its ✅ line).
     links: dict[str, tuple[Link, ...]] = field(default_factory=dict)
+    # The log messages each running call's MCP server sent, at the reader's level.
+    logs: dict[str, tuple[ToolLog, ...]] = field(default_factory=dict)
+    planned: bool = False
     # The answer text after its settled blocks (activity.presenting.live_markdown).
     tail: str = ""
     # The feed's language (ActivityFeed.language): the lines this presenter writes itself (the
@@ -119,6 +127,13 @@ class LivePresenter:
                 if event.links:
                     self.links[event.call_id] = event.links
                 return []
+            case Plan():
+                with self._speaking():
+                    line = replace(plan_line(event, self.prefs.line_width), rich=self._rich)
+                new, self.planned = not self.planned, True
+                return self._work_line(line, now, new=new)
+            case ToolLog():
+                return self._log(event)
             # The answer's end is the consumer's (finish), the rest is not for the feed.
             case Done() | TurnStarted() | Error() | ToolFeedback():
                 return []
@@ -147,6 +162,42 @@ class LivePresenter:
             # A line that scrolled out of the draft, or was never shown, stays out.
             return []
         return self._add(line)
+
+    def _work_line(self, line: Line, now: float | None, *, new: bool) -> list[Op]:
+        """A line of the turn's work that is not a call's status (the plan's): shown, or
+        replaced in place, as a status line is."""
+        if new:
+            self.work_events += 1
+        if not self.prefs.tool_progress:
+            return self._maybe_show_draft(now)
+        if self.is_draft and not self.draft_shown:
+            self.pending = [p for p in self.pending if p.key != line.key] + [line]
+            return self._maybe_show_draft(now)
+        if line.key in self.shown:
+            return [ReplaceLine(line)]
+        return self._add(line) if new else []
+
+    def _log(self, log: ToolLog) -> list[Op]:
+        """A log message at the reader's level goes under its call's running line."""
+        if not at_least(log.level, self.prefs.mcp_log_level):
+            return []
+        self.logs[log.call_id] = (*self.logs.get(log.call_id, ()), log)
+        return self._redrawn(f"call-{log.call_id}")
+
+    def _redrawn(self, key: str) -> list[Op]:
+        """A running line drawn again with what it now carries (arguments, log messages)."""
+        status = self.lines.get(key)
+        if status is None:
+            return []
+        line = self._line(status)
+        if key in self.shown:
+            return [ReplaceLine(line)]
+        self.pending = [line if p.key == key else p for p in self.pending]
+        return []
+
+    @property
+    def _rich(self) -> bool:
+        return self.prefs.render == "rich"
 
     def tick(self, now: float | None = None) -> list[Op]:
         """Called once SHOW_AFTER has passed: a turn still working shows its draft."""
@@ -182,15 +233,9 @@ class LivePresenter:
 
     def _tool_call(self, event: ToolCall) -> list[Op]:
         self.arguments[event.call_id] = event.arguments or {}
-        key = f"call-{event.call_id}"
-        status = self.lines.get(key)
-        if self.prefs.detail != "raw" or status is None:
+        if self.prefs.detail != "raw":
             return []
-        line = self._line(status)
-        if key in self.shown:
-            return [ReplaceLine(line)]
-        self.pending = [line if p.key == key else p for p in self.pending]
-        return []
+        return self._redrawn(f"call-{event.call_id}")
 
     def _line(self, status: Status) -> Line:
         detail = ""
@@ -199,7 +244,9 @@ class LivePresenter:
         line = line_for(status, width=self.prefs.line_width, detail=detail)
         if status.state == "done" and status.call_id in self.links:
             line = replace(line, links=shown_links(self.links[status.call_id]))
-        return replace(line, rich=self.prefs.render == "rich")
+        if line.key == f"call-{status.call_id}" and status.call_id in self.logs:
+            line = replace(line, logs=self.logs[status.call_id])
+        return replace(line, rich=self._rich)
 
     def _maybe_show_draft(self, now: float | None, *, at_once: bool = False) -> list[Op]:
         if not self.is_draft or self.draft_shown or self.work_events == 0:
@@ -228,5 +275,8 @@ class LivePresenter:
         self.shown.append(line.key)
         if self.is_draft:
             while len(self.shown) > self.prefs.max_lines:
-                ops.append(RemoveLine(self.shown.popleft()))
+                # The plan stays while the steps under it scroll away: it is the draft's map.
+                oldest = next((k for k in self.shown if k != PLAN_LINE), self.shown[0])
+                self.shown.remove(oldest)
+                ops.append(RemoveLine(oldest))
         return ops

@@ -22,14 +22,19 @@ from activity.recording.events import (
     CONNECT,
     FEEDBACK_ARG,
     IN_PLACE,
+    PLAN_LINE,
     REASONING,
     Decision,
     Link,
+    Plan,
+    PlanStep,
     RecordedEvent,
     Status,
     StatusState,
     ToolCall,
+    ToolLog,
     ToolResult,
+    at_least,
 )
 
 # Only these open from a feed; any other address (file:, a server's own scheme, javascript:)
@@ -80,6 +85,10 @@ class Line:
     detail: str = ""
     # Laid out as fields (RENDER rich, activity.presenting.line_fields) rather than one text.
     rich: bool = False
+    # A plan's line (seed 001's task plan): its checklist.
+    steps: tuple[PlanStep, ...] = ()
+    # A running call's line: the log messages its MCP server sent, at the reader's level.
+    logs: tuple[ToolLog, ...] = ()
 
     @property
     def is_reasoning(self) -> bool:
@@ -196,6 +205,49 @@ def line_for(status: Status, *, width: int = 80, detail: str = "") -> Line:
     )
 
 
+# The tool whose calls make the plan (chat.tools.plan): its line is the plan's.
+PLAN_TOOL = "update_plan"
+PLAN_ICON = "📋"
+
+
+def plan_message(plan: Plan) -> str:
+    """What the plan's line says: how far it is and the step under way."""
+    count = len(plan.steps)
+    current = plan.current
+    if current is None:
+        return ngettext("Plan: its one step is done", "Plan: all %(count)d steps done", count) % {
+            "count": count
+        }
+    return _("Plan, %(done)d of %(count)d done: %(step)s") % {
+        "done": plan.done,
+        "count": count,
+        "step": current.text,
+    }
+
+
+def plan_status(plan: Plan) -> Status:
+    """The plan as the status its line stands for (its times, its state)."""
+    state: StatusState = "in_progress" if plan.current is not None else "done"
+    return Status(
+        icon=PLAN_ICON, message=plan_message(plan), state=state, tool=PLAN_TOOL, seq=plan.seq
+    )
+
+
+def plan_line(plan: Plan, width: int = 80) -> Line:
+    """One line for the plan whichever call set it, so each update replaces it in place."""
+    line = line_for(plan_status(plan), width=width)
+    return replace(line, key=PLAN_LINE, call_id=plan.call_id, steps=plan.steps)
+
+
+def plan_summary(plan: Plan) -> Summary:
+    return Summary(PLAN_ICON, plan_message(plan))
+
+
+def shown_logs(logs: Iterable[ToolLog], level: str) -> tuple[ToolLog, ...]:
+    """The log messages a reader who chose `level` sees."""
+    return tuple(log for log in logs if at_least(log.level, level))
+
+
 def decision_status(decision: Decision) -> Status:
     """The line a decision puts where its call's waiting line (and its buttons) stood."""
     state: StatusState = "failed"
@@ -242,12 +294,15 @@ def visible_lines(
     reasoning: Mapping[str, str] | None = None,
     render: str = "plain",
     cut: bool = False,
+    log_level: str = "warning",
 ) -> list[Line]:
     """Status events in order; a later in-progress status of the same call replaces its line
     where it stands, exactly as it did live. With times, each line carries how long its step
     took: a tool's result line the tool's own run time, the final line the whole turn, any
     other line the time until the next line began. A turn `cut` before it completed
-    (stopped, failed, interrupted) marks the steps it never finished as such, not done."""
+    (stopped, failed, interrupted) marks the steps it never finished as such, not done.
+    The plan is one line where it first stood, as its last update left it; a call's MCP log
+    messages at `log_level` or above are under its running line."""
     calls = _Calls.of(events)
     lines: dict[str, Line] = {}
     made_by: dict[str, Status] = {}
@@ -261,8 +316,14 @@ def visible_lines(
                 continue
             case Status():
                 line = _status_line(event, calls, detail, width, show_reasoning, reasoning, render)
+                logs = shown_logs(calls.logs.get(event.call_id, ()), log_level)
+                if logs and line.key == f"call-{event.call_id}":
+                    line = replace(line, logs=logs)
                 made = event
-            case ToolCall() | ToolResult():
+            case Plan():
+                line = replace(plan_line(event, width), rich=render == "rich")
+                made = plan_status(event)
+            case ToolCall() | ToolResult() | ToolLog():
                 continue  # shown on their call's lines
             case _:
                 assert_never(event)
@@ -283,7 +344,9 @@ def visible_lines(
     timed = []
     for position, line in enumerate(ordered):
         status = made_by[line.key]
-        if status.state != "in_progress" and status.call_id in calls.run_times:
+        if line.key == PLAN_LINE:
+            duration = None  # the plan is no step: it stands over them
+        elif status.state != "in_progress" and status.call_id in calls.run_times:
             duration = calls.run_times[status.call_id]
         elif position + 1 < len(ordered):
             duration = _ms(started[line.key], started[ordered[position + 1].key])
@@ -307,17 +370,21 @@ class _Calls:
     failed: set[str]
     # The last progress text a call reported: its running line ended on it, live.
     said: dict[str, str]
+    # The log messages each call's MCP server sent during it.
+    logs: dict[str, list[ToolLog]]
 
     @classmethod
     def of(cls, events: Iterable[RecordedEvent]) -> _Calls:
-        calls = cls({}, {}, {}, {}, set(), {})
+        calls = cls({}, {}, {}, {}, set(), {}, {})
         for event in events:
             match event:
                 case ToolCall():
                     calls.arguments[event.call_id] = event.arguments
                 case ToolResult():
                     calls.result(event)
-                case Status() | Decision():
+                case ToolLog():
+                    calls.logs.setdefault(event.call_id, []).append(event)
+                case Status() | Decision() | Plan():
                     pass
                 case _:
                     assert_never(event)
@@ -392,6 +459,7 @@ def summarize(
     results: list[ToolResult] = []
     last_status: Status | None = None
     refused: dict[str, Decision] = {}
+    plan: Plan | None = None
     for event in events:
         match event:
             case Decision(decision="deny" | "timeout"):
@@ -406,8 +474,18 @@ def summarize(
                 pass
             case Status():
                 last_status = event
+            case Plan():
+                plan = event
+            case ToolLog():
+                pass
             case _:
                 assert_never(event)
+    if plan is not None:
+        # Planning is no tool the turn used: its calls are its plan's line, not a count.
+        tools_by_call = {c: tool for c, tool in tools_by_call.items() if tool != PLAN_TOOL}
+        broke_off = stopped or (last_status is not None and last_status.state == "failed")
+        if not tools_by_call and not broke_off:
+            return plan_summary(plan)
     if not tools_by_call:
         # No tool ran: only a failure or a stop leaves lines, and the last one says it best.
         return Summary(last_status.icon, last_status.message) if last_status else None

@@ -11,6 +11,7 @@ With PROGRAM_DEFAULTS every event passes unchanged, as before surfaces existed. 
 - DETAIL explain: no tool_call frames (their arguments are the raw detail).
 - LINE_WIDTH: a status frame's `message` cut to it, the whole text then in `full`.
 - RENDER rich: a status frame also carries its line as `fields` (activity.presenting.line_fields).
+- MCP_LOG_LEVEL: tool_log frames below it are not sent (a program's default sends them all).
 A status that waits for a decision, a decision, an error and `done` always pass.
 Every frame fits a socket's (activity.presenting.bounded): answer text comes in pieces, and any
 other string in a frame is cut with a mark (the stored event keeps it whole).
@@ -34,13 +35,16 @@ from activity.recording.events import (
     Decision,
     Done,
     Error,
+    Plan,
     Status,
     TextDelta,
     ToolCall,
     ToolFeedback,
+    ToolLog,
     ToolResult,
     TurnStarted,
     WireEvent,
+    at_least,
     to_json,
 )
 
@@ -73,8 +77,11 @@ class ProgramFrames:
             case ToolCall():
                 raw = self.prefs.detail == "raw"
                 return self._work(to_json(event), shown=self.prefs.tool_progress and raw)
-            case ToolResult() | ToolFeedback():
+            case ToolResult() | ToolFeedback() | Plan():
                 return self._work(to_json(event), shown=self.prefs.tool_progress)
+            case ToolLog():
+                shown = at_least(event.level, self.prefs.mcp_log_level)
+                return self._work(to_json(event), shown=self.prefs.tool_progress and shown)
             case Decision() | TurnStarted() | Error():
                 return [cut_values(to_json(event))]
             case _:

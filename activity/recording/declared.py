@@ -214,6 +214,8 @@ def row_values(event: Any) -> dict[str, Any]:
         outer, _, inner = str(declared.column).partition(".")
         if inner:
             if value != field.default:
+                if declared.to_column is not None:
+                    value = declared.to_column(value)
                 values.setdefault(outer, {})[inner] = value
             continue
         if declared.to_column is not None:

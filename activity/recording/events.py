@@ -329,9 +329,128 @@ class Error:
     type: Literal["error"] = field(default="error", metadata=declare())
 
 
+PlanState = Literal["pending", "in_progress", "done"]
+PLAN_STATES: tuple[PlanState, ...] = ("pending", "in_progress", "done")
+# What a plan may hold (the update_plan tool refuses more, and a stored or received plan is
+# cut to it): the one line it is shown as stays readable.
+PLAN_STEPS = 20
+PLAN_STEP_CHARS = 200
+# The line a plan is shown on, whichever call last set it: updated in place by every call.
+PLAN_LINE = "plan"
+
+
+def plan_state(value: str) -> PlanState:
+    for state in PLAN_STATES:
+        if value == state:
+            return state
+    raise ValueError(f"not the state of a plan's step: {value!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class PlanStep:
+    text: str
+    state: PlanState
+
+    def to_json(self) -> dict[str, str]:
+        return {"text": self.text, "state": self.state}
+
+
+def plan_steps(data: Any) -> tuple[PlanStep, ...]:
+    """Stored or received steps, each checked and cut to the plan's bounds."""
+    if not isinstance(data, list):
+        raise ValueError("a plan's steps are a list")
+    steps = []
+    for item in data[:PLAN_STEPS]:
+        if not isinstance(item, dict) or not isinstance(item.get("text"), str):
+            raise ValueError("a plan's step has a text")
+        steps.append(PlanStep(item["text"][:PLAN_STEP_CHARS], plan_state(str(item.get("state")))))
+    return tuple(steps)
+
+
+def _stored_steps(data: Any) -> tuple[PlanStep, ...]:
+    """A row's steps: none once an erasure emptied them."""
+    return plan_steps(data) if data else ()
+
+
+def _steps_json(steps: tuple[PlanStep, ...]) -> list[dict[str, str]]:
+    return [step.to_json() for step in steps]
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """The agent's plan as its last update_plan call set it (seed 001's task plans): one
+    checklist line, replaced in place by the next call's. Sealed in the `arguments` column."""
+
+    # None of them once an account's erasure emptied its feeds' arguments.
+    steps: tuple[PlanStep, ...] = field(
+        default=(),
+        metadata=declare(
+            read=plan_steps,
+            write=_steps_json,
+            column="arguments.steps",
+            to_column=_steps_json,
+            from_column=_stored_steps,
+        ),
+    )
+    # The update_plan call that set it.
+    call_id: str = field(default="", metadata=declare(omit_default=True, column="call_id"))
+    seq: int | None = field(default=None, metadata=declare(omit_default=True, column="seq"))
+    type: Literal["plan"] = field(default="plan", metadata=declare(column="kind"))
+
+    @property
+    def done(self) -> int:
+        return sum(1 for step in self.steps if step.state == "done")
+
+    @property
+    def current(self) -> PlanStep | None:
+        """The step under way, else the next one to do."""
+        return next((s for s in self.steps if s.state == "in_progress"), None) or next(
+            (s for s in self.steps if s.state == "pending"), None
+        )
+
+
+# MCP's log levels (its spec's, RFC 5424's), least severe first.
+LogLevel = Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
+LOG_LEVELS: tuple[LogLevel, ...] = (
+    "debug", "info", "notice", "warning", "error", "critical", "alert", "emergency",
+)  # fmt: skip
+LOG_DATA_CHARS = 400
+LOGGER_CHARS = 64
+
+
+def log_level(value: str) -> LogLevel:
+    for level in LOG_LEVELS:
+        if value == level:
+            return level
+    raise ValueError(f"not a log level: {value!r}")
+
+
+def at_least(level: str, threshold: str) -> bool:
+    """Whether a message at `level` is shown to a reader who chose `threshold`."""
+    return LOG_LEVELS.index(log_level(level)) >= LOG_LEVELS.index(log_level(threshold))
+
+
+@dataclass(frozen=True, slots=True)
+class ToolLog:
+    """A log message an MCP server sent during one call (`notifications/message`): shown as
+    a detail line under the call's line to readers who chose its level or a lower one.
+    Untrusted text, cleaned and cut before it is made (chat.agent.mcp.logs)."""
+
+    call_id: str = field(metadata=declare(column="call_id"))
+    level: LogLevel = field(
+        metadata=declare(read=log_level, column="state", from_column=log_level)
+    )
+    data: str = field(metadata=declare(column="message", limit=LOG_DATA_CHARS))
+    # The server's words too: kept with the text (an erasure empties both), not as a tool.
+    logger: str = field(default="", metadata=declare(omit_default=True, column="arguments.logger"))
+    server: str = field(default="", metadata=declare(omit_default=True, column="server"))
+    seq: int | None = field(default=None, metadata=declare(omit_default=True, column="seq"))
+    type: Literal["tool_log"] = field(default="tool_log", metadata=declare(column="kind"))
+
+
 # One union of the recorded types; every other union is built on it, so a type added here is
 # one every surface must match (the new-event-type experiment, .ci/experiments).
-RecordedEvent = Status | ToolCall | ToolResult | Decision
+RecordedEvent = Status | ToolCall | ToolResult | Decision | Plan | ToolLog
 Event = RecordedEvent | TextDelta | Done
 WireEvent = Event | TurnStarted | Error | ToolFeedback
 
@@ -341,6 +460,8 @@ RECORDED_TYPES: dict[str, type[RecordedEvent]] = {
     "tool_call": ToolCall,
     "tool_result": ToolResult,
     "decision": Decision,
+    "plan": Plan,
+    "tool_log": ToolLog,
 }
 WIRE_TYPES: dict[str, type[WireEvent]] = {
     **RECORDED_TYPES,

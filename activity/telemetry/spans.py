@@ -23,7 +23,15 @@ from datetime import UTC, datetime, timedelta
 from typing import Literal, assert_never
 
 from activity.models import ActivityEvent, ActivityFeed, ModelCall
-from activity.recording.events import Decision, RecordedEvent, Status, ToolCall, ToolResult
+from activity.recording.events import (
+    Decision,
+    Plan,
+    RecordedEvent,
+    Status,
+    ToolCall,
+    ToolLog,
+    ToolResult,
+)
 from activity.telemetry.ids import span_id, tool_span_id, trace_id
 
 AGENT_NAME = "glassbox"
@@ -214,7 +222,9 @@ def _turn_event(row: Recorded, options: Options) -> SpanEvent | None:
     match row.event:
         case Status(call_id=""):
             return _status_event(row.event, row.at, options)
-        case Status() | ToolCall() | ToolResult() | Decision():
+        case Plan():
+            return _plan_event(row.event, row.at, options)
+        case Status() | ToolCall() | ToolResult() | Decision() | ToolLog():
             return None
         case _:
             assert_never(row.event)
@@ -244,6 +254,10 @@ class _Call:
                 }
                 self.events.append(SpanEvent("glassbox.approval", nanos(row.at), decided))
                 self.decisions.append(row.event.decision)
+            case ToolLog():
+                self.events.append(_log_event(row.event, row.at, options))
+            case Plan():
+                pass  # the turn's own span shows the plan: it is the turn's, not the call's
             case _:
                 assert_never(row.event)
 
@@ -335,6 +349,28 @@ def _status_event(status: Status, at: datetime, options: Options) -> SpanEvent:
     if options.content:
         attributes["glassbox.status.message"] = status.message
     return SpanEvent("glassbox.status", nanos(at), attributes)
+
+
+def _plan_event(plan: Plan, at: datetime, options: Options) -> SpanEvent:
+    attributes: Attributes = {
+        "glassbox.plan.steps": len(plan.steps),
+        "glassbox.plan.done": plan.done,
+    }
+    if options.content:
+        steps = [step.to_json() for step in plan.steps]
+        attributes["glassbox.plan.content"] = json.dumps(steps, ensure_ascii=False)
+    return SpanEvent("glassbox.plan", nanos(at), attributes)
+
+
+def _log_event(log: ToolLog, at: datetime, options: Options) -> SpanEvent:
+    """An MCP server's log message: its level always, what it wrote (and its logger's name,
+    also the server's words) only with content capture on."""
+    attributes: Attributes = {"glassbox.mcp.log.level": log.level}
+    if options.content:
+        attributes["glassbox.mcp.log.data"] = log.data
+        if log.logger:
+            attributes["glassbox.mcp.log.logger"] = log.logger
+    return SpanEvent("glassbox.mcp.log", nanos(at), attributes)
 
 
 def _progress_event(result: ToolResult, at: datetime, options: Options) -> SpanEvent:

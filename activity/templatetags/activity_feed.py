@@ -13,8 +13,9 @@ from django.template.base import Node, NodeList, Parser, TextNode, Token
 from django.template.context import Context
 from django.utils.formats import number_format
 from django.utils.translation import gettext as _
-from django.utils.translation import ngettext
+from django.utils.translation import gettext_lazy, ngettext
 
+from activity.preferences.feed_prefs import LOG_LEVEL_WORDS
 from activity.presenting.line_fields import LineFields, fields_of
 from activity.presenting.presentation import Line, seconds
 
@@ -55,6 +56,30 @@ def state_word(state: str) -> str:
     if state == "unfinished":
         return _("not finished")
     return _("failed") if state == "failed" else _("done")
+
+
+_STEP_WORDS = {
+    "pending": gettext_lazy("to do"),
+    "in_progress": gettext_lazy("under way"),
+    "done": gettext_lazy("done"),
+}
+_STEP_MARKS = {"pending": "☐", "in_progress": "▶", "done": "☑"}
+
+
+@register.filter
+def step_word(state: str) -> str:
+    """A plan's step's state, for a screen reader."""
+    return str(_STEP_WORDS.get(state, state))
+
+
+@register.filter
+def step_mark(state: str) -> str:
+    return _STEP_MARKS.get(state, "☐")
+
+
+@register.filter
+def log_level_word(level: str) -> str:
+    return str(LOG_LEVEL_WORDS.get(level, level))
 
 
 # A line break and the indentation after it, in the template's own text.

@@ -55,7 +55,8 @@ class ToolCallAssembler:
         tool = self.registry.get(call.name)
         if not call.announced:
             call.announced = True
-            statuses.append(self._status(call, tool, working_message(tool, call.name)))
+            if not (tool and tool.quiet):
+                statuses.append(self._status(call, tool, working_message(tool, call.name)))
         if not call.feedback_shown and FEEDBACK_ARG in call.arguments:
             feedback = finished_feedback(call.arguments)
             if feedback is not None:

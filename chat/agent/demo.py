@@ -2,9 +2,10 @@
 that puts them on the wire, so the real openai client parses every byte, is demo_wire).
 
 It is deterministic and covers every path of the agent: a direct answer, one search, two
-tools in sequence, two tools in parallel, a tool failure with its fallback, the contact form
-and a calculation, in the user's language as the system prompt tells it (English, Italian or
-Traditional Chinese), or in the question's when that is plainly another."""
+tools in sequence, two tools in parallel, a plan ticked off round by round, a tool failure
+with its fallback, the contact form and a calculation, in the user's language as the system
+prompt tells it (English, Italian or Traditional Chinese), or in the question's when that is
+plainly another."""
 
 from __future__ import annotations
 
@@ -42,6 +43,10 @@ OFFER_WORDS = re.compile(r"\b(offer letter|lettera d'offerta|lettera di offerta)
 OFFER_TOOL = "__draft_offer_letter"
 # A question that names an offered tool calls it, with the JSON object that follows, if any.
 NAMED_TOOL = re.compile(r"\b([A-Za-z0-9-]+__[A-Za-z0-9_-]+)(\s*\{.*\})?", re.DOTALL)
+# A question that asks for a plan, and needs more than one round of tools, gets one: the
+# steps laid out first, ticked off round by round (chat.tools.plan).
+PLAN_WORDS = re.compile(r"\b(plan|step by step|piano|passo (dopo|per) passo)\b|計畫|計劃|步驟")
+PLAN_TOOL = "update_plan"
 THINK_WORDS = re.compile(r"\b(think|thinking|reason|pensa\w*|ragiona\w*)\b|思考|想一想")
 REASONING_CHUNK = 6
 EMAIL_WORDS = re.compile(r"\b(e-?mail\w*|mail)\b|郵件|電郵")
@@ -149,7 +154,10 @@ class DemoModel:
         (`called` says which were, in earlier rounds of this answer); `bare` are the offered
         tools that need no argument."""
         rounds = await self._rounds(question, language, offered, called)
-        return [*rounds, *self.using_opened(rounds, called, bare, language)]
+        rounds = [*rounds, *self.using_opened(rounds, called, bare, language)]
+        if PLAN_WORDS.search(question.casefold()) and PLAN_TOOL in offered:
+            return planned(rounds)
+        return rounds
 
     def using_opened(
         self,
@@ -306,6 +314,8 @@ class DemoModel:
         return "\n\n".join(said)
 
     def describe(self, tool: str, content: Any, language: str) -> str:
+        if tool == PLAN_TOOL:
+            return ""  # the plan's line says it all
         if tool == "send_email" and isinstance(content, dict):
             if "error" in content:
                 return say("email_not_sent", language, reason=content["error"])
@@ -340,6 +350,31 @@ class DemoModel:
             lines += [f"**{document.get('title', '')}**", "", str(document.get("snippet", "")), ""]
         lines.append(say("follow_up", language))
         return "\n".join(lines)
+
+
+def planned(rounds: list[list[Call]]) -> list[list[Call]]:
+    """The rounds with the plan: each step's update with its calls, then all done. Not
+    for one round, nor with a server to open (its rounds are known only once it is open)."""
+    if len(rounds) < 2 or any(connected_server(c.tool) for calls in rounds for c in calls):
+        return rounds
+    steps = [
+        " · ".join(str(call.arguments.get(FEEDBACK_ARG) or call.tool) for call in calls)
+        for calls in rounds
+    ]
+
+    def update(under_way: int) -> list[Call]:
+        states = [
+            "done" if n < under_way else "in_progress" if n == under_way else "pending"
+            for n in range(len(steps))
+        ]
+        plan = [{"text": text, "state": state} for text, state in zip(steps, states, strict=True)]
+        return [Call(PLAN_TOOL, {"steps": plan})]
+
+    # Each update goes with its step's calls, as a model calls tools in parallel: the plan
+    # costs one more round, not one a step.
+    return [[*update(number), *calls] for number, calls in enumerate(rounds)] + [
+        update(len(rounds))
+    ]
 
 
 def _bare(tool: dict[str, Any]) -> bool:

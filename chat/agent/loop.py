@@ -156,9 +156,13 @@ async def run_agent(
                     outcome = replace(outcome, result=replace(outcome.result, content=told))
             assert outcome is not None  # run_call ends with the call's outcome
             yield outcome.result
-            for status in outcome.lines:
-                yield status
-            falling_back += [status for status in outcome.lines if status.tool == FALLBACK]
+            for shown_line in outcome.lines:
+                yield shown_line
+            falling_back += [
+                line
+                for line in outcome.lines
+                if isinstance(line, Status) and line.tool == FALLBACK
+            ]
             conversation.append(
                 {"role": "tool", "tool_call_id": call.call_id, "content": outcome.told}
             )

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from activity.recording.events import Status, ToolResult
+from activity.recording.events import Plan, Status, ToolResult
 
 
 @dataclass(frozen=True, slots=True)
 class CallOutcome:
     """The result the audit keeps, whose `content` is what the model is told, and the lines
-    people see after it: ✅ done, or ❌ and the 🔄 fallback, or the fallback of a refusal."""
+    people see after it: ✅ done, or ❌ and the 🔄 fallback, or the fallback of a refusal; a
+    quiet tool's own line (the plan) instead of ✅."""
 
     result: ToolResult
-    lines: tuple[Status, ...]
+    lines: tuple[Status | Plan, ...]
 
     @property
     def told(self) -> str:

@@ -8,6 +8,7 @@ import json
 import logging
 import time
 import traceback
+from collections import Counter
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -15,7 +16,7 @@ from typing import Any
 
 from django.utils.translation import gettext as _
 
-from activity.recording.events import Status, ToolCall, ToolResult
+from activity.recording.events import LOG_LEVELS, Status, ToolCall, ToolLog, ToolResult
 from chat.agent.calls import PendingCall, parse_arguments, raw_arguments
 from chat.agent.context import ToolContext
 from chat.agent.lines import fallback
@@ -32,6 +33,9 @@ PROGRESS_PER_SECOND = 5
 PROGRESS_MESSAGE_LIMIT = 200
 # Beyond this many reports of one call, its closing line says how many were not shown.
 PROGRESS_NOTED = 100
+# Log messages of one call kept at each level: a chatty level cannot crowd out a rarer, more
+# severe one, and a flood costs the record at most this many rows a level.
+LOGS_PER_LEVEL = 10
 
 
 @dataclass
@@ -57,6 +61,39 @@ class Progress:
         self.changed.set()
 
 
+@dataclass
+class Logs:
+    """The log messages a running call's server sent: those kept wait to be recorded (each a
+    ToolLog event, so history and exports keep them), the rest are counted."""
+
+    call_id: str
+    server: str
+    waiting: list[ToolLog] = field(default_factory=list)
+    kept: Counter[str] = field(default_factory=Counter)
+    dropped: int = 0
+    arrived: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def report(self, level: str, data: str, logger: str) -> None:
+        if level not in LOG_LEVELS or self.kept[level] >= LOGS_PER_LEVEL:
+            self.dropped += 1
+            return
+        self.kept[level] += 1
+        self.waiting.append(
+            ToolLog(
+                call_id=self.call_id, level=level, data=data, logger=logger, server=self.server
+            )
+        )
+        self.arrived.set()
+
+    def not_kept(self, count: int) -> None:
+        self.dropped += count
+
+    def take(self) -> list[ToolLog]:
+        taken, self.waiting = self.waiting, []
+        self.arrived.clear()
+        return taken
+
+
 async def run_call(
     registry: ToolRegistry,
     call: PendingCall,
@@ -64,17 +101,19 @@ async def run_call(
     time_limit: float,
     shown: str,
     together: int = 1,
-) -> AsyncIterator[Status | CallOutcome]:
+) -> AsyncIterator[Status | ToolLog | CallOutcome]:
     """Runs one call as a task of its own and yields its progress as live statuses (at most
-    PROGRESS_PER_SECOND a second, the latest always shown), then its outcome. The call itself
+    PROGRESS_PER_SECOND a second, the latest always shown) and its server's log messages as
+    they come (at most LOGS_PER_LEVEL of each level), then its outcome. The call itself
     (ToolCall) is the caller's to record before this starts: see the_call."""
     progress = Progress()
-    task_context = report_progress_to(progress.report)
+    tool = registry.get(call.name)
+    logs = Logs(call.call_id, getattr(tool, "server", ""))
+    task_context = report_progress_to(progress.report, logs)
     trace_call(task_context, call.call_id)
     task = asyncio.create_task(
         run_tool(registry, call, context, time_limit, progress, together), context=task_context
     )
-    tool = registry.get(call.name)
     interval = 1 / PROGRESS_PER_SECOND
     loop = asyncio.get_running_loop()
     last_shown = -interval
@@ -97,8 +136,14 @@ async def run_call(
     try:
         while True:
             changed = asyncio.ensure_future(progress.changed.wait())
-            await asyncio.wait({task, changed}, return_when=asyncio.FIRST_COMPLETED)
+            logged = asyncio.ensure_future(logs.arrived.wait())
+            await asyncio.wait({task, changed, logged}, return_when=asyncio.FIRST_COMPLETED)
             changed.cancel()
+            logged.cancel()
+            for entry in logs.take():
+                yield entry
+            if not task.done() and not progress.changed.is_set():
+                continue
             wait = last_shown + interval - loop.time()
             if not task.done() and wait > 0:
                 await asyncio.wait({task}, timeout=wait)
@@ -106,12 +151,14 @@ async def run_call(
                 break
             last_shown = loop.time()
             yield latest()
+        for entry in logs.take():
+            yield entry
         if progress.changed.is_set():
             # The last report came with the result, or while its predecessor's line was
             # still fresh: it is shown before the line that says how the call ended, so the
             # latest report always reaches the page.
             yield latest()
-        yield flood_noted(task.result(), progress.count, shown_count)
+        yield logs_noted(flood_noted(task.result(), progress.count, shown_count), logs)
     finally:
         if not task.done():
             # Stop or the turn's end: cancelling the call tells an MCP server to stop too.
@@ -125,9 +172,28 @@ def flood_noted(outcome: CallOutcome, count: int, shown: int) -> CallOutcome:
     if count <= PROGRESS_NOTED or not outcome.lines:
         return outcome
     first, *rest = outcome.lines
+    if not isinstance(first, Status):
+        return outcome
     note = _("the server sent %(count)s progress messages; %(dropped)s were not shown") % {
         "count": f"{count:,}",
         "dropped": f"{count - shown:,}",
+    }
+    noted = replace(first, message=f"{first.message} — {note}")
+    return CallOutcome(outcome.result, (noted, *rest))
+
+
+def logs_noted(outcome: CallOutcome, logs: Logs) -> CallOutcome:
+    """A call whose server sent more log messages than were kept says how many on its closing
+    line (those kept are lines of their own)."""
+    if not logs.dropped or not outcome.lines:
+        return outcome
+    first, *rest = outcome.lines
+    if not isinstance(first, Status):
+        return outcome
+    count = logs.dropped + sum(logs.kept.values())
+    note = _("the server sent %(count)s log messages; %(dropped)s were not kept") % {
+        "count": f"{count:,}",
+        "dropped": f"{logs.dropped:,}",
     }
     noted = replace(first, message=f"{first.message} — {note}")
     return CallOutcome(outcome.result, (noted, *rest))
@@ -211,6 +277,9 @@ async def run_tool(
             structured=outcome.structured,
             links=outcome.links,
         )
+        if tool.quiet:
+            shown = () if outcome.line is None else (replace(outcome.line, call_id=call.call_id),)
+            return CallOutcome(result, shown)
         done = Status(
             icon=tool.labels.icon,
             message=done_message(outcome, together),
@@ -229,5 +298,8 @@ async def run_tool(
         tool=call.name,
         call_id=call.call_id,
     )
+    if tool is not None and tool.quiet:
+        # Nothing was looked up that the answer now goes without: the model is told why.
+        return CallOutcome(result, (failed,))
     general = fallback(call.call_id, _("Answering from general knowledge"))
     return CallOutcome(result, (failed, general))

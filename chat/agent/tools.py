@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic.json_schema import GenerateJsonSchema
 
 from activity.presenting.presentation import ToolLabels
-from activity.recording.events import FEEDBACK_ARG, Link
+from activity.recording.events import FEEDBACK_ARG, Link, Plan
 from chat.agent.context import ToolContext
 
 FEEDBACK_LIMIT = 100
@@ -55,6 +55,8 @@ class ToolOutcome:
     links: tuple[Link, ...] = ()
     # What the call was about (a search's query): named when calls of one tool run together.
     subject: str = ""
+    # What a quiet tool shows in place of a done line: the plan its call set.
+    line: Plan | None = None
 
 
 class ProgressReporter(Protocol):
@@ -81,10 +83,42 @@ def progress_reporter() -> ProgressReporter:
     return _reporter.get() or _nowhere
 
 
-def report_progress_to(reporter: ProgressReporter) -> contextvars.Context:
-    """A context for a tool's task in which progress goes to `reporter`."""
+class LogSink(Protocol):
+    """Where a running tool's server's log messages go (`notifications/message`): each one
+    cleaned (a level of MCP's, the text and the logger's name made fit for a line), and the
+    count of those its transport could not keep."""
+
+    def report(self, level: str, data: str, logger: str) -> None: ...
+
+    def not_kept(self, count: int) -> None: ...
+
+
+class _NoSink:
+    def report(self, level: str, data: str, logger: str) -> None:
+        pass
+
+    def not_kept(self, count: int) -> None:
+        pass
+
+
+_log_sink: contextvars.ContextVar[LogSink | None] = contextvars.ContextVar(
+    "tool_logs", default=None
+)
+
+
+def log_sink() -> LogSink:
+    """Where the running tool's server's log messages go; read in the tool's own task."""
+    return _log_sink.get() or _NoSink()
+
+
+def report_progress_to(
+    reporter: ProgressReporter, logs: LogSink | None = None
+) -> contextvars.Context:
+    """A context for a tool's task in which progress goes to `reporter`, log messages to
+    `logs`."""
     context = contextvars.copy_context()
     context.run(_reporter.set, reporter)
+    context.run(_log_sink.set, logs)
     return context
 
 
@@ -105,6 +139,8 @@ class AgentTool(Protocol):
     def user_facing(self) -> bool: ...
     @property
     def needs_approval(self) -> bool: ...
+    @property
+    def quiet(self) -> bool: ...
     @property
     def schema(self) -> dict[str, Any]: ...
 
@@ -137,6 +173,9 @@ class Tool:
     user_facing: bool = True
     # Tools that act in the world (send mail, change records, spend money) ask the user first.
     needs_approval: bool = False
+    # A tool whose outcome's `line` is all it shows (the plan): no line while it runs, none
+    # when it is done; a failure still says so.
+    quiet: bool = False
     # Its name for people, as a card that asks to run it says it (lazy, like the status
     # texts); the name when it has none.
     title: str | Promise = ""

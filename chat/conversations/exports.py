@@ -7,7 +7,9 @@ from collections.abc import Callable
 
 from django.utils.translation import gettext as _
 
+from activity.preferences.feed_prefs import LOG_LEVEL_WORDS
 from activity.presenting.presentation import seconds
+from activity.recording.events import ToolLog
 from chat.conversations.inert_markdown import bad_targets, inert, literal
 from chat.conversations.selectors import TurnView
 from chat.models import Conversation, Message
@@ -60,6 +62,10 @@ def _document(
                 parts.append(
                     f"- {line.icon} {_plain_line(line.full or line.message)}{took}{pointed}"
                 )
+                # The plan's checklist and the call's server log, nested under their line.
+                parts += [f"  - [{'x' if s.state == 'done' else ' '}] {_plain_line(s.text)}"
+                          for s in line.steps]  # fmt: skip
+                parts += [f"  - {log_line(log)}" for log in line.logs]
             parts += ["", "</details>", ""]
         parts += [written(message.content.strip()) or emphasis(_("(no answer)")), ""]
         if message.state == Message.State.FAILED:
@@ -69,6 +75,11 @@ def _document(
         elif message.state != Message.State.COMPLETE:
             parts += [emphasis(_("This answer was interrupted.")), ""]
     return "\n".join(parts).rstrip() + "\n"
+
+
+def log_line(log: ToolLog) -> str:
+    source = f" {log.logger}" if log.logger else ""
+    return _plain_line(f"{LOG_LEVEL_WORDS[log.level]}{source}: {log.data}")
 
 
 def emphasis(text: str) -> str:

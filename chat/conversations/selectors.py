@@ -324,6 +324,7 @@ def _turn_view(
             render=prefs.render,
             reasoning=reasoning,
             cut=message.state in Message.CUT_STATES,
+            log_level=prefs.mcp_log_level,
         )
     return TurnView(
         message=message,

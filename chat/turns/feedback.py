@@ -9,10 +9,12 @@ from typing import assert_never
 
 from activity.recording.events import (
     Decision,
+    Plan,
     RecordedEvent,
     Status,
     ToolCall,
     ToolFeedback,
+    ToolLog,
     ToolResult,
     WireEvent,
 )
@@ -42,7 +44,7 @@ def with_feedback(events: Sequence[RecordedEvent]) -> list[WireEvent]:
                 event.call_id
             ):
                 out += [event, ToolFeedback(event.call_id, feedback.pop(event.call_id))]
-            case Status() | ToolCall() | ToolResult() | Decision():
+            case Status() | ToolCall() | ToolResult() | Decision() | Plan() | ToolLog():
                 out.append(event)
             case _:
                 assert_never(event)

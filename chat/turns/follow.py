@@ -31,11 +31,13 @@ from activity.recording.events import (
     Decision,
     Done,
     Error,
+    Plan,
     RecordedEvent,
     Status,
     TextDelta,
     ToolCall,
     ToolFeedback,
+    ToolLog,
     ToolResult,
     TurnStarted,
     WireEvent,
@@ -193,7 +195,7 @@ class _Gaps:
             case Status() if event.seq is None:
                 # A tool's progress: live only, and the next one supersedes it.
                 return [] if self.finished else [event]
-            case Status() | ToolCall() | ToolResult() | Decision():
+            case Status() | ToolCall() | ToolResult() | Decision() | Plan() | ToolLog():
                 return self._with_feedback(await self._numbered(event, unsaved))
             case TurnStarted() | Error():
                 return [event]
@@ -306,7 +308,7 @@ class _Gaps:
 def _recorded(event: WireEvent) -> RecordedEvent:
     """An `unsaved` event of a group message: recorded kinds only."""
     match event:
-        case Status() | ToolCall() | ToolResult() | Decision():
+        case Status() | ToolCall() | ToolResult() | Decision() | Plan() | ToolLog():
             return event
         case TextDelta() | Done() | TurnStarted() | Error() | ToolFeedback():
             raise ValueError(f"not a recorded event: {event!r}")

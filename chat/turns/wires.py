@@ -22,7 +22,16 @@ from typing import Any, Literal, Protocol
 
 from activity.preferences.feed_prefs import FeedPrefs
 from activity.presenting.program_frames import ProgramFrames
-from activity.recording.events import Decision, Done, Status, ToolCall, ToolResult, WireEvent
+from activity.recording.events import (
+    Decision,
+    Done,
+    Plan,
+    Status,
+    ToolCall,
+    ToolLog,
+    ToolResult,
+    WireEvent,
+)
 
 _ID = re.compile(r"(\d{1,12})-(\d{1,6})-(\d{1,12})")
 
@@ -112,6 +121,8 @@ class Numbering:
                 | ToolCall(seq=int(seq))
                 | ToolResult(seq=int(seq))
                 | Decision(seq=int(seq))
+                | Plan(seq=int(seq))
+                | ToolLog(seq=int(seq))
             ):
                 self.seq, self.part = seq, 0
             case _:

@@ -188,3 +188,22 @@ def test_the_programs_group_opens_when_it_holds_a_mistake_and_only_then(alice_cl
     assert shown and shown[1] == " open" and "greater than or equal to 0" in shown[2]
     still_folded = programs_section(wrong_page.content.decode())
     assert still_folded and still_folded[1] is None
+
+
+def test_a_reader_chooses_from_which_level_a_servers_log_messages_show(alice_client, alice):
+    page = alice_client.get("/preferences/").content.decode()
+    levels = re.findall(r'<option value="(\w+)"', page.split('name="mcp_log_level"')[1])[:8]
+    assert levels == ["debug", "info", "notice", "warning", "error", "critical", "alert",
+                      "emergency"]  # fmt: skip
+    assert re.search(r'<option value="warning" selected>', page)
+
+    alice_client.post("/preferences/", {**VALID, "mcp_log_level": "debug"})
+    assert FeedPreferences.objects.get(user=alice).overrides["MCP_LOG_LEVEL"] == "debug"
+    assert FeedPreferences.settings_for(alice.pk)[0].mcp_log_level == "debug"
+
+    refused = alice_client.post("/preferences/", {**VALID, "mcp_log_level": "loud"})
+    assert (
+        refused.status_code == 200
+        and "loud is not one of the available" in refused.content.decode()
+    )
+    assert FeedPreferences.settings_for(alice.pk)[0].mcp_log_level == "debug"  # kept

@@ -11,7 +11,7 @@ import pytest
 
 from tests.support.servers import api, manage, serve, start_daphne
 
-pytestmark = pytest.mark.server
+pytestmark = [pytest.mark.server, pytest.mark.own_site]
 
 
 class Follower(threading.Thread):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from activity.recording.events import Status, TextDelta, ToolCall, ToolResult
+from activity.recording.events import Plan, Status, TextDelta, ToolCall, ToolResult
 from chat.agent.loop import run_agent
 from chat.agent.policy import AgentPolicy
 from chat.tools.context import APP_SERVICES
@@ -212,3 +212,38 @@ async def test_a_server_that_did_not_open_is_named_with_why_and_no_tool_of_it_is
 
     assert calls == []
     assert answer == "I could not open notes (you declined), so this answer does not use it."
+
+
+@pytest.mark.parametrize(
+    ("question", "first_step"),
+    [
+        (
+            "Plan it step by step: what time is it, and how do I prepare for an interview?",
+            "Checking the current date and time",
+        ),
+        (
+            "Passo dopo passo: che ora è, e come preparo un colloquio?",
+            "Controllo la data e l'ora attuali",
+        ),
+    ],
+)
+async def test_a_question_that_asks_for_a_plan_gets_one_ticked_off_round_by_round(
+    knowledge_base, question, first_step
+):
+    events, _, answer = await turn(question)
+    plans = [e for e in events if isinstance(e, Plan)]
+    assert [[step.state for step in plan.steps] for plan in plans] == [
+        ["in_progress", "pending"],
+        ["done", "in_progress"],
+        ["done", "done"],
+    ]
+    assert plans[0].steps[0].text == first_step
+    calls = [e.tool for e in events if isinstance(e, ToolCall)]
+    assert calls == ["update_plan", "current_datetime", "update_plan", "search_documents",
+                     "update_plan"]  # fmt: skip
+    assert answer  # planning says nothing of its own in the answer
+
+
+async def test_a_one_round_question_is_not_planned(knowledge_base):
+    events, _, _ = await turn("Plan how I negotiate my salary")
+    assert not [e for e in events if isinstance(e, Plan)]

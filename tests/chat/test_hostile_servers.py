@@ -128,15 +128,13 @@ async def test_progress_and_log_floods_are_counted_not_shown_or_stored(
     events, longest = await run(alice_conversation, alice, "hostile__chatter {}", limit=60)
 
     done = statuses(events, "done")[0]
-    assert done.startswith(
-        "“Chatter” finished (the server sent 10,000 log messages; none were kept)"
-        " — the server sent 10,000 progress messages; "
-    )
-    assert done.endswith(" were not shown")
+    assert done.startswith("“Chatter” finished — the server sent 10,000 progress messages; ")
+    assert done.endswith(" — the server sent 10,000 log messages; 9,990 were not kept")
     shown = [e for e in events if e["type"] == "status" and "progress" in e]
     assert f"; {10_000 - len(shown):,} were not shown" in done
-    # The flood costs the record nothing: as many rows as the quiet turn.
-    assert await ActivityEvent.objects.acount() == 2 * quiet
+    # The flood costs the record ten rows of its one level: the quiet turn's, and those.
+    assert [e["level"] for e in events if e["type"] == "tool_log"] == ["info"] * 10
+    assert await ActivityEvent.objects.acount() == 2 * quiet + 10
     assert longest < STALL
     assert await still_up()
 

@@ -89,6 +89,7 @@ def test_the_default_registry_offers_the_builtin_tools():
         "current_datetime",
         "request_contact_form",
         "send_email",
+        "update_plan",
     ]
     assert [name for name, tool in registry.tools.items() if tool.needs_approval] == ["send_email"]
     assert registry.labels()["search_documents"].done == "Searched the knowledge base"

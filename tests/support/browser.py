@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import Page, expect
 
 
@@ -78,3 +79,16 @@ DONE = "article.assistant.state-complete"
 def ask(page, question: str) -> None:
     page.fill("#question", question)
     page.click("#composer button.send")
+
+
+SERIOUS = {"serious", "critical"}
+
+
+def serious_violations(page: Page) -> list[str]:
+    """axe-core's serious and critical findings on the page as it stands."""
+    results = Axe().run(page)
+    return [
+        f"{v['id']} ({v['impact']}): {', '.join(n['target'][0] for n in v['nodes'][:3])}"
+        for v in results.response["violations"]
+        if v["impact"] in SERIOUS
+    ]

@@ -14,8 +14,8 @@ serves one tool, `echo`, and lists it as HOSTILE_SCHEMA says (by environment):
 With any other HOSTILE_SCHEMA (`calls`, or `dirty`), all its tools are listed, and these
 misbehave when called:
 
-- `big`: a result of 50 MB of text; `structured`: a structured result of HOSTILE_ITEMS
-  (25,000) objects;
+- `big`: a result of HOSTILE_BIG_MB (50) MB of text; `structured`: a structured result of
+  HOSTILE_ITEMS (25,000) objects;
 - `garbled`: a result whose line holds bytes that are not UTF-8, NULs and lone surrogates;
 - `chatter`: 10,000 progress notifications, then 10,000 log messages, as fast as it can,
   then an answer;
@@ -23,10 +23,15 @@ misbehave when called:
 - `portal`: asks the person to visit a URL of 100 KB (URL mode), then answers;
 - `nag`: asks the person a question, again and again, whatever the answer.
 
-Run over stdio: `python -m tests.support.hostile_mcp_server`."""
+Run over stdio: `python -m tests.support.hostile_mcp_server`; over Streamable HTTP: `... --http
+PORT` (a 2026 server answers a call with a JSON body unless the call reports progress first:
+see `big`); over the legacy SSE transport: `... --sse PORT`. Over HTTP, `garbled` answers a
+marker of GARBLED's length that the server's wire rewrites to it (the SDK cannot write it);
+`dirty` and `chatter` write raw lines and are for stdio only."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 from typing import Any
@@ -39,7 +44,7 @@ CASE = os.environ.get("HOSTILE_SCHEMA", "catastrophic")
 CATASTROPHIC = "^(a+)+$"
 MANY = 10_000
 FLOOD = 10_000
-BIG = 50 * 1024 * 1024
+BIG = int(os.environ.get("HOSTILE_BIG_MB", "50")) * 1024 * 1024
 HUGE_URL = "https://portal.example.com/confirm?token=" + "a" * 100_000
 # Bytes no UTF-8 decoder takes, then a NUL and a lone surrogate as JSON escapes.
 GARBLED = b"caf\xe9 \xff\xfe ok \\u0000 nul \\ud800 half"
@@ -55,6 +60,9 @@ PROGRESS = (
 LISTED = {"resultType": "complete", "cacheScope": "private", "ttlMs": 0}
 # The wire, taken before the SDK points fd 1 at stderr while it serves.
 WIRE = os.dup(1)
+# Over HTTP, `garbled` answers this, and the wire carries GARBLED in its place.
+MARKER = b"G" * len(GARBLED)
+OVER_HTTP = False
 
 
 def raw(request_id: Any, result: bytes) -> None:
@@ -137,8 +145,11 @@ async def ping() -> str:
 
 
 @server.tool(title="Big", structured_output=False)
-async def big() -> str:
-    """Answers 50 MB of text."""
+async def big(ctx: Context) -> str:
+    """Answers 50 MB of text; with HOSTILE_STREAM=1 it reports progress first, so a 2026
+    Streamable HTTP server answers with an event stream, not a JSON body."""
+    if os.environ.get("HOSTILE_STREAM") == "1":
+        await ctx.report_progress(1, 2, "Writing")
     return "x" * BIG
 
 
@@ -152,6 +163,8 @@ async def structured() -> dict[str, Any]:
 @server.tool(title="Garbled", structured_output=False)
 async def garbled(ctx: Context) -> str:
     """Answers bytes that are not UTF-8, a NUL and a lone surrogate."""
+    if OVER_HTTP:
+        return MARKER.decode()
     text = b'{"type":"text","text":"' + GARBLED + b'"}'
     raw(
         ctx.request_context.request_id,
@@ -208,5 +221,40 @@ async def nag(ctx: Context) -> types.InputRequiredResult:
     )
 
 
+def garbling(app: Any) -> Any:
+    """The app, with MARKER written as GARBLED in what it sends (as long: a body's length
+    holds)."""
+
+    async def served(scope: Any, receive: Any, send: Any) -> None:
+        async def sending(message: Any) -> None:
+            if message["type"] == "http.response.body":
+                message = message | {"body": message.get("body", b"").replace(MARKER, GARBLED)}
+            await send(message)
+
+        await app(scope, receive, sending)
+
+    return served
+
+
+def main() -> None:
+    global OVER_HTTP
+    import uvicorn
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--http", type=int, metavar="PORT")
+    parser.add_argument("--sse", type=int, metavar="PORT", help="the legacy SSE transport")
+    options = parser.parse_args()
+    OVER_HTTP = bool(options.http or options.sse)
+    if options.sse:
+        app = server.sse_app()
+    elif options.http:
+        app = server.streamable_http_app()
+    else:
+        server.run()
+        return
+    port = options.http or options.sse
+    uvicorn.run(garbling(app), host="127.0.0.1", port=port, log_level="warning")
+
+
 if __name__ == "__main__":
-    server.run()
+    main()

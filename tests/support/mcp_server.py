@@ -114,6 +114,31 @@ def _leave(marker: str) -> None:
     Path(marker).write_text("cancelled")
 
 
+# What `migrate` logs, in order: a level of every kind but three, from two loggers, the
+# server's own words as hostile as they come.
+MIGRATION_LOG = [
+    ("debug", "db", "connecting to db-1"),
+    ("info", "db", "3 tables to migrate"),
+    ("notice", "", "orders: 1,204 rows"),
+    ("warning", "schema", f"table {HOSTILE} has no index"),
+    ("error", "db", {"table": "audit", "error": "locked"}),
+    ("critical", "db", "bell\x07 and NUL\x00 in a line\nthat goes on " + "and on " * 100),
+]
+
+
+@server.tool(title="Migrate")
+async def migrate(ctx: Context, gate: str = "", chatter: int = 0) -> str:
+    """Logs each step at its level while it works (MIGRATION_LOG), `chatter` more at debug;
+    with a gate, waits at the end until that file exists."""
+    for level, logger, data in MIGRATION_LOG:
+        await ctx.log(level, data, logger_name=logger or None)  # ty: ignore[deprecated]
+    for count in range(chatter):
+        await ctx.log("debug", f"row {count}", logger_name="db")
+    while gate and not await asyncio.to_thread(Path(gate).exists):  # noqa: ASYNC110
+        await asyncio.sleep(0.02)  # the gate is a file the test writes: polled
+    return "migrated 2 of 3 tables"
+
+
 @server.tool(title=f"Hostile {HOSTILE}", description=f"Writes markup {HOSTILE}")
 async def hostile(ctx: Context, gate: str = "") -> str:
     """Writes markup everywhere it can; with a gate, waits halfway until that file exists."""

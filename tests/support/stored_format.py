@@ -10,9 +10,12 @@ from activity.recording.events import (
     Done,
     Error,
     Link,
+    Plan,
+    PlanStep,
     Status,
     TextDelta,
     ToolCall,
+    ToolLog,
     ToolResult,
     TurnStarted,
     WireEvent,
@@ -45,6 +48,8 @@ RECORDED = (
     ToolResult("c2", False, "failed", 9, seq=4),
     Decision("c3", "send_email", "deny", by="alice", reason="Not now", waited_ms=1500, seq=5),
     Status("⏸", "Waiting", "waiting", call_id="c3", seq=6),
+    Plan((PlanStep("Search", "done"), PlanStep("Compare", "in_progress")), call_id="p1", seq=7),
+    ToolLog("c1", "warning", "cache cold", logger="db", server="docs", seq=8),
 )
 
 WIRE: tuple[WireEvent, ...] = (

@@ -48,3 +48,22 @@ def every_kind(end: str = "complete") -> list[dict[str, Any]]:
         )
     done = {"type": "done", "message_id": "2", "state": end, "summary": {"icon": "", "text": ""}}
     return [*events, done]
+
+
+PLAN_STEPS = [
+    {"text": "Search the surveys", "state": "done"},
+    {"text": "Compare <b>them</b>", "state": "in_progress"},
+]
+
+
+def with_plan_and_log(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`events` (every_kind's) with the agent's plan set twice and a log message of the first
+    call's server, before the answer's text."""
+    at = next(index for index, event in enumerate(events) if event["type"] == "text")
+    added = [
+        {"type": "plan", "seq": 21, "steps": PLAN_STEPS[:1], "call_id": "p1"},
+        {"type": "tool_log", "seq": 22, "call_id": "c1", "level": "warning",
+         "data": "cache <cold>", "logger": "search"},
+        {"type": "plan", "seq": 23, "steps": PLAN_STEPS, "call_id": "p2"},
+    ]  # fmt: skip
+    return [*events[:at], *added, *events[at:]]

@@ -67,6 +67,10 @@ class ConnectTool:
         return ICON
 
     @property
+    def quiet(self) -> bool:
+        return False
+
+    @property
     def user_facing(self) -> bool:
         return True
 

@@ -8,8 +8,8 @@ import asyncio
 import functools
 import logging
 import weakref
-from collections.abc import Iterable, Mapping
-from contextlib import suppress
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -28,8 +28,10 @@ from mcp.client.subscriptions import ListenNotSupportedError
 from mcp.shared.dispatcher import ProgressFnT
 
 from chat.agent.mcp import elicitation
+from chat.agent.mcp.bounded_http import LEGACY_EVENT_LIMIT, Bounds
 from chat.agent.mcp.config import ServerSpec
 from chat.agent.mcp.limits import DEFAULT_LIMITS, McpLimits
+from chat.agent.mcp.logs import ASKED_LEVEL, PARSED_PER_CALL, Logged
 from chat.agent.mcp.machine_auth import (
     MachineConfigError,
     MemoryTokens,
@@ -149,6 +151,8 @@ class Connection:
         self.machine_tokens = MemoryTokens()
         # What the server sent that was dropped or cleaned, counted for the calls' lines.
         self.traffic = Traffic()
+        # Where the server's log messages go: the running calls' (chat.agent.mcp.logs).
+        self.log_sinks: list[Logged] = []
         self.task = asyncio.create_task(self._keep_open(), name=f"mcp:{spec.name}")
 
     def _become(self, state: State) -> None:
@@ -312,6 +316,7 @@ class Connection:
                 headers=self.spec.headers,
                 timeout=timeout,
                 sse_read_timeout=self.limits.tool_timeout + 60,
+                httpx_client_factory=self._legacy_http,
             )
             return Client(legacy, message_handler=self._on_message, cache=None, **self._asking())
         if self.spec.url:
@@ -322,8 +327,15 @@ class Connection:
                 timeout=httpx2.Timeout(timeout, read=self.limits.tool_timeout + 60),
                 auth=self._auth(),
             )
-            http.event_hooks["response"].append(self._answered)
-            transport = streamable_http_client(self.spec.url, http_client=http)
+            # Bounded first: the hook after it may read a body.
+            http.event_hooks["response"] += [Bounds(self.traffic), self._answered]
+            transport = streamable_http_client(
+                self.spec.url,
+                http_client=http,
+                # Events come whole and bounded (chat.agent.mcp.bounded_http): the SDK's own
+                # 1 MB bound would end the session at a result of 2 MB.
+                max_sse_event_size=2 * MESSAGE_LIMIT,
+            )
             return Client(
                 transport, message_handler=self._on_message, cache=None, **self._asking()
             )
@@ -340,16 +352,49 @@ class Connection:
             **self._asking(),
         )
 
+    def _legacy_http(
+        self,
+        headers: dict[str, str] | None = None,
+        timeout: httpx2.Timeout | None = None,
+        auth: httpx2.Auth | None = None,
+    ) -> httpx2.AsyncClient:
+        """The legacy SSE transport's client, as the SDK builds it, with bounded bodies."""
+        return httpx2.AsyncClient(
+            headers=headers,
+            timeout=timeout,
+            auth=auth,
+            event_hooks={"response": [Bounds(self.traffic, limit=LEGACY_EVENT_LIMIT)]},
+        )
+
     def _asking(self) -> dict[str, Any]:
-        """A server may ask the person a question mid-call (chat.agent.mcp.elicitation); the
-        log messages it sends anyway (Glassbox asks for none) are only counted."""
+        """A server may ask the person a question mid-call (chat.agent.mcp.elicitation) and
+        log what it does, at every level (its readers each choose theirs)."""
         return {
             "elicitation_callback": functools.partial(elicitation.on_elicit, self),
             "logging_callback": self._logged,
+            "log_level": ASKED_LEVEL,
         }
 
+    @contextmanager
+    def logging_to(self, logged: Logged) -> Iterator[None]:
+        """Around one call: the server's log messages meanwhile go to `logged`."""
+        self.log_sinks.append(logged)
+        self.traffic.log_budget = PARSED_PER_CALL * len(self.log_sinks)
+        try:
+            yield
+        finally:
+            self.log_sinks.remove(logged)
+            self.traffic.log_budget = min(
+                self.traffic.log_budget, PARSED_PER_CALL * len(self.log_sinks)
+            )
+
     async def _logged(self, params: types.LoggingMessageNotificationParams) -> None:
-        self.traffic.logs += 1  # over HTTP (over stdio they never reach the SDK)
+        # A message names no call: with one call running it is that call's; with several, or
+        # none, it could be shown to someone whose call it is not, so it is only counted.
+        if len(self.log_sinks) != 1:
+            self.traffic.logs += 1
+            return
+        self.log_sinks[0](params)
 
     def _auth(self) -> httpx2.Auth | None:
         """How requests to an HTTP server authenticate beyond its headers: a user's own OAuth
@@ -515,11 +560,12 @@ def _describe(exc: BaseException, status: int | None = None) -> str | Promise:
     if isinstance(exc, FileNotFoundError | PermissionError):
         return _("its command cannot be started")
     if isinstance(exc, MCPError) and exc.code == OVERSIZED:
-        # A listing over the bound (chat.agent.mcp.stdio): its size rides in the error.
-        size = exc.error.data.get("bytes", 0) if isinstance(exc.error.data, dict) else 0
+        # A listing over the bound (chat.agent.mcp.stdio, .bounded_http): its size rides in
+        # the error.
+        data = exc.error.data if isinstance(exc.error.data, dict) else {}
         return _("it sent a message of %(size)s MB, over the %(limit)s MB allowed") % {
-            "size": megabytes(size),
-            "limit": megabytes(MESSAGE_LIMIT),
+            "size": megabytes(data.get("bytes", 0)),
+            "limit": megabytes(data.get("limit", MESSAGE_LIMIT)),
         }
     return _("it failed to start a session (%(error)s)") % {"error": type(exc).__name__}
 

@@ -21,6 +21,7 @@ from activity.recording.events import Link
 from chat.agent.context import ToolContext
 from chat.agent.mcp.config import SEPARATOR
 from chat.agent.mcp.connections import Connection, Unreachable
+from chat.agent.mcp.logs import to_sink
 from chat.agent.mcp.stdio import MESSAGE_LIMIT, OVERSIZED, Traffic, megabytes
 from chat.agent.schemas import TooLong, Unsupported, first_error
 from chat.agent.tools import (
@@ -28,8 +29,10 @@ from chat.agent.tools import (
     FEEDBACK_SCHEMA,
     ToolError,
     ToolOutcome,
+    log_sink,
     progress_reporter,
 )
+from chat.agent.untrusted import fits
 
 ICON = "🧩"
 NOT_A_NAME = re.compile(r"[^A-Za-z0-9_-]")
@@ -84,6 +87,10 @@ class McpTool:
     @property
     def icon(self) -> str:
         return ICON
+
+    @property
+    def quiet(self) -> bool:
+        return False
 
     @property
     def user_facing(self) -> bool:
@@ -161,6 +168,7 @@ class McpTool:
 
     async def run(self, parsed: dict[str, Any], context: ToolContext[Any]) -> ToolOutcome:
         report = progress_reporter()
+        logs = log_sink()
         traffic = self.connection.traffic
         skipped = traffic.progress_skipped
 
@@ -173,7 +181,8 @@ class McpTool:
 
         before = replace(self.connection.traffic)
         try:
-            result = await self.connection.call(self.remote.name, parsed, progress)
+            with self.connection.logging_to(to_sink(logs)):
+                result = await self.connection.call(self.remote.name, parsed, progress)
         except Unreachable as exc:
             raise ToolError(
                 _("the %(server)s server is unreachable: %(why)s")
@@ -184,18 +193,13 @@ class McpTool:
         except Exception as exc:
             error = getattr(exc, "error", None)
             if getattr(error, "code", None) == OVERSIZED:
-                raise ToolError(
-                    _("the result was dropped: it was %(size)s MB, over the %(limit)s MB allowed")
-                    % {
-                        "size": megabytes(self.connection.traffic.oversized_bytes),
-                        "limit": megabytes(MESSAGE_LIMIT),
-                    }
-                ) from None
+                raise ToolError(dropped(getattr(error, "data", None))) from None
             message = getattr(error, "message", "") or type(exc).__name__
             raise ToolError(
                 _("the %(server)s server refused the call: %(why)s")
                 % {"server": self.server, "why": one_line(message, REASON_LIMIT)}
             ) from None
+        logs.not_kept(self.connection.traffic.logs - before.logs)
         text = model_text(result.content)
         if result.is_error:
             raise ToolError(one_line(text or _("the tool reported an error"), REASON_LIMIT))
@@ -208,7 +212,10 @@ class McpTool:
             )
         notes = traffic_notes(before, self.connection.traffic)
         structured = result.structured_content
-        if structured is not None and not fits(structured, STRUCTURED_LIMIT):
+        # Walked on a worker thread: a large result's walk would hold the event loop.
+        if structured is not None and not await asyncio.to_thread(
+            fits, structured, STRUCTURED_LIMIT
+        ):
             structured = None
             notes.append(
                 _("its structured result was over %(limit)d KB and was not kept")
@@ -224,6 +231,22 @@ class McpTool:
         )
 
 
+def dropped(data: Any) -> str:
+    """Why a result over the bound failed its call, from the error the bounded reader put in
+    its place (chat.agent.mcp.stdio, chat.agent.mcp.bounded_http)."""
+    data = data if isinstance(data, dict) else {}
+    words = {
+        "size": megabytes(data.get("bytes", 0)),
+        "limit": megabytes(data.get("limit", MESSAGE_LIMIT)),
+    }
+    if data.get("whole", True):
+        return (
+            _("the result was dropped: it was %(size)s MB, over the %(limit)s MB allowed") % words
+        )
+    # Over HTTP a stream of unknown length is left at the bound, unread.
+    return _("the result was dropped: it was over the %(limit)s MB allowed") % words
+
+
 def traffic_notes(before: Traffic, after: Traffic) -> list[str]:
     """What the server sent during a call that was cleaned or left out, in words."""
     notes = []
@@ -231,32 +254,7 @@ def traffic_notes(before: Traffic, after: Traffic) -> list[str]:
         notes.append(
             _("%(count)s characters that were not text were replaced") % {"count": f"{cleaned:,}"}
         )
-    if logs := after.logs - before.logs:
-        notes.append(
-            _("the server sent %(count)s log messages; none were kept") % {"count": f"{logs:,}"}
-        )
     return notes
-
-
-def fits(value: Any, limit: int) -> bool:
-    """Whether the value's JSON is at most about `limit` characters, looking at no more
-    than that much of it."""
-    left = limit
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
-            left -= 2 + 2 * len(item)
-        elif isinstance(item, list | tuple):
-            stack.extend(item)
-            left -= 2 + len(item)
-        else:
-            left -= len(item) + 2 if isinstance(item, str) else 8
-        if left < 0:
-            return False
-    return True
 
 
 def model_text(content: list[types.ContentBlock]) -> str:

@@ -4,7 +4,8 @@ One run per turn (its id the answer's), one text message (the answer), a tool ca
 `call_id` (opened by the first status naming its tool, or by its `tool_call`), a step per
 status line (finished when the line is done or failed; a later in-progress status of an open
 line is its new text, a CUSTOM "status" event), the model's `tool_feedback` as CUSTOM
-"feedback", progress as CUSTOM "progress", decisions as CUSTOM "decision". The end is
+"feedback", progress as CUSTOM "progress", decisions as CUSTOM "decision", an MCP server's
+log message as CUSTOM "tool_log", the agent's plan as a STATE_SNAPSHOT `{"plan": …}`. The end is
 RUN_FINISHED, cancelled for a stopped turn, or RUN_ERROR for a failed or interrupted one; a
 turn that waits for its owner's approval ends its run with an interrupt, and the next run
 carries on from there."""
@@ -24,6 +25,7 @@ from ag_ui.core import (
     RunFinishedEvent,
     RunFinishedInterruptOutcome,
     RunStartedEvent,
+    StateSnapshotEvent,
     StepFinishedEvent,
     StepStartedEvent,
     TextMessageContentEvent,
@@ -41,10 +43,12 @@ from activity.recording.events import (
     Decision,
     Done,
     Error,
+    Plan,
     Status,
     TextDelta,
     ToolCall,
     ToolFeedback,
+    ToolLog,
     ToolResult,
     TurnStarted,
     WireEvent,
@@ -116,6 +120,12 @@ class AguiWire:
                 yield self._end(event.state)
             case Decision():
                 yield self._frame(CustomEvent(name="decision", value=to_json(event)))
+            case Plan():
+                # The agent's state, as AG-UI clients keep a plan: each update replaces it.
+                plan = {k: v for k, v in to_json(event).items() if k not in ("type", "seq")}
+                yield self._frame(StateSnapshotEvent(snapshot={"plan": plan}))
+            case ToolLog():
+                yield self._frame(CustomEvent(name="tool_log", value=to_json(event)))
             case _:
                 assert_never(event)
 

@@ -5,8 +5,10 @@ One assistant message per turn (its id the answer's): the answer is one text par
 call is a tool part (`tool-input-start` when its tool is named, `tool-input-available` with
 its arguments, then its output or error), and the feed travels as data parts the SDK keeps by
 id: `data-status` per status line (updated in place), `data-feedback` per call for the
-model's `tool_feedback`, `data-progress` per call, `data-decision` per decision. A turn
-that waits for its owner's approval finishes its stream there; the next stream carries on.
+model's `tool_feedback`, `data-progress` per call, `data-decision` per decision, one
+`data-plan` for the agent's plan (each update replaces it), `data-tool-log` per log message
+an MCP server sent during a call. A turn that waits for its owner's approval finishes its
+stream there; the next stream carries on.
 
 The answer's text part is a step of its own (`start-step` … `finish-step`): the SDK's reader
 begins every read with no text part open, and a `text-start` it is sent again pushes a second
@@ -25,13 +27,16 @@ from typing import Any, Literal, assert_never
 
 from activity.recording.events import (
     IN_PLACE,
+    PLAN_LINE,
     Decision,
     Done,
     Error,
+    Plan,
     Status,
     TextDelta,
     ToolCall,
     ToolFeedback,
+    ToolLog,
     ToolResult,
     TurnStarted,
     WireEvent,
@@ -93,6 +98,11 @@ class UiStreamWire:
                 yield from self._end(event.state)
             case Decision():
                 yield self._frame(self._data("decision", event.call_id, to_json(event)))
+            case Plan():
+                yield self._frame(self._data("plan", PLAN_LINE, to_json(event)))
+            case ToolLog():
+                part = f"{event.call_id}-log-{event.seq}"
+                yield self._frame(self._data("tool-log", part, to_json(event)))
             case _:
                 assert_never(event)
 
