@@ -27,6 +27,12 @@ function parseFrame(block) {
   return frame;
 }
 
+// `dropAfter` is a frame's type, or "CUSTOM:<name>" for an AG-UI custom event of that name.
+function dropsAfter(data) {
+  const [type, name] = options.dropAfter.split(":");
+  return data?.type === type && (name === undefined || data.name === name);
+}
+
 // The connections so far, each the frames the client had on it. A connection's body reaches the
 // client frame by frame through this tap; on the first connection it ends right after the
 // frame to drop after, and the request is aborted: the server sees the client go.
@@ -56,7 +62,7 @@ async function tappedFetch(url, init) {
         if (frame.id) lastId = frame.id;
         if (!first && frames.length === 1) say({ resumed: true });
         controller.enqueue(encoder.encode(`${block}\n\n`));
-        if (first && frame.data?.type === options.dropAfter) {
+        if (first && dropsAfter(frame.data)) {
           controller.terminate();
           abort.abort();
           return;
@@ -118,7 +124,7 @@ async function followAgui() {
   const results = Object.fromEntries(
     agent.messages.filter((m) => m.role === "tool").map((m) => [m.toolCallId, JSON.parse(m.content)]),
   );
-  return { text, toolCalls, results, ends, errors };
+  return { text, toolCalls, results, ends, errors, messages: agent.messages };
 }
 
 async function followUiStream() {
@@ -153,7 +159,8 @@ async function followUiStream() {
     tools.filter((p) => p.state === "output-available").map((p) => [p.toolCallId, p.output]),
   );
   const finished = connections.at(-1).some((frame) => frame.data?.type === "finish");
-  return { id: message?.id, text, toolCalls, results, ends: finished ? ["finish"] : [], errors };
+  const ends = finished ? ["finish"] : [];
+  return { id: message?.id, text, toolCalls, results, ends, errors, message };
 }
 
 const rebuilt = await (options.wire === "agui" ? followAgui() : followUiStream());

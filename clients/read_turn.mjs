@@ -1,8 +1,10 @@
 // Reads a turn's standard stream as a program would, with the protocol's own client: each
 // connection's raw server-sent events (the first ones dropped mid-turn, the next resumed with
 // Last-Event-ID) go through @ag-ui/client's HttpAgent or the `ai` package's UI message
-// stream reader, and what the client rebuilt is printed as JSON.
+// stream reader (`readUIMessageStream({ message })` carrying on the message it had), and what
+// the client rebuilt is printed as JSON: the whole message (or the agent's messages) among it.
 //   echo '{"wire": "agui", "connections": ["id: 0-1-0\ndata: …\n\n", …]}' | node read_turn.mjs
+//   echo '{"wire": "ui-stream", "reads": [[…], […]]}' | node read_turn.mjs   (one result a read)
 import { HttpAgent } from "@ag-ui/client";
 import { parseJsonEventStream, readUIMessageStream, uiMessageChunkSchema } from "ai";
 
@@ -44,7 +46,7 @@ async function readAgui(connections) {
   const results = Object.fromEntries(
     agent.messages.filter((m) => m.role === "tool").map((m) => [m.toolCallId, JSON.parse(m.content)]),
   );
-  return { text, toolCalls, results, ends, customs, errors, state: agent.state };
+  return { text, toolCalls, results, ends, customs, errors, state: agent.state, messages: agent.messages };
 }
 
 async function readUiStream(connections) {
@@ -75,8 +77,11 @@ async function readUiStream(connections) {
   const dataParts = parts
     .filter((p) => p.type.startsWith("data-"))
     .map((p) => ({ type: p.type, id: p.id, data: p.data }));
-  return { id: message?.id, text, toolCalls, results, data, dataParts, errors };
+  return { id: message?.id, text, toolCalls, results, data, dataParts, errors, message };
 }
 
+// One read, or with "reads" several (each a list of connections) in this one process.
 const read = input.wire === "agui" ? readAgui : readUiStream;
-process.stdout.write(JSON.stringify(await read(input.connections)));
+const out = [];
+for (const connections of input.reads ?? [input.connections]) out.push(await read(connections));
+process.stdout.write(JSON.stringify(input.reads ? out : out[0]));

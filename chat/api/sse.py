@@ -77,7 +77,7 @@ class _Output:
 
     def __init__(self, wire: Wire, after: Cursor | None) -> None:
         self.wire = wire
-        self.resume = Resume(after)
+        self.resume = Resume(after, wire.rebuild)
 
     def send(self, *batches: Iterable[Frame]) -> Iterator[str]:
         for batch in batches:

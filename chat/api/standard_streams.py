@@ -148,11 +148,14 @@ class AguiStream(_StandardStreamView):
     parameters=STREAM_PARAMETERS,
     description=(
         "One answer's turn as the AI SDK's UI message stream v1 (header "
-        "`x-vercel-ai-ui-message-stream: v1`): start, text-start/delta/end, "
+        "`x-vercel-ai-ui-message-stream: v1`): start, start-step, text-start/delta/end, "
+        "finish-step, "
         "tool-input-start/available, tool-output-available (or -error), `data-status`, "
         "`data-feedback`, `data-progress` and `data-decision` parts, then finish (after an "
         "`error` part if the turn failed) and `[DONE]`. Live while the turn runs, replayed once "
-        "it is over; every frame has an `id:`, and `Last-Event-ID` resumes right after it."
+        "it is over; every frame has an `id:`, and `Last-Event-ID` resumes right after it "
+        "(inside the answer's text: `reset-step`, then the text part again with the text "
+        "the client had)."
     ),
 )
 class UiMessageStream(_StandardStreamView):

@@ -103,6 +103,7 @@ class PageTurnWire:
 
     ends_at_wait = False
     closing = ""
+    rebuild = None
 
     def __init__(self, presenter: LivePresenter, prefs: FeedPrefs) -> None:
         self.presenter = presenter

@@ -18,7 +18,7 @@ import dataclasses
 import functools
 import logging
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, assert_never
 
@@ -84,12 +84,17 @@ async def snapshot(answer_id: int, prefs: FeedPrefs | None = None) -> tuple[Turn
 
 def replay(view: TurnView) -> list[WireEvent]:
     """A snapshot as the events a follower that joins now has missed: `turn`, what is
-    recorded, the text so far, and `done` if the turn is already over."""
+    recorded, the text so far, the last progress of each call still running (in this
+    process), and `done` if the turn is already over."""
     events: list[WireEvent] = [TurnStarted(str(view.question_id), str(view.pk))]
     events += with_feedback(view.events)
     if view.content:
         events.append(TextDelta(view.content))
-    if view.state not in Message.OPEN_STATES:
+    if view.state in Message.OPEN_STATES:
+        # After the text: numbered where the stream has got to, so a reader that resumes
+        # anywhere up to there is sent it (wires.Frame.in_place).
+        events += registry.progress_so_far(view.pk)
+    else:
         feed = view.feed
         icon, text = (feed.summary_icon, feed.summary_text) if feed else ("", "")
         events.append(Done(str(view.pk), turn_state(view.state), icon, text))
@@ -191,11 +196,23 @@ class _Gaps:
                 # A tool's progress: live only, and the next one supersedes it.
                 return [] if self.finished else [event]
             case Status() | ToolCall() | ToolResult() | Decision() | Plan() | ToolLog():
-                return await self._numbered(event, unsaved)
+                return self._with_feedback(await self._numbered(event, unsaved))
             case TurnStarted() | Error():
                 return [event]
             case _:
                 assert_never(event)
+
+    def _with_feedback(self, events: Sequence[WireEvent]) -> list[WireEvent]:
+        """The events with the feedback of each call among them that this follower never had:
+        it joined after its live tool_feedback and before its call was recorded."""
+        out: list[WireEvent] = []
+        for event in events:
+            if isinstance(event, ToolCall) and event.call_id not in self.feedback:
+                for call_id, feedback in feedback_of([event]).items():
+                    self.feedback.add(call_id)
+                    out.append(ToolFeedback(call_id, feedback))
+            out.append(event)
+        return out
 
     async def _done(self, event: Done, written: dict[str, int | None] | None) -> list[WireEvent]:
         if self.finished:
@@ -209,7 +226,7 @@ class _Gaps:
             recorded = await self._recorded(after=self.seq, before=None)
             if recorded:
                 self.seq = recorded[-1].seq or self.seq
-            lines += recorded
+            lines += self._with_feedback(recorded)
         if text is None or text > self.text or self.text_gap:
             lines += await self._missing_text_at_end()
         return [*lines, event]

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from activity.models import ActivityEvent, ModelCall
+from activity.recording.events import Status
 
 
 class LiveText(Protocol):
@@ -43,6 +44,9 @@ _tasks: dict[int, asyncio.Task[Any]] = {}
 _stops: set[int] = set()
 _texts: dict[int, LiveText] = {}
 _feeds: dict[int, LiveFeed] = {}
+# Each running call's last progress report, by answer and call: live only, so a follower
+# that joins (or resumes) while the call runs has it only from here.
+_progress: dict[int, dict[str, Status]] = {}
 # Set once this process is restarting: it takes no new turn (chat.turns.shutdown).
 _draining = False
 # Event streams (SSE) this process is writing: a restart waits for them to end too.
@@ -143,6 +147,22 @@ def text_finished(answer_id: int, text: LiveText | None = None) -> None:
     if text is None or _texts.get(answer_id) is text:
         _texts.pop(answer_id, None)
         _feeds.pop(answer_id, None)
+        _progress.pop(answer_id, None)
+
+
+def progress_shown(answer_id: int, status: Status) -> None:
+    """A running call's progress report went out: the latest replaces the one before."""
+    _progress.setdefault(answer_id, {})[status.call_id] = status
+
+
+def progress_ended(answer_id: int, call_id: str) -> None:
+    """The call has its result, which keeps its last report."""
+    _progress.get(answer_id, {}).pop(call_id, None)
+
+
+def progress_so_far(answer_id: int) -> list[Status]:
+    """The last progress report of each call of the turn still running here."""
+    return list(_progress.get(answer_id, {}).values())
 
 
 def text_so_far(answer_id: int, stored: str) -> str:

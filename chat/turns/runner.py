@@ -30,6 +30,7 @@ from activity.recording.events import (
     TextDelta,
     ToolCall,
     ToolFeedback,
+    ToolResult,
     to_json,
     turn_state,
 )
@@ -200,8 +201,11 @@ async def _turn_run(
         await text.send()
         if isinstance(event, Status) and event.live_only:
             # A tool's progress: shown live, its last report kept on the call's result.
+            registry.progress_shown(answer.pk, event)
             await send_turn_event(group, answer_id=answer.pk, event=to_json(event))
             return
+        if isinstance(event, ToolResult):
+            registry.progress_ended(answer.pk, event.call_id)
         recorded = await recorder.number(event)
         if isinstance(event, ToolCall):
             # Write-ahead: the call and its arguments are on disk before the loop is asked

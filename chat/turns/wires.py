@@ -6,21 +6,32 @@ message stream are all Wires, so a new transport is one class here or beside its
 A frame's id is the position of the turn after that frame: the seq of the last recorded event
 it comes from, the frame's part within that event, and how much of the answer text was sent.
 All three are read from stored events and text offsets, so the ids are the same in every
-process and whether the turn is followed live or replayed from the database. The one resume
-rule: a stream is the turn's stored events then its live ones through a fresh Wire, less the
-frames a client says it has (`Resume`, from a `Cursor`; None for a new client)."""
+process and whether the turn is followed live or replayed from the database. A keyed update
+that is not stored (a call's progress, its feedback) is numbered where it comes without moving
+the frames after it, so it never shifts another frame's id. The one resume rule: a stream is
+the turn's stored events then its live ones through a fresh Wire, less the frames a client
+says it has (`Resume`, from a `Cursor`; None for a new client)."""
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from activity.preferences.feed_prefs import FeedPrefs
 from activity.presenting.program_frames import ProgramFrames
-from activity.recording.events import Decision, Done, Status, ToolCall, ToolResult, WireEvent
+from activity.recording.events import (
+    Decision,
+    Done,
+    Plan,
+    Status,
+    ToolCall,
+    ToolLog,
+    ToolResult,
+    WireEvent,
+)
 
 _ID = re.compile(r"(\d{1,12})-(\d{1,6})-(\d{1,12})")
 
@@ -84,6 +95,15 @@ class Frame:
     text_from: int | None = None
     # The end of a stream is sent again to a client that resumes after it.
     terminal: bool = False
+    # A keyed update the client keeps once, by its key (a call's progress or feedback): live
+    # only or placed by the record, so it has the id of the frame before it and is sent again
+    # to a client that resumes at that id (a second copy changes nothing it rebuilds).
+    in_place: bool = False
+    # The frames that open and close the answer's text part on a wire whose client cannot
+    # carry on an open part in a new read (the AI SDK's reader starts every read with none):
+    # a client resuming between them is sent the part again (`Wire.rebuild`), and the
+    # stream's own opening is then left out.
+    step: Literal["start", "end", ""] = ""
 
 
 class Numbering:
@@ -101,14 +121,31 @@ class Numbering:
                 | ToolCall(seq=int(seq))
                 | ToolResult(seq=int(seq))
                 | Decision(seq=int(seq))
+                | Plan(seq=int(seq))
+                | ToolLog(seq=int(seq))
             ):
                 self.seq, self.part = seq, 0
             case _:
                 pass  # unnumbered: text, a tool's progress, the turn's start and end
 
-    def frame(self, payload: Any, reopen: list[Any], *, terminal: bool = False) -> Frame:
+    def frame(
+        self,
+        payload: Any,
+        reopen: list[Any],
+        *,
+        terminal: bool = False,
+        step: Literal["start", "end", ""] = "",
+    ) -> Frame:
         self.part += 1
-        return Frame(Cursor(self.seq, self.part, self.text), payload, reopen, terminal=terminal)
+        at = Cursor(self.seq, self.part, self.text)
+        return Frame(at, payload, reopen, terminal=terminal, step=step)
+
+    def in_place(
+        self, payload: Any, reopen: list[Any], *, step: Literal["start", "end", ""] = ""
+    ) -> Frame:
+        """A keyed update, at the id of the frame before it (see Frame.in_place)."""
+        at = Cursor(self.seq, self.part, self.text)
+        return Frame(at, payload, reopen, in_place=True, step=step)
 
     def text_frame(self, payload: Any, reopen: list[Any], length: int) -> Frame:
         start = self.text
@@ -121,6 +158,8 @@ def resumed(frame: Frame, after: Cursor) -> Frame | None:
     has it, the rest of its text if it has part of that."""
     if frame.terminal:
         return frame
+    if frame.in_place:
+        return frame if frame.id >= after else None
     if frame.text_from is not None:
         if frame.id.text <= after.text:
             return None
@@ -133,31 +172,98 @@ def resumed(frame: Frame, after: Cursor) -> Frame | None:
 
 
 def _without_first(payload: Any, chars: int) -> Any:
+    return _with_delta(payload, _delta(payload)[chars:])
+
+
+def _delta(payload: Any) -> str:
+    return str(payload["delta"] if isinstance(payload, dict) else payload.delta)
+
+
+def _with_delta(payload: Any, delta: str) -> Any:
     if isinstance(payload, dict):
-        return payload | {"delta": payload["delta"][chars:]}
-    return payload.model_copy(update={"delta": payload.delta[chars:]})
+        return payload | {"delta": delta}
+    return payload.model_copy(update={"delta": delta})
+
+
+def _had_of(whole: Any, kept: Frame | None) -> Any:
+    """What a client had of a frame whose payload was `whole`: all of it, none, or the
+    first part of its text."""
+    if kept is None:
+        return whole
+    if kept.payload is whole:
+        return None
+    return _with_delta(whole, _delta(whole)[: len(_delta(whole)) - len(_delta(kept.payload))])
 
 
 class Resume:
-    """Frames less what a client resuming after `after` has (None: a new client); before the
-    first frame it still needs, what it must reopen to carry on, numbered `after`."""
+    """Frames less what a client resuming after `after` has (None: a new client). Before the
+    first frame it still needs, what it must reopen to carry on, numbered `after`: the
+    frame's `reopen`, or, for a client that stopped inside the answer's text on a wire that
+    cannot reopen a text part (`Wire.rebuild`), that text part rebuilt with what it had. A
+    replay sends the text after the stored events, so that first frame is held until the
+    text it had has come by."""
 
-    def __init__(self, after: Cursor | None) -> None:
+    def __init__(self, after: Cursor | None, rebuild: Rebuild | None = None) -> None:
         self.after = after
         self.reopened = after is None
+        self.mid_text = after is not None and after.text > 0 and rebuild is not None
+        self.rebuild = rebuild
+        self.rebuilt = False
+        self.had_text: list[str] = []
+        self.had: list[Any] = []
+        self.held: list[Frame] = []
 
     def frames(self, frames: Iterable[Frame]) -> Iterator[Frame]:
         for frame in frames:
             if self.after is None:
                 yield frame
                 continue
+            whole = frame.payload
             kept = resumed(frame, self.after)
-            if kept is None:
+            if self.reopened:
+                # Its text part is open again: the stream's own opening would be a second.
+                if kept is not None and not (self.rebuilt and frame.step == "start"):
+                    yield kept
                 continue
-            if not self.reopened:
-                self.reopened = True
-                yield from (Frame(self.after, opening) for opening in frame.reopen)
-            yield kept
+            self._had(frame, _had_of(whole, kept))
+            if kept is not None:
+                self.held.append(kept)
+            if self.held and self._text_had(frame):
+                yield from self._carry_on()
+
+    def _had(self, frame: Frame, had: Any) -> None:
+        if had is None or self.rebuild is None:
+            return
+        if frame.step:
+            # It had the text part's opening (perhaps no text yet), or its end.
+            self.mid_text = frame.step == "start"
+        elif frame.text_from is not None:
+            self.had_text.append(_delta(had))
+        else:
+            self.had.append(had)
+
+    def _text_had(self, frame: Frame) -> bool:
+        """Whether the text the client had has come by (or it needs none)."""
+        assert self.after is not None
+        had = sum(len(text) for text in self.had_text)
+        return not self.mid_text or frame.terminal or had >= self.after.text
+
+    def _carry_on(self) -> Iterator[Frame]:
+        assert self.after is not None
+        self.reopened = True
+        held, self.held = self.held, []
+        if self.mid_text and self.rebuild is not None:
+            self.rebuilt = True
+            opening = self.rebuild("".join(self.had_text), self.had)
+        else:
+            opening = held[0].reopen
+        yield from (Frame(self.after, payload) for payload in opening)
+        yield from (f for f in held if not (self.rebuilt and f.step == "start"))
+
+
+# A wire's way to bring a client that resumes inside the answer's text back to what it had:
+# from the text it had and the other frames it had, what to send it first.
+Rebuild = Callable[[str, list[Any]], list[Any]]
 
 
 class Wire(Protocol):
@@ -172,6 +278,11 @@ class Wire(Protocol):
     def interrupt(self, waiting: Status) -> Iterator[Frame]: ...
 
     def encode(self, frame: Frame) -> str: ...
+
+    @property
+    def rebuild(self) -> Rebuild | None:
+        """None where a frame's `reopen` reopens whatever was open (Resume)."""
+        ...
 
     @property
     def closing(self) -> str: ...
@@ -195,6 +306,8 @@ class ProgramWire:
         ends = isinstance(event, Done)
         for payload in self.mapping.frames(event):
             yield self.at.frame(payload, [], terminal=ends and payload["type"] == "done")
+
+    rebuild = None
 
     def interrupt(self, waiting: Status) -> Iterator[Frame]:
         return iter(())

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+from pathlib import Path
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -11,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from activity.models import ActivityEvent
 from activity.presenting.presentation import ToolLabels
 from chat.agent.context import ToolContext
-from chat.agent.tools import Tool, ToolOutcome
+from chat.agent.tools import Tool, ToolOutcome, progress_reporter
 
 
 class WeatherArguments(BaseModel):
@@ -78,4 +80,34 @@ CHANGE_RECORD = Tool(
     icon="✏️",
     working_message="Changing the record…",
     labels=ToolLabels("✏️", "Changed a record", "Changing the record failed"),
+)
+
+
+class CountArguments(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    steps: int = Field(description="How many steps to count.")
+    gate: str = Field(description="A folder: step n waits until a file named n is in it.")
+
+
+async def run_count_slowly(arguments: CountArguments, context: ToolContext[Any]) -> ToolOutcome:
+    """Reports each step as progress; from the second on, only once the test lets it."""
+    report = progress_reporter()
+    for step in range(1, arguments.steps + 1):
+        gate = Path(arguments.gate) / str(step)
+        # The gate is a file the test writes from another process: polled.
+        while step > 1 and not await asyncio.to_thread(gate.exists):  # noqa: ASYNC110
+            await asyncio.sleep(0.02)
+        report(step, arguments.steps, f"Counted {step} of {arguments.steps}")
+    done = f"Counted to {arguments.steps}"
+    return ToolOutcome(content={"counted": arguments.steps}, summary=done, done_message=done)
+
+
+COUNT_SLOWLY = Tool(
+    name="count_slowly",
+    description="Counts, a step at a time.",
+    arguments=CountArguments,
+    run=run_count_slowly,
+    icon="🔢",
+    working_message="Counting…",
+    labels=ToolLabels("🔢", "Counted", "Counting failed"),
 )

@@ -25,7 +25,7 @@ def ui_wire():
 
 
 def stream(wire, events, after=None, waits=False) -> list[Frame]:
-    resume = Resume(after)
+    resume = Resume(after, wire.rebuild)
     frames: list[Frame] = []
     for event in events:
         frames += resume.frames(wire.frames(from_json(event)))
@@ -73,7 +73,7 @@ def test_every_event_kind_has_its_ui_message_chunk():
     assert set(kinds) == {
         "start", "tool-input-start", "tool-input-available", "tool-output-available",
         "tool-output-error", "data-status", "data-feedback", "data-progress", "data-decision",
-        "text-start", "text-delta", "text-end", "finish",
+        "start-step", "text-start", "text-delta", "text-end", "finish-step", "finish",
     }  # fmt: skip
     assert parts[-2] == {"type": "finish", "finishReason": "stop"}
     rebuilt = rebuild_ui_stream([parts])
@@ -176,7 +176,8 @@ def test_resuming_after_any_frame_gives_exactly_the_rest(wire, rebuild, encoded)
     live = stream(wire(), every_kind())
     stored = [e for e in every_kind() if e["type"] != "text" and "progress" not in e]
     stored.insert(-1, {"type": "text", "content": ANSWER})
-    assert len({f.id for f in live}) == len(live)  # one id per frame
+    # One id per frame, but for a keyed update (feedback, progress): the id before it.
+    assert len({f.id for f in live}) == len([f for f in live if not f.in_place])
     for cut in range(1, len(live) + 1):
         before = live[:cut]
         after = stream(wire(), stored, after=Cursor.parse(str(before[-1].id)))

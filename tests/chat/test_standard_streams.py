@@ -3,6 +3,7 @@ live, resumed with Last-Event-ID, paused for an approval, and refused to anyone 
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import AsyncGenerator
 
@@ -30,6 +31,10 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 
 WIRES = [("agui", rebuild_agui), ("ui-stream", rebuild_ui_stream)]
 EMAIL = "Email advisor@example.com: can we meet on Tuesday?"
+
+
+def in_place(payload) -> bool:
+    return payload["type"] in ("data-feedback", "start-step") or payload.get("name") == "feedback"
 
 
 def data(frames):
@@ -60,8 +65,13 @@ async def test_a_finished_turn_rebuilds_to_the_stored_answer(
     if wire == "ui-stream":
         assert response["x-vercel-ai-ui-message-stream"] == "v1"
         assert frames[-1] == (None, "[DONE]")
-    ids = [frame_id for frame_id, _ in frames if frame_id]
-    assert len(ids) == len(set(ids))
+    numbered = [(frame_id, payload) for frame_id, payload in frames if frame_id]
+    positions = [tuple(map(int, frame_id.split("-"))) for frame_id, _ in numbered]
+    assert positions == sorted(positions)
+    # Only a keyed update (the call's feedback, its progress) and the text's step share the
+    # id before them.
+    shared = [p for (one, _), (two, p) in itertools.pairwise(numbered) if one == two]
+    assert shared and all(in_place(payload) for payload in shared)
 
 
 @pytest.mark.parametrize(("wire", "rebuild"), WIRES)

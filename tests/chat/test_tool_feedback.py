@@ -135,3 +135,38 @@ async def test_a_late_follower_gets_each_recorded_calls_feedback_where_it_was_se
         ("tool_feedback", "b", ""), ("tool_call", "b", None),
         ("status", "c", None),  # its call is not recorded yet: its feedback comes live
     ]  # fmt: skip
+
+
+class Inbox:
+    """The conversation group's messages to one follower, as they were sent."""
+
+    def __init__(self, *messages: dict) -> None:
+        self.messages = list(messages)
+
+    async def get(self) -> dict:
+        return self.messages.pop(0)
+
+
+async def test_a_follower_that_joined_after_the_feedback_went_out_gets_it_with_its_call(
+    alice_conversation,
+):
+    """It joined after the live tool_feedback and before its call was recorded: the
+    snapshot had the call's feedback line, not the call; the feedback comes with the call."""
+    from activity.recording.events import ToolFeedback, from_json, to_json
+    from chat.turns.follow import Position, follow_turn
+
+    arguments = {"feedback_to_user": "Looking up pay", "query": "pay"}
+    call = {"type": "tool_call", "seq": 3, "tool": "t", "call_id": "a", "arguments": arguments}
+    done = {"type": "done", "message_id": "1", "state": "complete"}
+    inbox = Inbox(
+        {"type": "turn.event", "answer_id": 1, "event": call},
+        {"type": "turn.event", "answer_id": 1, "event": {"type": "tool_feedback",
+                                                         "call_id": "a", "feedback": "late"}},
+        {"type": "turn.event", "answer_id": 1, "event": done, "written": {"seq": 3, "text": 0}},
+    )  # fmt: skip
+    followed = follow_turn(1, inbox, conversation_id=alice_conversation.pk, after=Position(seq=2))
+    got = [to_json(event) async for event in followed]
+    assert got == [
+        to_json(ToolFeedback("a", "Looking up pay")), to_json(from_json(call)), done
+        | {"summary": {"icon": "", "text": ""}},
+    ]  # fmt: skip

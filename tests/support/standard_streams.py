@@ -88,23 +88,31 @@ def rebuild_agui(connections: list[list[Any]]) -> Rebuilt:
 
 def rebuild_ui_stream(connections: list[list[Any]]) -> Rebuilt:
     """Each connection's chunks (the last ones end with `[DONE]`, a dropped one does not)
-    checked as the AI SDK's reader does for text (a delta only in a started part), tool parts
-    found again by call id across connections."""
+    read as the AI SDK's reader does: every read begins with no text part open (a delta only
+    in a part started on this connection), `reset-step` drops the parts of the last step,
+    tool parts are found again by call id across connections."""
     rebuilt = Rebuilt()
-    for chunks in connections:
-        assert chunks[0]["type"] == "start"
-        text = set()
+    parts: list[list[str]] = []  # the text parts, each its deltas; [] also marks a step
+    steps: list[int] = []  # where each step's parts begin
+    for number, chunks in enumerate(connections):
+        assert number or chunks[0]["type"] == "start"
+        text: dict[str, list[str]] = {}
         for chunk in chunks:
             if chunk == "[DONE]":
                 continue
             kind = chunk["type"]
-            if kind == "text-start":
-                text.add(chunk["id"])
+            if kind == "start-step":
+                steps.append(len(parts))
+            elif kind == "reset-step":
+                del parts[steps[-1] if steps else 0 :]
+                text = {}
+            elif kind == "text-start":
+                text[chunk["id"]] = []
+                parts.append(text[chunk["id"]])
             elif kind == "text-delta":
-                assert chunk["id"] in text
-                rebuilt.text += chunk["delta"]
+                text[chunk["id"]].append(chunk["delta"])
             elif kind == "text-end":
-                text.remove(chunk["id"])
+                del text[chunk["id"]]
             elif kind == "tool-input-available":
                 rebuilt.arguments[chunk["toolCallId"]] = chunk["input"]
             elif kind == "tool-output-available":
@@ -112,4 +120,6 @@ def rebuild_ui_stream(connections: list[list[Any]]) -> Rebuilt:
                 rebuilt.results[chunk["toolCallId"]] = chunk["output"]
             elif kind == "finish":
                 rebuilt.ends.append(chunk["finishReason"])
+    assert len(parts) <= 1, "the answer is one text part"
+    rebuilt.text = "".join(parts[0]) if parts else ""
     return rebuilt

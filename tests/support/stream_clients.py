@@ -53,6 +53,32 @@ def read_with_client(wire: str, connections: list[str]) -> dict[str, Any]:
     return json.loads(done.stdout)
 
 
+def read_each_with_client(wire: str, reads: list[list[str]]) -> list[dict[str, Any]]:
+    """What the standard's client rebuilds from each read (its connections' raw streams),
+    all in one Node process."""
+    done = subprocess.run(
+        [str(NODE), str(CLIENTS / "read_turn.mjs")],
+        input=json.dumps({"wire": wire, "reads": reads}),
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def sse_blocks(text: str) -> list[str]:
+    """A raw server-sent event stream, one block (a frame) each, as it came."""
+    return [f"{block}\n\n" for block in text.split("\n\n") if block]
+
+
+def block_id(block: str) -> str | None:
+    return next((line[4:] for line in block.splitlines() if line.startswith("id: ")), None)
+
+
+def block_type(block: str) -> str:
+    data = next(line[6:] for line in block.splitlines() if line.startswith("data: "))
+    return "[DONE]" if data == "[DONE]" else json.loads(data)["type"]
+
+
 def follow_live(
     wire: str,
     url: str,
@@ -121,6 +147,15 @@ class Follower:
     frames: list[tuple[str | None, Any]] = field(default_factory=list)
     started: threading.Event = field(default_factory=threading.Event)
     finished: threading.Event = field(default_factory=threading.Event)
+    arrived: threading.Condition = field(default_factory=threading.Condition)
+
+    def wait_for(self, wanted: Callable[[Any], bool], timeout: float = 30) -> None:
+        """Returns once a frame whose data is `wanted` arrived."""
+        with self.arrived:
+            found = self.arrived.wait_for(
+                lambda: any(isinstance(d, dict) and wanted(d) for _, d in self.frames), timeout
+            )
+        assert found, "the frame never came"
 
 
 def follow_in_thread(server: Server, token: str, path: str) -> Follower:
@@ -137,7 +172,9 @@ def follow_in_thread(server: Server, token: str, path: str) -> Follower:
                     if line != "\n":
                         block += line
                         continue
-                    follower.frames += parse_frames(block)
+                    with follower.arrived:
+                        follower.frames += parse_frames(block)
+                        follower.arrived.notify_all()
                     follower.started.set()
                     block = ""
         finally:

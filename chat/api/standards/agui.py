@@ -76,6 +76,9 @@ class AguiWire:
     # A run ends where the turn waits; the next carries on.
     ends_at_wait = True
     closing = ""
+    # Each run reopens what was open, the text message included (the client's verifier
+    # wants every run to open what it writes to; HttpAgent finds the message by its id).
+    rebuild = None
 
     def encode(self, frame: Frame) -> str:
         return f"id: {frame.id}\n{EventEncoder().encode(frame.payload)}"
@@ -110,7 +113,8 @@ class AguiWire:
             case Error():
                 self.error = event.message
             case ToolFeedback():
-                yield self._frame(CustomEvent(name="feedback", value=to_json(event)))
+                feedback = CustomEvent(name="feedback", value=to_json(event))
+                yield self.at.in_place(feedback, self._reopen())
             case Done():
                 yield from self._close_all()
                 yield self._end(event.state)
@@ -138,7 +142,7 @@ class AguiWire:
     def _status(self, status: Status) -> Iterator[Frame]:
         event = to_json(status)
         if status.progress is not None:
-            yield self._frame(CustomEvent(name="progress", value=event))
+            yield self.at.in_place(CustomEvent(name="progress", value=event), self._reopen())
             return
         name = status.call_id or status.tool or f"status-{status.seq}"
         tool, call_id = status.tool, status.call_id

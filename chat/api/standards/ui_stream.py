@@ -7,14 +7,23 @@ its arguments, then its output or error), and the feed travels as data parts the
 id: `data-status` per status line (updated in place), `data-feedback` per call for the
 model's `tool_feedback`, `data-progress` per call, `data-decision` per decision, one
 `data-plan` for the agent's plan (each update replaces it), `data-tool-log` per log message
-an MCP server sent during a call. A turn
-that waits for its owner's approval finishes its stream there; the next stream carries on."""
+an MCP server sent during a call. A turn that waits for its owner's approval finishes its
+stream there; the next stream carries on.
+
+The answer's text part is a step of its own (`start-step` … `finish-step`): the SDK's reader
+begins every read with no text part open, and a `text-start` it is sent again pushes a second
+part. So a client that resumes mid-text is sent `reset-step` (which drops the parts of that
+step), the text part again with the text it had, and the data parts it had (kept by id, so
+those it still has are only set to what they were); it rebuilds the one text part of an uncut
+read, and carries on (wires.Resume). Nothing else is reopened: tool and data parts are found
+by id, and no `start` is sent again (the SDK's chat takes one as the start of a replay and
+drops the message it has)."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import Any, assert_never
+from typing import Any, Literal, assert_never
 
 from activity.recording.events import (
     IN_PLACE,
@@ -83,7 +92,8 @@ class UiStreamWire:
             case Error():
                 self.error = event.message
             case ToolFeedback():
-                yield self._frame(self._data("feedback", event.call_id, to_json(event)))
+                feedback = self._data("feedback", event.call_id, to_json(event))
+                yield self.at.in_place(feedback, self._reopen())
             case Done():
                 yield from self._end(event.state)
             case Decision():
@@ -104,7 +114,7 @@ class UiStreamWire:
         event = to_json(status)
         line = status.call_id or status.tool or f"status-{status.seq}"
         if status.progress is not None:
-            yield self._frame(self._data("progress", line, event))
+            yield self.at.in_place(self._data("progress", line, event), self._reopen())
             return
         tool, call_id = status.tool, status.call_id
         if tool and call_id and tool not in IN_PLACE and call_id not in self.started_tools:
@@ -145,15 +155,19 @@ class UiStreamWire:
         if not content:
             return
         if not self.text_open:
-            yield self._frame({"type": "text-start", "id": self.message_id})
+            # At the id before it, so sent again to a client that stops right after it: the
+            # SDK's reader keeps a step's start in the message only once a later chunk came.
+            yield self.at.in_place({"type": "start-step"}, [], step="start")
+            yield self._frame({"type": "text-start", "id": self.message_id}, step="start")
             self.text_open = True
         delta = {"type": "text-delta", "id": self.message_id, "delta": content}
         yield self.at.text_frame(delta, self._reopen(), len(content))
 
     def _end(self, state: str) -> Iterator[Frame]:
         if self.text_open:
-            yield self._frame({"type": "text-end", "id": self.message_id})
+            yield self._frame({"type": "text-end", "id": self.message_id}, step="end")
             self.text_open = False
+            yield self._frame({"type": "finish-step"})
         if state not in FINISH_REASONS:
             said = self.error or (INTERRUPTED_TEXT if state == "interrupted" else FAILED_TEXT)
             error = {"type": "error", "errorText": said}
@@ -167,14 +181,25 @@ class UiStreamWire:
     def _data(self, name: str, part_id: str, event: dict[str, Any]) -> dict[str, Any]:
         return {"type": f"data-{name}", "id": part_id, "data": event}
 
-    def _frame(self, payload: dict[str, Any], *, terminal: bool = False) -> Frame:
+    def _frame(
+        self,
+        payload: dict[str, Any],
+        *,
+        terminal: bool = False,
+        step: Literal["start", "end", ""] = "",
+    ) -> Frame:
         # Numbered before the chunk changes what is open: `reopen` is the state before it.
-        return self.at.frame(payload, self._reopen(), terminal=terminal)
+        return self.at.frame(payload, self._reopen(), terminal=terminal, step=step)
 
     def _reopen(self) -> list[Any]:
-        """What a new stream must send to carry on from here: the message's start, and its
-        text part if that is open (tool parts are found again by their call's id)."""
-        chunks = [self._start()]
-        if self.text_open:
-            chunks.append({"type": "text-start", "id": self.message_id})
-        return chunks
+        """Nothing: see the module's docstring, and `rebuild` for the answer's text."""
+        return []
+
+    def rebuild(self, text: str, had: list[Any]) -> list[Any]:
+        """The chunks that give a client that resumes inside the answer's text what it had."""
+        opening = [
+            {"type": "reset-step"},
+            {"type": "text-start", "id": self.message_id},
+            {"type": "text-delta", "id": self.message_id, "delta": text},
+        ]
+        return opening + [chunk for chunk in had if chunk["type"].startswith("data-")]
