@@ -25,6 +25,8 @@ from mcp import MCPError
 from mcp.server.mcpserver import Context, Image, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import BaseModel
 
 
 class Bench(MCPServer):
@@ -215,6 +217,27 @@ async def visit_portal(ctx: Context) -> str:
     if asked.action == "accept":
         await ctx.request_context.session.send_elicit_complete("visit-1")
     return f"portal: {asked.action}"
+
+
+class Word(BaseModel):
+    word: str
+
+
+@server.tool(title="Time the answer")
+async def time_answer(ctx: Context) -> str | types.InputRequiredResult:
+    """Asks for a word (the 2026-07-28 way, or during the call on a 2025-11-25 session) and
+    says when the answer reached it, by CLOCK_MONOTONIC, which every process of the machine
+    reads alike."""
+    if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+        asked = await ctx.elicit("Say a word", Word)
+        return f"{asked.action} reached the server at {time.monotonic():.6f}"
+    answered = (ctx.input_responses or {}).get("word")
+    if not isinstance(answered, types.ElicitResult):
+        form = types.ElicitRequestFormParams(
+            message="Say a word", requested_schema=Word.model_json_schema()
+        )
+        return types.InputRequiredResult(input_requests={"word": types.ElicitRequest(params=form)})
+    return f"{answered.action} reached the server at {time.monotonic():.6f}"
 
 
 async def grown() -> str:
