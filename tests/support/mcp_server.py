@@ -5,7 +5,9 @@ Run over stdio: `python -m tests.support.mcp_server`; over HTTP: `... --http POR
 
 Two ways of behaving like servers nobody here wrote, by environment: TESTBENCH_NO_LISTEN=1
 serves no `subscriptions/listen` (as mcp-server-time, -git and -fetch: they answer -32601);
-TESTBENCH_FRAGILE=1 dies right after it has listed its tools; over HTTP, TESTBENCH_LEGACY=1
+TESTBENCH_FRAGILE=1 dies right after it has listed its tools; TESTBENCH_NO_RESULT_TYPE=1 (over
+stdio) writes its results without `resultType`, as a server may (see `WithoutResultType`);
+over HTTP, TESTBENCH_LEGACY=1
 speaks only the 2025 protocol, with sessions; with it, TESTBENCH_NO_GET=1 answers 405 to the
 optional GET stream and TESTBENCH_FORGETFUL=1 forgets the session at every call (see
 `serve_as_configured`); TESTBENCH_LEDGER names a file that
@@ -336,6 +338,43 @@ def serve_as_configured(port: int) -> None:
     uvicorn.run(as_configured, host="127.0.0.1", port=port, log_level="warning")
 
 
+class WithoutResultType:
+    """The server's write stream, leaving `resultType` out of every "complete" result: the
+    2026-07-28 protocol lets a server omit it (SEP-2322), and the SDK always writes it."""
+
+    def __init__(self, stream) -> None:
+        self.stream = stream
+
+    async def send(self, item) -> None:
+        message = item.message
+        complete = isinstance(message, types.JSONRPCResponse) and (
+            message.result.get("resultType") == "complete"
+        )
+        if complete:
+            del message.result["resultType"]
+        await self.stream.send(item)
+
+    async def aclose(self) -> None:
+        await self.stream.aclose()
+
+    async def __aenter__(self):
+        await self.stream.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc):
+        return await self.stream.__aexit__(*exc)
+
+
+async def serve_without_result_type() -> None:
+    """As `MCPServer.run_stdio_async`, with the write stream above."""
+    from mcp.server.stdio import stdio_server
+
+    lowlevel = server._lowlevel_server
+    async with stdio_server() as (read, write):
+        options = lowlevel.create_initialization_options()
+        await lowlevel.run(read, WithoutResultType(write), options)
+
+
 def main() -> None:
     if gate := os.environ.get("TESTBENCH_START_GATE"):
         # A server slow to start, for as long as the test says: until the gate file exists.
@@ -351,6 +390,8 @@ def main() -> None:
         serve_as_configured(options.http)
     elif options.http:
         server.run("streamable-http", host="127.0.0.1", port=options.http)
+    elif os.environ.get("TESTBENCH_NO_RESULT_TYPE"):
+        asyncio.run(serve_without_result_type())
     else:
         server.run()
 
