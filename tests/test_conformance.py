@@ -1,5 +1,5 @@
-"""The MCP conformance suite's elicitation scenario against Glassbox's MCP client
-(conformance/client.py), when the suite is installed (`make conformance` installs it, with
+"""The MCP conformance suite's client scenarios outside authorization against Glassbox's MCP
+client (conformance/client.py), when the suite is installed (`make conformance` installs it, with
 the Node 22 it needs); skipped otherwise, unless REQUIRE_CONFORMANCE=1."""
 
 from __future__ import annotations
@@ -25,7 +25,26 @@ def suite():
     return BIN / "conformance"
 
 
-def test_every_elicitation_check_of_the_conformance_suite_passes(suite, tmp_path):
+# The client scenarios outside authorization (those are conformance/auth's), each with every
+# check it makes: all must pass (a warning, such as sse-retry's reconnection later than the
+# server's `retry`, is not a pass).
+SCENARIOS = {
+    "initialize": {"mcp-client-initialization"},
+    "tools_call": {"tool-add-numbers"},
+    "elicitation-sep1034-client-defaults": {
+        f"client-elicitation-sep1034-{kind}-default"
+        for kind in ("string", "integer", "number", "enum", "boolean")
+    },
+    "sse-retry": {
+        "client-sse-graceful-reconnect",
+        "client-sse-retry-timing",
+        "client-sse-last-event-id",
+    },
+}
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_every_check_of_the_conformance_suites_client_scenarios_passes(scenario, suite, tmp_path):
     client = f"{sys.executable} {ROOT / 'conformance' / 'client.py'}"
     run = subprocess.run(
         [
@@ -34,7 +53,7 @@ def test_every_elicitation_check_of_the_conformance_suite_passes(suite, tmp_path
             "--command",
             client,
             "--scenario",
-            "elicitation-sep1034-client-defaults",
+            scenario,
             # The suite's 30 s default for the client to finish, which a busy machine's
             # Python start-up has overrun with every check passed: the run still ends when
             # the client exits.
@@ -54,7 +73,4 @@ def test_every_elicitation_check_of_the_conformance_suite_passes(suite, tmp_path
     results = {
         c["id"]: c["status"] for c in json.loads(checks.read_text()) if c["status"] != "INFO"
     }
-    assert results == {
-        f"client-elicitation-sep1034-{kind}-default": "SUCCESS"
-        for kind in ("string", "integer", "number", "enum", "boolean")
-    }
+    assert results == dict.fromkeys(SCENARIOS[scenario], "SUCCESS")
