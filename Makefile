@@ -159,7 +159,7 @@ conformance-auth: $(VENV)/.installed $(AUTH_SUITE)/node_modules/.installed
 	PYTHON=$(CURDIR)/$(PY) $(AUTH_SUITE)/run.sh
 
 
-BENCHMARKS := first_status first_status_cold event_overhead concurrency db_writes turn_statements question_checks history_page export markdown_frames mcp_progress html_clients workers audit_chain otel_turn
+BENCHMARKS := first_status first_status_cold event_overhead concurrency db_writes turn_statements question_checks history_page export markdown_frames mcp_progress mcp_answer html_clients workers audit_chain otel_turn
 
 # What each statement kept in project.sql costs next to its ORM twin.
 BENCHMARKS += hand_sql
