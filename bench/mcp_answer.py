@@ -9,12 +9,9 @@ through the channel layer). The offline demo model calls the tool; target: under
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
-import re
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 from common import (
@@ -29,43 +26,12 @@ from common import (
     start_daphne,
 )
 
+from tests.support.live_questions import drained, live_socket, wait_for_answer
+
 SERVERS = json.dumps(
     [{"name": "bench", "command": sys.executable, "args": [str(ROOT / "bench" / "mcp_server.py")]}]
 )
 ROUNDS = 20
-QUESTION = "bench__time_answer {}"
-STAMP = re.compile(r"reached the server at (\d+\.\d+)")
-
-
-async def _socket(server, conversation: str, cookies: str):
-    import websockets
-
-    return await websockets.connect(
-        server.url.replace("http", "ws") + f"/ws/c/{conversation}/",
-        additional_headers={"Cookie": cookies, "Origin": server.url},
-        subprotocols=["glassbox.json"],
-        max_size=None,
-        open_timeout=60,
-    )
-
-
-async def _until(socket, wanted) -> dict:
-    while True:
-        event = json.loads(await socket.recv())
-        if wanted(event):
-            return event
-
-
-def _waiting_card(event: dict) -> bool:
-    return event["type"] == "questions" and any(
-        q["state"] == "waiting" for q in event["questions"]
-    )
-
-
-async def _drain(socket) -> None:
-    with contextlib.suppress(Exception):
-        async for _ in socket:
-            pass
 
 
 async def waits_ms(asking_server, answering_server, conversation: str, cookies: str) -> list:
@@ -74,35 +40,16 @@ async def waits_ms(asking_server, answering_server, conversation: str, cookies: 
     20 frames in 10 s is closed as a flood."""
     waits = []
     for _ in range(ROUNDS):
-        asking = await _socket(asking_server, conversation, cookies)
-        answering, drained = asking, None
-        if answering_server is not asking_server:
-            answering = await _socket(answering_server, conversation, cookies)
-            drained = asyncio.ensure_future(_drain(answering))
-        try:
-            waits.append(await _one_round(asking, answering))
-        finally:
-            await asking.close()
-            if drained is not None:
-                await answering.close()
-                drained.cancel()
+        async with live_socket(asking_server, conversation, cookies) as asking:
+            if answering_server is asking_server:
+                waits.append(await wait_for_answer(asking, asking) * 1000)
+                continue
+            async with (
+                live_socket(answering_server, conversation, cookies) as other,
+                drained(other) as answering,
+            ):
+                waits.append(await wait_for_answer(asking, answering) * 1000)
     return waits
-
-
-async def _one_round(asking, answering) -> float:
-    await asking.send(json.dumps({"message": QUESTION}))
-    card = await _until(asking, _waiting_card)
-    (question,) = [q for q in card["questions"] if q["state"] == "waiting"]
-    given = time.monotonic()
-    await answering.send(
-        json.dumps({"elicitation": question["id"], "action": "accept", "answer": {"word": "now"}})
-    )
-    text = ""
-    while True:
-        event = json.loads(await asking.recv())
-        text += event.get("content", "") if event["type"] == "text" else ""
-        if event["type"] == "done":
-            return (float(STAMP.search(text).group(1)) - given) * 1000
 
 
 def _rows(name: str, waits: list[float]) -> list[tuple[str, str]]:
