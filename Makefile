@@ -141,7 +141,9 @@ conformance: $(VENV)/.installed conformance/node_modules/.installed
 # sse-retry's reconnection past the 700 ms the scenario allows (833 ms measured).
 conformance-all: $(VENV)/.installed conformance/node_modules/.installed
 	@export PATH="$(CONFORMANCE_BIN):$$PATH"; off=""; \
-	for scenario in $$(conformance list --client | sed -n 's/^  - \([^ ]*\).*/\1/p'); do \
+	scenarios=$$(conformance list --client | sed -n 's/^  - \([^ ]*\).*/\1/p'); \
+	test -n "$$scenarios" || { echo "the suite listed no client scenario" >&2; exit 1; }; \
+	for scenario in $$scenarios; do \
 	  conformance client --command "$(CONFORMANCE_CLIENT)" --scenario $$scenario \
 	    --timeout 90000 --expected-failures conformance/expected-failures.yml \
 	    -o conformance/results || off="$$off $$scenario"; \
