@@ -3,9 +3,11 @@ as a card to every socket of the conversation, answered once from any of them, a
 
 The call that asked waits in the process that runs the turn; the answer may come by another
 process. It is written first (the first answer wins, checked against the form), then handed
-to the waiting call in clear through the channel layer: a value the form marks sensitive is
-stored only as its SHA-256. A question whose call, turn or server session ends first ends as
-`ended`; past its deadline it is `expired` and the server is told `cancel`."""
+to the waiting call in clear: at once when the turn runs in this process, through the
+channel layer from another (the call looks at its row each second in case the layer lost
+it). A value the form marks sensitive is stored only as its SHA-256. A question whose call,
+turn or server session ends first ends as `ended`; past its deadline it is `expired` and
+the server is told `cancel`."""
 
 from __future__ import annotations
 
@@ -37,8 +39,10 @@ ANSWERED_ICON = "💬"
 LINE_LIMIT = 200
 # A waiting call looks at its row this often, in case the layer lost the answer's message.
 POLL_SECONDS = 1.0
-# Waiting calls of this process, by question: an answer taken here reaches them directly.
-_waiting: dict[uuid.UUID, asyncio.Future[dict[str, Any] | None]] = {}
+# Waiting calls of this process, by question: an answer taken here reaches them directly,
+# with its row as answered and the answer in clear.
+Answered = tuple[Elicitation, dict[str, Any] | None]
+_waiting: dict[uuid.UUID, asyncio.Future[Answered]] = {}
 
 
 class NoSuchQuestion(TurnRejected):
@@ -150,9 +154,7 @@ def _complete(answer: Message, server: str, elicitation_id: str) -> list[Elicita
     return found
 
 
-async def _answer_of(
-    row: Elicitation, arrived: asyncio.Future[dict[str, Any] | None]
-) -> tuple[Elicitation, dict[str, Any] | None]:
+async def _answer_of(row: Elicitation, arrived: asyncio.Future[Answered]) -> Answered:
     """Waits for the answer, from this process or another, or for the deadline (then the
     question expires). Returns the row as answered and the answer in clear."""
     async with groups.subscribe(group_of(row.pk)) as elsewhere:
@@ -162,16 +164,22 @@ async def _answer_of(
                 if await database_sync_to_async(_settle)(row.pk, Elicitation.State.EXPIRED):
                     return await _reread(row), None
                 # Answered at the deadline: the answer stands.
+                if arrived.done():
+                    return arrived.result()
                 current = await _reread(row)
-                return current, arrived.result() if arrived.done() else _clear_content(current)
+                return current, _clear_content(current)
             from_layer = asyncio.ensure_future(elsewhere.get())
             either: set[asyncio.Future[Any]] = {arrived, from_layer}
             try:
-                await asyncio.wait(either, timeout=min(left, POLL_SECONDS))
+                # FIRST_COMPLETED: by default `wait` waits for both, so an answer would
+                # sit until the poll's timeout.
+                await asyncio.wait(
+                    either, timeout=min(left, POLL_SECONDS), return_when=asyncio.FIRST_COMPLETED
+                )
             finally:
                 from_layer.cancel()
             if arrived.done():
-                return await _reread(row), arrived.result()
+                return arrived.result()
             if from_layer.done() and not from_layer.cancelled() and not from_layer.exception():
                 return await _reread(row), from_layer.result().get("content")
             current = await _reread(row)
@@ -283,7 +291,7 @@ async def answer(
     waiting = _waiting.get(row.pk)
     if waiting is not None:
         # The page's form without JavaScript answers from another thread's loop.
-        waiting.get_loop().call_soon_threadsafe(_deliver, waiting, clear)
+        waiting.get_loop().call_soon_threadsafe(_deliver, waiting, (row, clear))
     else:
         await groups.group_send(
             group_of(row.pk), {"type": "elicitation.answered", "content": clear}
@@ -292,9 +300,9 @@ async def answer(
     return row
 
 
-def _deliver(waiting: asyncio.Future[dict[str, Any] | None], clear: dict[str, Any] | None) -> None:
+def _deliver(waiting: asyncio.Future[Answered], answered: Answered) -> None:
     if not waiting.done():
-        waiting.set_result(clear)
+        waiting.set_result(answered)
 
 
 def _claim(
@@ -332,7 +340,8 @@ def _claim(
         raise AlreadyAnswered(_("This question was already answered or has ended."))
     turn = row.answer
     row.refresh_from_db()
-    row.answer = turn
+    # As read: the waiting call takes this row, and says who answered, in its event loop.
+    row.answer, row.answered_by = turn, user
     return clear, row
 
 

@@ -5,8 +5,11 @@ deadline, a turn that ends first, and the audit."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import re
+import time
 from datetime import timedelta
 from typing import Any
 
@@ -394,6 +397,47 @@ async def test_a_2025_server_asks_during_the_call_and_says_when_the_page_is_done
     row = await Elicitation.objects.aget()
     assert row.state == "accept" and row.server_elicitation_id == "visit-1"
     assert row.completed_at is not None
+
+
+def _reached_at(events: list[dict]) -> float:
+    """When the answer reached the server, as its `time_answer` tool says (CLOCK_MONOTONIC,
+    which this process reads alike)."""
+    return float(re.search(r"accept reached the server at (\d+\.\d+)", text(events)).group(1))
+
+
+@pytest.mark.parametrize(
+    ("protocol", "answered_by"),
+    [("2026-07-28", "socket"), ("2025-11-25", "socket"), ("2026-07-28", "page")],
+)
+async def test_an_answer_given_in_the_turns_process_reaches_the_server_at_once(
+    protocol, answered_by, settings, sessions, client, alice, alice_conversation
+):
+    """The waiting call is handed the answer, not left to find it at its next look at the
+    database; from a page's form too, whose view runs on another thread's loop."""
+    await sync_to_async(client.force_login)(alice)
+    with contextlib.ExitStack() as servers:
+        if protocol == "2025-11-25":
+            url = servers.enter_context(http_server(TESTBENCH_LEGACY="1"))
+            settings.GLASSBOX_MCP_SERVERS = [spec_from_mapping({"name": "bench", "url": url})]
+        else:
+            settings.GLASSBOX_MCP_SERVERS = [stdio("bench")]
+        socket, _events, card = await _asked(alice_conversation, alice, "bench__time_answer {}")
+        if answered_by == "page":
+            # The person opens the page that shows the card, then answers there.
+            page = await sync_to_async(client.get)(f"/c/{alice_conversation.pk}/")
+            assert f'id="question-{card["id"]}"' in page.content.decode()
+        given = time.monotonic()
+        if answered_by == "socket":
+            await answer(socket, card, word="now")
+        else:
+            posted = await answer_without_javascript(client, alice_conversation, card, word="now")
+            assert posted.status_code == 302
+        events = await json_until_done(socket, 20)
+        await finish_turns()
+        await socket.disconnect()
+
+    assert _reached_at(events) - given < 0.05
+    assert (await Elicitation.objects.aget()).content == {"word": "now"}
 
 
 async def _ada_answered(conversation, user) -> Elicitation:

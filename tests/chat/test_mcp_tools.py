@@ -149,6 +149,20 @@ async def test_an_error_result_is_explained_and_the_turn_completes(
     assert events[-1]["state"] == "complete"
 
 
+async def test_a_result_without_result_type_is_read_as_complete(
+    settings, sessions, alice, alice_conversation
+):
+    """A 2026-07-28 server may leave `resultType` out (SEP-2322): the listing and the call
+    are read as complete ones, not refused by the SDK's check of the result."""
+    settings.GLASSBOX_MCP_SERVERS = [stdio("bench", TESTBENCH_NO_RESULT_TYPE="1")]
+    events = await json_turn(alice_conversation, alice, 'bench__count {"steps": 2}')
+
+    (result,) = [e for e in events if e["type"] == "tool_result"]
+    assert result["ok"] is True and result["progress_count"] == 2
+    assert "counted to 2" in text(events)
+    assert events[-1]["state"] == "complete"
+
+
 async def test_a_protocol_error_is_explained(bench, alice, alice_conversation):
     events = await json_turn(alice_conversation, alice, "bench__protocol_error")
 

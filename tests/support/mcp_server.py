@@ -5,7 +5,9 @@ Run over stdio: `python -m tests.support.mcp_server`; over HTTP: `... --http POR
 
 Two ways of behaving like servers nobody here wrote, by environment: TESTBENCH_NO_LISTEN=1
 serves no `subscriptions/listen` (as mcp-server-time, -git and -fetch: they answer -32601);
-TESTBENCH_FRAGILE=1 dies right after it has listed its tools; over HTTP, TESTBENCH_LEGACY=1
+TESTBENCH_FRAGILE=1 dies right after it has listed its tools; TESTBENCH_NO_RESULT_TYPE=1 (over
+stdio) writes its results without `resultType`, as a server may (see `WithoutResultType`);
+over HTTP, TESTBENCH_LEGACY=1
 speaks only the 2025 protocol, with sessions; with it, TESTBENCH_NO_GET=1 answers 405 to the
 optional GET stream and TESTBENCH_FORGETFUL=1 forgets the session at every call (see
 `serve_as_configured`); TESTBENCH_LEDGER names a file that
@@ -26,6 +28,8 @@ from mcp import MCPError
 from mcp.server.mcpserver import Context, Image, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import BaseModel
 
 
 class Bench(MCPServer):
@@ -246,6 +250,27 @@ async def visit_portal(ctx: Context) -> str:
     return f"portal: {asked.action}"
 
 
+class Word(BaseModel):
+    word: str
+
+
+@server.tool(title="Time the answer")
+async def time_answer(ctx: Context) -> str | types.InputRequiredResult:
+    """Asks for a word (the 2026-07-28 way, or during the call on a 2025-11-25 session) and
+    says when the answer reached it, by CLOCK_MONOTONIC, which every process of the machine
+    reads alike."""
+    if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+        asked = await ctx.elicit("Say a word", Word)
+        return f"{asked.action} reached the server at {time.monotonic():.6f}"
+    answered = (ctx.input_responses or {}).get("word")
+    if not isinstance(answered, types.ElicitResult):
+        form = types.ElicitRequestFormParams(
+            message="Say a word", requested_schema=Word.model_json_schema()
+        )
+        return types.InputRequiredResult(input_requests={"word": types.ElicitRequest(params=form)})
+    return f"{answered.action} reached the server at {time.monotonic():.6f}"
+
+
 async def grown() -> str:
     return "I was added later"
 
@@ -342,6 +367,43 @@ def serve_as_configured(port: int) -> None:
     uvicorn.run(as_configured, host="127.0.0.1", port=port, log_level="warning")
 
 
+class WithoutResultType:
+    """The server's write stream, leaving `resultType` out of every "complete" result: the
+    2026-07-28 protocol lets a server omit it (SEP-2322), and the SDK always writes it."""
+
+    def __init__(self, stream) -> None:
+        self.stream = stream
+
+    async def send(self, item) -> None:
+        message = item.message
+        complete = isinstance(message, types.JSONRPCResponse) and (
+            message.result.get("resultType") == "complete"
+        )
+        if complete:
+            del message.result["resultType"]
+        await self.stream.send(item)
+
+    async def aclose(self) -> None:
+        await self.stream.aclose()
+
+    async def __aenter__(self):
+        await self.stream.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc):
+        return await self.stream.__aexit__(*exc)
+
+
+async def serve_without_result_type() -> None:
+    """As `MCPServer.run_stdio_async`, with the write stream above."""
+    from mcp.server.stdio import stdio_server
+
+    lowlevel = server._lowlevel_server
+    async with stdio_server() as (read, write):
+        options = lowlevel.create_initialization_options()
+        await lowlevel.run(read, WithoutResultType(write), options)
+
+
 def main() -> None:
     if gate := os.environ.get("TESTBENCH_START_GATE"):
         # A server slow to start, for as long as the test says: until the gate file exists.
@@ -357,6 +419,8 @@ def main() -> None:
         serve_as_configured(options.http)
     elif options.http:
         server.run("streamable-http", host="127.0.0.1", port=options.http)
+    elif os.environ.get("TESTBENCH_NO_RESULT_TYPE"):
+        asyncio.run(serve_without_result_type())
     else:
         server.run()
 

@@ -38,6 +38,7 @@ from chat.agent.mcp.machine_auth import (
     UnreadableSecret,
     machine_auth,
 )
+from chat.agent.mcp.result_type import complete_by_default
 from chat.agent.mcp.screening import offerable, output_validators
 from chat.agent.mcp.sessions import kept_session_id
 from chat.agent.mcp.stdio import MESSAGE_LIMIT, OVERSIZED, Traffic, megabytes, watched_stdio
@@ -341,7 +342,10 @@ class Connection:
                 max_sse_event_size=2 * MESSAGE_LIMIT,
             )
             return Client(
-                transport, message_handler=self._on_message, cache=None, **self._asking()
+                complete_by_default(transport),
+                message_handler=self._on_message,
+                cache=None,
+                **self._asking(),
             )
         params = StdioServerParameters(
             command=self.spec.command,
@@ -350,7 +354,7 @@ class Connection:
             cwd=self.limits.workdir,
         )
         return Client(
-            watched_stdio(params, self._exited, self.traffic),
+            complete_by_default(watched_stdio(params, self._exited, self.traffic)),
             message_handler=self._on_message,
             cache=None,
             **self._asking(),
