@@ -71,8 +71,9 @@ def main() -> None:
             GLASSBOX_MCP_SERVERS=SERVERS,
             GLASSBOX_DEMO_DELAY="0",
             LOG_LEVEL="ERROR",
-            **BENCH_LIMITS,
-            **({"REDIS_URL": redis} if redis else {}),
+            GLASSBOX_TURNS_PER_MINUTE=BENCH_LIMITS["GLASSBOX_TURNS_PER_MINUTE"],
+            GLASSBOX_MAX_CONCURRENT_TURNS=BENCH_LIMITS["GLASSBOX_MAX_CONCURRENT_TURNS"],
+            REDIS_URL=redis or "",
         ) as server,
     ):
         (conversation,), cookies = conversations(server, 1)

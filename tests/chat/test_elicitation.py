@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import re
 import time
 from datetime import timedelta
 from typing import Any
@@ -23,6 +22,7 @@ from chat.asks import elicitations
 from chat.models import Elicitation, Message
 from tests.support.api import client_for
 from tests.support.audit import verify
+from tests.support.matching import found
 from tests.support.mcp import DEMO, http_server, stdio
 from tests.support.questions import (
     answer,
@@ -402,7 +402,7 @@ async def test_a_2025_server_asks_during_the_call_and_says_when_the_page_is_done
 def _reached_at(events: list[dict]) -> float:
     """When the answer reached the server, as its `time_answer` tool says (CLOCK_MONOTONIC,
     which this process reads alike)."""
-    return float(re.search(r"accept reached the server at (\d+\.\d+)", text(events)).group(1))
+    return float(found(r"accept reached the server at (\d+\.\d+)", text(events)))
 
 
 @pytest.mark.parametrize(
@@ -436,7 +436,9 @@ async def test_an_answer_given_in_the_turns_process_reaches_the_server_at_once(
         await finish_turns()
         await socket.disconnect()
 
-    assert _reached_at(events) - given < 0.05
+    # The hand-off takes milliseconds (bench/mcp_answer.py: p50 7 ms, p99 21 ms); the poll it
+    # replaces took a second. Half of that tells them apart on a machine busy with the suite.
+    assert _reached_at(events) - given < 0.5
     assert (await Elicitation.objects.aget()).content == {"word": "now"}
 
 

@@ -14,6 +14,7 @@ import time
 from contextlib import asynccontextmanager
 
 import websockets
+from websockets.typing import Subprotocol
 
 QUESTION = "bench__time_answer {}"
 REACHED = re.compile(r"reached the server at (\d+\.\d+)")
@@ -25,7 +26,7 @@ async def live_socket(server, conversation: str, cookies: str):
     async with websockets.connect(
         server.url.replace("http", "ws") + f"/ws/c/{conversation}/",
         additional_headers={"Cookie": cookies, "Origin": server.url},
-        subprotocols=["glassbox.json"],
+        subprotocols=[Subprotocol("glassbox.json")],
         max_size=None,
         open_timeout=60,
     ) as socket:
