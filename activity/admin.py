@@ -31,7 +31,7 @@ from activity.models import (
     ModelCall,
     ToolCallRecord,
 )
-from activity.recording.events import Decision, Status, ToolCall, ToolResult
+from activity.recording.events import Decision, Score, Status, ToolCall, ToolResult
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -174,6 +174,9 @@ class ActivityEventInline(ReadOnlyInline):
                 return f"{'ok' if event.ok else 'failed'}: {event.summary}"
             case Decision():
                 return f"{event.decision} by {event.by}" if event.by else event.decision
+            case Score():
+                judged = ", ".join(filter(None, (event.value, event.label)))
+                return f"score {judged} by {event.by}" if event.by else f"score {judged}"
             case _:
                 assert_never(event)
 

@@ -264,6 +264,7 @@ class ActivityEvent(models.Model):
         TOOL_CALL = "tool_call"
         TOOL_RESULT = "tool_result"
         DECISION = "decision"
+        SCORE = "score"
 
     feed = models.ForeignKey(ActivityFeed, on_delete=models.CASCADE, related_name="events")
     seq = models.PositiveIntegerField()

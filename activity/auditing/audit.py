@@ -31,7 +31,14 @@ from activity.recording.chain import (
     link,
     text_digest,
 )
-from activity.recording.events import Decision, RecordedEvent, Status, ToolCall, ToolResult
+from activity.recording.events import (
+    Decision,
+    RecordedEvent,
+    Score,
+    Status,
+    ToolCall,
+    ToolResult,
+)
 from activity.recording.receipts import receipt_check
 
 CHUNK = 500
@@ -311,7 +318,7 @@ def _counted(event: RecordedEvent | None) -> str | None:
             return "tool_calls"
         case Decision():
             return "approvals"
-        case Status() | ToolResult():
+        case Status() | ToolResult() | Score():
             return None
         case _:
             assert_never(event)

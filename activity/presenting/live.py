@@ -29,6 +29,7 @@ from activity.recording.events import (
     Done,
     Error,
     Link,
+    Score,
     Status,
     TextDelta,
     ToolCall,
@@ -119,8 +120,9 @@ class LivePresenter:
                 if event.links:
                     self.links[event.call_id] = event.links
                 return []
-            # The answer's end is the consumer's (finish), the rest is not for the feed.
-            case Done() | TurnStarted() | Error() | ToolFeedback():
+            # The answer's end is the consumer's (finish), the rest is not for the feed; a score
+            # shows in its rating controls, not as a line.
+            case Done() | TurnStarted() | Error() | ToolFeedback() | Score():
                 return []
             case _:
                 assert_never(event)

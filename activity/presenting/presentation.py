@@ -26,6 +26,7 @@ from activity.recording.events import (
     Decision,
     Link,
     RecordedEvent,
+    Score,
     Status,
     StatusState,
     ToolCall,
@@ -264,6 +265,8 @@ def visible_lines(
                 made = event
             case ToolCall() | ToolResult():
                 continue  # shown on their call's lines
+            case Score():
+                continue  # shown by the rating controls of its target
             case _:
                 assert_never(event)
         lines[line.key] = line
@@ -317,7 +320,7 @@ class _Calls:
                     calls.arguments[event.call_id] = event.arguments
                 case ToolResult():
                     calls.result(event)
-                case Status() | Decision():
+                case Status() | Decision() | Score():
                     pass
                 case _:
                     assert_never(event)
@@ -396,7 +399,7 @@ def summarize(
         match event:
             case Decision(decision="deny" | "timeout"):
                 refused[event.call_id] = event
-            case Decision():
+            case Decision() | Score():
                 pass
             case ToolCall():
                 tools_by_call[event.call_id] = event.tool

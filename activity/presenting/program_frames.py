@@ -34,6 +34,7 @@ from activity.recording.events import (
     Decision,
     Done,
     Error,
+    Score,
     Status,
     TextDelta,
     ToolCall,
@@ -75,7 +76,7 @@ class ProgramFrames:
                 return self._work(to_json(event), shown=self.prefs.tool_progress and raw)
             case ToolResult() | ToolFeedback():
                 return self._work(to_json(event), shown=self.prefs.tool_progress)
-            case Decision() | TurnStarted() | Error():
+            case Decision() | Score() | TurnStarted() | Error():
                 return [cut_values(to_json(event))]
             case _:
                 assert_never(event)

@@ -23,7 +23,14 @@ from datetime import UTC, datetime, timedelta
 from typing import Literal, assert_never
 
 from activity.models import ActivityEvent, ActivityFeed, ModelCall
-from activity.recording.events import Decision, RecordedEvent, Status, ToolCall, ToolResult
+from activity.recording.events import (
+    Decision,
+    RecordedEvent,
+    Score,
+    Status,
+    ToolCall,
+    ToolResult,
+)
 from activity.telemetry.ids import span_id, tool_span_id, trace_id
 
 AGENT_NAME = "glassbox"
@@ -214,7 +221,9 @@ def _turn_event(row: Recorded, options: Options) -> SpanEvent | None:
     match row.event:
         case Status(call_id=""):
             return _status_event(row.event, row.at, options)
-        case Status() | ToolCall() | ToolResult() | Decision():
+        case Score(call_id=""):
+            return _score_event(row.event, row.at, options)
+        case Status() | ToolCall() | ToolResult() | Decision() | Score():
             return None
         case _:
             assert_never(row.event)
@@ -244,6 +253,8 @@ class _Call:
                 }
                 self.events.append(SpanEvent("glassbox.approval", nanos(row.at), decided))
                 self.decisions.append(row.event.decision)
+            case Score():
+                self.events.append(_score_event(row.event, row.at, options))
             case _:
                 assert_never(row.event)
 
@@ -335,6 +346,19 @@ def _status_event(status: Status, at: datetime, options: Options) -> SpanEvent:
     if options.content:
         attributes["glassbox.status.message"] = status.message
     return SpanEvent("glassbox.status", nanos(at), attributes)
+
+
+def _score_event(score: Score, at: datetime, options: Options) -> SpanEvent:
+    """A person's judgement of the turn or the call whose span this is; the note is their
+    text, sent only with content capture on."""
+    attributes: Attributes = {"glassbox.score.target": score.call_id or "answer"}
+    if score.value:
+        attributes["glassbox.score.value"] = score.value
+    if score.label:
+        attributes["glassbox.score.label"] = score.label
+    if options.content and score.note:
+        attributes["glassbox.score.note"] = score.note
+    return SpanEvent("glassbox.score", nanos(at), attributes)
 
 
 def _progress_event(result: ToolResult, at: datetime, options: Options) -> SpanEvent:

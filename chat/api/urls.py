@@ -28,6 +28,11 @@ urlpatterns = [
         name="api-turn-ui-stream",
     ),
     path(
+        "conversations/<uuid:conversation_id>/messages/<int:message_id>/feedback/",
+        views.AnswerFeedback.as_view(),
+        name="api-answer-feedback",
+    ),
+    path(
         "conversations/<uuid:conversation_id>/approvals/<str:call_id>/",
         views.ApprovalDecide.as_view(),
         name="api-approval",

@@ -29,8 +29,10 @@ from chat.api.serializers import (
     ConversationDetailSerializer,
     ConversationSerializer,
     DecisionSerializer,
+    FeedbackRequestSerializer,
     InboxItemSerializer,
     MessageSerializer,
+    ScoreSerializer,
     TurnRequestSerializer,
     edit_refusal,
     refusal,
@@ -38,6 +40,7 @@ from chat.api.serializers import (
 from chat.api.sse import ProgramSseWire, first_error, sse, turn_events, wire_stream
 from chat.asks.inbox import waiting_items
 from chat.conversations.selectors import message_records
+from chat.conversations.services import RatingRefused, answer_rate
 from chat.models import Conversation, Message, ToolApproval
 from chat.turns import actions
 from chat.turns.recovery import dead_turns_recover
@@ -198,6 +201,42 @@ class ApprovalDecide(APIView):
             return Response({"detail": str(refused)}, status=refused.status)
         assert isinstance(decision, Decision)
         return Response(to_json(decision))
+
+
+@extend_schema(
+    request=FeedbackRequestSerializer,
+    responses={201: ScoreSerializer},
+    description=(
+        "Rates a finished answer of your conversation (👍 `up` / 👎 `down`), or one of its "
+        "tool calls with `call_id`, with an optional note. The rating is appended to the "
+        "answer's sealed feed as a `score` event; rating the same target again appends "
+        "another, and the latest counts. An answer still running is a 409; a `call_id` the "
+        "answer did not make is a 400; another user's answer is a 404."
+    ),
+)
+class AnswerFeedback(APIView):
+    parser_classes = [RequestParser]
+
+    def post(self, request: Request, conversation_id: Any, message_id: int) -> Response:
+        conversation = get_object_or_404(conversations_owned(request.user), pk=conversation_id)
+        answer = get_object_or_404(
+            conversation.messages.filter(role=Message.Role.ASSISTANT), pk=message_id
+        )
+        try:
+            rate = actions.read_rating(request.data)
+            score = answer_rate(
+                user=request.user,
+                answer=answer,
+                rating=rate.rating,
+                note=rate.note,
+                call_id=rate.call_id,
+            )
+        except actions.Unreadable as problem:
+            raise refusal(problem) from None
+        except RatingRefused as refused:
+            body = {refused.field: [str(refused)]} if refused.field else {"detail": str(refused)}
+            return Response(body, status=refused.status)
+        return Response(to_json(score), status=201)
 
 
 async def _answer(conversation: Conversation, turn: turns.StartedTurn) -> AsyncIterator[bytes]:

@@ -10,6 +10,7 @@ from typing import assert_never
 from activity.recording.events import (
     Decision,
     RecordedEvent,
+    Score,
     Status,
     ToolCall,
     ToolFeedback,
@@ -42,7 +43,7 @@ def with_feedback(events: Sequence[RecordedEvent]) -> list[WireEvent]:
                 event.call_id
             ):
                 out += [event, ToolFeedback(event.call_id, feedback.pop(event.call_id))]
-            case Status() | ToolCall() | ToolResult() | Decision():
+            case Status() | ToolCall() | ToolResult() | Decision() | Score():
                 out.append(event)
             case _:
                 assert_never(event)

@@ -32,6 +32,7 @@ from activity.recording.events import (
     Done,
     Error,
     RecordedEvent,
+    Score,
     Status,
     TextDelta,
     ToolCall,
@@ -188,7 +189,7 @@ class _Gaps:
             case Status() if event.seq is None:
                 # A tool's progress: live only, and the next one supersedes it.
                 return [] if self.finished else [event]
-            case Status() | ToolCall() | ToolResult() | Decision():
+            case Status() | ToolCall() | ToolResult() | Decision() | Score():
                 return await self._numbered(event, unsaved)
             case TurnStarted() | Error():
                 return [event]
@@ -289,7 +290,7 @@ class _Gaps:
 def _recorded(event: WireEvent) -> RecordedEvent:
     """An `unsaved` event of a group message: recorded kinds only."""
     match event:
-        case Status() | ToolCall() | ToolResult() | Decision():
+        case Status() | ToolCall() | ToolResult() | Decision() | Score():
             return event
         case TextDelta() | Done() | TurnStarted() | Error() | ToolFeedback():
             raise ValueError(f"not a recorded event: {event!r}")

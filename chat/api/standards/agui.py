@@ -41,6 +41,7 @@ from activity.recording.events import (
     Decision,
     Done,
     Error,
+    Score,
     Status,
     TextDelta,
     ToolCall,
@@ -112,6 +113,8 @@ class AguiWire:
                 yield self._end(event.state)
             case Decision():
                 yield self._frame(CustomEvent(name="decision", value=to_json(event)))
+            case Score():
+                yield self._frame(CustomEvent(name="score", value=to_json(event)))
             case _:
                 assert_never(event)
 

@@ -19,6 +19,7 @@ from activity.recording.events import (
     Decision,
     Done,
     Error,
+    Score,
     Status,
     TextDelta,
     ToolCall,
@@ -83,6 +84,8 @@ class UiStreamWire:
                 yield from self._end(event.state)
             case Decision():
                 yield self._frame(self._data("decision", event.call_id, to_json(event)))
+            case Score():
+                yield self._frame(self._data("score", event.call_id, to_json(event)))
             case _:
                 assert_never(event)
 
