@@ -5,23 +5,11 @@ from __future__ import annotations
 import re
 
 import pytest
-from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import expect
 
-from tests.support.browser import DONE, ask
+from tests.support.browser import DONE, ask, serious_violations
 
 pytestmark = pytest.mark.e2e
-
-SERIOUS = {"serious", "critical"}
-
-
-def serious_violations(page) -> list[str]:
-    results = Axe().run(page)
-    return [
-        f"{v['id']} ({v['impact']}): {', '.join(n['target'][0] for n in v['nodes'][:3])}"
-        for v in results.response["violations"]
-        if v["impact"] in SERIOUS
-    ]
 
 
 def test_the_login_page(page, live_server_url):

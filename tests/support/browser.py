@@ -78,3 +78,18 @@ DONE = "article.assistant.state-complete"
 def ask(page, question: str) -> None:
     page.fill("#question", question)
     page.click("#composer button.send")
+
+
+SERIOUS = {"serious", "critical"}
+
+
+def serious_violations(page) -> list[str]:
+    """axe-core's serious and critical violations on the page as it stands."""
+    from axe_playwright_python.sync_playwright import Axe
+
+    results = Axe().run(page)
+    return [
+        f"{v['id']} ({v['impact']}): {', '.join(n['target'][0] for n in v['nodes'][:3])}"
+        for v in results.response["violations"]
+        if v["impact"] in SERIOUS
+    ]
