@@ -191,3 +191,17 @@ def current_ratings(events: Iterable[RecordedEvent], *, by_id: int | None) -> di
         if isinstance(event, Score) and event.value and event.by_id == by_id:
             ratings[event.call_id] = event
     return ratings
+
+
+def scored_feed_ids(
+    *, after: int, limit: int, since: datetime | None = None, until: datetime | None = None
+) -> list[int]:
+    """The next `limit` feeds after feed `after`, by id, that hold a score written in the
+    period: the keyset the dataset export walks, a chunk at a time."""
+    scores = ActivityEvent.objects.filter(kind=ActivityEvent.Kind.SCORE, feed_id__gt=after)
+    if since is not None:
+        scores = scores.filter(created_at__gte=since)
+    if until is not None:
+        scores = scores.filter(created_at__lt=until)
+    ids = scores.values_list("feed_id", flat=True).distinct().order_by("feed_id")
+    return list(ids[:limit])

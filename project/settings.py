@@ -347,6 +347,11 @@ GLASSBOX_CURRENCY = env_str("GLASSBOX_CURRENCY", "USD")
 GLASSBOX_DAILY_TOKENS = env_int("GLASSBOX_DAILY_TOKENS", 0)
 # Earlier turns sent to the model, trimmed from the oldest to this many characters.
 GLASSBOX_HISTORY_CHARS = env_int("GLASSBOX_HISTORY_CHARS", 24000)
+# The labels auditors give tool calls (issue 54), comma-separated; each at most 64 characters.
+GLASSBOX_SCORE_LABELS = env_list(
+    "GLASSBOX_SCORE_LABELS",
+    "correct,wrong tool,wrong arguments,unsafe,should have asked,hallucinated result",
+)
 # How the live feed is presented (docs/feed.md); each user can override these.
 GLASSBOX_FEED = {
     "MODE": env_str("GLASSBOX_FEED_MODE", "partial"),

@@ -6,6 +6,8 @@ from chat.api import standard_streams, views
 
 urlpatterns = [
     path("inbox/", views.Inbox.as_view(), name="api-inbox"),
+    # Beside activity's feeds/ (project/urls.py includes these first): it reads chat's answers.
+    path("feeds/dataset/", views.Dataset.as_view(), name="api-feeds-dataset"),
     path("conversations/", views.ConversationList.as_view(), name="api-conversations"),
     path(
         "conversations/<uuid:conversation_id>/",
