@@ -14,7 +14,7 @@ from django.utils.translation import gettext as _
 from activity.auditing.audit import purge
 from activity.recording import feeds
 from activity.recording.commits import Ride
-from activity.recording.events import SCORE_NOTE_LIMIT, Score, ScoreValue, Status
+from activity.recording.events import Score, ScoreValue, Status
 from activity.selectors import called_tools, feed_ids_of_conversations, feed_language
 from chat.conversations.access import conversations_closed
 from chat.conversations.selectors import CONTACT_TOOL
@@ -213,37 +213,6 @@ def answer_rate(
         by=user.get_username(),
         by_id=user.pk,
         tool=tools.get(call_id, ""),
-    )
-    written = feeds.append_late(answer.feed_id, score)
-    assert isinstance(written, Score)
-    return written
-
-
-def call_label(*, user: Any, answer: Message, call_id: str, label: str, note: str = "") -> Score:
-    """Records an auditor's label (one of GLASSBOX_SCORE_LABELS) and note on one tool call of
-    a finished answer as a score at the end of its feed; their later label counts instead."""
-    if label not in settings.GLASSBOX_SCORE_LABELS:
-        raise RatingRefused(_("That is not one of the labels."), field="label")
-    if problem := unstorable(note):
-        raise RatingRefused(problem, field="note")
-    if len(note) > SCORE_NOTE_LIMIT:
-        raise RatingRefused(
-            _("The note is at most %(limit)s characters long.") % {"limit": SCORE_NOTE_LIMIT},
-            field="note",
-        )
-    if answer.state in Message.OPEN_STATES or answer.feed_id is None:
-        raise RatingRefused(_("An answer can be rated once it has finished."), status=409)
-    tools = called_tools(answer.feed_id)
-    if call_id not in tools:
-        raise RatingRefused(_("That answer made no tool call with this id."), field="call_id")
-    score = Score(
-        call_id=call_id,
-        value="",
-        label=label,
-        note=note,
-        by=user.get_username(),
-        by_id=user.pk,
-        tool=tools[call_id],
     )
     written = feeds.append_late(answer.feed_id, score)
     assert isinstance(written, Score)

@@ -15,9 +15,10 @@ from django.contrib.auth.models import Permission
 from django.core.management import call_command
 from django.test import AsyncClient
 
+from activity.auditing.labels import label_call
 from activity.models import ActivityEvent
 from chat.conversations import datasets
-from chat.conversations.services import answer_rate, call_label
+from chat.conversations.services import answer_rate
 from chat.models import Conversation, Message
 from tests.support.turns import run_turn
 
@@ -39,7 +40,13 @@ def rated(alice, bob, auditor, alice_conversation, knowledge_base) -> Message:
     answer_rate(user=alice, answer=answer, rating="up", note="")
     answer_rate(user=alice, answer=answer, rating="down", note="too long")  # the latest counts
     answer_rate(user=alice, answer=answer, rating="up", call_id=call_id)
-    call_label(user=auditor, answer=answer, call_id=call_id, label="wrong arguments", note="vague")
+    label_call(
+        user=auditor,
+        feed_id=answer.feed_id,
+        call_id=call_id,
+        label="wrong arguments",
+        note="vague",
+    )
     run_turn(Conversation.objects.create(owner=bob), "What is 2 + 2?")  # never rated
     return answer
 
