@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
+from django.db import transaction
 from django.utils.translation import gettext as _
 
 from activity.auditing.access import is_auditor
@@ -14,6 +15,7 @@ from activity.models import ActivityFeed
 from activity.recording import feeds
 from activity.recording.events import SCORE_NOTE_LIMIT, Score
 from activity.selectors import called_tools
+from activity.telemetry import phoenix
 
 
 class LabelRefused(ValueError):
@@ -53,4 +55,5 @@ def label_call(*, user: Any, feed_id: int, call_id: str, label: str, note: str =
     )
     written = feeds.append_late(feed_id, score)
     assert isinstance(written, Score)
+    transaction.on_commit(lambda: phoenix.score_given(feed_id, written))
     return written

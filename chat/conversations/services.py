@@ -16,6 +16,7 @@ from activity.recording import feeds
 from activity.recording.commits import Ride
 from activity.recording.events import Score, ScoreValue, Status
 from activity.selectors import called_tools, feed_ids_of_conversations, feed_language
+from activity.telemetry import phoenix
 from chat.conversations.access import conversations_closed
 from chat.conversations.selectors import CONTACT_TOOL
 from chat.conversations.text_rules import looks_empty, unstorable, without_bidi_controls
@@ -214,6 +215,8 @@ def answer_rate(
         by_id=user.pk,
         tool=tools.get(call_id, ""),
     )
-    written = feeds.append_late(answer.feed_id, score)
+    feed_id = answer.feed_id
+    written = feeds.append_late(feed_id, score)
     assert isinstance(written, Score)
+    transaction.on_commit(lambda: phoenix.score_given(feed_id, written))
     return written
