@@ -347,6 +347,9 @@ GLASSBOX_CURRENCY = env_str("GLASSBOX_CURRENCY", "USD")
 GLASSBOX_DAILY_TOKENS = env_int("GLASSBOX_DAILY_TOKENS", 0)
 # Earlier turns sent to the model, trimmed from the oldest to this many characters.
 GLASSBOX_HISTORY_CHARS = env_int("GLASSBOX_HISTORY_CHARS", 24000)
+# People rate answers and tool calls (👍/👎 and a note); off, the buttons go and ratings are
+# refused. Auditors' labels stay.
+GLASSBOX_RATINGS = env_bool("GLASSBOX_RATINGS", True)
 # Phoenix's address: with traces on, each rating and label goes to its span annotation API.
 GLASSBOX_PHOENIX_URL = env_str("GLASSBOX_PHOENIX_URL", "")
 # The labels auditors give tool calls (issue 54), comma-separated; each at most 64 characters.

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, ClassVar
 
+from django.conf import settings
 from django.db import connection
 from django.db.models import Case, Count, Exists, F, Max, OuterRef, Q, QuerySet, Subquery, When
 from django.db.models.functions import Coalesce
@@ -151,7 +152,10 @@ class Ratings:
     def of(
         cls, message: Message, events: Sequence[RecordedEvent], lines: Sequence[Line]
     ) -> Ratings | None:
-        """None while the answer runs or when it has no feed: nothing to rate yet."""
+        """None while the answer runs or when it has no feed (nothing to rate yet), or when
+        ratings are switched off (GLASSBOX_RATINGS)."""
+        if not settings.GLASSBOX_RATINGS:
+            return None
         if message.state in Message.OPEN_STATES or message.feed is None:
             return None
         calls = {e.call_id for e in events if isinstance(e, ToolCall)}

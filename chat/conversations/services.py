@@ -202,6 +202,8 @@ def answer_rate(
 ) -> Score:
     """Records the asker's rating of a finished answer or of one of its tool calls as a score
     at the end of its feed; a later rating of the same target counts instead of this one."""
+    if not settings.GLASSBOX_RATINGS:
+        raise RatingRefused(_("Ratings are switched off on this site."), status=403)
     if answer.state in Message.OPEN_STATES or answer.feed_id is None:
         raise RatingRefused(_("An answer can be rated once it has finished."), status=409)
     tools = called_tools(answer.feed_id)

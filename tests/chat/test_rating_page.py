@@ -95,3 +95,20 @@ def test_another_users_answer_is_not_found(client, bob, answer):
 
     assert client.post(feedback_url(answer), {"rating": "up"}).status_code == 404
     assert not ActivityEvent.objects.filter(feed=answer.feed_id, kind="score").exists()
+
+
+def test_switched_off_site_wide_the_buttons_go_and_a_rating_is_refused(
+    settings, alice_client, answer
+):
+    settings.GLASSBOX_RATINGS = False
+
+    page = alice_client.get(f"/c/{answer.conversation_id}/").content.decode()
+    api = alice_client.post(
+        f"/api/conversations/{answer.conversation_id}/messages/{answer.pk}/feedback/",
+        {"rating": "up"},
+        content_type="application/json",
+    )
+
+    assert '<form class="rating' not in page
+    assert api.status_code == 403 and "switched off" in api.json()["detail"]
+    assert not ActivityEvent.objects.filter(feed=answer.feed_id, kind="score").exists()
