@@ -370,6 +370,8 @@ GLASSBOX_FEED = {
     # Tokens and cost on a folded feed: for auditors (admin, export, API), and for users who
     # turn them on; by default a user sees the steps and the time (seed 002).
     "SHOW_USAGE": env_bool("GLASSBOX_FEED_SHOW_USAGE", False),
+    # 👍/👎 to rate answers and tool calls, for users who keep them (GLASSBOX_RATINGS: the site).
+    "SHOW_RATINGS": env_bool("GLASSBOX_FEED_SHOW_RATINGS", True),
     # "rich" lays each feed line out as fields (action, subject, detail, outcome, duration);
     # "plain" shows it as one text. The text reads the same either way.
     "RENDER": env_str("GLASSBOX_FEED_RENDER", "plain"),

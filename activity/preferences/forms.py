@@ -139,6 +139,9 @@ class FeedPreferencesForm(_SurfacePreferencesForm):
     show_usage = forms.BooleanField(
         label=_("Show tokens and cost on folded feeds"), required=False
     )
+    show_ratings = forms.BooleanField(
+        label=_("Show 👍/👎 to rate answers and their steps"), required=False
+    )
     render_as = forms.ChoiceField(
         label=_("Lines"),
         choices=[
@@ -165,6 +168,7 @@ class FeedPreferencesForm(_SurfacePreferencesForm):
             "show_after": prefs.show_after,
             "max_lines": prefs.max_lines,
             "show_usage": prefs.show_usage,
+            "show_ratings": prefs.show_ratings,
         }
 
     def clean_labels(self) -> str:
@@ -180,6 +184,7 @@ class FeedPreferencesForm(_SurfacePreferencesForm):
             "SHOW_AFTER": data["show_after"],
             "MAX_LINES": data["max_lines"],
             "SHOW_USAGE": data["show_usage"],
+            "SHOW_RATINGS": data["show_ratings"],
         }
 
 

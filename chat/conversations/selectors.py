@@ -373,7 +373,7 @@ def _turn_view(
         contact_sent=bool(getattr(message, "contact_sent", False)),
         superseded=bool(getattr(message, "superseded", False)),
         show_usage=prefs.show_usage,
-        ratings=Ratings.of(message, events, lines),
+        ratings=Ratings.of(message, events, lines) if prefs.show_ratings else None,
     )
 
 

@@ -112,3 +112,15 @@ def test_switched_off_site_wide_the_buttons_go_and_a_rating_is_refused(
     assert '<form class="rating' not in page
     assert api.status_code == 403 and "switched off" in api.json()["detail"]
     assert not ActivityEvent.objects.filter(feed=answer.feed_id, kind="score").exists()
+
+
+def test_a_person_who_turns_the_buttons_off_in_preferences_sees_none(alice_client, answer):
+    # The page's form as sent with the box unticked (an unticked box sends nothing).
+    form = {"mode": "partial", "label_kind": "auto", "labels": "", "show_after": "5"}
+    form |= {"max_lines": "6", "detail": "explain", "tool_progress": "on", "line_width": "80"}
+    saved = alice_client.post("/preferences/", form)
+    assert saved.status_code == 302
+
+    page = alice_client.get(f"/c/{answer.conversation_id}/").content.decode()
+
+    assert '<form class="rating' not in page
