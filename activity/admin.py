@@ -5,14 +5,15 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 from datetime import UTC, timedelta
-from typing import assert_never
+from typing import Any, assert_never
 
+from django import forms
 from django.conf import settings
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.db.models import Count, F, Max, Min, OuterRef, Q, Subquery, Sum
 from django.db.models.functions import TruncDate
-from django.http import StreamingHttpResponse
+from django.http import Http404, HttpResponseRedirect, StreamingHttpResponse
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils import timezone
@@ -22,6 +23,7 @@ from activity import telemetry
 from activity.api.views import export_response
 from activity.auditing.access import is_auditor
 from activity.auditing.audit import evidence_stream, feed_integrity, period
+from activity.auditing.labels import LabelRefused, label_call
 from activity.models import (
     ActivityEvent,
     ActivityFeed,
@@ -31,7 +33,16 @@ from activity.models import (
     ModelCall,
     ToolCallRecord,
 )
-from activity.recording.events import Decision, Plan, Status, ToolCall, ToolLog, ToolResult
+from activity.recording.events import (
+    SCORE_NOTE_LIMIT,
+    Decision,
+    Plan,
+    Score,
+    Status,
+    ToolCall,
+    ToolLog,
+    ToolResult,
+)
 from project.read_only_admin import RecordAdmin
 
 
@@ -108,6 +119,61 @@ class DecisionFilter(admin.SimpleListFilter):
         return queryset.filter(pk__in=decided)
 
 
+def _scores_of_call(kind: str) -> Any:
+    """A tool call's latest score of this kind (a rating or a label), for its row."""
+    scores = ActivityEvent.objects.filter(
+        kind=ActivityEvent.Kind.SCORE, feed_id=OuterRef("feed_id"), call_id=OuterRef("call_id")
+    )
+    column = "state" if kind == "rating" else "result_summary"
+    return Subquery(scores.exclude(**{column: ""}).order_by("-seq").values(column)[:1])
+
+
+class LabelFilter(admin.SimpleListFilter):
+    title = "label"
+    parameter_name = "label"
+
+    def lookups(self, request, model_admin):
+        return [(label, label) for label in settings.GLASSBOX_SCORE_LABELS]
+
+    def queryset(self, request, queryset):
+        return queryset.filter(label=self.value()) if self.value() else queryset
+
+
+class RatingFilter(admin.SimpleListFilter):
+    title = "rating"
+    parameter_name = "rating"
+
+    def lookups(self, request, model_admin):
+        return [("up", "👍 up"), ("down", "👎 down")]
+
+    def queryset(self, request, queryset):
+        return queryset.filter(rating=self.value()) if self.value() else queryset
+
+
+class ModelFilter(admin.SimpleListFilter):
+    title = "model"
+    parameter_name = "model"
+
+    def lookups(self, request, model_admin):
+        models = ActivityFeed.objects.exclude(model="").order_by("model")
+        return [(name, name) for name in models.values_list("model", flat=True).distinct()]
+
+    def queryset(self, request, queryset):
+        return queryset.filter(feed__model=self.value()) if self.value() else queryset
+
+
+class LabelForm(forms.Form):
+    label = forms.ChoiceField(choices=())
+    note = forms.CharField(required=False, max_length=SCORE_NOTE_LIMIT, widget=forms.Textarea)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # Read per form: the labels are a setting.
+        choice = self.fields["label"]
+        assert isinstance(choice, forms.ChoiceField)
+        choice.choices = [(x, x) for x in settings.GLASSBOX_SCORE_LABELS]
+
+
 class DurationFilter(admin.SimpleListFilter):
     title = "duration"
     parameter_name = "took"
@@ -171,6 +237,9 @@ class ActivityEventInline(ReadOnlyInline):
             case ToolLog():
                 source = f" {event.logger}" if event.logger else ""
                 return f"log {event.level}{source}: {event.data}"
+            case Score():
+                judged = ", ".join(filter(None, (event.value, event.label)))
+                return f"score {judged} by {event.by}" if event.by else f"score {judged}"
             case _:
                 assert_never(event)
 
@@ -354,6 +423,88 @@ def tool_stats(days: int = 30) -> dict:
         "days": days,
         **token_stats(since),
         **opened_stats(since),
+        **score_stats(since),
+    }
+
+
+# The labels' colours on the chart, in the order of GLASSBOX_SCORE_LABELS (then again).
+LABEL_COLOURS = ("#2e7d32", "#ef6c00", "#6a1b9a", "#ba2121", "#00838f", "#795548", "#546e7a")
+LABEL_CHART_HEIGHT = 120
+
+
+def score_stats(since) -> dict:
+    """Per tool and per model: calls, how many were rated, the share rated 👎 and the labels
+    (each person's latest score of a call counts); and the labels given per day, as stacked
+    bars (server-drawn SVG: the admin's CSP runs no inline script)."""
+    calls = ActivityEvent.objects.filter(
+        kind=ActivityEvent.Kind.TOOL_RESULT, created_at__gte=since
+    )
+    by_tool = dict(calls.values_list("tool").annotate(n=Count("id")).order_by())
+    by_model = dict(calls.values_list("feed__model").annotate(n=Count("id")).order_by())
+    scores = (
+        ActivityEvent.objects.filter(kind=ActivityEvent.Kind.SCORE, created_at__gte=since)
+        .exclude(call_id="")
+        .order_by("feed_id", "seq")
+        .values_list(
+            "feed_id", "call_id", "tool", "state", "result_summary", "arguments", "message",
+            "created_at", "feed__model",
+        )
+    )  # fmt: skip
+    ratings: dict[tuple, tuple[str, str, str]] = {}
+    labels: dict[tuple, tuple[str, str, str, Any]] = {}
+    for feed_id, call_id, tool, value, label, arguments, by, at, model in scores.iterator():
+        person = (feed_id, call_id, (arguments or {}).get("by_id") or by)
+        if value:
+            ratings[person] = (tool, model, value)
+        if label:
+            labels[person] = (tool, model, label, at.astimezone(UTC).date())
+
+    def table(calls_by: dict[str, int], index: int) -> list[dict]:
+        rows: dict[str, dict] = {}
+
+        def row_of(name: str) -> dict:
+            blank = {"name": name, "calls": calls_by.get(name, 0), "rated": 0, "down": 0}
+            return rows.setdefault(name, blank | {"labels": defaultdict(int)})
+
+        for name in calls_by:
+            row_of(name)
+        for rating in ratings.values():
+            row = row_of(rating[index])
+            row["rated"] += 1
+            row["down"] += rating[2] == "down"
+        for given in labels.values():
+            row_of(given[index])["labels"][given[2]] += 1
+        return [
+            row
+            | {
+                "down_rate": row["down"] / row["rated"] if row["rated"] else None,
+                "labels": sorted(row["labels"].items()),
+            }
+            for _, row in sorted(rows.items())
+        ]
+
+    names = list(settings.GLASSBOX_SCORE_LABELS)
+    names += sorted({given[2] for given in labels.values()} - set(names))
+    colours = {name: LABEL_COLOURS[i % len(LABEL_COLOURS)] for i, name in enumerate(names)}
+    per_day: dict[Any, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for _, _, label, day in labels.values():
+        per_day[day][label] += 1
+    peak = max((sum(counts.values()) for counts in per_day.values()), default=0)
+    days = []
+    for day, counts in sorted(per_day.items()):
+        top, bars = 130, []
+        for name in names:
+            if counts.get(name):
+                height = round(LABEL_CHART_HEIGHT * counts[name] / peak)
+                top -= height
+                bars.append({"label": name, "count": counts[name], "y": top, "height": height,
+                             "colour": colours[name]})  # fmt: skip
+        days.append({"day": day, "total": sum(counts.values()), "bars": bars})
+    return {
+        "score_tables": [("tool", table(by_tool, 0)), ("model", table(by_model, 1))],
+        "labels_per_day": days,
+        "labels_peak": peak,
+        "label_colours": [{"label": name, "colour": colours[name]} for name in names],
     }
 
 
@@ -431,10 +582,14 @@ class ToolCallAdmin(ReadOnlyAdmin):
 
     list_display = [
         "created_at", "user", "server_name", "tool", "ok", "duration_ms", "arguments_sent",
-        "result_summary", "progress_count", "error_line", "feed_link",
+        "result_summary", "progress_count", "error_line", "rating_shown", "label", "feed_link",
     ]  # fmt: skip
-    list_filter = [ServerFilter, ToolFilter, "ok", DurationFilter, "created_at"]
+    list_filter = [
+        ServerFilter, ToolFilter, ModelFilter, LabelFilter, RatingFilter, "ok", DurationFilter,
+        "created_at",
+    ]  # fmt: skip
     list_select_related = ["feed__owner"]
+    change_form_template = "admin/activity/toolcallrecord/change_form.html"
     search_fields = ["tool", "server", "result_summary", "error", "feed__owner__username"]
     date_hierarchy = "created_at"
     show_full_result_count = False
@@ -475,8 +630,67 @@ class ToolCallAdmin(ReadOnlyAdmin):
             super()
             .get_queryset(request)
             .filter(kind=ActivityEvent.Kind.TOOL_RESULT)
-            .annotate(sent=Subquery(call.values("arguments")[:1]))
+            .annotate(
+                sent=Subquery(call.values("arguments")[:1]),
+                rating=_scores_of_call("rating"),
+                label=_scores_of_call("label"),
+            )
         )
+
+    @admin.display(description="rating", ordering="rating")
+    def rating_shown(self, record):
+        """The call's latest rating by anyone (each person's latest is in the feed)."""
+        return {"up": "👍", "down": "👎"}.get(record.rating or "", "—")
+
+    @admin.display(description="label", ordering="label")
+    def label(self, record):
+        return record.label or "—"
+
+    def get_urls(self):
+        label = self.admin_site.admin_view(self.label_view)
+        urls = [path("<int:object_id>/label/", label, name="activity_toolcallrecord_label")]
+        return [*urls, *super().get_urls()]
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        record = self.get_object(request, object_id)
+        scores = []
+        if record is not None:
+            rows = ActivityEvent.objects.filter(
+                kind=ActivityEvent.Kind.SCORE, feed_id=record.feed_id, call_id=record.call_id
+            )
+            scores = [row.to_event() for row in rows.order_by("seq")]
+        context = {
+            "label_form": LabelForm() if is_auditor(request.user) else None,
+            "scores": scores,
+            **(extra_context or {}),
+        }
+        return super().change_view(request, object_id, form_url, context)
+
+    def label_view(self, request, object_id):
+        """An auditor's label and note on this call: appended to its feed as a score."""
+        if request.method != "POST" or not is_auditor(request.user):
+            raise PermissionDenied
+        record = self.get_object(request, str(object_id))
+        if record is None:
+            raise Http404
+        form = LabelForm(request.POST)
+        back = reverse("admin:activity_toolcallrecord_change", args=[record.pk])
+        if not form.is_valid():
+            self.message_user(request, form.errors.as_text(), messages.ERROR)
+            return HttpResponseRedirect(back)
+        try:
+            label_call(
+                user=request.user,
+                feed_id=record.feed_id,
+                call_id=record.call_id,
+                label=form.cleaned_data["label"],
+                note=form.cleaned_data["note"],
+            )
+        except LabelRefused as refused:
+            self.message_user(request, str(refused), messages.ERROR)
+        else:
+            self.message_user(request, f"Labelled “{form.cleaned_data['label']}”.")
+        return HttpResponseRedirect(back)
 
     @admin.display(description="user", ordering="feed__owner__username")
     def user(self, record):

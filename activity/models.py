@@ -266,6 +266,7 @@ class ActivityEvent(models.Model):
         DECISION = "decision"
         PLAN = "plan"
         TOOL_LOG = "tool_log"
+        SCORE = "score"
 
     feed = models.ForeignKey(ActivityFeed, on_delete=models.CASCADE, related_name="events")
     seq = models.PositiveIntegerField()

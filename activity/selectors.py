@@ -16,7 +16,7 @@ from django.http import HttpRequest
 from activity.auditing.access import is_auditor
 from activity.models import ActivityEvent, ActivityFeed, FeedPreferences, ModelCall
 from activity.preferences.feed_prefs import ReaderSettings
-from activity.recording.events import thinking_id
+from activity.recording.events import RecordedEvent, Score, thinking_id
 from project.sql import Compiled, Param
 
 # Per request, kept only while it lives: the language middleware and the page's view share
@@ -175,3 +175,33 @@ def tokens_since(owner_id: int, since: datetime) -> int:
     """Tokens the user's turns used since `since`; a turn with unknown usage counts 0."""
     feeds = ActivityFeed.objects.filter(owner_id=owner_id, started_at__gte=since)
     return feeds.aggregate(used=Sum("total_tokens"))["used"] or 0
+
+
+def called_tools(feed_id: int) -> dict[str, str]:
+    """The tool of each call a feed recorded, by call id: what a score may judge."""
+    calls = ActivityEvent.objects.filter(feed_id=feed_id, kind=ActivityEvent.Kind.TOOL_CALL)
+    return dict(calls.values_list("call_id", "tool"))
+
+
+def current_ratings(events: Iterable[RecordedEvent], *, by_id: int | None) -> dict[str, Score]:
+    """The rating one person gives each target of a feed ("" the answer, else a call id):
+    their latest score with a rating. The record keeps the earlier ones."""
+    ratings: dict[str, Score] = {}
+    for event in events:
+        if isinstance(event, Score) and event.value and event.by_id == by_id:
+            ratings[event.call_id] = event
+    return ratings
+
+
+def scored_feed_ids(
+    *, after: int, limit: int, since: datetime | None = None, until: datetime | None = None
+) -> list[int]:
+    """The next `limit` feeds after feed `after`, by id, that hold a score written in the
+    period: the keyset the dataset export walks, a chunk at a time."""
+    scores = ActivityEvent.objects.filter(kind=ActivityEvent.Kind.SCORE, feed_id__gt=after)
+    if since is not None:
+        scores = scores.filter(created_at__gte=since)
+    if until is not None:
+        scores = scores.filter(created_at__lt=until)
+    ids = scores.values_list("feed_id", flat=True).distinct().order_by("feed_id")
+    return list(ids[:limit])

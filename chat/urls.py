@@ -41,4 +41,9 @@ urlpatterns = [
         views.contact_request,
         name="contact_request",
     ),
+    path(
+        "c/<uuid:conversation_id>/m/<int:message_id>/feedback/",
+        views.answer_feedback,
+        name="answer_feedback",
+    ),
 ]

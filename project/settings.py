@@ -361,6 +361,16 @@ GLASSBOX_CURRENCY = env_str("GLASSBOX_CURRENCY", "USD")
 GLASSBOX_DAILY_TOKENS = env_int("GLASSBOX_DAILY_TOKENS", 0)
 # Earlier turns sent to the model, trimmed from the oldest to this many characters.
 GLASSBOX_HISTORY_CHARS = env_int("GLASSBOX_HISTORY_CHARS", 24000)
+# People rate answers and tool calls (👍/👎 and a note); off, the buttons go and ratings are
+# refused. Auditors' labels stay.
+GLASSBOX_RATINGS = env_bool("GLASSBOX_RATINGS", True)
+# Phoenix's address: with traces on, each rating and label goes to its span annotation API.
+GLASSBOX_PHOENIX_URL = env_str("GLASSBOX_PHOENIX_URL", "")
+# The labels auditors give tool calls (issue 54), comma-separated; each at most 64 characters.
+GLASSBOX_SCORE_LABELS = env_list(
+    "GLASSBOX_SCORE_LABELS",
+    "correct,wrong tool,wrong arguments,unsafe,should have asked,hallucinated result",
+)
 # How the live feed is presented (docs/feed.md); each user can override these.
 GLASSBOX_FEED = {
     "MODE": env_str("GLASSBOX_FEED_MODE", "partial"),
@@ -374,6 +384,8 @@ GLASSBOX_FEED = {
     # Tokens and cost on a folded feed: for auditors (admin, export, API), and for users who
     # turn them on; by default a user sees the steps and the time (seed 002).
     "SHOW_USAGE": env_bool("GLASSBOX_FEED_SHOW_USAGE", False),
+    # 👍/👎 to rate answers and tool calls, for users who keep them (GLASSBOX_RATINGS: the site).
+    "SHOW_RATINGS": env_bool("GLASSBOX_FEED_SHOW_RATINGS", True),
     # "rich" lays each feed line out as fields (action, subject, detail, outcome, duration);
     # "plain" shows it as one text. The text reads the same either way.
     "RENDER": env_str("GLASSBOX_FEED_RENDER", "plain"),

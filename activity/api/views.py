@@ -11,6 +11,7 @@ from typing import Any
 from django.conf import settings
 from django.db.models import QuerySet
 from django.http import StreamingHttpResponse
+from django.shortcuts import get_object_or_404
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from drf_spectacular.types import OpenApiTypes
@@ -18,6 +19,7 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import generics, serializers
 from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.request import Request
+from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from activity.api.pagination import CheckedCursorPagination
@@ -30,8 +32,10 @@ from activity.auditing.export import (
     feed_data,
     model_calls_data,
 )
+from activity.auditing.labels import LabelRefused, label_call
 from activity.models import ActivityFeed
 from activity.preferences.feed_prefs import FeedPrefs
+from activity.recording.events import SCORE_NOTE_LIMIT, to_json
 from activity.selectors import events_by_feed, feeds_filtered, feeds_visible_to
 
 logger = logging.getLogger("glassbox.export")
@@ -259,3 +263,55 @@ async def ended_even_on_failure(parts: AsyncIterator[str], fmt: str) -> AsyncIte
             yield csv_text([[STOPPED]])
         else:
             yield ("," if sent > 1 else "") + json.dumps({"error": STOPPED}) + "]"
+
+
+class LabelRequestSerializer(serializers.Serializer):
+    """An auditor's label of one tool call of this feed (the schema; the view reads the body
+    strictly: an unknown field or a wrong type is a 400)."""
+
+    call_id = serializers.CharField(max_length=64)
+    # A field named like Field.label: DRF takes it off the class, the stubs do not know.
+    label = serializers.CharField(  # type: ignore[assignment]
+        help_text="One of GLASSBOX_SCORE_LABELS (by default: correct, wrong tool, wrong "
+        "arguments, unsafe, should have asked, hallucinated result)."
+    )
+    note = serializers.CharField(required=False, allow_blank=True, max_length=SCORE_NOTE_LIMIT)
+
+
+LABEL_FIELDS = {"call_id", "label", "note"}
+
+
+@extend_schema(
+    request=LabelRequestSerializer,
+    responses={201: OpenApiTypes.OBJECT},
+    description=(
+        "Labels one tool call of a finished feed (auditors only) with one of "
+        "GLASSBOX_SCORE_LABELS and an optional note: appended to the feed as a sealed "
+        "`score` event (its JSON form is the answer). A later label by the same auditor "
+        "counts instead. A call the feed did not make is a 400."
+    ),
+)
+class FeedLabels(APIView):
+    def post(self, request: Request, pk: int) -> Response:
+        if not is_auditor(request.user):
+            raise PermissionDenied()
+        feed = get_object_or_404(ActivityFeed, pk=pk)
+        body = request.data
+        if not isinstance(body, dict):
+            raise ValidationError({"detail": "Expected a JSON object."})
+        if unknown := sorted(set(body) - LABEL_FIELDS):
+            raise ValidationError({"detail": f"Unknown field: {unknown[0]}."})
+        for name in LABEL_FIELDS:
+            if name in body and not isinstance(body[name], str):
+                raise ValidationError({name: ["Must be text."]})
+        try:
+            score = label_call(
+                user=request.user,
+                feed_id=feed.pk,
+                call_id=body.get("call_id", ""),
+                label=body.get("label", ""),
+                note=body.get("note", ""),
+            )
+        except LabelRefused as refused:
+            raise ValidationError({refused.field or "detail": [str(refused)]}) from None
+        return Response(to_json(score), status=201)

@@ -35,6 +35,7 @@ from activity.recording.events import (
     Decision,
     Plan,
     RecordedEvent,
+    Score,
     Status,
     ToolCall,
     ToolLog,
@@ -319,7 +320,7 @@ def _counted(event: RecordedEvent | None) -> str | None:
             return "tool_calls"
         case Decision():
             return "approvals"
-        case Status() | ToolResult() | Plan() | ToolLog():
+        case Status() | ToolResult() | Plan() | ToolLog() | Score():
             return None
         case _:
             assert_never(event)

@@ -19,7 +19,7 @@ CSV_COLUMNS = [
     "feed_id", "conversation", "message", "user", "feed_state", "started_at", "model",
     "total_tokens", "cost",
     "seq", "type", "icon", "message_text", "state", "tool", "call_id", "arguments",
-    "ok", "summary", "duration_ms", "decision", "by", "reason",
+    "ok", "summary", "duration_ms", "decision", "by", "reason", "rating", "label", "note",
 ]  # fmt: skip
 # A spreadsheet runs a cell that starts like a formula; prefixing a quote keeps it text.
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
@@ -152,6 +152,9 @@ def csv_rows(data: FeedData) -> list[list[str]]:
                 event.get("decision"),
                 event.get("by"),
                 event.get("reason"),
+                event.get("value"),
+                event.get("label"),
+                event.get("note"),
             ]
         )
     return [[safe_cell(cell) for cell in row] for row in rows]

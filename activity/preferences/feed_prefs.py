@@ -63,6 +63,9 @@ class FeedPrefs:
     line_width: int = 80
     # Tokens and cost on the folded feed, beside the steps and the time.
     show_usage: bool = False
+    # 👍/👎 under finished answers and on their tool calls' lines (GLASSBOX_RATINGS off for
+    # the site hides them for everyone).
+    show_ratings: bool = True
     # Set for the site (GLASSBOX_SHOW_REASONING), not per user.
     show_reasoning: str = "full"
     render: str = "plain"
@@ -135,7 +138,7 @@ def _coerce(name: str, value: Any) -> Any:
         if isinstance(value, str):
             value = value.split(",")
         return tuple(str(v).strip() for v in value if str(v).strip())
-    if name in {"tool_progress", "show_usage"} and isinstance(value, str):
+    if name in {"tool_progress", "show_usage", "show_ratings"} and isinstance(value, str):
         return value.lower() not in {"0", "false", "no", "off"}
     if name in {"max_lines", "line_width"}:
         return int(value)

@@ -146,6 +146,9 @@ class FeedPreferencesForm(_SurfacePreferencesForm):
         help_text=_("Each is a line under its call; every one is recorded whatever you choose."),
         required=False,
     )
+    show_ratings = forms.BooleanField(
+        label=_("Show 👍/👎 to rate answers and their steps"), required=False
+    )
     render_as = forms.ChoiceField(
         label=_("Lines"),
         choices=[
@@ -173,6 +176,7 @@ class FeedPreferencesForm(_SurfacePreferencesForm):
             "max_lines": prefs.max_lines,
             "show_usage": prefs.show_usage,
             "mcp_log_level": prefs.mcp_log_level,
+            "show_ratings": prefs.show_ratings,
         }
 
     def clean_labels(self) -> str:
@@ -190,6 +194,7 @@ class FeedPreferencesForm(_SurfacePreferencesForm):
             "SHOW_USAGE": data["show_usage"],
             # A form from before MCP_LOG_LEVEL existed keeps the reader's choice.
             "MCP_LOG_LEVEL": data.get("mcp_log_level") or None,
+            "SHOW_RATINGS": data["show_ratings"],
         }
 
 

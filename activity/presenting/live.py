@@ -32,6 +32,7 @@ from activity.recording.events import (
     Error,
     Link,
     Plan,
+    Score,
     Status,
     TextDelta,
     ToolCall,
@@ -134,8 +135,9 @@ class LivePresenter:
                 return self._work_line(line, now, new=new)
             case ToolLog():
                 return self._log(event)
-            # The answer's end is the consumer's (finish), the rest is not for the feed.
-            case Done() | TurnStarted() | Error() | ToolFeedback():
+            # The answer's end is the consumer's (finish), the rest is not for the feed; a score
+            # shows in its rating controls, not as a line.
+            case Done() | TurnStarted() | Error() | ToolFeedback() | Score():
                 return []
             case _:
                 assert_never(event)

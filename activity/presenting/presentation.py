@@ -29,6 +29,7 @@ from activity.recording.events import (
     Plan,
     PlanStep,
     RecordedEvent,
+    Score,
     Status,
     StatusState,
     ToolCall,
@@ -325,6 +326,8 @@ def visible_lines(
                 made = plan_status(event)
             case ToolCall() | ToolResult() | ToolLog():
                 continue  # shown on their call's lines
+            case Score():
+                continue  # shown by the rating controls of its target
             case _:
                 assert_never(event)
         lines[line.key] = line
@@ -384,7 +387,7 @@ class _Calls:
                     calls.result(event)
                 case ToolLog():
                     calls.logs.setdefault(event.call_id, []).append(event)
-                case Status() | Decision() | Plan():
+                case Status() | Decision() | Plan() | Score():
                     pass
                 case _:
                     assert_never(event)
@@ -464,7 +467,7 @@ def summarize(
         match event:
             case Decision(decision="deny" | "timeout"):
                 refused[event.call_id] = event
-            case Decision():
+            case Decision() | Score():
                 pass
             case ToolCall():
                 tools_by_call[event.call_id] = event.tool

@@ -36,6 +36,7 @@ from activity.recording.events import (
     Done,
     Error,
     Plan,
+    Score,
     Status,
     TextDelta,
     ToolCall,
@@ -82,7 +83,7 @@ class ProgramFrames:
             case ToolLog():
                 shown = at_least(event.level, self.prefs.mcp_log_level)
                 return self._work(to_json(event), shown=self.prefs.tool_progress and shown)
-            case Decision() | TurnStarted() | Error():
+            case Decision() | Score() | TurnStarted() | Error():
                 return [cut_values(to_json(event))]
             case _:
                 assert_never(event)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from typing import Any, ClassVar, Literal
 
 from activity.recording.declared import declare, read_wire, wire_form
@@ -448,9 +449,71 @@ class ToolLog:
     type: Literal["tool_log"] = field(default="tool_log", metadata=declare(column="kind"))
 
 
+ScoreValue = Literal["up", "down", ""]
+SCORE_VALUES: tuple[ScoreValue, ...] = ("up", "down", "")
+# A score's note is a person's text kept in the record: bounded.
+SCORE_NOTE_LIMIT = 500
+SCORE_LABEL_LIMIT = 64
+
+
+def score_value(value: str) -> ScoreValue:
+    """A stored or received rating: up, down or none (a label without a rating)."""
+    for known in SCORE_VALUES:
+        if value == known:
+            return known
+    raise ValueError(f"not a rating: {value!r}")
+
+
+def _iso(value: datetime | None) -> str | None:
+    return None if value is None else value.isoformat()
+
+
+def _read_at(value: Any) -> datetime | None:
+    return datetime.fromisoformat(value) if isinstance(value, str) and value else None
+
+
+def _at_column(value: datetime | None) -> datetime:
+    return value or datetime.now(UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class Score:
+    """A person's judgement of the answer (no call_id) or of one tool call of the feed it is
+    appended to: a rating, an auditor's label, a note. A later score by the same person of
+    the same target replaces it (activity.scoring); the record keeps every one."""
+
+    # "" is the answer itself.
+    call_id: str = field(metadata=declare(column="call_id"))
+    value: ScoreValue = field(
+        metadata=declare(read=score_value, column="state", from_column=score_value)
+    )
+    label: str = field(
+        default="", metadata=declare(column="result_summary", limit=SCORE_LABEL_LIMIT)
+    )
+    note: str = field(
+        default="", metadata=declare(column="result_content", limit=SCORE_NOTE_LIMIT)
+    )
+    # Who judged, by name as shown (emptied with their account) and by id (to find what an
+    # account wrote when it is erased; off the wire).
+    by: str = field(default="", metadata=declare(column="message", limit=400))
+    by_id: int | None = field(default=None, metadata=declare(key=False, column="arguments.by_id"))
+    # The tool of the call judged ("" for the answer), for the audit's filters.
+    tool: str = field(default="", metadata=declare(missing="", column="tool"))
+    at: datetime | None = field(
+        default=None,
+        metadata=declare(read=_read_at, write=_iso, column="created_at", to_column=_at_column),
+    )
+    seq: int | None = field(default=None, metadata=declare(column="seq"))
+    type: Literal["score"] = field(default="score", metadata=declare(column="kind"))
+
+    @property
+    def target(self) -> str:
+        return self.call_id
+
+
 # One union of the recorded types; every other union is built on it, so a type added here is
 # one every surface must match (the new-event-type experiment, .ci/experiments).
-RecordedEvent = Status | ToolCall | ToolResult | Decision | Plan | ToolLog
+RecordedEvent = Status | ToolCall | ToolResult | Decision | Plan | ToolLog | Score
 Event = RecordedEvent | TextDelta | Done
 WireEvent = Event | TurnStarted | Error | ToolFeedback
 
@@ -462,6 +525,7 @@ RECORDED_TYPES: dict[str, type[RecordedEvent]] = {
     "decision": Decision,
     "plan": Plan,
     "tool_log": ToolLog,
+    "score": Score,
 }
 WIRE_TYPES: dict[str, type[WireEvent]] = {
     **RECORDED_TYPES,

@@ -169,7 +169,7 @@ def erase_for(user: Any, *, reason: str) -> None:
     events keep no text, argument, result (structured or linked), progress message or error,
     its model calls no reasoning, its feeds are hidden and have no summary, their chains are
     sealed again (with the answers' texts empty) and the reseal recorded, and its feed
-    preferences go."""
+    preferences go. Its scores of other people's answers lose their note and its name."""
     # Events are append-only for everyone else; erasure is the one rewrite the audit allows.
     # tests/chat/test_erasure_columns.py fails on a text or JSON column this leaves filled.
     ActivityEvent.objects.filter(feed__owner=user).update(
@@ -183,6 +183,12 @@ def erase_for(user: Any, *, reason: str) -> None:
         result_links=None,
     )
     ModelCall.objects.filter(feed__owner=user).update(reasoning="")
+    # What it wrote of others' answers (ratings, labels): who and the note go, the judgement
+    # stays; those feeds keep their answers' texts.
+    scored = ActivityEvent.objects.filter(kind=ActivityEvent.Kind.SCORE, arguments__by_id=user.pk)
+    judged = set(scored.exclude(feed__owner=user).values_list("feed_id", flat=True))
+    scored.update(message="", result_content="", arguments=None)
+    reseal(sorted(judged), reason=reason)
     feeds = ActivityFeed.objects.filter(owner=user)
     feeds.update(hidden_from_owner=True, summary_text="")
     reseal(feeds.values_list("pk", flat=True), reason=reason, answer_text="")

@@ -27,6 +27,7 @@ from activity.recording.events import (
     Decision,
     Plan,
     RecordedEvent,
+    Score,
     Status,
     ToolCall,
     ToolLog,
@@ -224,7 +225,9 @@ def _turn_event(row: Recorded, options: Options) -> SpanEvent | None:
             return _status_event(row.event, row.at, options)
         case Plan():
             return _plan_event(row.event, row.at, options)
-        case Status() | ToolCall() | ToolResult() | Decision() | ToolLog():
+        case Score(call_id=""):
+            return _score_event(row.event, row.at, options)
+        case Status() | ToolCall() | ToolResult() | Decision() | ToolLog() | Score():
             return None
         case _:
             assert_never(row.event)
@@ -258,6 +261,8 @@ class _Call:
                 self.events.append(_log_event(row.event, row.at, options))
             case Plan():
                 pass  # the turn's own span shows the plan: it is the turn's, not the call's
+            case Score():
+                self.events.append(_score_event(row.event, row.at, options))
             case _:
                 assert_never(row.event)
 
@@ -371,6 +376,19 @@ def _log_event(log: ToolLog, at: datetime, options: Options) -> SpanEvent:
         if log.logger:
             attributes["glassbox.mcp.log.logger"] = log.logger
     return SpanEvent("glassbox.mcp.log", nanos(at), attributes)
+
+
+def _score_event(score: Score, at: datetime, options: Options) -> SpanEvent:
+    """A person's judgement of the turn or the call whose span this is; the note is their
+    text, sent only with content capture on."""
+    attributes: Attributes = {"glassbox.score.target": score.call_id or "answer"}
+    if score.value:
+        attributes["glassbox.score.value"] = score.value
+    if score.label:
+        attributes["glassbox.score.label"] = score.label
+    if options.content and score.note:
+        attributes["glassbox.score.note"] = score.note
+    return SpanEvent("glassbox.score", nanos(at), attributes)
 
 
 def _progress_event(result: ToolResult, at: datetime, options: Options) -> SpanEvent:

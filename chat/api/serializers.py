@@ -7,6 +7,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.fields import empty
 
+from activity.recording.events import SCORE_NOTE_LIMIT
 from chat.asks.receipts import EditRefused
 from chat.conversations.services import TitleInvalid, title_clean
 from chat.models import Conversation, Message
@@ -162,6 +163,40 @@ class ApprovalRequestSerializer(serializers.Serializer):
             "that no longer has it is a 409 and nothing is decided."
         ),
     )
+
+
+class FeedbackRequestSerializer(serializers.Serializer):
+    """A rating of an answer, or of one of its tool calls (the schema; chat.turns.actions
+    reads the body)."""
+
+    rating = serializers.ChoiceField(choices=["up", "down"])
+    note = StrictCharField(
+        required=False,
+        allow_blank=True,
+        max_length=SCORE_NOTE_LIMIT,
+        help_text="Why, if you like.",
+    )
+    call_id = StrictCharField(
+        required=False,
+        max_length=actions.CALL_ID_LIMIT,
+        help_text="The tool call rated, as its `tool_call` event names it; none: the answer.",
+    )
+
+
+class ScoreSerializer(serializers.Serializer):
+    """The rating as the feed records it (a `score` event). Rating again appends another;
+    the latest counts."""
+
+    type = serializers.CharField()
+    seq = serializers.IntegerField(allow_null=True)
+    call_id = serializers.CharField(help_text="Blank: the answer itself.")
+    value = serializers.CharField(help_text="`up`, `down`, or blank for a label alone.")
+    # A field named like Field.label: DRF takes it off the class, the stubs do not know.
+    label = serializers.CharField()  # type: ignore[assignment]
+    note = serializers.CharField()
+    by = serializers.CharField()
+    tool = serializers.CharField()
+    at = serializers.DateTimeField()
 
 
 class DecisionSerializer(serializers.Serializer):

@@ -3,22 +3,25 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from datetime import UTC
 from typing import Any
 
 from asgiref.sync import async_to_sync, sync_to_async
 from django.db.models import OuterRef, QuerySet, Subquery
 from django.http import StreamingHttpResponse
 from django.shortcuts import get_object_or_404
+from django.utils.dateparse import parse_datetime
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import generics
-from rest_framework.exceptions import ValidationError
+from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from activity.api.pagination import CheckedCursorPagination
+from activity.auditing.access import is_auditor
 from activity.models import FeedPreferences
 from activity.recording.events import Decision, Error, to_json
 from chat import turns
@@ -29,8 +32,10 @@ from chat.api.serializers import (
     ConversationDetailSerializer,
     ConversationSerializer,
     DecisionSerializer,
+    FeedbackRequestSerializer,
     InboxItemSerializer,
     MessageSerializer,
+    ScoreSerializer,
     TurnRequestSerializer,
     edit_refusal,
     refusal,
@@ -38,9 +43,12 @@ from chat.api.serializers import (
 from chat.api.sse import ProgramSseWire, first_error, sse, turn_events, wire_stream
 from chat.asks.inbox import waiting_items
 from chat.conversations.selectors import message_records
+from chat.conversations.services import RatingRefused, answer_rate
 from chat.models import Conversation, Message, ToolApproval
 from chat.turns import actions
+from chat.turns.datasets import DatasetFilters, adataset_lines
 from chat.turns.recovery import dead_turns_recover
+from project.text_rules import unstorable
 
 
 class NewestFirst(CheckedCursorPagination):
@@ -198,6 +206,105 @@ class ApprovalDecide(APIView):
             return Response({"detail": str(refused)}, status=refused.status)
         assert isinstance(decision, Decision)
         return Response(to_json(decision))
+
+
+@extend_schema(
+    request=FeedbackRequestSerializer,
+    responses={201: ScoreSerializer},
+    description=(
+        "Rates a finished answer of your conversation (👍 `up` / 👎 `down`), or one of its "
+        "tool calls with `call_id`, with an optional note. The rating is appended to the "
+        "answer's sealed feed as a `score` event; rating the same target again appends "
+        "another, and the latest counts. An answer still running is a 409; a `call_id` the "
+        "answer did not make is a 400; another user's answer is a 404."
+    ),
+)
+class AnswerFeedback(APIView):
+    parser_classes = [RequestParser]
+
+    def post(self, request: Request, conversation_id: Any, message_id: int) -> Response:
+        conversation = get_object_or_404(conversations_owned(request.user), pk=conversation_id)
+        answer = get_object_or_404(
+            conversation.messages.filter(role=Message.Role.ASSISTANT), pk=message_id
+        )
+        try:
+            rate = actions.read_rating(request.data)
+            score = answer_rate(
+                user=request.user,
+                answer=answer,
+                rating=rate.rating,
+                note=rate.note,
+                call_id=rate.call_id,
+            )
+        except actions.Unreadable as problem:
+            raise refusal(problem) from None
+        except RatingRefused as refused:
+            body = {refused.field: [str(refused)]} if refused.field else {"detail": str(refused)}
+            return Response(body, status=refused.status)
+        return Response(to_json(score), status=201)
+
+
+DATASET_PARAMS = {"format", "since", "until", "rating", "label", "tool"}
+
+
+def dataset_filters(params: Any) -> DatasetFilters:
+    """The dataset's query, read as strictly as a request body: an unknown parameter, a
+    format other than jsonl, a time that is not ISO 8601 or a rating that is not up or down
+    is a 400 naming it."""
+    unknown = sorted(set(params) - DATASET_PARAMS)
+    if unknown:
+        raise ValidationError({"detail": f"Unknown parameter: {unknown[0]}."})
+    if params.get("format", "jsonl") != "jsonl":
+        raise ValidationError({"format": ["The dataset is given as jsonl."]})
+    times = {}
+    for name in ("since", "until"):
+        text = params.get(name)
+        try:
+            when = parse_datetime(text) if text is not None else None
+        except ValueError:
+            when = None
+        if text is not None and when is None:
+            raise ValidationError({name: ["Use an ISO 8601 date and time."]})
+        times[name] = when if when is None or when.tzinfo else when.replace(tzinfo=UTC)
+    rating = params.get("rating", "")
+    if rating not in ("", "up", "down"):
+        raise ValidationError({"rating": ["The rating must be up or down."]})
+    texts = {name: params.get(name, "") for name in ("label", "tool")}
+    for name, text in texts.items():
+        if len(text) > 64 or unstorable(text):
+            raise ValidationError({name: ["At most 64 characters of text."]})
+    return DatasetFilters(
+        since=times["since"],
+        until=times["until"],
+        rating=rating,
+        label=texts["label"],
+        tool=texts["tool"],
+    )
+
+
+@extend_schema(
+    parameters=[
+        OpenApiParameter("format", str, enum=["jsonl"], description="Only jsonl."),
+        OpenApiParameter("since", OpenApiTypes.DATETIME, description="Scored from."),
+        OpenApiParameter("until", OpenApiTypes.DATETIME, description="Scored before."),
+        OpenApiParameter("rating", str, enum=["up", "down"], description="A current rating."),
+        OpenApiParameter("label", str, description="A current label."),
+        OpenApiParameter("tool", str, description="A call of this tool."),
+    ],
+    responses={(200, "application/jsonl"): OpenApiTypes.STR},
+    description=(
+        "The eval dataset, streamed as JSON lines (docs/dataset.md): one record per rated or "
+        "labelled answer or tool call. Auditors only."
+    ),
+)
+class Dataset(APIView):
+    def get(self, request: Request) -> StreamingHttpResponse:
+        if not is_auditor(request.user):
+            raise PermissionDenied()
+        filters = dataset_filters(request.query_params)
+        response = StreamingHttpResponse(adataset_lines(filters), content_type="application/jsonl")
+        response["Content-Disposition"] = 'attachment; filename="glassbox-dataset.jsonl"'
+        return response
 
 
 async def _answer(conversation: Conversation, turn: turns.StartedTurn) -> AsyncIterator[bytes]:

@@ -6,10 +6,11 @@ import uuid
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, ClassVar
 
+from django.conf import settings
 from django.db import connection
 from django.db.models import Case, Count, Exists, F, Max, OuterRef, Q, QuerySet, Subquery, When
 from django.db.models.functions import Coalesce
@@ -20,10 +21,11 @@ from activity.auditing.export import FeedData, feed_data
 from activity.models import ActivityEvent, ActivityFeed
 from activity.preferences.feed_prefs import FeedPrefs
 from activity.presenting.presentation import Line, visible_lines
-from activity.recording.events import RecordedEvent, Status
+from activity.recording.events import PLAN_LINE, RecordedEvent, Score, Status, ToolCall
 from activity.selectors import (
     aevents_by_feed,
     areasoning_by_feed,
+    current_ratings,
     events_by_feed,
     reasoning_by_feed,
 )
@@ -132,6 +134,45 @@ def _with_contact(messages: QuerySet[Message]) -> QuerySet[Message]:
 CONTACT_TOOL = "request_contact_form"
 
 
+@dataclass(frozen=True, slots=True)
+class Ratings:
+    """What the asker can rate on a finished answer (the answer, "", and each tool call it
+    made) and the rating each target has now: their latest."""
+
+    # The template that draws one target's rating (the feed's lines include it by this name).
+    template: ClassVar[str] = "chat/_rating.html"
+
+    conversation_id: uuid.UUID
+    answer_id: int
+    # The call each line that carries a call's rating stands for, by line key: its last line.
+    lines: dict[str, str] = field(default_factory=dict)
+    current: dict[str, Score] = field(default_factory=dict)
+
+    @classmethod
+    def of(
+        cls, message: Message, events: Sequence[RecordedEvent], lines: Sequence[Line]
+    ) -> Ratings | None:
+        """None while the answer runs or when it has no feed (nothing to rate yet), or when
+        ratings are switched off (GLASSBOX_RATINGS)."""
+        if not settings.GLASSBOX_RATINGS:
+            return None
+        if message.state in Message.OPEN_STATES or message.feed is None:
+            return None
+        calls = {e.call_id for e in events if isinstance(e, ToolCall)}
+        # The plan's line stands for the agent's plan, not a call: it has no rating of its own.
+        last = {
+            line.call_id: line.key
+            for line in lines
+            if line.call_id in calls and line.key != PLAN_LINE
+        }
+        return cls(
+            conversation_id=message.conversation_id,
+            answer_id=message.pk,
+            lines={key: call_id for call_id, key in last.items()},
+            current=current_ratings(events, by_id=message.feed.owner_id),
+        )
+
+
 @dataclass(slots=True)
 class TurnView:
     """An answer as people see it: its feed's events and visible lines, the question it
@@ -149,6 +190,8 @@ class TurnView:
     superseded: bool = False
     # The viewer's choice: tokens and cost on the folded feed.
     show_usage: bool = False
+    # The asker's ratings, once the answer has finished.
+    ratings: Ratings | None = None
     # Progress mode (seed 001): the finished answer takes the draft's place, its folded feed
     # one click away below it rather than above.
 
@@ -336,6 +379,7 @@ def _turn_view(
         contact_sent=bool(getattr(message, "contact_sent", False)),
         superseded=bool(getattr(message, "superseded", False)),
         show_usage=prefs.show_usage,
+        ratings=Ratings.of(message, events, lines) if prefs.show_ratings else None,
     )
 
 

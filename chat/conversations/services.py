@@ -14,8 +14,9 @@ from django.utils.translation import gettext as _
 from activity.auditing.audit import purge
 from activity.recording import feeds
 from activity.recording.commits import Ride
-from activity.recording.events import Status
-from activity.selectors import feed_ids_of_conversations, feed_language
+from activity.recording.events import Score, ScoreValue, Status
+from activity.selectors import called_tools, feed_ids_of_conversations, feed_language
+from activity.telemetry import phoenix
 from chat.conversations.access import conversations_closed
 from chat.conversations.selectors import CONTACT_TOOL
 from chat.models import ContactRequest, Conversation, Message
@@ -184,3 +185,40 @@ def answer_interrupt(*, answer_id: int, held: Callable[[], str | None]) -> str |
         Message.objects.filter(pk=answer_id).update(content=text)
         content = text
     return content
+
+
+class RatingRefused(Exception):
+    """The rating cannot be recorded; the text says why, `status` is the API's answer and
+    `field` the field at fault, if one is."""
+
+    def __init__(self, message: str, *, status: int = 400, field: str | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.field = field
+
+
+def answer_rate(
+    *, user: Any, answer: Message, rating: ScoreValue, note: str = "", call_id: str = ""
+) -> Score:
+    """Records the asker's rating of a finished answer or of one of its tool calls as a score
+    at the end of its feed; a later rating of the same target counts instead of this one."""
+    if not settings.GLASSBOX_RATINGS:
+        raise RatingRefused(_("Ratings are switched off on this site."), status=403)
+    if answer.state in Message.OPEN_STATES or answer.feed_id is None:
+        raise RatingRefused(_("An answer can be rated once it has finished."), status=409)
+    tools = called_tools(answer.feed_id)
+    if call_id and call_id not in tools:
+        raise RatingRefused(_("That answer made no tool call with this id."), field="call_id")
+    score = Score(
+        call_id=call_id,
+        value=rating,
+        note=note,
+        by=user.get_username(),
+        by_id=user.pk,
+        tool=tools.get(call_id, ""),
+    )
+    feed_id = answer.feed_id
+    written = feeds.append_late(feed_id, score)
+    assert isinstance(written, Score)
+    transaction.on_commit(lambda: phoenix.score_given(feed_id, written))
+    return written

@@ -321,3 +321,38 @@ def contact_request(request, conversation_id, message_id):
     # Once sent, the page shows that it was, in place of the form.
     shown = None if sent else form
     return render(request, "chat/_contact_form.html", {"message": message, "form": shown})
+
+
+@require_POST
+def answer_feedback(request, conversation_id, message_id):
+    """The asker's 👍/👎 (and note) on an answer or one of its tool calls, read as the API
+    reads it. Without JavaScript the page comes back at the answer; with htmx, the rating's
+    own form, pressed."""
+    conversation = selectors.conversation_for(request.user, conversation_id)
+    prefs = reader_settings(request).feed
+    message = selectors.answer_with_feed(conversation, message_id, prefs)
+    target = ""
+    try:
+        rate = actions.read_posted_rating(request.POST)
+        target = rate.call_id
+        services.answer_rate(
+            user=request.user,
+            answer=message.message,
+            rating=rate.rating,
+            note=rate.note,
+            call_id=rate.call_id,
+        )
+    except (actions.Unreadable, services.RatingRefused) as refused:
+        if not request.htmx:
+            flash.error(request, str(refused))
+            return redirect(f"{conversation.get_absolute_url()}#{message.dom_id}")
+        # The form again with the reason and the note as typed (htmx swaps a 200 only).
+        typed = request.POST.get("note", "")
+        target = request.POST.get("call_id", "")
+        context = {"ratings": message.ratings, "target": target, "error": str(refused)}
+        return render(request, "chat/_rating.html", context | {"typed_note": typed})
+    if not request.htmx:
+        return redirect(f"{conversation.get_absolute_url()}#{message.dom_id}")
+    message = selectors.answer_with_feed(conversation, message_id, prefs)
+    context = {"ratings": message.ratings, "target": target, "saved": True}
+    return render(request, "chat/_rating.html", context)

@@ -10,8 +10,10 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
 from activity.presenting.live_markdown import split_settled
+from activity.recording.events import Score
 from chat.asks.approval_cards import ApprovalCard, CardField
 from chat.conversations.markdown import close_cut, render_markdown
+from chat.conversations.selectors import Ratings
 from chat.pages.forms import ContactForm
 
 register = template.Library()
@@ -60,6 +62,12 @@ def theme(request) -> str:
 def card_of(cards: dict[int, ApprovalCard] | None, answer_id: int) -> ApprovalCard | None:
     """The card the page was handed for an answer (chat.asks.cards.cards_for), if any."""
     return (cards or {}).get(answer_id)
+
+
+@register.filter
+def rating_of(ratings: Ratings | None, target: str) -> Score | None:
+    """The asker's current rating of one target of an answer ("" the answer itself)."""
+    return ratings.current.get(target) if ratings else None
 
 
 @register.filter

@@ -15,7 +15,7 @@ from typing import Any
 
 from django.utils.translation import gettext as _
 
-from activity.recording.events import Decision
+from activity.recording.events import SCORE_NOTE_LIMIT, Decision, ScoreValue, score_value
 from chat import turns
 from chat.asks import elicitations
 from chat.asks.answers import AnswerQuestion, Decide
@@ -88,6 +88,18 @@ class Resume:
 @dataclass(frozen=True, slots=True)
 class Regenerate:
     answer_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class Rate:
+    """A rating of an answer ("" call_id) or of one of its tool calls, by the asker."""
+
+    rating: ScoreValue
+    note: str = ""
+    call_id: str = ""
+
+
+RATING_BODY = {"rating", "note", "call_id"}
 
 
 Request = Ask | Stop | Resume | Decide | Regenerate | AnswerQuestion
@@ -343,6 +355,36 @@ def read_decision(body: object, *, call_id: str) -> Decide:
     request = _read_as(names | {"fingerprint": "fingerprint"}, {decision: call_id, **fields})
     assert isinstance(request, Decide)
     return request
+
+
+def read_rating(body: object) -> Rate:
+    """A rating, by the REST API (`POST …/messages/<id>/feedback/`) or a page's form."""
+    fields = fields_of(body, RATING_BODY)
+    rating = fields.get("rating")
+    if rating not in ("up", "down"):
+        raise Unreadable(_("The rating must be up or down."), field="rating")
+    note = fields.get("note", "")
+    if not isinstance(note, str):
+        raise Unreadable(_("The note must be text."), field="note")
+    _storable(note, "note")
+    if len(note) > SCORE_NOTE_LIMIT:
+        raise Unreadable(
+            _("The note is at most %(limit)s characters long.") % {"limit": SCORE_NOTE_LIMIT},
+            field="note",
+        )
+    call_id = fields.get("call_id", "")
+    if not isinstance(call_id, str) or len(call_id) > CALL_ID_LIMIT:
+        raise Unreadable(
+            _("call_id must be the id of one of the answer's tool calls."), field="call_id"
+        )
+    _storable(call_id, "call_id")
+    return Rate(rating=score_value(rating), note=note, call_id=call_id)
+
+
+def read_posted_rating(form: Mapping[str, Any]) -> Rate:
+    """A rating as a page's form posts it without JavaScript (an empty note or call_id is
+    none)."""
+    return read_rating({key: form.get(key) for key in form if key not in CARRIED})
 
 
 def _read_as(names: Mapping[str, str], fields: dict[str, Any]) -> Request:

@@ -11,6 +11,7 @@ from activity.recording.events import (
     Decision,
     Plan,
     RecordedEvent,
+    Score,
     Status,
     ToolCall,
     ToolFeedback,
@@ -44,7 +45,7 @@ def with_feedback(events: Sequence[RecordedEvent]) -> list[WireEvent]:
                 event.call_id
             ):
                 out += [event, ToolFeedback(event.call_id, feedback.pop(event.call_id))]
-            case Status() | ToolCall() | ToolResult() | Decision() | Plan() | ToolLog():
+            case Status() | ToolCall() | ToolResult() | Decision() | Plan() | ToolLog() | Score():
                 out.append(event)
             case _:
                 assert_never(event)

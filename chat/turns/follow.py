@@ -33,6 +33,7 @@ from activity.recording.events import (
     Error,
     Plan,
     RecordedEvent,
+    Score,
     Status,
     TextDelta,
     ToolCall,
@@ -195,7 +196,7 @@ class _Gaps:
             case Status() if event.seq is None:
                 # A tool's progress: live only, and the next one supersedes it.
                 return [] if self.finished else [event]
-            case Status() | ToolCall() | ToolResult() | Decision() | Plan() | ToolLog():
+            case Status() | ToolCall() | ToolResult() | Decision() | Plan() | ToolLog() | Score():
                 return self._with_feedback(await self._numbered(event, unsaved))
             case TurnStarted() | Error():
                 return [event]
@@ -308,7 +309,7 @@ class _Gaps:
 def _recorded(event: WireEvent) -> RecordedEvent:
     """An `unsaved` event of a group message: recorded kinds only."""
     match event:
-        case Status() | ToolCall() | ToolResult() | Decision() | Plan() | ToolLog():
+        case Status() | ToolCall() | ToolResult() | Decision() | Plan() | ToolLog() | Score():
             return event
         case TextDelta() | Done() | TurnStarted() | Error() | ToolFeedback():
             raise ValueError(f"not a recorded event: {event!r}")

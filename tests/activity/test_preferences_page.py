@@ -19,6 +19,7 @@ VALID = {
     "tool_progress": "on",
     "line_width": "60",
     "show_usage": "on",
+    "show_ratings": "on",
 }
 
 

@@ -98,7 +98,7 @@ def test_history_shows_each_answer_with_its_feed_folded_above_it(
     page = alice_client.get(alice_conversation.get_absolute_url()).content.decode()
 
     feed = page[page.index(f'id="feed-{answer.pk}"') :]
-    feed = feed[: feed.index("</details>")]
+    feed = feed[: feed.index("</ol>")]  # its lines (a line holds a details of its own)
     assert "open" not in feed.split(">")[0]  # folded; <details> expands without JavaScript
     assert '📄</span> <span class="text">Searched the knowledge base' in feed
     lines = ["negotiate salary", "Found 3 documents", "Writing the answer…", "Done"]

@@ -67,7 +67,7 @@ def ask(page, question: str) -> None:
 def unfolded_lines(page):
     """The finished turn's lines, its folded feed opened."""
     expect(page.locator(DONE)).to_be_visible()
-    page.locator(f"{DONE} details.feed summary").click()
+    page.locator(f"{DONE} details.feed > summary").click()
     return page.locator(f"{DONE} details.feed li")
 
 
@@ -122,7 +122,7 @@ def test_an_italian_question_on_an_english_page_gets_an_italian_feed(narrow_conv
     ask(page, "Come posso prepararmi per un colloquio di lavoro?")
     for _ in range(2):
         lines = unfolded_lines(page)
-        expect(page.locator(f"{DONE} details.feed summary")).to_contain_text(
+        expect(page.locator(f"{DONE} details.feed > summary")).to_contain_text(
             "Ha cercato nella base di conoscenza"
         )
         expect(lines.filter(has_text="Cerco “")).to_be_visible()

@@ -42,7 +42,7 @@ def test_no_payload_runs_live_or_in_history(page, hostile_server_url):
         )
         for href in page.locator("#messages a").evaluate_all("els => els.map(a => a.href)"):
             assert href.startswith(("http://", "https://")), href
-        page.locator("details.feed summary").click()
+        page.locator("details.feed > summary").click()
         expect(page.locator("details.feed li").first).to_contain_text(
             FEEDBACK.replace("<img src=x onerror=alert('feedback')>", "").strip()[:10]
         )

@@ -58,7 +58,7 @@ def italian_turn(page) -> None:
     # (the socket tests check them live).
     done = page.locator("article.assistant.state-complete")
     expect(done).to_be_visible()
-    summary = done.locator("details.feed summary")
+    summary = done.locator("details.feed > summary")
     expect(summary).to_have_text(re.compile("Ha cercato nella base di conoscenza"))
     summary.click()
     expect(done.locator("details.feed li", has_text=re.compile(r"Trovat[oi] \d"))).to_be_visible()
@@ -69,8 +69,8 @@ def italian_turn(page) -> None:
     # Reopened later, on a browser that prefers English: still Italian.
     page.reload()
     expect(page.locator("html")).to_have_attribute("lang", "it")
-    expect(page.locator("details.feed summary").last).to_contain_text("Ha cercato")
-    page.locator("details.feed summary").last.click()
+    expect(page.locator("details.feed > summary").last).to_contain_text("Ha cercato")
+    page.locator("details.feed > summary").last.click()
     expect(page.locator("details.feed li .duration").first).to_have_text(re.compile(r"\d,\d s"))
 
 
@@ -85,7 +85,7 @@ def chinese_turn(page) -> None:
     page.fill("#question", "我該如何進行薪資談判？")
     page.click("#composer button.send")
     done = page.locator("article.assistant.state-complete")
-    summary = done.locator("details.feed summary")
+    summary = done.locator("details.feed > summary")
     expect(summary).to_have_text(re.compile("搜尋了知識庫"))
     summary.click()
     expect(done.locator("details.feed li", has_text="找到")).to_be_visible()
@@ -112,5 +112,5 @@ def test_the_live_feed_speaks_the_pages_language_whatever_the_socket_handshake_s
         page.fill("#question", "bonus")
         page.click("#composer button.send")
         done = page.locator("article.assistant.state-complete")
-        expect(done.locator("details.feed summary")).to_have_text(re.compile("搜尋了知識庫"))
+        expect(done.locator("details.feed > summary")).to_have_text(re.compile("搜尋了知識庫"))
         expect(done.locator(".answer")).to_contain_text("以下是知識庫中的相關內容")

@@ -28,7 +28,7 @@ def test_a_demo_survey_comparison_shows_its_progress_and_result(conversation):
     expect(page.locator(DONE)).to_be_visible()
     expect(page.locator(f"{DONE} .answer")).to_contain_text("the median for engineer is 58,000 €")
     expect(page.locator(f"{DONE} .answer table td", has_text="Hays Salary Guide")).to_be_visible()
-    page.locator(f"{DONE} details.feed summary").click()
+    page.locator(f"{DONE} details.feed > summary").click()
     bar = page.locator(f"{DONE} details.feed li progress")
     expect(bar).to_have_attribute("value", "5")
     expect(bar).to_have_attribute("max", "5")
@@ -69,7 +69,7 @@ def test_a_line_edited_in_place_keeps_its_height_and_history_ends_it_as_live_did
         assert len(heights[key]) == 1, (key, heights[key])
 
     page.reload()
-    page.locator(f"{DONE} details.feed summary").click()
+    page.locator(f"{DONE} details.feed > summary").click()
     call_line = page.locator(f"{DONE} details.feed li.line", has=page.locator("progress"))
     expect(call_line.first).to_be_visible()
     lines = page.locator(f"{DONE} details.feed li.line")
@@ -94,7 +94,7 @@ def test_nothing_an_mcp_server_writes_runs_in_the_page(conversation, tmp_path):
     for _ in range(2):  # live, then reloaded from history
         answer = page.locator(f"{DONE} .answer")
         expect(answer).to_contain_text("<script>window.pwned=3</script>")
-        page.locator(f"{DONE} details.feed summary").click()
+        page.locator(f"{DONE} details.feed > summary").click()
         expect(page.locator(f"{DONE} details.feed li").nth(1)).to_contain_text(
             '“Hostile <img src=x onerror="window.pwned=1">” finished'
         )

@@ -153,7 +153,9 @@ def test_a_starter_sends_its_prompt_and_the_conversation_is_made_only_then(
         "Compare five salary surveys for an engineer"
     )
     expect(page.locator(DONE)).to_be_visible()
-    expect(page.locator(f"{DONE} details.feed summary")).to_contain_text("Compare salary surveys")
+    expect(page.locator(f"{DONE} details.feed > summary")).to_contain_text(
+        "Compare salary surveys"
+    )
     expect(page.locator("button.starter")).to_have_count(0)
     # The new conversation is listed, marked as the one open, under Today.
     current = page.locator("#sidebar-list a[aria-current=page]")

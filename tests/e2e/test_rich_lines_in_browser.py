@@ -33,7 +33,7 @@ def test_a_rich_feed_shows_each_lines_fields_and_lines_up_their_times(rich_conve
     page.click("#composer button.send")
     for _ in range(2):  # as the turn ended, then reloaded from history
         expect(page.locator(DONE)).to_be_visible()
-        page.locator(f"{DONE} details.feed summary").click()
+        page.locator(f"{DONE} details.feed > summary").click()
         lines = page.locator(f"{DONE} details.feed li.rich")
         looking = lines.filter(has_text="Looking up")
         expect(looking.locator(".action")).to_have_text("Looking up")

@@ -12,12 +12,19 @@ pytestmark = pytest.mark.e2e
 
 
 def feed_lines(page) -> list[str]:
-    return page.locator("details.feed li").all_inner_texts()
+    """Each line's text, without the rating controls a finished answer's call line carries."""
+    return page.locator("details.feed li").evaluate_all(
+        """lines => lines.map(line => {
+            const copy = line.cloneNode(true);
+            copy.querySelectorAll("form.rating").forEach(form => form.remove());
+            return copy.textContent;
+        })"""
+    )
 
 
 def summary_after(page, question: str) -> str:
     ask(page, question)
-    summary = page.locator(f"{DONE} details.feed summary").last
+    summary = page.locator(f"{DONE} details.feed > summary").last
     expect(summary).not_to_be_empty()
     return summary.inner_text()
 
@@ -34,14 +41,14 @@ def test_the_user_watches_the_feed_then_the_answer_then_the_fold(conversation):
     expect(page.locator(DONE)).to_be_visible()
     feed = page.locator(f"{DONE} details.feed")
     expect(feed).not_to_have_attribute("open", "")
-    expect(feed.locator("summary")).to_contain_text("Searched the knowledge base")
+    expect(feed.locator(":scope > summary")).to_contain_text("Searched the knowledge base")
     answer = page.locator(f"{DONE} .answer")
     expect(answer.locator("strong").first).to_have_text(
         "Salary negotiation: preparing your number"
     )
     expect(page.locator("#conversation-title")).to_have_text("How do I negotiate my salary?")
 
-    feed.locator("summary").click()
+    feed.locator(":scope > summary").click()
     lines_live = [" ".join(line.split()) for line in feed_lines(page)]
     steps = feed.locator("li .text").all_inner_texts()
     assert steps[1:] == ["Found 3 documents", "Writing the answer…", "Done"]
@@ -50,7 +57,7 @@ def test_the_user_watches_the_feed_then_the_answer_then_the_fold(conversation):
     answer_live = answer.inner_text()
 
     page.reload()
-    page.locator("details.feed summary").click()
+    page.locator("details.feed > summary").click()
     assert [" ".join(line.split()) for line in feed_lines(page)] == lines_live
     assert page.locator(".answer").inner_text() == answer_live
     # The whole flow ran under the strict Content Security Policy without a violation.
@@ -118,7 +125,7 @@ def test_the_contact_form_the_agent_opens_can_be_sent(conversation):
     expect(page.locator(".contact-form .sent")).to_contain_text("was sent")
     page.reload()
     expect(page.locator(".contact-form .sent")).to_be_visible()
-    page.locator("details.feed summary").click()
+    page.locator("details.feed > summary").click()
     expect(page.locator("details.feed li", has_text="Contact request sent")).to_be_visible()
 
 
@@ -143,7 +150,7 @@ def test_progress_mode_shows_a_draft_that_turns_into_the_answer(conversation, li
     assert page.locator("article.assistant.state-streaming .answer").inner_text() == ""
     expect(page.locator(DONE)).to_be_visible()
     expect(page.locator(f"{DONE} .answer strong").first).to_contain_text("Salary negotiation")
-    expect(page.locator(f"{DONE} details.feed summary")).to_contain_text("Searched")
+    expect(page.locator(f"{DONE} details.feed > summary")).to_contain_text("Searched")
     # The draft folds where it stood, in the same card, and the answer follows it (seed 002:
     # the feed above the result, in every mode, whatever the viewer's preference now).
     answer_in_place(page, card_id, draft_top)

@@ -54,6 +54,6 @@ def test_without_javascript_the_page_refreshes_until_the_answer_is_there(
     took = time.monotonic() - asked
     # It came by a refresh, which keeps the answer in view, and the refreshing stops there.
     assert re.search(r"\?refresh=\d+#m-\d+$", page.url), page.url
-    expect(done.locator("details.feed summary")).to_contain_text("Searched the knowledge base")
+    expect(done.locator("details.feed > summary")).to_contain_text("Searched the knowledge base")
     assert page.locator("head noscript").count() == 0
     print(f"no-JS answer on screen {took:.1f} s after Send")

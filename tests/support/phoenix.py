@@ -105,3 +105,27 @@ def spans_received(url: str, trace_id: str, count: int, seconds: float = 60) -> 
             assert len(spans) == count, [span["name"] for span in spans]
             return spans
         time.sleep(0.2)
+
+
+def span_annotations(url: str, span: str) -> list[dict]:
+    """The annotations Phoenix holds of one span (its default project)."""
+    address = f"{url}/v1/projects/default/span_annotations?span_ids={span}&limit=100"
+    try:
+        with urllib.request.urlopen(address, timeout=10) as response:
+            return json.load(response)["data"]
+    except urllib.error.HTTPError as error:
+        if error.code == 404:
+            return []
+        raise
+
+
+def annotations_received(url: str, span: str, count: int, seconds: float = 60) -> list[dict]:
+    """The span's annotations once Phoenix holds `count` of them (they are sent from a
+    thread of their own); fails with what it has after `seconds`."""
+    deadline = time.monotonic() + seconds
+    while True:
+        found = span_annotations(url, span)
+        if len(found) >= count or time.monotonic() > deadline:
+            assert len(found) == count, found
+            return found
+        time.sleep(0.2)

@@ -4,13 +4,16 @@ from django.core.management.base import BaseCommand, CommandError
 
 from activity import telemetry
 from activity.management.commands._dates import moment
+from activity.models import ActivityEvent, ActivityFeed
+from activity.telemetry import phoenix
 
 
 class Command(BaseCommand):
     help = (
         "Sends the traces of every finished turn that began in a period to the OTLP endpoint "
         "of the standard OTEL_* variables: the same spans, ids and recorded times as a turn "
-        "sends when it ends, each with its own provider and model."
+        "sends when it ends, each with its own provider and model; with GLASSBOX_PHOENIX_URL "
+        "set, their ratings and labels as Phoenix annotations too."
     )
 
     def add_arguments(self, parser):
@@ -36,3 +39,12 @@ class Command(BaseCommand):
             f"[{since:%Y-%m-%d %H:%M}, {until:%Y-%m-%d %H:%M}) to "
             f"{export.processor_endpoint()}."
         )
+        if phoenix.enabled():
+            # After their spans, which the exporter waited for: Phoenix annotates a span it has.
+            scored = ActivityFeed.objects.filter(
+                started_at__gte=since,
+                started_at__lt=until,
+                events__kind=ActivityEvent.Kind.SCORE,
+            ).distinct()
+            sent = phoenix.period_annotations(scored.order_by("pk"))
+            self.stderr.write(f"Sent {sent} rating and label annotation(s) to Phoenix.")

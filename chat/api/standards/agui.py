@@ -44,6 +44,7 @@ from activity.recording.events import (
     Done,
     Error,
     Plan,
+    Score,
     Status,
     TextDelta,
     ToolCall,
@@ -126,6 +127,8 @@ class AguiWire:
                 yield self._frame(StateSnapshotEvent(snapshot={"plan": plan}))
             case ToolLog():
                 yield self._frame(CustomEvent(name="tool_log", value=to_json(event)))
+            case Score():
+                yield self._frame(CustomEvent(name="score", value=to_json(event)))
             case _:
                 assert_never(event)
 

@@ -32,6 +32,7 @@ from activity.recording.events import (
     Done,
     Error,
     Plan,
+    Score,
     Status,
     TextDelta,
     ToolCall,
@@ -103,6 +104,8 @@ class UiStreamWire:
             case ToolLog():
                 part = f"{event.call_id}-log-{event.seq}"
                 yield self._frame(self._data("tool-log", part, to_json(event)))
+            case Score():
+                yield self._frame(self._data("score", event.call_id, to_json(event)))
             case _:
                 assert_never(event)
 
