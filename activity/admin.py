@@ -20,10 +20,9 @@ from django.utils import timezone
 from django.utils.html import format_html
 
 from activity import telemetry
+from activity.access import is_auditor
 from activity.api.views import export_response
-from activity.auditing.access import is_auditor
 from activity.auditing.audit import evidence_stream, feed_integrity, period
-from activity.auditing.labels import LabelRefused, label_call
 from activity.models import (
     ActivityEvent,
     ActivityFeed,
@@ -43,11 +42,12 @@ from activity.recording.events import (
     ToolLog,
     ToolResult,
 )
+from activity.writing.labels import LabelRefused, label_call
 from project.read_only_admin import RecordAdmin
 
 
 class ReadOnlyAdmin(RecordAdmin):
-    """Audit data: read by auditors only (activity.auditing.access.is_auditor, as the API and the
+    """Audit data: read by auditors only (activity.access.is_auditor, as the API and the
     exports), never added, changed or deleted through admin, by anyone."""
 
     def has_view_permission(self, request, obj=None):

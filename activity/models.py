@@ -66,7 +66,7 @@ class ActivityFeed(models.Model):
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     # Set by a Stop from another process; the runner sees it at its next heartbeat.
     stop_requested = models.BooleanField(default=False)
-    # A running turn shows its lines before it writes them (activity.recording.recorder),
+    # A running turn shows its lines before it writes them (activity.writing.recorder),
     # never past this seq: who closes it after a crash numbers the last line above any it may
     # have shown.
     seq_reserved = models.PositiveIntegerField(default=SEQ_AHEAD)

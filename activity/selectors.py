@@ -13,7 +13,7 @@ from django.contrib.auth import get_user_model
 from django.db.models import F, Func, IntegerField, OuterRef, QuerySet, Subquery, Sum
 from django.http import HttpRequest
 
-from activity.auditing.access import is_auditor
+from activity.access import is_auditor
 from activity.models import ActivityEvent, ActivityFeed, FeedPreferences, ModelCall
 from activity.preferences.feed_prefs import ReaderSettings
 from activity.recording.events import RecordedEvent, Score, thinking_id
@@ -34,7 +34,7 @@ def reader_settings(request: HttpRequest) -> ReaderSettings:
 
 
 def feeds_visible_to(user: Any) -> QuerySet[ActivityFeed]:
-    """Auditors (activity.auditing.access.is_auditor) see every feed; anyone else only their
+    """Auditors (activity.access.is_auditor) see every feed; anyone else only their
     own."""
     feeds = ActivityFeed.objects.all()
     if not is_auditor(user):

@@ -273,7 +273,7 @@ GLASSBOX_DEMO_DELAY = env_float("GLASSBOX_DEMO_DELAY", 0.03)
 # as interrupted (its process died).
 GLASSBOX_HEARTBEAT_SECONDS = env_float("GLASSBOX_HEARTBEAT_SECONDS", 2.0)
 # What every running turn has shown (events, text) is written together this often, in one
-# transaction: a crash loses at most this window of it (activity.recording.commits).
+# transaction: a crash loses at most this window of it (activity.writing.commits).
 GLASSBOX_COMMIT_SECONDS = env_float("GLASSBOX_COMMIT_SECONDS", 0.1)
 # Answer text is written at once past this many characters (else with the next commit).
 GLASSBOX_TEXT_FLUSH_CHARS = env_int("GLASSBOX_TEXT_FLUSH_CHARS", 2000)

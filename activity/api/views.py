@@ -22,8 +22,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from activity.access import is_auditor
 from activity.api.pagination import CheckedCursorPagination
-from activity.auditing.access import is_auditor
 from activity.auditing.export import (
     FORMATS,
     FeedData,
@@ -32,11 +32,11 @@ from activity.auditing.export import (
     feed_data,
     model_calls_data,
 )
-from activity.auditing.labels import LabelRefused, label_call
 from activity.models import ActivityFeed
 from activity.preferences.feed_prefs import FeedPrefs
 from activity.recording.events import SCORE_NOTE_LIMIT, to_json
 from activity.selectors import events_by_feed, feeds_filtered, feeds_visible_to
+from activity.writing.labels import LabelRefused, label_call
 
 logger = logging.getLogger("glassbox.export")
 # Parameters whose empty value would mean nothing (a date, an id, a choice).

@@ -20,8 +20,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from activity.access import is_auditor
 from activity.api.pagination import CheckedCursorPagination
-from activity.auditing.access import is_auditor
 from activity.models import FeedPreferences
 from activity.recording.events import Decision, Error, to_json
 from chat import turns

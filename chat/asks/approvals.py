@@ -17,9 +17,9 @@ from django.db.models import QuerySet
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from activity.recording import feeds
 from activity.recording.events import Decision, decision_kind
 from activity.recording.receipts import fingerprint_or_blank
+from activity.writing import feeds
 from chat.agent.approval import Paused, UnknownPause, Verdict
 from chat.asks.receipts import NO_RECEIPT, Edits, Receipt, bound
 from chat.conversations.refusals import TurnRejected
@@ -211,7 +211,7 @@ def _claim(
         answer_resume(answer_id=approval.answer_id)
         (decision,) = feeds.append(feed.pk, [decided], state="running", heartbeat_at=now).events
         assert isinstance(decision, Decision)
-        # The resumed run numbers on from here (activity.recording.recorder).
+        # The resumed run numbers on from here (activity.writing.recorder).
         feed.seq_reserved = max(feed.seq_reserved, decision.seq or 0)
     approval.answer.state = Message.State.STREAMING
     return Claimed(approval, decision, paused)

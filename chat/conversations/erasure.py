@@ -10,7 +10,7 @@ from django.db import transaction
 from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
-from activity.recording import feeds
+from activity.writing import feeds
 from chat.conversations.access import account_erased, conversations_closed
 from chat.models import (
     ContactRequest,
@@ -65,7 +65,7 @@ def account_erase(*, user: Any) -> str:
     )
     conversations.update(title="", deleted_at=now)
     # Their chains and closings no longer match what they hold: sealed again, and the reseal
-    # recorded (activity.recording.feeds.erase_for).
+    # recorded (activity.writing.feeds.erase_for).
     feeds.erase_for(user, reason=f"account erasure of user {user.pk}")
     ContactRequest.objects.filter(owner=user).delete()
     OutboxEmail.objects.filter(owner=user).delete()

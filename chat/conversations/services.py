@@ -12,11 +12,11 @@ from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 
 from activity.auditing.audit import purge
-from activity.recording import feeds
-from activity.recording.commits import Ride
 from activity.recording.events import Score, ScoreValue, Status
 from activity.selectors import called_tools, feed_ids_of_conversations, feed_language
 from activity.telemetry import phoenix
+from activity.writing import feeds
+from activity.writing.commits import Ride
 from chat.conversations.access import conversations_closed
 from chat.conversations.selectors import CONTACT_TOOL
 from chat.models import ContactRequest, Conversation, Message
@@ -148,7 +148,7 @@ def answer_open(*, conversation: Conversation, language: str, **fields: Any) -> 
 
 def answer_extend(*, answer_id: int, text: str, written: Callable[[], None]) -> Ride:
     """The answer's text so far, written at the running turn's next group commit
-    (activity.recording.commits), with whatever the other turns have pending; `written` is
+    (activity.writing.commits), with whatever the other turns have pending; `written` is
     called once it is."""
     return Ride(Message, answer_id, {"content": text}, written)
 

@@ -3,7 +3,7 @@ nothing out of order, and an end for every turn.
 
 The channel layer may drop messages to a slow reader (channels-redis drops silently at a full
 channel), so a gap is filled: a status or tool event is broadcast with the events before it
-that are not written yet (they are written in batches, activity.recording.recorder), and
+that are not written yet (they are written in batches, activity.writing.recorder), and
 every event before those is in the database; a missing stretch of answer text comes from the
 running process's buffer or the stored text, or, if neither has it yet, from the finished
 answer just before `done` (which also brings any text lost at the very end). A turn that goes

@@ -2,7 +2,7 @@
 
 The policy, stated once:
 - a running turn beats every GLASSBOX_HEARTBEAT_SECONDS (chat.turns.runner); its events and
-  text are written every GLASSBOX_COMMIT_SECONDS (activity.recording.commits), a tool call
+  text are written every GLASSBOX_COMMIT_SECONDS (activity.writing.commits), a tool call
   before it runs;
 - a follower that hears nothing of a turn for QUIET_BEATS beats reads its end from the
   database (its `done` may have been dropped) and, when no runner of this process holds it,
@@ -28,9 +28,9 @@ from django.db.models import Max
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 
-from activity.recording import feeds
 from activity.recording.events import Done, Status, to_json, with_seq
 from activity.selectors import calls_without_result
+from activity.writing import feeds
 from chat.conversations.services import answer_interrupt
 from chat.models import Conversation, Message
 from chat.turns import registry
@@ -131,7 +131,7 @@ def _held_text(answer: Message, feed_id: int) -> str | None:
 def _interrupt(answer: Message, feed: ReservedFeed) -> int | None:
     """Closes the turn with a ❔ line for each call that had no result and the ⚠️ line; its
     last seq, or None if another process closed it. A feed whose record fails its check (its
-    last events removed, say) is closed without a line and without a seal (activity.recording.feeds
+    last events removed, say) is closed without a line and without a seal (activity.writing.feeds
     .interrupt)."""
     content = answer_interrupt(answer_id=answer.pk, held=lambda: _held_text(answer, feed.pk))
     if content is None:

@@ -19,8 +19,6 @@ from django.utils.translation import gettext as _
 from activity import telemetry
 from activity.preferences.feed_prefs import FeedPrefs
 from activity.presenting.presentation import summarize
-from activity.recording import feeds
-from activity.recording.commits import Ride
 from activity.recording.events import (
     Decision,
     Done,
@@ -34,9 +32,11 @@ from activity.recording.events import (
     to_json,
     turn_state,
 )
-from activity.recording.recorder import FeedRecorder
 from activity.telemetry.ids import trace_id
 from activity.usage import configured_prices
+from activity.writing import feeds
+from activity.writing.commits import Ride
+from activity.writing.recorder import FeedRecorder
 from chat.agent.approval import Paused, Verdict
 from chat.agent.context import Person
 from chat.agent.errors import describe_failure

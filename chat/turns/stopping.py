@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import uuid
 
-from activity.recording import feeds
+from activity.writing import feeds
 from chat.models import Message
 from chat.turns import registry, resuming
 

@@ -21,9 +21,9 @@ from django.utils import timezone
 
 from activity.auditing.audit import ledger_problems
 from activity.models import ActivityEvent, ActivityFeed, LedgerEntry
-from activity.recording import feeds
 from activity.recording.chain import GENESIS, SEAL_V1, link
 from activity.recording.events import ToolResult
+from activity.writing import feeds
 from chat.conversations.services import conversation_delete, deleted_conversations_purge
 from chat.models import Conversation, Message, ToolApproval
 from chat.turns.recovery import dead_turns_recover

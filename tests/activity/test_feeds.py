@@ -1,4 +1,4 @@
-"""Appending to a feed is one verb of activity (activity.recording.feeds.append): every
+"""Appending to a feed is one verb of activity (activity.writing.feeds.append): every
 writer outside a running turn (a decision, a recovered turn's last lines, a contact request)
 numbers after the feed's last event, seals after its head and moves its count and head the
 same way, and two writers at once number one after the other."""
@@ -9,9 +9,9 @@ import pytest
 from django.db import connection
 
 from activity.models import ActivityEvent, ActivityFeed
-from activity.recording import feeds
 from activity.recording.chain import GENESIS, link
 from activity.recording.events import Status
+from activity.writing import feeds
 from tests.support.audit import verify
 from tests.support.lock_waits import second_waits_for_first
 from tests.support.turns import run_turn

@@ -8,7 +8,7 @@ from asgiref.sync import sync_to_async
 
 from activity.models import ActivityEvent, ActivityFeed
 from activity.recording.events import Status
-from activity.recording.recorder import FeedRecorder
+from activity.writing.recorder import FeedRecorder
 from chat.turns.admission import admit
 from chat.turns.recovery import _interrupt
 from tests.support import QUESTION

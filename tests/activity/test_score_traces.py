@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from activity.auditing.labels import label_call
 from activity.models import ActivityEvent, ActivityFeed
 from activity.telemetry.spans import Options, TracePlan, trace_plan
+from activity.writing.labels import label_call
 from chat.conversations.services import answer_rate
 from chat.models import Conversation
 from tests.support.rows import answer_feed_id

@@ -12,11 +12,11 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from activity import telemetry
-from activity.auditing.labels import label_call
 from activity.models import ActivityEvent, ActivityFeed
 from activity.telemetry import export
 from activity.telemetry import phoenix as phoenix_annotations
 from activity.telemetry.ids import span_id, tool_span_id, trace_id
+from activity.writing.labels import label_call
 from chat.conversations.services import answer_rate
 from chat.models import Conversation
 from tests.support.phoenix import (

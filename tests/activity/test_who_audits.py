@@ -12,7 +12,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group, Permission
 from django.test import AsyncClient
 
-from activity.auditing.access import is_auditor
+from activity.access import is_auditor
 from chat.models import Conversation
 from tests.support.turns import run_turn
 

@@ -15,8 +15,8 @@ from django.contrib.auth.models import Permission
 from django.core.management import call_command
 from django.test import AsyncClient
 
-from activity.auditing.labels import label_call
 from activity.models import ActivityEvent
+from activity.writing.labels import label_call
 from chat.conversations.services import answer_rate
 from chat.models import Conversation, Message
 from chat.turns import datasets

@@ -10,9 +10,9 @@ import pytest
 from asgiref.sync import sync_to_async
 
 from activity.models import ActivityEvent
-from activity.recording import commits
 from activity.recording.events import Status
-from activity.recording.recorder import FeedRecorder
+from activity.writing import commits
+from activity.writing.recorder import FeedRecorder
 from chat.models import Message
 from chat.turns.admission import admit
 from tests.support import QUESTION

@@ -11,7 +11,7 @@ from django.contrib.sessions.models import Session
 from django.utils import timezone
 
 from activity.models import ActivityEvent, ActivityFeed
-from activity.recording.recorder import FeedRecorder
+from activity.writing.recorder import FeedRecorder
 from chat.models import Conversation, Message
 from chat.turns import registry
 from tests.support import QUESTION
@@ -239,7 +239,7 @@ async def test_a_commit_the_database_refuses_is_written_with_the_next_and_the_tu
 ):
     from django.db import OperationalError
 
-    from activity.recording import commits
+    from activity.writing import commits
 
     settings.GLASSBOX_HEARTBEAT_SECONDS = 0.05
     settings.GLASSBOX_TEXT_FLUSH_CHARS = 100_000  # the text is written by the commits only

@@ -75,7 +75,7 @@ async def answer_without_javascript(client, conversation, card: dict, **values: 
 async def waiting_questions(conversation, count: int = 1, **row) -> list:
     """Questions a running turn's server asked, as chat.asks.elicitations writes them,
     waiting for an answer (a form with one text field `name`, unless `row` says otherwise)."""
-    from activity.recording.feeds import open_feed
+    from activity.writing.feeds import open_feed
     from chat.models import Elicitation, Message
 
     await Message.objects.acreate(conversation=conversation, role="user", content="Go on")

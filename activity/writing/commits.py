@@ -39,7 +39,7 @@ class Ride:
 
 
 class Member(Protocol):
-    """What the group commit needs of a turn's recorder (activity.recording.recorder's
+    """What the group commit needs of a turn's recorder (activity.writing.recorder's
     FeedRecorder), declared here so the commit knows no recorder."""
 
     feed: ActivityFeed

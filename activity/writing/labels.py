@@ -10,12 +10,12 @@ from django.conf import settings
 from django.db import transaction
 from django.utils.translation import gettext as _
 
-from activity.auditing.access import is_auditor
+from activity.access import is_auditor
 from activity.models import ActivityFeed
-from activity.recording import feeds
 from activity.recording.events import SCORE_NOTE_LIMIT, Score
 from activity.selectors import called_tools
 from activity.telemetry import phoenix
+from activity.writing import feeds
 
 
 class LabelRefused(ValueError):

@@ -4,8 +4,8 @@ these (an import-linter contract in pyproject.toml keeps chat's writers off acti
 `append` is the one way an event is added after a feed's head from outside its running turn
 (a decision, a recovered turn's last lines, a contact request): it numbers, seals and writes
 the events and moves the feed's count and head, the feed's row locked. A running turn's own
-recorder (activity.recording.recorder) numbers and seals with `sealed_rows` too, in memory,
-and writes through the group commit (activity.recording.commits): it is its feed's single
+recorder (activity.writing.recorder) numbers and seals with `sealed_rows` too, in memory,
+and writes through the group commit (activity.writing.commits): it is its feed's single
 writer while it runs.
 """
 

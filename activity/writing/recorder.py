@@ -1,5 +1,5 @@
 """Writes one turn's feed: its events and its requests to the model, through the process's
-group commit (activity.recording.commits).
+group commit (activity.writing.commits).
 
 An event is numbered and shown at once, and written with everything else pending, of this
 turn and every other, at the next group commit (every GLASSBOX_COMMIT_SECONDS), or at once
@@ -25,10 +25,10 @@ from django.utils import timezone
 from activity.models import SEQ_AHEAD, ActivityEvent, ActivityFeed, ModelCall
 from activity.presenting.presentation import Summary, refused_calls
 from activity.recording.chain import CLOSED_CALL_FIELDS, GENESIS, closing, text_digest
-from activity.recording.commits import Part, Rider, group_commit
 from activity.recording.events import ModelCallDone, RecordedEvent, ToolCall, ToolResult, with_seq
-from activity.recording.feeds import sealed_rows
 from activity.usage import ModelPrice, call_cost, totals
+from activity.writing.commits import Part, Rider, group_commit
+from activity.writing.feeds import sealed_rows
 
 # The places of a feed's `cost` column.
 COST_PLACES = Decimal("0.000001")
@@ -117,7 +117,7 @@ class FeedRecorder:
         return asyncio.shield(group_commit().write(self, also, at_once))
 
     def take(self) -> Part:
-        """What is pending now, for the group commit (activity.recording.commits)."""
+        """What is pending now, for the group commit (activity.writing.commits)."""
         # Extended once half of it is used: a short turn never writes it at all.
         reserve: int | None = self.last_seq + SEQ_AHEAD
         if self.last_seq + SEQ_AHEAD // 2 < self.feed.seq_reserved:
