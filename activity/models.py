@@ -216,6 +216,9 @@ class ModelCall(models.Model):
     # like the cost: it says why, the sealed columns say what happened, and sealing a column
     # added later would change every closing stored before it.
     error_type = models.CharField(max_length=100, blank=True, default="")
+    # The names of the tools the request offered (an eval dataset's "tools offered"). Not in
+    # the closing either, for the same reason as error_type: added after closings were stored.
+    tools_offered = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -239,6 +242,7 @@ class ModelCall(models.Model):
             reasoning_tokens=self.reasoning_tokens,
             cached_tokens=self.cached_tokens,
             error_type=self.error_type,
+            tools_offered=tuple(self.tools_offered or ()),
         )
 
     def usage(self) -> dict:

@@ -75,6 +75,16 @@ def _events_of(feed_ids: Iterable[int | None], kinds: Iterable[str] | None):
     return rows.order_by("feed_id", "seq")
 
 
+def tools_offered_by_feed(feed_ids: Iterable[int]) -> dict[int, list[str]]:
+    """The tools each feed's model requests offered, in the order first offered, in one
+    query."""
+    offered: dict[int, list[str]] = defaultdict(list)
+    calls = ModelCall.objects.filter(feed_id__in=list(feed_ids)).order_by("feed_id", "round")
+    for feed_id, names in calls.values_list("feed_id", "tools_offered"):
+        offered[feed_id] += [name for name in names or () if name not in offered[feed_id]]
+    return offered
+
+
 def events_by_feed(
     feed_ids: Iterable[int | None], kinds: Iterable[str] | None = None
 ) -> dict[int, list[ActivityEvent]]:

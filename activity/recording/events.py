@@ -268,6 +268,8 @@ class ModelCallDone:
     cached_tokens: int | None = None
     # The kind of failure of a request that failed (its exception's class name), else "".
     error_type: str = ""
+    # The names of the tools the request offered the model (none in a round past the limit).
+    tools_offered: tuple[str, ...] = ()
     type: Literal["model_call"] = "model_call"
 
     @property

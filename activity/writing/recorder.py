@@ -104,6 +104,7 @@ class FeedRecorder:
                 cached_tokens=call.cached_tokens,
                 cost=call_cost(call, self.prices),
                 error_type=call.error_type[:100],
+                tools_offered=list(call.tools_offered),
             )
         )
 

@@ -206,6 +206,7 @@ async def _model_round(
             reasoning_tokens=tokens(usage, "completion_tokens_details", "reasoning_tokens"),
             cached_tokens=tokens(usage, "prompt_tokens_details", "cached_tokens"),
             error_type=error_type,
+            tools_offered=registry.names() if offer_tools else (),
         )
 
     try:

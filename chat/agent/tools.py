@@ -294,6 +294,9 @@ class ToolRegistry:
     def schemas(self) -> list[dict[str, Any]]:
         return [tool.schema for tool in self.tools.values()]
 
+    def names(self) -> tuple[str, ...]:
+        return tuple(self.tools)
+
     def labels(self) -> dict[str, ToolLabels]:
         return {name: tool.labels for name, tool in self.tools.items()}
 

@@ -22,7 +22,7 @@ from activity.recording.events import (
     ToolLog,
     ToolResult,
 )
-from activity.selectors import events_by_feed, scored_feed_ids
+from activity.selectors import events_by_feed, scored_feed_ids, tools_offered_by_feed
 from chat.models import Message
 from chat.turns.history import model_history
 
@@ -71,19 +71,25 @@ def _chunk(filters: DatasetFilters, after: int) -> tuple[int, list[str]]:
     if not feed_ids:
         return 0, []
     rows = events_by_feed(feed_ids)
+    offered = tools_offered_by_feed(feed_ids)
     answers = Message.objects.filter(feed_id__in=feed_ids).select_related("feed")
     lines = []
     for answer in answers.order_by("feed_id"):
         events = [row.to_event() for row in rows.get(answer.feed_id or 0, [])]
-        for record in turn_records(answer, events, filters):
+        tools = offered.get(answer.feed_id or 0, [])
+        for record in turn_records(answer, events, filters, tools):
             lines.append(json.dumps(record, ensure_ascii=False) + "\n")
     return feed_ids[-1], lines
 
 
 def turn_records(
-    answer: Message, events: Sequence[RecordedEvent], filters: DatasetFilters
+    answer: Message,
+    events: Sequence[RecordedEvent],
+    filters: DatasetFilters,
+    offered: Sequence[str] = (),
 ) -> Iterator[dict[str, Any]]:
-    """The records of one turn: its answer's, then each rated or labelled call's."""
+    """The records of one turn: its answer's, then each rated or labelled call's; `offered`
+    is what its model requests offered (activity.selectors.tools_offered_by_feed)."""
     calls: dict[str, dict[str, Any]] = {}
     scores: dict[str, list[Score]] = {}
     for event in events:
@@ -120,7 +126,7 @@ def turn_records(
         if not _wanted(filters, judged, ratings, labels, calls.get(target), tools):
             continue
         if turn is None:
-            turn = _turn(answer, list(calls.values()))
+            turn = _turn(answer, list(calls.values()), offered)
         yield {
             "id": f"{answer.pk}:{target or 'answer'}",
             "target": "call" if target else "answer",
@@ -198,7 +204,7 @@ def _wanted(
     return True
 
 
-def _turn(answer: Message, calls: list[dict[str, Any]]) -> dict[str, Any]:
+def _turn(answer: Message, calls: list[dict[str, Any]], offered: Sequence[str]) -> dict[str, Any]:
     """What the model was given and what it did: its memory is the conversation as the
     model saw it before the question (chat.turns.history)."""
     history = [_message(item) for item in model_history(answer)]
@@ -213,6 +219,7 @@ def _turn(answer: Message, calls: list[dict[str, Any]]) -> dict[str, Any]:
         "started_at": feed.started_at.isoformat() if feed else None,
         "question": question["content"] if question else "",
         "memory": history,
+        "tools_offered": list(offered),
         "tools_called": sorted({call["tool"] for call in calls}),
         "calls": calls,
         "answer": answer.content,

@@ -41,7 +41,7 @@ FEED_NOT_SEALED = {
 # A model call's columns the closing leaves out: the recorder of a resumed turn knows the
 # calls made before its pause by what they did, not by their cost or time (the feed's total
 # cost is sealed); nor a failed request's kind, kept for traces (why, not what happened).
-CALL_NOT_SEALED = {"id", "feed", "cost", "created_at", "error_type"}
+CALL_NOT_SEALED = {"id", "feed", "cost", "created_at", "error_type", "tools_offered"}
 
 
 def columns(model) -> set[str]:

@@ -10,10 +10,12 @@ import json
 
 import pytest
 from asgiref.sync import async_to_sync
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from django.core.management import call_command
 from django.test import AsyncClient
+from django.utils.module_loading import import_string
 
 from activity.models import ActivityEvent
 from activity.writing.labels import label_call
@@ -25,6 +27,11 @@ from tests.support.rows import answer_feed_id
 from tests.support.turns import run_turn
 
 pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def settings_tool_names() -> list[str]:
+    """The built-in tools a turn offers here (the tests declare no MCP server)."""
+    return [import_string(path).name for path in settings.GLASSBOX_TOOLS]
 
 
 @pytest.fixture
@@ -75,6 +82,10 @@ def test_each_rated_answer_and_call_is_one_record_with_what_the_model_saw_and_di
     assert call["tool"] == "search_documents" and call["ok"] is True
     assert json.loads(call["arguments"])["query"] and call["result"]
     assert answer_record["tools_called"] == ["search_documents"]
+    # What the model could have called, as each of its requests offered it.
+    offered = answer_record["tools_offered"]
+    assert "search_documents" in offered and len(offered) > 1
+    assert sorted(offered) == sorted(settings_tool_names())
 
     assert call_record["target"] == "call" and call_record["call"] == call
     assert [r["value"] for r in call_record["ratings"]] == ["up"]

@@ -57,6 +57,7 @@ KEPT = {
     "activity.ActivityEvent.server": "which MCP server the tool came from",
     "activity.ActivityEvent.chain": "a hash, resealed",
     "activity.ModelCall.model": "the model's name, not the person's",
+    "activity.ModelCall.tools_offered": "the names of the tools offered, as the audit keeps tools",
     "activity.ChainReseal.reason": "says an erasure of user <id> resealed it",
     "activity.ChainReseal.previous_head": "a hash",
     "activity.ChainReseal.head": "a hash",
