@@ -9,14 +9,12 @@ import contextlib
 import os
 import secrets
 import subprocess
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.support.processes import wait_until_healthy
 from tests.support.servers import ROOT, free_port
 
 LITELLM = Path(os.environ.get("GLASSBOX_LITELLM") or ROOT / ".venv-litellm" / "bin" / "litellm")
@@ -77,15 +75,4 @@ def litellm_proxy(work: Path, backend: str, model: str) -> Iterator[tuple[str, s
 
 
 def _wait_up(url: str, process: subprocess.Popen, log: Path) -> None:
-    deadline = time.monotonic() + START_SECONDS
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            pytest.fail(f"LiteLLM stopped: {log.read_text(errors='replace')[-2000:]}")
-        try:
-            with urllib.request.urlopen(f"{url}/health/liveliness", timeout=2) as response:
-                if response.status == 200:
-                    return
-        except (urllib.error.URLError, OSError):
-            pass
-        time.sleep(0.5)
-    pytest.fail(f"LiteLLM did not start in {START_SECONDS} s")
+    wait_until_healthy("LiteLLM", f"{url}/health/liveliness", START_SECONDS, process, log)

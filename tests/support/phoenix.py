@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.processes import wait_until_healthy
 from tests.support.servers import ROOT, free_port
 
 PHOENIX = Path(os.environ.get("GLASSBOX_PHOENIX") or ROOT / ".venv-phoenix" / "bin" / "phoenix")
@@ -69,18 +70,7 @@ def phoenix_server(work: Path) -> Iterator[str]:
 
 
 def _wait_up(url: str, process: subprocess.Popen | None, log: Path | None) -> None:
-    deadline = time.monotonic() + START_SECONDS
-    while time.monotonic() < deadline:
-        if process is not None and log is not None and process.poll() is not None:
-            pytest.fail(f"Phoenix stopped: {log.read_text(errors='replace')[-2000:]}")
-        try:
-            with urllib.request.urlopen(f"{url}/healthz", timeout=2) as response:
-                if response.status == 200:
-                    return
-        except (urllib.error.URLError, OSError):
-            pass
-        time.sleep(0.5)
-    pytest.fail(f"Phoenix did not start in {START_SECONDS} s")
+    wait_until_healthy("Phoenix", f"{url}/healthz", START_SECONDS, process, log)
 
 
 def trace_spans(url: str, trace_id: str) -> list[dict]:
