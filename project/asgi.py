@@ -22,12 +22,13 @@ from chat.socket.routing import websocket_urlpatterns  # noqa: E402
 from chat.socket.session import socket_session_stack  # noqa: E402
 from chat.turns.shutdown import drain_on_sigterm  # noqa: E402
 from project.heap import settle  # noqa: E402
-from project.languages import load_identifier_aside  # noqa: E402
+from project.warming import warm_aside  # noqa: E402
 
 drain_on_sigterm()
 # Each process opens its MCP servers when it starts, not at the first turn that needs them.
 watch_on_start()
-load_identifier_aside()
+# A turn's templates (with everything they include), compiled before the first one needs them.
+warm_aside(["chat/_assistant_message.html", "chat/_question.html", "chat/_title.html"])
 
 application = ProtocolTypeRouter(
     {

