@@ -49,8 +49,10 @@ def _errors(path: str, method: str, operation: dict[str, Any]) -> list[str]:
         codes.append("415")
     if "{" in path:
         codes.append("404")
-    if path.startswith("/api/feeds/") and method == "get":
-        codes.append("403")  # the `user` filter is for auditors
+    if path.startswith("/api/feeds/") and (method == "get" or path.endswith("/labels/")):
+        codes.append("403")  # the `user` filter, the dataset and labels are for auditors
+    if path.endswith("/feedback/"):
+        codes += ["403", "409"]  # ratings switched off; an answer still running
     if path.endswith("/messages/"):
         codes += ["409", "429"]
     if "/approvals/" in path:

@@ -14,6 +14,7 @@ from django.utils.translation import gettext as _
 from activity.recording.events import Status, ToolFeedback
 from chat.agent.chunks import ToolDelta
 from chat.agent.tools import FEEDBACK_ARG, AgentTool, ToolError, ToolRegistry, truncate_feedback
+from chat.agent.untrusted import storable
 
 
 @dataclass
@@ -108,11 +109,13 @@ def parse_arguments(tool: AgentTool, raw: str) -> tuple[dict[str, Any], Any]:
 
 
 def raw_arguments(raw: str) -> dict[str, Any]:
+    """The model's arguments as the call's record keeps them (what the tool is handed is
+    read apart): parsed, or the text it sent, without what no database stores."""
     try:
         parsed = json.loads(raw or "{}")
     except ValueError:
-        return {"_raw": raw[:2000]}
-    return parsed if isinstance(parsed, dict) else {"_raw": raw[:2000]}
+        return {"_raw": storable(raw[:2000])}
+    return storable(parsed) if isinstance(parsed, dict) else {"_raw": storable(raw[:2000])}
 
 
 def is_json(raw: str) -> bool:

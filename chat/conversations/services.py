@@ -208,7 +208,9 @@ def answer_rate(
         raise RatingRefused(_("An answer can be rated once it has finished."), status=409)
     tools = called_tools(answer.feed_id)
     if call_id and call_id not in tools:
-        raise RatingRefused(_("That answer made no tool call with this id."), field="call_id")
+        raise RatingRefused(
+            _("That answer made no tool call with this id."), status=404, field="call_id"
+        )
     score = Score(
         call_id=call_id,
         value=rating,

@@ -97,7 +97,6 @@ def test_a_tool_call_is_rated_by_its_call_id_and_a_new_rating_counts_instead(
         ({"rating": "up", "note": "nul\x00"}, "note"),
         ({"rating": "up", "call_id": ["a"]}, "call_id"),
         ({"rating": "up", "call_id": "c" * 65}, "call_id"),
-        ({"rating": "up", "call_id": "call_that_never_ran"}, "call_id"),
     ],
 )
 def test_a_request_that_cannot_be_read_is_a_400_naming_its_field_and_records_nothing(
@@ -107,6 +106,18 @@ def test_a_request_that_cannot_be_read_is_a_400_naming_its_field_and_records_not
 
     assert refused.status_code == 400
     assert field in refused.json()
+    assert scores(answer) == []
+
+
+def test_a_call_the_answer_never_made_is_a_404_naming_the_field_and_records_nothing(
+    client, alice, answer
+):
+    body = {"rating": "up", "call_id": "call_that_never_ran"}
+    refused = logged_in(client, alice).post(url(answer), body, content_type="application/json")
+
+    # As for any target that is not there: the request itself was well formed.
+    assert refused.status_code == 404
+    assert refused.json() == {"call_id": ["That answer made no tool call with this id."]}
     assert scores(answer) == []
 
 

@@ -437,8 +437,10 @@ async def test_an_answer_given_in_the_turns_process_reaches_the_server_at_once(
         await socket.disconnect()
 
     # The hand-off takes milliseconds (bench/mcp_answer.py: p50 7 ms, p99 21 ms); the poll it
-    # replaces took a second. Half of that tells them apart on a machine busy with the suite.
-    assert _reached_at(events) - given < 0.5
+    # replaces answered a second after the question (the answer is given at once here). A
+    # page's answer crosses a whole request first: 0.51 s was seen on a CI machine running
+    # both suites side by side, so the bound only tells the two apart.
+    assert _reached_at(events) - given < 0.9
     assert (await Elicitation.objects.aget()).content == {"word": "now"}
 
 

@@ -37,7 +37,7 @@ def test_a_plan_is_one_checklist_line_ticked_off_in_place_and_kept(conversation)
     # The first update added it, the next two replaced it where it stood.
     assert page.evaluate("window.planLines.most") == 1
     for _ in range(2):  # as the turn ended, then reloaded from history
-        page.locator(f"{DONE} details.feed summary").click()
+        page.locator(f"{DONE} details.feed > summary").click()
         plan = page.locator(f'{DONE} details.feed li.line[id$="-plan"]')
         expect(plan).to_have_count(1)
         # The demo's knowledge base may add a search: a step of its own.
@@ -73,7 +73,7 @@ def test_a_servers_log_lines_show_under_its_running_call_and_stay(conversation, 
     gate.write_text("open")
     expect(page.locator(DONE)).to_be_visible()
     for _ in range(2):
-        page.locator(f"{DONE} details.feed summary").click()
+        page.locator(f"{DONE} details.feed > summary").click()
         logs = page.locator(f"{DONE} details.feed ul.logs li")
         expect(logs).to_have_count(3)
         expect(logs.first.locator(".level")).to_have_text("warning")

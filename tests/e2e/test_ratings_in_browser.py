@@ -12,6 +12,7 @@ from tests.support.browser import (
     DONE,
     TOUCH_TARGET,
     ask,
+    console_errors,
     log_in,
     new_conversation,
     serious_violations,
@@ -85,4 +86,4 @@ def test_an_answer_and_a_tool_call_are_rated_and_stay_rated_after_a_reload(devic
             assert box is not None
             assert box["height"] >= TOUCH_TARGET and box["width"] >= TOUCH_TARGET, box
     assert serious_violations(page) == []
-    assert page.console_errors == []
+    assert console_errors(page) == []

@@ -47,8 +47,14 @@ def litellm_proxy(work: Path, backend: str, model: str) -> Iterator[tuple[str, s
     )
     key = f"sk-{secrets.token_hex(24)}"
     port = free_port()
+    # LiteLLM reads DATABASE_URL (and REDIS_*) as its own: the proxy keeps no state here.
+    inherited = {
+        name: value
+        for name, value in os.environ.items()
+        if name != "DATABASE_URL" and not name.startswith("REDIS")
+    }
     env = {
-        **os.environ,
+        **inherited,
         "LITELLM_MASTER_KEY": key,
         # Its price list from the package, not fetched from the network.
         "LITELLM_LOCAL_MODEL_COST_MAP": "True",
