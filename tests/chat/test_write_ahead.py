@@ -83,6 +83,29 @@ def test_a_call_whose_arguments_do_not_parse_is_kept_as_sent_and_its_tool_never_
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize(
+    "sent",
+    [
+        '{"record": "customer\\u0000 42", "change": "close\\ud800 it"}',
+        # Not JSON: kept as sent, but for the NUL the stream's JSON decoding made of it.
+        '{"record": "customer\x00 42", "change": ',
+    ],
+    ids=["parsed", "not-parsed"],
+)
+def test_arguments_no_database_can_store_are_kept_without_it_and_the_turn_ends(
+    alice_conversation, sent
+):
+    """The model is untrusted: a NUL (PostgreSQL refuses one in jsonb) or a lone surrogate in
+    its arguments is left out of the record, and the turn writes its end."""
+    answer, rows = change_turn(alice_conversation, ("c1", "change_record", sent))
+
+    (call,) = [row for row in rows if row.kind == "tool_call"]
+    kept = json.dumps(call.arguments)
+    assert "customer 42" in kept and "\\u0000" not in kept and "\\ud800" not in kept
+    assert answer.state == "complete"
+
+
+@pytest.mark.django_db(transaction=True)
 @pytest.mark.asyncio
 async def test_a_follower_hears_of_an_mcp_call_before_its_progress_or_its_result(
     settings, sessions, alice, alice_conversation
