@@ -23,10 +23,13 @@ BENCH = {
     "args": ["-m", "tests.support.mcp_server"],
     "env": {"PYTHONPATH": str(ROOT)},
 }
-# A poll once a second answers within this bound one time in five: three rounds tell it from
-# the layer's hand-off (tens of milliseconds on a busy machine).
-ROUNDS = 3
+# A poll once a second answers within this bound one time in five, so four rounds of five
+# within it happen to a poll 0.7% of the time; the layer's hand-off takes tens of
+# milliseconds, and one round in five may be slowed by a busy machine (0.25 s was seen on
+# CI running both suites side by side).
+ROUNDS = 5
 BOUND = 0.2
+WITHIN = 4
 
 
 async def _waits(asking_server, answering_server) -> list[float]:
@@ -58,4 +61,4 @@ def test_an_answer_given_on_another_process_reaches_the_server_through_the_layer
         finally:
             second.stop()
 
-    assert max(waits) < BOUND, waits
+    assert sum(wait < BOUND for wait in waits) >= WITHIN, waits
