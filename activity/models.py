@@ -29,6 +29,7 @@ from activity.recording.events import (
     RecordedEvent,
 )
 from project.sql import Compiled, insert_rows, update_row
+from project.text_rules import storable
 
 # Seqs a running turn may number ahead of what is on disk (see ActivityFeed.seq_reserved).
 SEQ_AHEAD = 32
@@ -339,7 +340,10 @@ class ActivityEvent(models.Model):
         """The row of an event, its columns as activity.recording.events declares them."""
         if event.seq is None:
             raise ValueError("an event is numbered (FeedRecorder.number) before it is stored")
-        return cls(feed=feed, **row_values(event))
+        # What the model, a tool or a server wrote is kept without what no database stores.
+        return cls(
+            feed=feed, **{column: storable(value) for column, value in row_values(event).items()}
+        )
 
     def to_event(self) -> RecordedEvent:
         return from_row(RECORDED_TYPES[self.kind], functools.partial(getattr, self))

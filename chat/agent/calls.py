@@ -14,7 +14,7 @@ from django.utils.translation import gettext as _
 from activity.recording.events import Status, ToolFeedback
 from chat.agent.chunks import ToolDelta
 from chat.agent.tools import FEEDBACK_ARG, AgentTool, ToolError, ToolRegistry, truncate_feedback
-from chat.agent.untrusted import storable
+from project.text_rules import storable
 
 
 @dataclass

@@ -15,21 +15,6 @@ _UNSHOWN = re.compile(
 )
 
 
-_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
-
-
-def storable(value: Any) -> Any:
-    """A parsed JSON value as a database stores it: no NUL (PostgreSQL refuses one in text
-    and jsonb) and no lone surrogate, in keys and strings alike; the rest as it was."""
-    if isinstance(value, str):
-        return _UNSTORABLE.sub(lambda found: "" if found[0] == "\x00" else "\ufffd", value)
-    if isinstance(value, list):
-        return [storable(item) for item in value]
-    if isinstance(value, dict):
-        return {storable(key): storable(item) for key, item in value.items()}
-    return value
-
-
 def one_line(text: str, limit: int) -> str:
     """`text` on one line without what cannot be shown, cut to `limit` with an ellipsis."""
     text = " ".join(_UNSHOWN.sub("", text.replace("\t", " ")).split())
