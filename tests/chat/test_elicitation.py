@@ -178,10 +178,11 @@ async def test_a_second_socket_of_the_owner_sees_the_card_and_answers_it(
     assert [q["id"] for q in shown["questions"]] == [card["id"]]
     await answer(second, shown["questions"][0], candidate="Ada", salary_eur=50000)
 
-    changed = await json_until(first, "questions")
+    events: list[dict] = []
+    changed = await json_until(first, "questions", passed=events)
     (closed,) = changed["questions"]
     assert closed["state"] == "closed" and closed["outcome"].startswith("Answered by alice")
-    events = await json_until_done(first, 20)
+    events += await json_until_done(first, 20)
     await finish_turns()
     await first.disconnect()
     await second.disconnect()

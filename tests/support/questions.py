@@ -25,13 +25,18 @@ async def json_until_question(socket, limit: float = 20) -> tuple[list[dict], di
                     return events, waiting[0]
 
 
-async def json_until(socket, kind: str, limit: float = 20) -> dict:
-    """The next event of this type (those before it are dropped)."""
+async def json_until(
+    socket, kind: str, limit: float = 20, passed: list[dict] | None = None
+) -> dict:
+    """The next event of this type; those before it go to `passed` when given (the turn
+    may go on streaming before the awaited frame arrives)."""
     async with asyncio.timeout(limit):
         while True:
             event = json.loads(await socket.receive_from(timeout=limit))
             if event["type"] == kind:
                 return event
+            if passed is not None:
+                passed.append(event)
 
 
 async def answer(socket, card: dict, action: str = "accept", **values) -> None:
