@@ -17,6 +17,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 BIN = ROOT / "conformance" / "node_modules" / ".bin"
 BIN_2026 = ROOT / "conformance" / "auth" / "node_modules" / ".bin"
+# Glassbox's MCP client alone: no database, no channel layer.
+pytestmark = pytest.mark.own_site
 
 
 def installed(folder: Path, how: str) -> Path:

@@ -16,7 +16,11 @@ from django.contrib.auth.hashers import PBKDF2PasswordHasher
 
 from tests.support.servers import ROOT
 
-pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="needs GNU make")
+# SQLite databases of their own.
+pytestmark = [
+    pytest.mark.own_site,
+    pytest.mark.skipif(shutil.which("make") is None, reason="needs GNU make"),
+]
 
 PASSWORD = "a long passphrase for the admin"
 

@@ -8,7 +8,12 @@ import sqlite3
 import subprocess
 import sys
 
+import pytest
+
 from tests.support.mcp import ROOT
+
+# SQLite databases of their own.
+pytestmark = pytest.mark.own_site
 
 OLD = {
     "activity": [

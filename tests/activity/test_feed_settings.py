@@ -44,6 +44,7 @@ def test_label_false_hides_the_label(value):
         ("GLASSBOX_FEED_SURFACES", "{page", "GLASSBOX_FEED_SURFACES must be JSON"),
     ],
 )
+@pytest.mark.own_site  # start-up stops before any database is opened
 def test_an_invalid_setting_stops_start_up_naming_it(variable, value, message):
     run = subprocess.run(
         [sys.executable, "manage.py", "check"],

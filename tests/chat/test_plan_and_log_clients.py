@@ -14,6 +14,8 @@ from tests.support.stream_clients import ensure_installed, read_with_client
 from tests.support.turn_events import PLAN_STEPS, every_kind, with_plan_and_log
 
 LAST_PLAN = {"steps": PLAN_STEPS, "call_id": "p2"}
+# Frames built in memory, read by Node.
+pytestmark = pytest.mark.own_site
 
 
 @pytest.fixture(scope="module", autouse=True)

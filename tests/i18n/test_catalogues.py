@@ -17,6 +17,8 @@ from django.conf import settings
 ROOT = Path(settings.BASE_DIR)
 LOCALES = ["it", "zh_Hant"]
 PLACEHOLDER = re.compile(r"%\(\w+\)[sd]")
+# Files only.
+pytestmark = pytest.mark.own_site
 
 
 def catalogue(locale: str, root: Path = ROOT):
