@@ -25,7 +25,7 @@ from pathlib import Path
 
 from common import machine, percentile, report
 
-from tests.support.servers import api, manage, serve, start_daphne
+from tests.support.servers import api, demo_token, serve, start_daphne
 
 QUESTION = "How do I negotiate my salary?"
 TURNS_AT_ONCE = 2
@@ -110,7 +110,7 @@ def main() -> None:
             Path(work), (), None, mcp_opened=True, seeded=False, terminal=False, **SETTINGS
         ) as first,
     ):
-        token = manage(first.env, "drf_create_token", "demo").split()[2]
+        token = demo_token(first.env)
         server = first
         # One turn to its end: how long a turn lasts, so kills fall anywhere within one.
         warm = Follower(server, token, new_conversation(server, token))

@@ -11,14 +11,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.support.servers import ROOT, manage, serve
+from tests.support.servers import ROOT, demo_token, serve
 
 EXAMPLES = "40"
 
 
 def main(st: str) -> int:
     with tempfile.TemporaryDirectory() as work, serve(Path(work)) as server:
-        token = manage(server.env, "drf_create_token", "demo").split()[2]
+        token = demo_token(server.env)
         command = [
             st, "run", f"{server.url}/api/schema/",
             "--header", f"Authorization: Token {token}",

@@ -8,14 +8,14 @@ import time
 
 import pytest
 
-from tests.support.servers import api, manage, serve, start_daphne
+from tests.support.servers import api, demo_token, manage, serve, start_daphne
 
 pytestmark = [pytest.mark.server, pytest.mark.own_site]
 
 
 def test_a_turn_waiting_for_approval_survives_a_restart(tmp_path):
     with serve(tmp_path) as first:
-        token = manage(first.env, "drf_create_token", "demo").split()[2]
+        token = demo_token(first.env)
         conversation = json.load(api(first, token, "/api/conversations/", {}))["id"]
         question = {"content": "Email advisor@example.com: can we meet on Tuesday?"}
         path = f"/api/conversations/{conversation}/messages/"

@@ -16,7 +16,7 @@ import pytest
 import websockets
 from websockets.typing import Subprotocol
 
-from tests.support.servers import api, login, manage, start_daphne, two_servers
+from tests.support.servers import api, demo_token, login, start_daphne, two_servers
 
 pytestmark = pytest.mark.server
 
@@ -67,7 +67,7 @@ async def watch_until_told_to_reconnect(server, conversation, cookies) -> int:
 def test_restarting_each_process_in_turn_loses_no_turn(tmp_path):
     limits = {"GLASSBOX_MAX_CONCURRENT_TURNS": "100", "GLASSBOX_DEMO_DELAY": "0.01"}
     with two_servers(tmp_path, **limits) as (first, second):
-        token = manage(first.env, "drf_create_token", "demo").split()[2]
+        token = demo_token(first.env)
         conversations = [
             json.load(api(first, token, "/api/conversations/", {"title": f"c{n}"}))["id"]
             for n in range(20)

@@ -15,7 +15,7 @@ import pytest
 import websockets
 from websockets.typing import Subprotocol
 
-from tests.support.servers import login, manage, start_daphne, two_servers
+from tests.support.servers import demo_token, login, start_daphne, two_servers
 
 pytestmark = pytest.mark.server
 
@@ -66,7 +66,7 @@ def watch_a_turn(first, second, *, kill_first: bool = False) -> tuple[list, list
     """A turn asked through `first` over SSE and watched from a socket on `second`; with
     kill_first, `first` is SIGKILLed once the answer is being written. Returns what the
     socket saw and what the asker saw."""
-    token = manage(first.env, "drf_create_token", "demo").split()[2]
+    token = demo_token(first.env)
     conversation, cookies = login(second.url)
     ready, writing = threading.Event(), threading.Event()
     seen: list[dict[str, Any]] = []

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from tests.support.servers import api, manage, serve, start_daphne
+from tests.support.servers import api, demo_token, serve, start_daphne
 
 pytestmark = [pytest.mark.server, pytest.mark.own_site]
 
@@ -63,7 +63,7 @@ def test_a_turn_whose_process_is_killed_is_marked_interrupted_with_its_work_kept
     with serve(
         tmp_path, (), None, mcp_opened=True, seeded=False, terminal=False, **settings
     ) as first:
-        token = manage(first.env, "drf_create_token", "demo").split()[2]
+        token = demo_token(first.env)
         conversation = json.load(api(first, token, "/api/conversations/", {"title": "crash"}))
         path = f"/api/conversations/{conversation['id']}/messages/"
         reader = Follower(first, token, path)
@@ -134,7 +134,7 @@ def test_a_server_killed_while_an_mcp_tool_runs_keeps_the_call_and_marks_its_out
     with serve(
         tmp_path, (), None, mcp_opened=True, seeded=False, terminal=False, **settings
     ) as first:
-        token = manage(first.env, "drf_create_token", "demo").split()[2]
+        token = demo_token(first.env)
         conversation = json.load(api(first, token, "/api/conversations/", {"title": "crash"}))
         path = f"/api/conversations/{conversation['id']}/messages/"
         watcher = CallWatcher(first, token, path, "Compare five salary surveys for an engineer")

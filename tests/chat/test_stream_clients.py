@@ -22,7 +22,7 @@ from tests.support.api import client_for, streamed_json
 from tests.support.fakes import text_response, tool_call_response
 from tests.support.held_provider import held_provider
 from tests.support.rows import tool_call_of
-from tests.support.servers import manage, serve
+from tests.support.servers import demo_token, serve
 from tests.support.sockets import ask as ask_over_socket
 from tests.support.sockets import finish_turns, json_until_waiting, open_socket
 from tests.support.standard_streams import parse_frames, stream_url
@@ -85,7 +85,7 @@ def scripted_server(tmp_path_factory):
             GLASSBOX_TOOLS="chat.agent.builtin_tools.CALCULATOR,tests.chat.custom_tools.COUNT_SLOWLY",
         ) as server,
     ):
-        token = manage(server.env, "drf_create_token", "demo").split()[2]
+        token = demo_token(server.env)
         yield provider, server, token
 
 

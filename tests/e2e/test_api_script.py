@@ -8,14 +8,14 @@ import time
 
 import pytest
 
-from tests.support.servers import ROOT, manage
+from tests.support.servers import ROOT, demo_token
 
 pytestmark = pytest.mark.e2e
 
 
 def test_a_script_prints_the_agents_work_as_it_happens(glassbox_server):
     url, env = glassbox_server
-    token = manage(env, "drf_create_token", "demo").split()[2]
+    token = demo_token(env)
     script = subprocess.Popen(
         [sys.executable, str(ROOT / "docs" / "ask.py"), url, "How do I negotiate my salary?"],
         env={**env, "GLASSBOX_TOKEN": token},

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import datetime
 import fcntl
 import functools
 import http.cookiejar
 import json
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -207,6 +209,27 @@ def manage(env: dict[str, str], *command: str) -> str:
         env=env, cwd=ROOT, check=True, capture_output=True, text=True,
     )  # fmt: skip
     return done.stdout
+
+
+def demo_token(env: dict[str, str]) -> str:
+    """The demo user's API token in the database `env` names: on SQLite written straight
+    into it (a Django process to do it costs seconds on a busy machine)."""
+    url = env["DATABASE_URL"]
+    if not url.startswith("sqlite:///"):
+        return manage(env, "drf_create_token", "demo").split()[2]
+    made = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
+    with contextlib.closing(sqlite3.connect(url.removeprefix("sqlite:///"), timeout=30)) as db:
+        with db:
+            db.execute(
+                "INSERT OR IGNORE INTO authtoken_token (key, created, user_id)"
+                " SELECT ?, ?, id FROM auth_user WHERE username = 'demo'",
+                (secrets.token_hex(20), made),
+            )
+        (key,) = db.execute(
+            "SELECT key FROM authtoken_token JOIN auth_user ON auth_user.id = user_id"
+            " WHERE username = 'demo'"
+        ).fetchone()
+    return key
 
 
 def start_daphne(
