@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.metadata
 import inspect
 import json
+import os
 
 import pytest
 
@@ -117,6 +118,16 @@ async def test_tool_titles_with_nuls_and_lone_surrogates_are_cleaned(
     assert "Running “Echo �”…" in statuses(events, "in_progress")
     stored = [e.message async for e in ActivityEvent.objects.all()]
     assert not any("\x00" in m or "\udc00" in m for m in stored)
+
+
+async def test_a_server_runs_below_the_serving_processs_cpu_priority(
+    hostile, alice, alice_conversation
+):
+    hostile()
+    await run(alice_conversation, alice, "hostile__priority {}")
+    result = await ActivityEvent.objects.aget(kind="tool_result")
+    own = os.getpriority(os.PRIO_PROCESS, 0)
+    assert own < 19 and result.result_content == f"{min(19, own + bounded_stdio.LOWER_PRIORITY)}"
 
 
 async def test_progress_and_log_floods_are_counted_not_shown_or_stored(

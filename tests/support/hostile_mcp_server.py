@@ -144,6 +144,12 @@ async def ping() -> str:
     return "pong"
 
 
+@server.tool(title="Priority")
+async def priority() -> str:
+    """Says its process's CPU priority (nice value)."""
+    return str(os.getpriority(os.PRIO_PROCESS, 0))
+
+
 @server.tool(title="Big", structured_output=False)
 async def big(ctx: Context) -> str:
     """Answers 50 MB of text; with HOSTILE_STREAM=1 it reports progress first, so a 2026

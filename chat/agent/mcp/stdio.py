@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 import sys
 from collections.abc import AsyncIterator, Callable
@@ -63,6 +64,10 @@ PROGRESS_REPORT = re.compile(rb'^\s*\{[^{}]{0,80}"method"\s*:\s*"notifications/p
 LOG_MESSAGE = re.compile(rb'^\s*\{[^{}]{0,80}"method"\s*:\s*"notifications/message"')
 # A longer log message is never parsed (its call keeps 400 characters of it): only counted.
 LOG_LINE_LIMIT = 16 * 1024
+# How much lower than the serving process's a server's CPU priority is (nice(1) steps): on
+# a machine of few cores, a server that burns CPU (a flood, a huge result to build) slows
+# itself first, not everyone's pages (bench/hostile_servers.py).
+LOWER_PRIORITY = 10
 
 
 @dataclass(slots=True)
@@ -246,6 +251,16 @@ async def _lines(stdout: Any, traffic: Traffic) -> AsyncIterator[SessionMessage 
             parts = []  # over the limit: only its size and head are kept
 
 
+def lower_priority(pid: int) -> None:
+    """The server's process (and what it starts from now on) below the serving process's
+    CPU priority."""
+    try:
+        own = os.getpriority(os.PRIO_PROCESS, 0)
+        os.setpriority(os.PRIO_PROCESS, pid, min(19, own + LOWER_PRIORITY))
+    except OSError:
+        pass  # gone already: its end is read as any other
+
+
 @asynccontextmanager
 async def watched_stdio(
     params: StdioServerParameters, on_exit: Callable[[], None], traffic: Traffic
@@ -260,6 +275,7 @@ async def watched_stdio(
         errlog=sys.stderr,
         cwd=params.cwd,
     )
+    lower_priority(process.pid)
     read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
     shutting_down = False
