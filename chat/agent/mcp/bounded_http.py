@@ -30,10 +30,10 @@ import zlib
 from collections.abc import AsyncIterator
 from typing import Any
 
-import anyio.to_thread
 import httpx2
 
 from chat.agent.mcp.stdio import (
+    APART,
     ESCAPED_SURROGATE,
     HEAD,
     MESSAGE_LIMIT,
@@ -41,6 +41,8 @@ from chat.agent.mcp.stdio import (
     OVERSIZED,
     PARSED_ASIDE,
     REQUEST_ID,
+    STRUCTURED_DROPPED,
+    STRUCTURED_LIMIT,
     Traffic,
     cleaned,
 )
@@ -142,8 +144,14 @@ def cleaned_json(body: bytes, traffic: Traffic) -> bytes:
 
 async def _cleaned_json(body: bytes, traffic: Traffic) -> bytes:
     if len(body) > PARSED_ASIDE:
-        # As over stdio: a large body's parse would hold the event loop.
-        return await anyio.to_thread.run_sync(cleaned_json, body, traffic)
+        # As over stdio: a large body is parsed in the process apart, which also leaves out
+        # a structured result over its bound.
+        try:
+            reduced, count = await APART.reduced(body, STRUCTURED_DROPPED, STRUCTURED_LIMIT)
+        except ValueError:
+            return cleaned_json(body, traffic)  # not JSON: only its text is cleaned
+        traffic.cleaned += count
+        return reduced
     return cleaned_json(body, traffic)
 
 

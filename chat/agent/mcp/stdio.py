@@ -21,6 +21,7 @@ import json
 import logging
 import os
 import re
+import secrets
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -35,14 +36,23 @@ from mcp import StdioServerParameters
 from mcp.client import stdio as sdk
 from mcp.shared.message import SessionMessage
 
+from project import parsed_apart as apart
+
 logger = logging.getLogger("glassbox.mcp")
 
 # The largest message a server may send (a line of JSON): a result beyond it is dropped.
 # Parsing one this large holds the event loop about 0.1 s (bench/hostile_servers.py).
 MESSAGE_LIMIT = 4 * 1024 * 1024
-# A line longer than this is parsed on a worker thread: the parser holds the event loop a
-# few milliseconds at a time there, not for the whole line (tens of ms a megabyte).
+# A line longer than this is parsed in a process apart (project.parsed_apart): the parser
+# would hold the serving process's interpreter for the whole line (tens of ms a megabyte),
+# on a worker thread too.
 PARSED_ASIDE = 256 * 1024
+# The largest structured result kept (its JSON); a larger one is left out in words.
+STRUCTURED_LIMIT = 256 * 1024
+# What stands for a structured result the process apart left out, with its size: a key no
+# server can know (chat.agent.mcp.screening lets it past the tool's output schema).
+STRUCTURED_DROPPED = f"glassbox.dropped.{secrets.token_hex(8)}"
+APART = apart.Apart()
 # Bytes asked of the pipe at once: a large result arrives in few reads.
 READ_SIZE = 1024 * 1024
 # The JSON-RPC error code of a result that was over MESSAGE_LIMIT (the range JSON-RPC leaves
@@ -56,7 +66,6 @@ REQUEST_ID = re.compile(rb'"id"\s*:\s*(-?\d{1,18}|"(?:[^"\\]|\\.){0,200}")')
 # strings cleaned (a byte search otherwise).
 NUL = b"\\u0000"
 ESCAPED_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
-LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 # A log message: parsed only while a running call wants more (Traffic.log_budget), else
 # counted and dropped unparsed, so a flood costs the event loop a byte search each, and no
 # task of the SDK's.
@@ -138,15 +147,8 @@ def megabytes(size: int) -> str:
 
 def cleaned(value: Any, traffic: Traffic) -> Any:
     """Every string in a parsed message without NULs or lone surrogates."""
-    if isinstance(value, str):
-        nuls = value.count("\x00")
-        value, surrogates = LONE_SURROGATE.subn("\ufffd", value.replace("\x00", ""))
-        traffic.cleaned += nuls + surrogates
-        return value
-    if isinstance(value, list):
-        return [cleaned(item, traffic) for item in value]
-    if isinstance(value, dict):
-        return {cleaned(k, traffic): cleaned(v, traffic) for k, v in value.items()}
+    value, count = apart.cleaned(value)
+    traffic.cleaned += count
     return value
 
 
@@ -172,6 +174,19 @@ def parse_line(line: bytes, traffic: Traffic) -> SessionMessage | Exception | No
     except ValueError as exc:
         logger.warning("MCP server sent a message that is not JSON-RPC (%s)", type(exc).__name__)
         return exc
+
+
+async def parse_apart(line: bytes, traffic: Traffic) -> SessionMessage | Exception | None:
+    """A large line as `parse_line` reads it, parsed in the process apart first."""
+    if LOG_MESSAGE.match(line):
+        return parse_line(line, traffic)  # counted, never parsed: it is over LOG_LINE_LIMIT
+    try:
+        body, count = await APART.reduced(line, STRUCTURED_DROPPED, STRUCTURED_LIMIT)
+    except ValueError as exc:
+        logger.warning("MCP server sent a message that is not JSON-RPC (%s)", type(exc).__name__)
+        return exc
+    traffic.cleaned += count
+    return parse_line(body, traffic)
 
 
 def oversized(head: bytes, size: int, traffic: Traffic) -> SessionMessage | None:
@@ -232,7 +247,7 @@ async def _lines(stdout: Any, traffic: Traffic) -> AsyncIterator[SessionMessage 
                         if message is not None:
                             yield message
                     message = (
-                        await anyio.to_thread.run_sync(parse_line, line, traffic)
+                        await parse_apart(line, traffic)
                         if len(line) > PARSED_ASIDE
                         else parse_line(line, traffic)
                     )

@@ -22,7 +22,14 @@ from chat.agent.context import ToolContext
 from chat.agent.mcp.config import SEPARATOR
 from chat.agent.mcp.connections import Connection, Unreachable
 from chat.agent.mcp.logs import to_sink
-from chat.agent.mcp.stdio import MESSAGE_LIMIT, OVERSIZED, Traffic, megabytes
+from chat.agent.mcp.stdio import (
+    MESSAGE_LIMIT,
+    OVERSIZED,
+    STRUCTURED_DROPPED,
+    STRUCTURED_LIMIT,
+    Traffic,
+    megabytes,
+)
 from chat.agent.schemas import TooLong, Unsupported, first_error
 from chat.agent.tools import (
     FEEDBACK_ARG,
@@ -43,9 +50,6 @@ REASON_LIMIT = 200
 LINK_LIMIT = 20
 URI_LIMIT = 2048
 LINK_TITLE_LIMIT = 80
-# The structured result the audit keeps (its JSON, roughly): a larger one is left out, in
-# words, and measured only up to this (a huge one costs no more than this to look at).
-STRUCTURED_LIMIT = 256 * 1024
 
 
 def tool_name(server: str, tool: str) -> str:
@@ -212,9 +216,11 @@ class McpTool:
             )
         notes = traffic_notes(before, self.connection.traffic)
         structured = result.structured_content
-        # Walked on a worker thread: a large result's walk would hold the event loop.
-        if structured is not None and not await asyncio.to_thread(
-            fits, structured, STRUCTURED_LIMIT
+        # Left out by the process apart that parsed a large result (chat.agent.mcp.stdio);
+        # one that came another way is walked on a worker thread.
+        if (isinstance(structured, dict) and STRUCTURED_DROPPED in structured) or (
+            structured is not None
+            and not await asyncio.to_thread(fits, structured, STRUCTURED_LIMIT)
         ):
             structured = None
             notes.append(
