@@ -20,13 +20,20 @@ from chat.socket.render import json_frame
 HOSTILE = '<img src=x onerror="window.pwned=1">'
 
 
-def params(text: str, count: int = 1, **more) -> types.CreateMessageRequestParams:
+def params(
+    text: str,
+    count: int = 1,
+    max_tokens: int = 100,
+    preferences: types.ModelPreferences | None = None,
+) -> types.CreateMessageRequestParams:
     return types.CreateMessageRequestParams(
         messages=[
             types.SamplingMessage(role="user", content=types.TextContent(type="text", text=text))
             for _ in range(count)
         ],
-        **({"max_tokens": 100, "system_prompt": text} | more),
+        max_tokens=max_tokens,
+        system_prompt=text,
+        model_preferences=preferences,
     )
 
 
@@ -61,7 +68,7 @@ def fragment(*shown: QuestionCard) -> str:
 def test_everything_a_server_writes_on_a_sampling_card_is_escaped(waiting):
     asked = params(
         HOSTILE,
-        model_preferences=types.ModelPreferences(hints=[types.ModelHint(name=HOSTILE)]),
+        preferences=types.ModelPreferences(hints=[types.ModelHint(name=HOSTILE)]),
     )
     page = fragment(card(request_of("bench", "call_1", asked), waiting=waiting))
 
