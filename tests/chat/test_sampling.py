@@ -20,7 +20,13 @@ from chat.asks.waiting import QuestionWait
 from chat.models import Conversation, Elicitation
 from tests.support.audit import verify
 from tests.support.mcp import BENCH, http_server, stdio
-from tests.support.questions import answer, answer_as_page, json_until, json_until_question
+from tests.support.questions import (
+    answer,
+    answer_as_page,
+    answer_without_javascript,
+    json_until,
+    json_until_question,
+)
 from tests.support.sockets import finish_turns, json_until_done, open_socket
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
@@ -274,3 +280,28 @@ async def test_every_socket_of_the_owner_sees_the_card_and_no_one_elses_does(
     await bobs.disconnect()
     stored = [e.message async for e in ActivityEvent.objects.filter(kind="status")]
     assert "Approved by alice" in stored
+
+
+async def test_the_inbox_lists_the_request_and_its_page_form_approves_it_without_javascript(
+    bench, client, alice, bob, alice_conversation
+):
+    socket, _events, card = await _asked(alice_conversation, alice)
+    await sync_to_async(client.force_login)(bob)
+    inbox = (await sync_to_async(client.get)("/inbox/")).content.decode()
+    assert f'id="question-{card["id"]}"' not in inbox
+    await sync_to_async(client.force_login)(alice)
+
+    inbox = (await sync_to_async(client.get)("/inbox/")).content.decode()
+    assert f'id="question-{card["id"]}"' in inbox
+    assert "The bench server asks to use the model" in inbox
+    # The server's markup is shown as text.
+    assert "You are a poet. &lt;img src=x" in inbox and "<img src=x" not in inbox
+    posted = await answer_without_javascript(
+        client, alice_conversation, card, message_1="Write a haiku about fog"
+    )
+    assert posted.status_code == 302
+    events = await _ended(socket)
+
+    assert "Approved with edits by alice" in lines(events)
+    assert "Write a haiku about fog" in results(events)
+    assert (await sync_to_async(client.get)("/api/inbox/")).json() == []
