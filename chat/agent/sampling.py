@@ -154,6 +154,14 @@ def _text(value: Any, name: str, errors: dict[str, str]) -> str:
     return value
 
 
+class Failed(Refused):
+    """The model call failed; `call` is what it cost, for the audit."""
+
+    def __init__(self, call: ModelCallDone) -> None:
+        super().__init__(_("the model could not answer"))
+        self.call = call
+
+
 @dataclass(frozen=True, slots=True)
 class Sampled:
     """What the model wrote, as the server is told it."""
@@ -170,6 +178,8 @@ async def sample(
     when the request fails, as the loop keeps a failed round: then raises Refused)."""
     started = time.monotonic()
     text: list[str] = []
+    # A reasoning model's thinking is kept for the audit, as the loop keeps a round's.
+    reasoning: list[str] = []
     usage = None
     model = policy.model
     finish_reason: str | None = None
@@ -179,6 +189,7 @@ async def sample(
             round=round_number,
             model=str(model),
             duration_ms=int((time.monotonic() - started) * 1000),
+            reasoning="".join(reasoning),
             prompt_tokens=tokens(usage, "prompt_tokens"),
             completion_tokens=tokens(usage, "completion_tokens"),
             reasoning_tokens=tokens(usage, "completion_tokens_details", "reasoning_tokens"),
@@ -196,17 +207,10 @@ async def sample(
             if chunk.has_choice:
                 finish_reason = chunk.finish_reason or finish_reason
                 text.append(chunk.content)
+                reasoning.append(chunk.reasoning)
     except Exception as exc:
         raise Failed(call_done(type(exc).__qualname__)) from exc
     if finish_reason is None:
         raise Failed(call_done("ProviderError"))
     sampled = Sampled("".join(text), str(model), STOP_REASONS.get(finish_reason, finish_reason))
     return sampled, call_done()
-
-
-class Failed(Refused):
-    """The model call failed; `call` is what it cost, for the audit."""
-
-    def __init__(self, call: ModelCallDone) -> None:
-        super().__init__(_("the model could not answer"))
-        self.call = call

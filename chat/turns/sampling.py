@@ -49,6 +49,15 @@ def sampling_model(
             sampled, call = await sample(client_factory(), agent_policy(), request, number)
         except Failed as failed:
             recorder.add_call(failed.call)
+            await emit(
+                Status(
+                    icon="❌",
+                    message=_("The model could not answer the request of %(server)s")
+                    % {"server": request.server},
+                    state="in_progress",
+                    call_id=request.call_id,
+                )
+            )
             raise
         recorder.add_call(call)
         await emit(
