@@ -16,6 +16,7 @@ from channels.testing import WebsocketCommunicator
 from activity.models import ActivityEvent, ActivityFeed, ModelCall
 from chat.agent.mcp.config import spec_from_mapping
 from chat.agent.sampling import FIRST_ROUND
+from chat.asks import elicitations
 from chat.asks.waiting import QuestionWait
 from chat.models import Conversation, Elicitation
 from tests.support.audit import verify
@@ -305,3 +306,25 @@ async def test_the_inbox_lists_the_request_and_its_page_form_approves_it_without
     assert "Approved with edits by alice" in lines(events)
     assert "Write a haiku about fog" in results(events)
     assert (await sync_to_async(client.get)("/api/inbox/")).json() == []
+
+
+async def test_a_stopped_turn_ends_its_request_and_a_late_approval_is_refused(
+    bench, alice, alice_conversation
+):
+    socket, events, _card = await _asked(alice_conversation, alice)
+    answer_id = next(e["message_id"] for e in events if e["type"] == "turn")
+
+    await socket.send_to(text_data=json.dumps({"stop": answer_id}))
+    events = await _ended(socket)
+
+    assert events[-1]["state"] == "stopped"
+    row = await Elicitation.objects.aget()
+    assert row.state == "ended" and row.reason
+    with pytest.raises(elicitations.AlreadyAnswered):
+        await elicitations.answer(
+            conversation_id=alice_conversation.pk,
+            question_id=row.pk,
+            user=alice,
+            action="accept",
+        )
+    assert not await ModelCall.objects.filter(round__gte=FIRST_ROUND).aexists()
