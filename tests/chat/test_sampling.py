@@ -306,9 +306,10 @@ async def test_the_inbox_lists_the_request_and_its_page_form_approves_it_without
     assert "Approved with edits by alice" in lines(events)
     assert "Write a haiku about fog" in results(events)
     assert (await sync_to_async(client.get)("/api/inbox/")).json() == []
-    # The conversation's history shows the decision in the turn's feed.
-    history = (await sync_to_async(client.get)(f"/c/{alice_conversation.pk}/")).content.decode()
-    assert "Approved with edits by alice" in history
+    # The turn's feed, as history keeps it, holds the decision.
+    feed = await ActivityFeed.objects.aget()
+    kept = (await sync_to_async(client.get)(f"/api/feeds/{feed.pk}/")).content.decode()
+    assert "Approved with edits by alice" in kept
 
 
 async def test_a_stopped_turn_ends_its_request_and_a_late_approval_is_refused(
