@@ -172,6 +172,12 @@ $(AUTH_SUITE)/node_modules/.installed: $(AUTH_SUITE)/package-lock.json
 conformance-auth: $(VENV)/.installed $(AUTH_SUITE)/node_modules/.installed
 	PYTHON=$(CURDIR)/$(PY) $(AUTH_SUITE)/run.sh
 
+# The MCP reference servers' test server, whose sampling tool tests/chat/test_sampling_everything.py
+# approves and denies; Node 22 and the server are pinned npm packages (its package-lock.json).
+conformance/everything/node_modules/.installed: conformance/everything/package-lock.json
+	cd conformance/everything && npm ci --no-audit --no-fund
+	touch $@
+
 
 BENCHMARKS := first_status first_status_cold event_overhead concurrency db_writes turn_statements question_checks history_page export markdown_frames mcp_progress mcp_answer html_clients workers audit_chain otel_turn
 

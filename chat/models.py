@@ -292,6 +292,9 @@ class Elicitation(models.Model):
     class Mode(models.TextChoices):
         FORM = "form"
         URL = "url"
+        # A request to use the turn's model (MCP sampling): `requested_schema` holds the
+        # request as shown (chat.agent.sampling), `content` the request as approved.
+        SAMPLING = "sampling"
 
     class State(models.TextChoices):
         WAITING = "waiting"

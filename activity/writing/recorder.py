@@ -172,6 +172,8 @@ class FeedRecorder:
         model_calls = [
             {name: getattr(call, name) for name in CLOSED_CALL_FIELDS}
             | {"model": call.model[:100]}
-            for call in self.calls
+            # In the order the audit reads them back: a call an MCP server asked for
+            # mid-round is numbered after the turn's own rounds.
+            for call in sorted(self.calls, key=lambda call: call.round)
         ]
         return fields | {"closing": closing(stored | fields, model_calls)}

@@ -63,8 +63,10 @@ class ModelApi(Protocol):
         policy: AgentPolicy,
         conversation: list[dict[str, Any]],
         tools: list[dict[str, Any]] | None,
+        max_tokens: int | None = None,
     ) -> Reply:
-        """Sends one round's request; its reply once the provider has said its status."""
+        """Sends one round's request; its reply once the provider has said its status.
+        `max_tokens` bounds what the model writes (an MCP server's sampling request)."""
         ...
 
 
@@ -75,8 +77,12 @@ class ChatCompletions:
         policy: AgentPolicy,
         conversation: list[dict[str, Any]],
         tools: list[dict[str, Any]] | None,
+        max_tokens: int | None = None,
     ) -> Reply:
         options: dict[str, Any] = {"tools": tools} if tools else {}
+        if max_tokens is not None:
+            # The current name; `max_tokens` is refused by OpenAI's reasoning models.
+            options["max_completion_tokens"] = max_tokens
         if policy.stream_usage:
             options["stream_options"] = {"include_usage": True}
         if any(CARRIED in message for message in conversation):
@@ -97,6 +103,7 @@ class Responses:
         policy: AgentPolicy,
         conversation: list[dict[str, Any]],
         tools: list[dict[str, Any]] | None,
+        max_tokens: int | None = None,
     ) -> Reply:
         body = request_body(
             model=policy.model,
@@ -104,6 +111,8 @@ class Responses:
             tools=tools,
             reasoning_summary=policy.reasoning_summary,
         )
+        if max_tokens is not None:
+            body["max_output_tokens"] = max_tokens
         response = await stream_response(client, body)
         reader = ResponseReader(response.request)
         return Reply(readable(response, reader.read, whole_events), reader.carried)

@@ -9,7 +9,10 @@ import contextvars
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+if TYPE_CHECKING:
+    from chat.agent.sampling import Sampled, SamplingRequest
 
 Action = Literal["accept", "decline", "cancel"]
 
@@ -41,6 +44,11 @@ class Asker(Protocol):
     async def ask(self, question: Question) -> Reply: ...
 
     async def completed(self, server: str, elicitation_id: str) -> None: ...
+
+    async def sample(self, request: SamplingRequest) -> Sampled:
+        """Shows a server's request to use the model, and runs it once approved; raises
+        chat.agent.sampling.Refused when denied, not answered in time or not affordable."""
+        ...
 
 
 _asker: contextvars.ContextVar[Asker | None] = contextvars.ContextVar("asker", default=None)
@@ -85,6 +93,10 @@ class Caller:
     async def ask(self, question: Question) -> Reply:
         with paused(self.clock):
             return await self.asker.ask(question)
+
+    async def sample(self, request: SamplingRequest) -> Sampled:
+        with paused(self.clock):
+            return await self.asker.sample(request)
 
     def count(self) -> int:
         """This question's number in its call (1 for the first)."""

@@ -28,6 +28,8 @@ from activity.recording.chain import json_digest
 from activity.recording.events import RecordedEvent, Status
 from chat.agent.mcp.elicit_schema import WITHHELD, Field, Invalid, check_answer, kept, read_form
 from chat.agent.questions import Question, Reply
+from chat.agent.sampling import Invalid as InvalidEdits
+from chat.agent.sampling import Refused, Sampled, SamplingRequest
 from chat.conversations.refusals import TurnRejected
 from chat.models import Conversation, Elicitation, Message
 from project import groups
@@ -35,6 +37,7 @@ from project import groups
 logger = logging.getLogger("glassbox.turns")
 
 ICON = "❓"
+SAMPLING_ICON = "🧠"
 ANSWERED_ICON = "💬"
 LINE_LIMIT = 200
 # A waiting call looks at its row this often, in case the layer lost the answer's message.
@@ -82,49 +85,41 @@ class TurnAsker:
     """The turn's side of a server's questions (chat.agent.questions.Asker): `emit` records
     and shows a feed line, as the runner does for the agent's own events."""
 
-    def __init__(self, answer: Message, emit: Callable[[RecordedEvent], Awaitable[None]]) -> None:
+    def __init__(
+        self,
+        answer: Message,
+        emit: Callable[[RecordedEvent], Awaitable[None]],
+        model: Callable[[SamplingRequest], Awaitable[Sampled]] | None = None,
+    ) -> None:
         self.answer = answer
         self.emit = emit
+        # Runs an approved sampling request with the turn's provider and budget, and records
+        # the call as the turn's (chat.turns.sampling); None: the turn cannot.
+        self.model = model
 
     async def ask(self, question: Question) -> Reply:
         fields = read_form(question.schema) if question.mode == "form" else ()
-        row = await database_sync_to_async(Elicitation.objects.create)(
-            answer=self.answer,
-            call_id=question.call_id[:64],
-            server=question.server[:64],
-            mode=question.mode,
-            message=question.message,
-            requested_schema=question.schema,
-            url=question.url,
-            server_elicitation_id=question.elicitation_id[:200],
-            deadline=timezone.now() + timedelta(seconds=settings.GLASSBOX_ELICITATION_TIMEOUT),
+        row = await self._asked(
+            Elicitation(
+                call_id=question.call_id[:64],
+                server=question.server[:64],
+                mode=question.mode,
+                message=question.message,
+                requested_schema=question.schema,
+                url=question.url,
+                server_elicitation_id=question.elicitation_id[:200],
+            ),
+            Status(
+                icon=ICON,
+                message=_line(
+                    _("%(server)s asks: %(message)s — waiting for your answer")
+                    % {"server": question.server, "message": question.message}
+                ),
+                state="in_progress",
+                call_id=question.call_id,
+            ),
         )
-        row.answer = self.answer
-        arrived = _waiting[row.pk] = asyncio.get_running_loop().create_future()
-        try:
-            await self.emit(
-                Status(
-                    icon=ICON,
-                    message=_line(
-                        _("%(server)s asks: %(message)s — waiting for your answer")
-                        % {"server": question.server, "message": question.message}
-                    ),
-                    state="in_progress",
-                    call_id=question.call_id,
-                )
-            )
-            await card_changed(row)
-            row, clear = await _answer_of(row, arrived)
-            if row.state == Elicitation.State.EXPIRED:
-                await card_changed(row)
-        except BaseException:
-            # The call was cancelled (Stop, its time limit, the session lost): nobody can
-            # answer now. Written whatever happens to this task next.
-            ending = asyncio.ensure_future(_end(row, _("The call ended before an answer.")))
-            await asyncio.shield(ending)
-            raise
-        finally:
-            _waiting.pop(row.pk, None)
+        row, clear = await self._answered(row)
         await self.emit(_answered_line(row, fields))
         if row.state == Elicitation.State.ACCEPTED and question.mode == "url":
             return Reply("accept")
@@ -137,6 +132,65 @@ class TurnAsker:
         if row.state == Elicitation.State.DECLINED:
             return Reply("decline")
         return Reply("cancel")
+
+    async def sample(self, request: SamplingRequest) -> Sampled:
+        """A server's request to use the model: a card the person approves (maybe edited)
+        or denies, as a question is answered; approved, the model writes (`self.model`)."""
+        if self.model is None:
+            raise Refused(_("this turn cannot use the model"))
+        last = request.messages[-1].text if request.messages else ""
+        row = await self._asked(
+            Elicitation(
+                call_id=request.call_id[:64],
+                server=request.server[:64],
+                mode=Elicitation.Mode.SAMPLING,
+                message=last,
+                requested_schema=request.to_json(),
+            ),
+            Status(
+                icon=SAMPLING_ICON,
+                message=_line(
+                    _("%(server)s asks to use the model — waiting for your approval")
+                    % {"server": request.server}
+                ),
+                state="in_progress",
+                call_id=request.call_id,
+            ),
+        )
+        row, _clear = await self._answered(row)
+        await self.emit(_answered_line(row, ()))
+        if row.state != Elicitation.State.ACCEPTED or row.content is None:
+            raise Refused(refused_because(row))
+        approved = SamplingRequest.from_json(request.server, request.call_id, row.content)
+        return await self.model(approved)
+
+    async def _asked(self, row: Elicitation, line: Status) -> Elicitation:
+        """Stores what waits, shows its line and its card on every socket of the owner."""
+        row.answer = self.answer
+        row.deadline = timezone.now() + timedelta(seconds=settings.GLASSBOX_ELICITATION_TIMEOUT)
+        await database_sync_to_async(row.save)(force_insert=True)
+        _waiting[row.pk] = asyncio.get_running_loop().create_future()
+        try:
+            await self.emit(line)
+            await card_changed(row)
+        except BaseException:
+            _waiting.pop(row.pk, None)
+            await _ended(row)
+            raise
+        return row
+
+    async def _answered(self, row: Elicitation) -> Answered:
+        """Waits for the answer (or the deadline); the row as answered, the answer in clear."""
+        try:
+            row, clear = await _answer_of(row, _waiting[row.pk])
+            if row.state == Elicitation.State.EXPIRED:
+                await card_changed(row)
+        except BaseException:
+            await _ended(row)
+            raise
+        finally:
+            _waiting.pop(row.pk, None)
+        return row, clear
 
     async def completed(self, server: str, elicitation_id: str) -> None:
         """The server says the URL-mode question was completed at its end."""
@@ -211,6 +265,13 @@ def _settle(question_id: uuid.UUID, state: str, reason: str = "") -> bool:
     )
 
 
+async def _ended(row: Elicitation) -> None:
+    """The call was cancelled (Stop, its time limit, the session lost): nobody can answer
+    now. Written whatever happens to the cancelled task next."""
+    ending = asyncio.ensure_future(_end(row, _("The call ended before an answer.")))
+    await asyncio.shield(ending)
+
+
 async def _end(row: Elicitation, reason: str) -> None:
     with contextlib.suppress(Exception):
         if await database_sync_to_async(_settle)(row.pk, Elicitation.State.ENDED, reason):
@@ -238,6 +299,8 @@ def _answered_line(row: Elicitation, fields: tuple[Field, ...]) -> Status:
 def outcome_of(row: Elicitation, fields: tuple[Field, ...]) -> str:
     """How a question ended, for people ("" while it waits)."""
     who = row.answered_by.get_username() if row.answered_by else ""
+    if row.mode == Elicitation.Mode.SAMPLING:
+        return _sampling_outcome(row, who)
     match row.state:
         case Elicitation.State.ACCEPTED:
             shown = shown_answer(row.content or {}, fields)
@@ -253,6 +316,31 @@ def outcome_of(row: Elicitation, fields: tuple[Field, ...]) -> str:
         case Elicitation.State.ENDED:
             return _("Cancelled: %(reason)s") % {"reason": row.reason}
     return ""
+
+
+def _sampling_outcome(row: Elicitation, who: str) -> str:
+    match row.state:
+        case Elicitation.State.ACCEPTED if row.content != row.requested_schema:
+            return _("Approved with edits by %(who)s") % {"who": who}
+        case Elicitation.State.ACCEPTED:
+            return _("Approved by %(who)s") % {"who": who}
+        case Elicitation.State.DECLINED | Elicitation.State.CANCELLED:
+            return _("Denied by %(who)s") % {"who": who}
+        case Elicitation.State.EXPIRED:
+            return _("Not approved in time: the request was refused")
+        case Elicitation.State.ENDED:
+            return _("Cancelled: %(reason)s") % {"reason": row.reason}
+    return ""
+
+
+def refused_because(row: Elicitation) -> str:
+    """What the server is told of a sampling request that was not approved."""
+    match row.state:
+        case Elicitation.State.DECLINED | Elicitation.State.CANCELLED:
+            return "The user denied the request"
+        case Elicitation.State.EXPIRED:
+            return "The user did not approve the request in time"
+    return "The request was not approved"
 
 
 def shown_answer(content: dict[str, Any], fields: tuple[Field, ...]) -> str:
@@ -333,6 +421,12 @@ def _claim(
         except Invalid as exc:
             raise BadAnswer(exc.errors) from None
         stored = kept(fields, clear)
+    elif action == "accept" and row.mode == Elicitation.Mode.SAMPLING:
+        asked = SamplingRequest.from_json(row.server, row.call_id, row.requested_schema)
+        try:
+            stored = clear = asked.edited(values).to_json()
+        except InvalidEdits as exc:
+            raise BadAnswer(exc.errors) from None
     claimed = Elicitation.objects.filter(pk=row.pk, state=Elicitation.State.WAITING).update(
         state=action, content=stored, answered_by=user, answered_at=timezone.now()
     )

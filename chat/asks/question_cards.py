@@ -11,6 +11,7 @@ from typing import Any
 
 from activity.presenting.bounded import cut_long
 from chat.agent.mcp.elicit_schema import Field, UnsupportedForm, read_form, safe_link
+from chat.agent.sampling import SamplingRequest
 from chat.asks.elicitations import close_if_orphaned, outcome_of
 from chat.models import Elicitation
 
@@ -32,6 +33,8 @@ class QuestionCard:
     outcome: str
     completed: bool
     accepted: bool
+    # A request to use the model (MCP sampling), as the server sent it within bounds.
+    request: SamplingRequest | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -46,6 +49,7 @@ class QuestionCard:
             "state": "waiting" if self.waiting else "closed",
             "outcome": self.outcome,
             "completed": self.completed,
+            **({"sampling": self.request.to_json()} if self.request is not None else {}),
         }
 
 
@@ -71,6 +75,11 @@ def card_of(row: Elicitation) -> QuestionCard:
         outcome=outcome_of(row, fields),
         completed=row.completed_at is not None,
         accepted=row.state == Elicitation.State.ACCEPTED,
+        request=(
+            SamplingRequest.from_json(row.server, row.call_id, row.requested_schema)
+            if row.mode == Elicitation.Mode.SAMPLING
+            else None
+        ),
     )
 
 

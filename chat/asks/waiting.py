@@ -166,6 +166,8 @@ class QuestionWait:
 
     @property
     def title(self) -> str:
+        if self.row.mode == Elicitation.Mode.SAMPLING:
+            return _("The %(server)s server asks to use the model") % {"server": self.row.server}
         return _("The %(server)s server asks") % {"server": self.row.server}
 
     @property

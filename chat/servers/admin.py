@@ -204,7 +204,7 @@ class McpServerForm(forms.ModelForm):
 
     class Meta:
         model = McpServer
-        fields = ["name", "transport", "url", "command", "enabled"]
+        fields = ["name", "transport", "url", "command", "enabled", "sampling"]
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -242,6 +242,7 @@ class McpServerForm(forms.ModelForm):
             "name": data.get("name", ""),
             **({"approval": data["approval"]} if data["approval"] is not None else {}),
             **({"tools": data["tools"]} if data["tools"] is not None else {}),
+            **({"sampling": True} if data.get("sampling") else {}),
             **(
                 {"url": data.get("url", ""), "headers": data["headers"]}
                 if http
@@ -283,8 +284,8 @@ class McpServerForm(forms.ModelForm):
 @admin.register(McpServer)
 class McpServerAdmin(admin.ModelAdmin):
     form = McpServerForm
-    list_display = ["name", "transport", "where", "enabled", "allowed", "updated_at"]
-    list_filter = ["transport", "enabled"]
+    list_display = ["name", "transport", "where", "enabled", "allowed", "sampling", "updated_at"]
+    list_filter = ["transport", "enabled", "sampling"]
     search_fields = ["name", "url", "command"]
     fieldsets = [
         (None, {"fields": ["name", "transport", "enabled"]}),
@@ -299,6 +300,7 @@ class McpServerAdmin(admin.ModelAdmin):
             },
         ),
         ("Tools", {"fields": ["tools_text", "approval_text"]}),
+        ("Sampling", {"fields": ["sampling"]}),
     ]
 
     actions = ["enable_servers", "disable_servers"]

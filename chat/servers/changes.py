@@ -24,7 +24,7 @@ MASK = "••••••"
 # The fields compared to say what a change changed (secrets by value, shown by name only).
 COMPARED = (
     "name", "transport", "url", "headers", "command", "args", "env", "enabled", "tools",
-    "approval", "client_credentials",
+    "approval", "client_credentials", "sampling",
 )  # fmt: skip
 
 

@@ -38,6 +38,13 @@ class McpServer(models.Model):
     # method, scope, issuer and the *names* of the variable or file holding its secret or
     # key, never a secret.
     client_credentials = models.JSONField(default=dict, blank=True)
+    # Off by default: with it on, the server may ask the turn's model to write something
+    # (MCP sampling), each request shown to the person whose call it runs, who approves it.
+    sampling = models.BooleanField(
+        default=False,
+        help_text="Let this server ask the model to write something (MCP sampling). Each "
+        "request is shown to the user whose tool call it runs, who approves or denies it.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -62,6 +69,8 @@ class McpServer(models.Model):
             data |= {"command": self.command, "args": self.args, "env": self.env}
         if self.tools is not None:
             data["tools"] = self.tools
+        if self.sampling:
+            data["sampling"] = True
         return data
 
 

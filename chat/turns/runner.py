@@ -55,6 +55,7 @@ from chat.turns.broadcast import send_conversations_changed, send_turn_event
 from chat.turns.history import amodel_history
 from chat.turns.policy import agent_policy
 from chat.turns.recovery import lost
+from chat.turns.sampling import sampling_model
 from project.outages import while_down
 
 logger = logging.getLogger("glassbox.turns")
@@ -221,7 +222,7 @@ async def _turn_run(
         )
 
     # An MCP server's question during a call is shown and answered as this turn's.
-    ask_with(TurnAsker(answer, emit))
+    ask_with(TurnAsker(answer, emit, sampling_model(recorder, dependencies.client_factory, emit)))
     state = Message.State.COMPLETE
     if decided is not None:
         # Recorded and numbered with its claim (chat.asks.approvals): only shown here.

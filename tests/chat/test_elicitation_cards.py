@@ -100,6 +100,9 @@ class Person:
     async def completed(self, server, elicitation_id):
         return None
 
+    async def sample(self, request):
+        raise AssertionError("no request to use the model is expected here")
+
 
 class Shared:
     """A connection's identity, as the router sees it."""

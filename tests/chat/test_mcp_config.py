@@ -13,8 +13,8 @@ import pytest
 from asgiref.sync import async_to_sync
 
 from chat.agent.mcp.config import ServerConfigError, specs_from_setting
-from chat.servers.configured import configured_servers
-from chat.servers.models import McpServer
+from chat.servers.configured import configured_servers, forget
+from chat.servers.models import McpServer, McpServerChange
 from tests.support.mcp import ROOT, stdio
 
 SECRET = "Bearer s3cr3t-t0ken"
@@ -62,6 +62,7 @@ def test_the_setting_may_name_a_file(tmp_path):
         ('[{"name": "x", "url": "http://x", "transport": "ws"}]', "'streamable-http' or 'sse'"),
         ('[{"name": "x", "command": "y"}, {"name": "x", "command": "z"}]', "declared twice"),
         ("/no/such/file.json", "cannot read the file"),
+        ('[{"name": "x", "command": "y", "sampling": "yes"}]', "'sampling' must be true or false"),
     ],
 )
 def test_a_bad_declaration_says_what_is_wrong(value, problem):
@@ -148,6 +149,32 @@ def test_the_admin_form_refuses_what_settings_would_refuse(admin_client, setting
         assert page.status_code == 200, problem
         assert problem in page.content.decode(), problem
     assert not McpServer.objects.exists()
+
+
+def test_sampling_is_off_unless_declared_and_switching_it_opens_a_new_session():
+    off, on = specs_from_setting(
+        '[{"name": "a", "command": "y"}, {"name": "b", "command": "y", "sampling": true}]'
+    )
+    assert not off.sampling and on.sampling
+    # The capability is declared when a session opens: another declaration, another session.
+    assert off.fingerprint != on.fingerprint
+
+
+def test_admins_switch_sampling_per_server_on_the_record(admin_client, admin_user, db):
+    assert admin_client.post(ADD, form()).status_code == 302
+    row = McpServer.objects.get()
+    assert not row.sampling
+    assert not async_to_sync(configured_servers)()[0].sampling
+
+    change = f"/admin/servers/mcpserver/{row.pk}/change/"
+    assert "Let this server ask the model" in admin_client.get(change).content.decode()
+    assert admin_client.post(change, form(sampling="on")).status_code == 302
+    row.refresh_from_db()
+    assert row.sampling
+    forget()
+    assert async_to_sync(configured_servers)()[0].sampling
+    record = McpServerChange.objects.order_by("-id").first()
+    assert record is not None and record.fields == ["sampling"]
 
 
 def test_settings_and_admin_servers_are_used_together(settings, db):

@@ -271,6 +271,59 @@ async def time_answer(ctx: Context) -> str | types.InputRequiredResult:
     return f"{answered.action} reached the server at {time.monotonic():.6f}"
 
 
+def _poem_request(topic: str) -> types.CreateMessageRequestParams:
+    return types.CreateMessageRequestParams(
+        messages=[
+            types.SamplingMessage(
+                role="user",
+                content=types.ImageContent(
+                    type="image", data="iVBORw0KGgo=", mime_type="image/png"
+                ),
+            ),
+            types.SamplingMessage(
+                role="user",
+                content=types.TextContent(type="text", text=f"Write a haiku about {topic}"),
+            ),
+        ],
+        system_prompt=f"You are a poet. {HOSTILE}",
+        max_tokens=60,
+        model_preferences=types.ModelPreferences(
+            hints=[types.ModelHint(name="claude-haiku")], intelligence_priority=0.8
+        ),
+    )
+
+
+def _poem_of(result: types.CreateMessageResult | types.CreateMessageResultWithTools) -> str:
+    content = result.content if isinstance(result.content, types.TextContent) else None
+    text = content.text if content is not None else "(no text)"
+    return f"poem by {result.model} ({result.stop_reason}): {text}"
+
+
+@server.tool(title="Write a poem")
+async def write_poem(topic: str, ctx: Context) -> str | types.InputRequiredResult:
+    """Asks the client's model for a haiku (MCP sampling: during the call on a 2025-11-25
+    session, as an input request on 2026-07-28) and returns what it wrote; a refusal on a
+    2025-11-25 session is the tool's answer."""
+    asked = _poem_request(topic)
+    if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+        try:
+            result = await ctx.session.create_message(
+                asked.messages,
+                max_tokens=asked.max_tokens,
+                system_prompt=asked.system_prompt,
+                model_preferences=asked.model_preferences,
+            )
+        except MCPError as exc:
+            return f"no poem: {exc.error.message}"
+        return _poem_of(result)
+    answered = (ctx.input_responses or {}).get("poem")
+    if not isinstance(answered, types.CreateMessageResult):
+        return types.InputRequiredResult(
+            input_requests={"poem": types.CreateMessageRequest(params=asked)}
+        )
+    return _poem_of(answered)
+
+
 async def grown() -> str:
     return "I was added later"
 

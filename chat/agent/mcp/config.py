@@ -20,7 +20,7 @@ NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,23}$")
 SEPARATOR = "__"
 KEYS = {
     "name", "url", "transport", "headers", "command", "args", "env", "tools", "approval",
-    "enabled", "auth", "oauth_client", "client_credentials",
+    "enabled", "auth", "oauth_client", "client_credentials", "sampling",
 }  # fmt: skip
 # What an admin may enter for a server's OAuth client, when the server offers no registration.
 OAUTH_CLIENT_KEYS = {"client_id", "client_secret", "scope"}
@@ -55,6 +55,9 @@ class ServerSpec:
     oauth_client: dict[str, str] = field(default_factory=dict, repr=False)
     # Glassbox's own OAuth client credentials (chat.agent.mcp.machine_auth); a secret.
     client_credentials: dict[str, str] = field(default_factory=dict, repr=False)
+    # The server may ask the turn's model to write something (MCP sampling), each request
+    # approved by the person whose call it runs (chat.agent.mcp.sampling). Off unless said.
+    sampling: bool = False
 
     @property
     def transport(self) -> str:
@@ -68,6 +71,9 @@ class ServerSpec:
             data += [self.oauth, self.oauth_client]
         if self.client_credentials:
             data += [self.client_credentials]
+        if self.sampling:
+            # The capability is declared when a session opens.
+            data += ["sampling"]
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
 
     def allows(self, tool: str) -> bool:
@@ -111,6 +117,9 @@ def spec_from_mapping(data: Any, where: str = "server") -> ServerSpec:
     enabled = data.get("enabled", True)
     if not isinstance(enabled, bool):
         raise ServerConfigError(f"{where}: 'enabled' must be true or false")
+    sampling = data.get("sampling", False)
+    if not isinstance(sampling, bool):
+        raise ServerConfigError(f"{where}: 'sampling' must be true or false")
     return ServerSpec(
         name=name,
         url=url,
@@ -125,6 +134,7 @@ def spec_from_mapping(data: Any, where: str = "server") -> ServerSpec:
         oauth=oauth,
         oauth_client=oauth_client,
         client_credentials=client_credentials,
+        sampling=sampling,
     )
 
 

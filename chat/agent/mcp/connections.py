@@ -27,7 +27,7 @@ from mcp.client.streamable_http import MCP_SESSION_ID, streamable_http_client
 from mcp.client.subscriptions import ListenNotSupportedError
 from mcp.shared.dispatcher import ProgressFnT
 
-from chat.agent.mcp import elicitation
+from chat.agent.mcp import elicitation, sampling
 from chat.agent.mcp.bounded_http import LEGACY_EVENT_LIMIT, Bounds
 from chat.agent.mcp.config import ServerSpec
 from chat.agent.mcp.limits import DEFAULT_LIMITS, McpLimits
@@ -376,12 +376,17 @@ class Connection:
 
     def _asking(self) -> dict[str, Any]:
         """A server may ask the person a question mid-call (chat.agent.mcp.elicitation) and
-        log what it does, at every level (its readers each choose theirs)."""
-        return {
+        log what it does, at every level (its readers each choose theirs). One declared with
+        sampling may ask the turn's model to write something (chat.agent.mcp.sampling): only
+        then does the session declare the capability."""
+        asking: dict[str, Any] = {
             "elicitation_callback": functools.partial(elicitation.on_elicit, self),
             "logging_callback": self._logged,
             "log_level": ASKED_LEVEL,
         }
+        if self.spec.sampling:
+            asking["sampling_callback"] = functools.partial(sampling.on_sample, self)
+        return asking
 
     @contextmanager
     def logging_to(self, logged: Logged) -> Iterator[None]:

@@ -70,7 +70,7 @@ def calling(connection: Connection) -> Iterator[None]:
         running.remove(this)
 
 
-def _caller(connection: Connection) -> Caller | None:
+def caller_of(connection: Connection) -> Caller | None:
     """Whose question it is: the call's own task's (2026-07-28, asked from within call_tool),
     or the one call the connection runs now. With several, a question cannot be told apart:
     it is refused rather than shown to someone whose call it may not be."""
@@ -89,7 +89,7 @@ async def on_elicit(
     connection: Connection, context: ClientRequestContext, params: types.ElicitRequestParams
 ) -> types.ElicitResult | types.ErrorData:
     """The session's elicitation callback: the question goes to the call's turn."""
-    asked = _caller(connection)
+    asked = caller_of(connection)
     if asked is None:
         return refusal("No call of this client can be asked now")
     if asked.count() > QUESTIONS_PER_CALL:
