@@ -27,7 +27,7 @@ from mcp.client.streamable_http import MCP_SESSION_ID, streamable_http_client
 from mcp.client.subscriptions import ListenNotSupportedError
 from mcp.shared.dispatcher import ProgressFnT
 
-from chat.agent.mcp import elicitation
+from chat.agent.mcp import apps, elicitation
 from chat.agent.mcp.bounded_http import LEGACY_EVENT_LIMIT, Bounds
 from chat.agent.mcp.config import ServerSpec
 from chat.agent.mcp.limits import DEFAULT_LIMITS, McpLimits
@@ -375,9 +375,11 @@ class Connection:
         )
 
     def _asking(self) -> dict[str, Any]:
-        """A server may ask the person a question mid-call (chat.agent.mcp.elicitation) and
-        log what it does, at every level (its readers each choose theirs)."""
+        """A server may ask the person a question mid-call (chat.agent.mcp.elicitation), log
+        what it does, at every level (its readers each choose theirs), and show its tools'
+        own interfaces (chat.agent.mcp.apps)."""
         return {
+            "extensions": [apps.declared()],
             "elicitation_callback": functools.partial(elicitation.on_elicit, self),
             "logging_callback": self._logged,
             "log_level": ASKED_LEVEL,

@@ -19,6 +19,7 @@ from jsonschema.exceptions import SchemaError
 from activity.presenting.presentation import ToolLabels
 from activity.recording.events import Link
 from chat.agent.context import ToolContext
+from chat.agent.mcp.apps import AppUi, app_ui, offered_to_model
 from chat.agent.mcp.config import SEPARATOR
 from chat.agent.mcp.connections import Connection, Unreachable
 from chat.agent.mcp.logs import to_sink
@@ -83,6 +84,11 @@ class McpTool:
         hints = self.remote.annotations
         named = self.remote.title or (hints.title if hints is not None else None)
         return one_line(named or self.remote.name, TITLE_LIMIT)
+
+    @cached_property
+    def app(self) -> AppUi | None:
+        """Its own interface (MCP Apps), if it declares one."""
+        return app_ui(self.remote)
 
     @property
     def icon(self) -> str:
@@ -313,4 +319,10 @@ def links_of(content: list[types.ContentBlock]) -> tuple[Link, ...]:
 
 
 def tools_of(connections: list[Connection]) -> list[McpTool]:
-    return [McpTool(connection, tool) for connection in connections for tool in connection.tools]
+    """The tools the model is offered: all but those only their app may call."""
+    return [
+        McpTool(connection, tool)
+        for connection in connections
+        for tool in connection.tools
+        if offered_to_model(tool)
+    ]
