@@ -3,12 +3,16 @@ declares the extension, and a tool only its app may call is never offered to the
 
 from __future__ import annotations
 
+import hashlib
+
 import mcp_types as types
 import pytest
 from asgiref.sync import sync_to_async
 
-from activity.models import ModelCall
+from activity.models import ActivityEvent, ModelCall
 from chat.agent.mcp.apps import AppUi, app_ui, offered_to_model
+from tests.support.apps_server import CHART_HTML, CHART_URI
+from tests.support.audit import sql, verify
 from tests.support.mcp import stdio
 from tests.support.sockets import json_turn
 
@@ -76,3 +80,26 @@ def test_a_malformed_declaration_never_hides_a_tool_from_the_model():
     assert offered_to_model(tool({"ui": {"resourceUri": "ui://a", "visibility": ["nobody"]}}))
     assert offered_to_model(tool({"ui": {"resourceUri": "nope", "visibility": ["app"]}}))
     assert not offered_to_model(tool({"ui": {"resourceUri": "ui://a", "visibility": ["app"]}}))
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.asyncio
+async def test_the_apps_html_is_kept_sealed_with_the_call_that_showed_it(
+    charts, alice, alice_conversation
+):
+    events = await json_turn(alice_conversation, alice, 'charts__show_chart {"role": "engineer"}')
+
+    (shown,) = [e for e in events if e["type"] == "app"]
+    row = await ActivityEvent.objects.aget(kind="app")
+    assert shown["call_id"] == row.call_id and shown["uri"] == CHART_URI
+    assert "html" not in shown, "the HTML is served in its frame, never on the wire"
+    assert row.result_content == CHART_HTML
+    assert shown["sha256"] == hashlib.sha256(CHART_HTML.encode()).hexdigest()
+    assert shown["csp"] == {"connectDomains": ["https://api.example.com"]}
+    assert (await sync_to_async(verify)())[0] == 0
+    await sync_to_async(sql)(
+        "UPDATE activity_activityevent SET result_content = %s WHERE id = %s",
+        CHART_HTML.replace("Salary chart", "Pay here"),
+        row.pk,
+    )
+    assert (await sync_to_async(verify)())[0] != 0, "a changed app breaks the chain"

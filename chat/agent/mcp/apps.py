@@ -7,12 +7,17 @@ tool without an app, offered to the model as before; it is never hidden by a typ
 
 from __future__ import annotations
 
+import hashlib
+import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import mcp_types as types
+from django.utils.translation import gettext as _
 from mcp.client.extension import ClientExtension, advertise
 from mcp.server.apps import APP_MIME_TYPE, EXTENSION_ID
+
+from activity.recording.events import APP_CSP_KEYS, AppView
 
 Visibility = Literal["model", "app"]
 VISIBILITIES: tuple[Visibility, ...] = ("model", "app")
@@ -64,3 +69,60 @@ def offered_to_model(tool: types.Tool) -> bool:
     """A tool only its app may call (`visibility: ["app"]`) is never offered to the model."""
     ui = app_ui(tool)
     return ui is None or ui.for_model
+
+
+# An app's HTML is kept with the record of every call that showed it: bounded.
+HTML_LIMIT = 512 * 1024
+# Domains per CSP directive an app may declare; more are left out.
+DOMAINS_PER_KEY = 16
+# An https origin, or a wildcard over one's subdomains: no path, no query, no quotes.
+ORIGIN = re.compile(r"https://(\*\.)?[a-z0-9-]+(\.[a-z0-9-]+)*(:[0-9]{1,5})?")
+
+
+class NoApp(Exception):
+    """The tool's interface could not be read or is not one Glassbox shows; in words."""
+
+
+def declared_csp(meta: Any) -> dict[str, tuple[str, ...]]:
+    """The domains a resource's `_meta.ui.csp` declares, as the frame's policy may name them:
+    https origins only (the frame's own policy forbids the rest), at most DOMAINS_PER_KEY per
+    directive. Whatever else it says is left out."""
+    ui = meta.get("ui") if isinstance(meta, dict) else None
+    csp = ui.get("csp") if isinstance(ui, dict) else None
+    if not isinstance(csp, dict):
+        return {}
+    kept = {}
+    for key in APP_CSP_KEYS:
+        given = csp.get(key)
+        if not isinstance(given, list):
+            continue
+        origins = [
+            item.lower().rstrip("/")
+            for item in given
+            if isinstance(item, str) and ORIGIN.fullmatch(item.lower().rstrip("/"))
+        ]
+        if origins:
+            kept[key] = tuple(dict.fromkeys(origins))[:DOMAINS_PER_KEY]
+    return kept
+
+
+def app_view(uri: str, read: types.ReadResourceResult) -> AppView:
+    """The snapshot of an app's resource as `resources/read` returned it (call_id, tool and
+    server are the caller's to set), or NoApp saying why it cannot be shown."""
+    contents = [item for item in read.contents if item.uri == uri]
+    if not contents:
+        raise NoApp(_("its server returned no interface at %(uri)s") % {"uri": uri[:200]})
+    content = contents[0]
+    if not isinstance(content, types.TextResourceContents):
+        raise NoApp(_("its interface is not text"))
+    if (content.mime_type or "").replace(" ", "") != APP_MIME_TYPE:
+        raise NoApp(_("its interface is not an app (%(type)s)") % {"type": content.mime_type})
+    # As a database keeps it (no NUL, no lone surrogate), so the hash is that of the record.
+    html = content.text.replace("\x00", "").encode("utf-8", "replace").decode("utf-8")
+    if len(html) > HTML_LIMIT:
+        raise NoApp(
+            _("its interface is over %(limit)d KB and is not shown")
+            % {"limit": HTML_LIMIT // 1024}
+        )
+    digest = hashlib.sha256(html.encode("utf-8", "surrogatepass")).hexdigest()
+    return AppView(call_id="", uri=uri, sha256=digest, html=html, csp=declared_csp(content.meta))

@@ -213,6 +213,15 @@ class Connection:
             self._renew_later(client)
             raise Unreachable(_("it forgot the new session at once")) from None
 
+    async def read_resource(self, uri: str) -> types.ReadResourceResult:
+        """A resource of this server (an app's interface), within the connect timeout; raises
+        Unreachable without a session."""
+        client = self.client
+        if client is None:
+            raise Unreachable(self.reason or _("it is not connected"))
+        async with asyncio.timeout(self.limits.connect_timeout):
+            return await client.read_resource(uri)
+
     async def _renew(self, forgotten: Client | None) -> Client | None:
         """A new session in place of the one the server forgot (unless another call or the
         change stream already replaced it)."""
