@@ -8,9 +8,11 @@ import hashlib
 import mcp_types as types
 import pytest
 from asgiref.sync import sync_to_async
+from django.test import Client
 
 from activity.models import ActivityEvent, ModelCall
-from chat.agent.mcp.apps import AppUi, app_ui, offered_to_model
+from chat.agent.mcp.apps import DOMAINS_PER_KEY, AppUi, app_ui, declared_csp, offered_to_model
+from chat.models import Message
 from tests.support.apps_server import CHART_HTML, CHART_URI
 from tests.support.audit import sql, verify
 from tests.support.mcp import stdio
@@ -103,3 +105,66 @@ async def test_the_apps_html_is_kept_sealed_with_the_call_that_showed_it(
         row.pk,
     )
     assert (await sync_to_async(verify)())[0] != 0, "a changed app breaks the chain"
+
+
+def client_of(user) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.asyncio
+async def test_the_frame_is_served_sandboxed_to_its_owner_with_only_what_the_app_declared(
+    charts, alice, bob, alice_conversation
+):
+    events = await json_turn(alice_conversation, alice, 'charts__show_chart {"role": "analyst"}')
+    (shown,) = [e for e in events if e["type"] == "app"]
+    message_id = await Message.objects.filter(role="assistant").values_list("pk", flat=True).aget()
+    frame = f"/apps/{message_id}/{shown['call_id']}/"
+
+    def fetched(user, path):
+        return client_of(user).get(path)
+
+    page = await sync_to_async(fetched)(alice, frame)
+    assert page.status_code == 200 and page.content.decode() == CHART_HTML
+    policy = page["Content-Security-Policy"]
+    assert policy.startswith("sandbox allow-scripts; default-src 'none';")
+    assert "allow-same-origin" not in policy and "'self'" not in policy.replace(
+        "frame-ancestors 'self'", ""
+    )
+    assert "connect-src https://api.example.com;" in policy
+    assert "frame-src 'none'" in policy and "base-uri 'none'" in policy
+    assert page["X-Content-Type-Options"] == "nosniff"
+    assert page["X-Frame-Options"] == "SAMEORIGIN"
+    context = await sync_to_async(fetched)(alice, frame + "context/")
+    assert context.json()["arguments"] == {"role": "analyst"}
+    assert context.json()["result"]["content"] == [
+        {"type": "text", "text": "Chart of analyst salaries (with its app)"}
+    ]
+    for path in (frame, frame + "context/", f"/apps/{message_id}/no-such-call/"):
+        assert (await sync_to_async(fetched)(bob, path)).status_code == 404
+    assert (await sync_to_async(fetched)(alice, f"/apps/{message_id}/nope/")).status_code == 404
+
+
+def test_only_https_origins_are_kept_of_what_an_app_declares_and_only_so_many():
+    declared = {
+        "connectDomains": [
+            "https://api.example.com/",
+            "http://plain.example.com",
+            "https://a.example.com/path",
+            "'unsafe-eval'",
+            "https://*.cdn.example.com",
+            "https://x.example.com; script-src *",
+            "*",
+            7,
+        ],
+        "resourceDomains": [f"https://r{n}.example.com" for n in range(40)],
+        "frameDomains": "https://one.example.com",
+        "other": ["https://b.example.com"],
+    }
+    kept = declared_csp({"ui": {"csp": declared}})
+    assert kept["connectDomains"] == ("https://api.example.com", "https://*.cdn.example.com")
+    assert len(kept["resourceDomains"]) == DOMAINS_PER_KEY
+    assert set(kept) == {"connectDomains", "resourceDomains"}
+    assert declared_csp(None) == {} and declared_csp({"ui": {"csp": "all"}}) == {}
