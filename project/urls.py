@@ -46,6 +46,11 @@ urlpatterns = [
     # templates) frame a call's app by these names, and know nothing of chat.
     path("apps/<int:message_id>/<str:call_id>/", app_frames.app_frame, name="mcp_app_frame"),
     path(
+        "apps/<int:message_id>/<str:call_id>/call/",
+        app_frames.app_call,
+        name="mcp_app_call",
+    ),
+    path(
         "apps/<int:message_id>/<str:call_id>/context/",
         app_frames.app_context,
         name="mcp_app_context",

@@ -151,11 +151,30 @@ class Status:
         return self.progress is not None
 
 
+CallOrigin = Literal["", "app"]
+
+
+def call_origin(value: Any) -> CallOrigin:
+    if value == "app":
+        return "app"
+    if value in ("", None):
+        return ""
+    raise ValueError(f"not a call's origin: {value!r}")
+
+
 @dataclass(frozen=True, slots=True)
 class ToolCall:
     tool: str = field(metadata=declare(column="tool"))
     call_id: str = field(metadata=declare(column="call_id"))
     arguments: dict[str, Any] = field(metadata=declare(column="arguments", from_column=_or_empty))
+    # Who made the call: the model (""), or the tool's own interface ("app", MCP Apps), in a
+    # column no call used before.
+    origin: CallOrigin = field(
+        default="",
+        metadata=declare(
+            omit_default=True, read=call_origin, column="state", from_column=call_origin
+        ),
+    )
     seq: int | None = field(default=None, metadata=declare(column="seq"))
     type: Literal["tool_call"] = field(default="tool_call", metadata=declare(column="kind"))
 

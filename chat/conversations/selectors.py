@@ -445,6 +445,8 @@ class AppShown:
     app: AppView
     arguments: dict[str, Any]
     result: ToolResult | None
+    feed_id: int
+    conversation_id: uuid.UUID
 
 
 def app_shown(user, message_id: int, call_id: str) -> AppShown:
@@ -470,4 +472,13 @@ def app_shown(user, message_id: int, call_id: str) -> AppShown:
     results = [event for event in events if isinstance(event, ToolResult)]
     arguments = dict(calls[0].arguments) if calls else {}
     arguments.pop(FEEDBACK_ARG, None)
-    return AppShown(apps[-1], arguments, results[-1] if results else None)
+    result = results[-1] if results else None
+    assert message.feed_id is not None  # it has an app event
+    return AppShown(apps[-1], arguments, result, message.feed_id, message.conversation_id)
+
+
+def app_calls_made(feed_id: int) -> int:
+    """How many calls the apps of a feed made (chat.turns.app_calls names them `app-…`)."""
+    return ActivityEvent.objects.filter(
+        feed_id=feed_id, kind="tool_call", call_id__startswith="app-"
+    ).count()

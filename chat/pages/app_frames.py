@@ -7,14 +7,21 @@ the one thing it talks to, and reads the call's input and result from `app_conte
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.clickjacking import xframe_options_sameorigin
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_GET, require_POST
 
 from activity.recording.events import AppView
 from chat.conversations import selectors
+from chat.turns import app_calls
+
+# JSON-RPC's codes for what the bridge relays back: refused by the host, or malformed.
+REFUSED = -32000
+INVALID = -32600
+CALL_BODY_LIMIT = 64 * 1024
 
 # The spec's directives for the domains a resource declares, and where each key goes.
 SOURCES = {
@@ -60,6 +67,30 @@ def app_frame(request: HttpRequest, message_id: int, call_id: str) -> HttpRespon
     response["Referrer-Policy"] = "no-referrer"
     response["Cache-Control"] = "private, no-store"
     return response
+
+
+@require_POST
+async def app_call(request: HttpRequest, message_id: int, call_id: str) -> JsonResponse:
+    """The bridge relays an app's `tools/call` here (chat.turns.app_calls decides); the
+    answer is the JSON-RPC result or error the bridge hands back to the frame."""
+    user = await request.auser()
+    if not user.is_authenticated:
+        return JsonResponse({"error": {"code": REFUSED, "message": "not signed in"}}, status=403)
+    if len(request.body) > CALL_BODY_LIMIT:
+        return JsonResponse({"error": {"code": INVALID, "message": "too large"}}, status=413)
+    try:
+        asked = json.loads(request.body)
+    except ValueError:
+        asked = None
+    if not isinstance(asked, dict):
+        return JsonResponse({"error": {"code": INVALID, "message": "not JSON"}}, status=400)
+    try:
+        result = await app_calls.app_call(
+            user, message_id, call_id, asked.get("name"), asked.get("arguments", {})
+        )
+    except app_calls.AppCallRefused as refused:
+        return JsonResponse({"error": {"code": REFUSED, "message": str(refused)}})
+    return JsonResponse({"result": result})
 
 
 @require_GET

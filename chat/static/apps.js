@@ -13,6 +13,7 @@ const MAX_HEIGHT = 1600;
 const METHOD_NOT_FOUND = -32601;
 const INVALID_REQUEST = -32600;
 const REFUSED = -32000;
+const MAX_CALLS_AT_ONCE = 2;
 
 const apps = new Map();  // a frame's window -> its state
 
@@ -22,7 +23,7 @@ function appOf(source) {
     if (frame.contentWindow === source) {
       let state = apps.get(source);
       if (!state || state.frame !== frame) {
-        state = {frame, box: frame.closest(".mcp-app"), window: [], dropped: 0, ready: false};
+        state = {frame, box: frame.closest(".mcp-app"), window: [], dropped: 0, ready: false, calling: 0};
         apps.set(source, state);
       }
       return state;
@@ -94,6 +95,37 @@ function setFullScreen(state, on) {
   }
 }
 
+function csrfHeaders() {
+  try {
+    return JSON.parse(document.body.getAttribute("hx-headers") || "{}");
+  } catch {
+    return {};
+  }
+}
+
+// The server decides (chat.turns.app_calls): only its own server's tools that apps may call,
+// asked first under the same rules as the model's, written ahead and kept in the feed.
+async function relayCall(state, id, params) {
+  if (typeof params?.name !== "string") return refuse(state, id, INVALID_REQUEST, "no tool name");
+  if (state.calling >= MAX_CALLS_AT_ONCE) return refuse(state, id, REFUSED, "too many calls at once");
+  state.calling = (state.calling || 0) + 1;
+  try {
+    const response = await fetch(state.box.dataset.call, {
+      method: "POST",
+      credentials: "same-origin",
+      headers: {"Content-Type": "application/json", ...csrfHeaders()},
+      body: JSON.stringify({name: params.name, arguments: params.arguments ?? {}}),
+    });
+    const answered = await response.json().catch(() => ({}));
+    if (answered.result) answer(state, id, answered.result);
+    else refuse(state, id, answered.error?.code ?? REFUSED, answered.error?.message ?? "refused");
+  } catch {
+    refuse(state, id, REFUSED, "the host could not reach its server");
+  } finally {
+    state.calling -= 1;
+  }
+}
+
 function onRequest(state, message) {
   const {id, method, params} = message;
   switch (method) {
@@ -112,6 +144,7 @@ function onRequest(state, message) {
       return answer(state, id, {mode});
     }
     case "tools/call":
+      return relayCall(state, id, params);
     case "ui/message":
     case "ui/update-model-context":
     case "ui/open-link":

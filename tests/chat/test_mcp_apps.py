@@ -8,7 +8,7 @@ import hashlib
 import mcp_types as types
 import pytest
 from asgiref.sync import sync_to_async
-from django.test import Client
+from django.test import AsyncClient, Client
 
 from activity.models import ActivityEvent, ModelCall
 from chat.agent.mcp.apps import DOMAINS_PER_KEY, AppUi, app_ui, declared_csp, offered_to_model
@@ -168,3 +168,66 @@ def test_only_https_origins_are_kept_of_what_an_app_declares_and_only_so_many():
     assert len(kept["resourceDomains"]) == DOMAINS_PER_KEY
     assert set(kept) == {"connectDomains", "resourceDomains"}
     assert declared_csp(None) == {} and declared_csp({"ui": {"csp": "all"}}) == {}
+
+
+async def a_shown_chart(alice, alice_conversation) -> str:
+    """The frame's address of a chart the model showed in a turn of alice's."""
+    events = await json_turn(alice_conversation, alice, 'charts__show_chart {"role": "manager"}')
+    (shown,) = [e for e in events if e["type"] == "app"]
+    message_id = await Message.objects.filter(role="assistant").values_list("pk", flat=True).aget()
+    return f"/apps/{message_id}/{shown['call_id']}/"
+
+
+async def called(user, frame: str, name: str, arguments: object) -> dict:
+    client = AsyncClient()
+    await client.aforce_login(user)
+    response = await client.post(
+        frame + "call/", {"name": name, "arguments": arguments}, content_type="application/json"
+    )
+    return response.json() if response.status_code == 200 else {"status": response.status_code}
+
+
+async def app_rows() -> list[ActivityEvent]:
+    return [row async for row in ActivityEvent.objects.filter(call_id__startswith="app-")]
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.asyncio
+async def test_an_apps_call_runs_on_its_own_server_written_ahead_marked_and_sealed(
+    charts, alice, alice_conversation
+):
+    frame = await a_shown_chart(alice, alice_conversation)
+
+    answer = await called(alice, frame, "refresh_chart", {"months": 3})
+
+    assert answer["result"]["content"] == [{"type": "text", "text": "Refreshed 3 months"}]
+    assert answer["result"]["isError"] is False
+    call, result, line = await app_rows()
+    assert (call.kind, call.state, call.tool) == ("tool_call", "app", "charts__refresh_chart")
+    assert call.arguments == {"months": 3}
+    assert call.seq < result.seq < line.seq and result.ok is True
+    assert line.message == "From the app: “Refresh the chart” finished"
+    assert (await sync_to_async(verify)())[0] == 0
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.asyncio
+async def test_an_app_reaches_no_other_servers_tool_no_unknown_one_and_nothing_that_asks_first(
+    charts, settings, alice, bob, alice_conversation
+):
+    frame = await a_shown_chart(alice, alice_conversation)
+    settings.GLASSBOX_APPROVAL = {"charts__refresh_chart": True}
+
+    other = await called(alice, frame, "bench__echo", {"text": "stolen"})
+    asks = await called(alice, frame, "refresh_chart", {"months": 1})
+    malformed = await called(alice, frame, "refresh_chart", "all")
+    not_hers = await called(bob, frame, "show_chart", {"role": "x"})
+
+    assert other["error"]["message"] == "charts has no tool bench__echo that its app may call"
+    assert (
+        asks["error"]["message"]
+        == "“Refresh the chart” asks first: ask for it in the conversation"
+    )
+    assert malformed["error"]["message"] == "a call needs a tool's name and its arguments"
+    assert not_hers == {"status": 404}
+    assert await app_rows() == []

@@ -4,15 +4,18 @@ leave its frame, and the app reopens from history with its server stopped."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 from playwright.sync_api import Page, expect
 
 from tests.support.browser import DEVICES, DONE, ask, log_in, new_conversation
-from tests.support.mcp import http_server
+from tests.support.mcp import BENCH, http_server
 from tests.support.servers import serve
 
 pytestmark = pytest.mark.e2e
@@ -21,35 +24,41 @@ APPS = "tests.support.apps_server"
 APP = ".mcp-app"
 
 
-@pytest.fixture(scope="module")
-def charts(tmp_path_factory):
+@contextlib.contextmanager
+def glassbox_with_charts(work: Path) -> Iterator[tuple[str, Callable[[], None]]]:
     """(Glassbox's URL, a way to stop the charts server): the charts server over HTTP, and
     the test bench over stdio (the other server a hostile app reaches for)."""
-    stack = http_server(APPS)
-    url = stack.__enter__()
-    declared = json.dumps(
-        [
-            {"name": "charts", "url": url},
-            {
-                "name": "bench",
-                "command": sys.executable,
-                "args": ["-m", "tests.support.mcp_server"],
-            },
-        ]
-    )
-    stopped = False
+    charts = http_server(APPS)
+    charts_url = charts.__enter__()
+    stopped: list[bool] = []
 
     def stop() -> None:
-        nonlocal stopped
         if not stopped:
-            stopped = True
-            stack.__exit__(None, None, None)
+            stopped.append(True)
+            charts.__exit__(None, None, None)
 
-    try:
-        with serve(tmp_path_factory.mktemp("apps"), GLASSBOX_MCP_SERVERS=declared) as server:
-            yield server.url, stop
-    finally:
-        stop()
+    with contextlib.ExitStack() as stack:
+        stack.callback(stop)
+        declared = json.dumps(
+            [
+                {"name": "charts", "url": charts_url},
+                {"name": "bench", "command": sys.executable, "args": ["-m", BENCH]},
+            ]
+        )
+        server = stack.enter_context(serve(work, GLASSBOX_MCP_SERVERS=declared))
+        yield server.url, stop
+
+
+@pytest.fixture(scope="module")
+def charts(tmp_path_factory):
+    with glassbox_with_charts(tmp_path_factory.mktemp("apps")) as running:
+        yield running
+
+
+@pytest.fixture
+def charts_to_stop(tmp_path):
+    with glassbox_with_charts(tmp_path) as running:
+        yield running
 
 
 def opened(browser, url: str, device: str = "desktop") -> Page:
@@ -100,7 +109,9 @@ def test_a_hostile_app_reads_nothing_of_the_page_and_reaches_no_other_server(cha
     expect(frame.locator("#parent-document")).to_have_text("parent-document: blocked")
     expect(frame.locator("#cookie")).to_have_text("cookie: blocked")
     expect(frame.locator("#fetch")).to_have_text("fetch: blocked")
-    expect(frame.locator("#other-server")).to_contain_text("other-server: refused")
+    expect(frame.locator("#other-server")).to_have_text(
+        "other-server: refused: charts has no tool bench__echo that its app may call"
+    )
     # The flood was cut at the bridge's rate, the oversized message dropped, and the frame
     # kept to its bound however tall the app asked to be.
     box = page.locator(APP)
@@ -111,8 +122,8 @@ def test_a_hostile_app_reads_nothing_of_the_page_and_reaches_no_other_server(cha
     page.context.close()
 
 
-def test_an_app_reopens_from_history_with_its_server_stopped(charts, browser):
-    url, stop = charts
+def test_an_app_reopens_from_history_with_its_server_stopped(charts_to_stop, browser):
+    url, stop = charts_to_stop
     page = opened(browser, url)
     ask(page, 'charts__show_chart {"role": "designer"}')
     expect(page.locator(DONE)).to_be_visible()
@@ -123,4 +134,21 @@ def test_an_app_reopens_from_history_with_its_server_stopped(charts, browser):
     frame = frame_of(page)
     expect(frame.locator("#input")).to_have_text('{"role":"designer"}')
     expect(frame.locator("#result")).to_have_text("Chart of designer salaries (with its app)")
+    page.context.close()
+
+
+def test_an_apps_own_call_answers_it_and_stays_in_the_feed_marked_as_the_apps(charts, browser):
+    page = opened(browser, charts[0])
+    ask(page, 'charts__show_chart {"role": "analyst"}')
+    expect(page.locator(DONE)).to_be_visible()
+    page.locator(f"{DONE} details.feed > summary").click()
+
+    frame_of(page).locator("#refresh").click()
+
+    expect(frame_of(page).locator("#refreshed")).to_have_text("Refreshed 3 months")
+    page.reload()
+    page.locator(f"{DONE} details.feed > summary").click()
+    expect(page.locator(f"{DONE} details.feed li.line", has_text="From the app:")).to_contain_text(
+        "“Refresh the chart” finished"
+    )
     page.context.close()
