@@ -4,6 +4,7 @@ declares the extension, and a tool only its app may call is never offered to the
 from __future__ import annotations
 
 import hashlib
+import json
 
 import mcp_types as types
 import pytest
@@ -11,7 +12,10 @@ from asgiref.sync import sync_to_async
 from django.test import AsyncClient, Client
 
 from activity.models import ActivityEvent, ModelCall
+from activity.recording.events import AppView, from_json, to_json
 from chat.agent.mcp.apps import DOMAINS_PER_KEY, AppUi, app_ui, declared_csp, offered_to_model
+from chat.api.standards.agui import AguiWire
+from chat.api.standards.ui_stream import UiStreamWire
 from chat.models import Message
 from tests.support.apps_server import CHART_HTML, CHART_URI
 from tests.support.audit import sql, verify
@@ -231,3 +235,58 @@ async def test_an_app_reaches_no_other_servers_tool_no_unknown_one_and_nothing_t
     assert malformed["error"]["message"] == "a call needs a tool's name and its arguments"
     assert not_hers == {"status": 404}
     assert await app_rows() == []
+
+
+SHOWN = AppView(
+    call_id="c1",
+    uri=CHART_URI,
+    sha256="ab" * 32,
+    html="<script>secret()</script>",
+    csp={"connectDomains": ("https://api.example.com",)},
+    tool="charts__show_chart",
+    server="charts",
+    seq=4,
+)
+
+
+def test_the_apps_event_reaches_ag_ui_and_the_ui_message_stream_without_its_html():
+    wire = to_json(SHOWN)
+    assert wire == {
+        "call_id": "c1",
+        "uri": CHART_URI,
+        "sha256": "ab" * 32,
+        "csp": {"connectDomains": ["https://api.example.com"]},
+        "tool": "charts__show_chart",
+        "server": "charts",
+        "seq": 4,
+        "type": "app",
+    }
+    (agui,) = AguiWire(thread_id="conv", run_id="2").frames(from_json(wire))
+    custom = json.loads(agui.payload.model_dump_json(by_alias=True))
+    assert (custom["type"], custom["name"], custom["value"]) == ("CUSTOM", "app", wire)
+    ui_stream = UiStreamWire(message_id="2")
+    ui_stream.frames(from_json({"type": "turn", "question_id": "1", "message_id": "2"}))
+    (part,) = ui_stream.frames(from_json(wire))
+    assert part.payload["type"] == "data-app" and part.payload["data"] == wire
+    assert "secret" not in json.dumps([custom, part.payload])
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.asyncio
+async def test_the_export_keeps_the_app_with_its_call_and_the_apps_own_call(
+    charts, alice, alice_conversation
+):
+    frame = await a_shown_chart(alice, alice_conversation)
+    await called(alice, frame, "refresh_chart", {"months": 2})
+    client = AsyncClient()
+    await client.aforce_login(alice)
+
+    response = await client.get("/api/feeds/export/?format=ndjson")
+
+    body = b"".join([chunk async for chunk in response.streaming_content]).decode()
+    (feed,) = [json.loads(line) for line in body.splitlines()]
+    kinds = [(e["type"], e.get("origin", "")) for e in feed["events"]]
+    assert kinds.index(("tool_result", "")) < kinds.index(("app", ""))
+    assert kinds.index(("app", "")) < kinds.index(("tool_call", "app"))
+    (app,) = [e for e in feed["events"] if e["type"] == "app"]
+    assert app["sha256"] == hashlib.sha256(CHART_HTML.encode()).hexdigest()
