@@ -20,6 +20,7 @@ from chat.models import Message
 from tests.support.apps_server import CHART_HTML, CHART_URI
 from tests.support.audit import sql, verify
 from tests.support.mcp import stdio
+from tests.support.responses import streamed
 from tests.support.sockets import json_turn
 
 APPS = "tests.support.apps_server"
@@ -283,7 +284,7 @@ async def test_the_export_keeps_the_app_with_its_call_and_the_apps_own_call(
 
     response = await client.get("/api/feeds/export/?format=ndjson")
 
-    body = b"".join([chunk async for chunk in response.streaming_content]).decode()
+    body = b"".join(await streamed(response)).decode()
     (feed,) = [json.loads(line) for line in body.splitlines()]
     kinds = [(e["type"], e.get("origin", "")) for e in feed["events"]]
     assert kinds.index(("tool_result", "")) < kinds.index(("app", ""))
