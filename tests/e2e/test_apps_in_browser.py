@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
+from tests.support import ext_apps
 from tests.support.browser import DEVICES, DONE, ask, log_in, new_conversation
 from tests.support.mcp import BENCH, http_server
 from tests.support.servers import serve
@@ -151,4 +152,30 @@ def test_an_apps_own_call_answers_it_and_stays_in_the_feed_marked_as_the_apps(ch
     expect(page.locator(f"{DONE} details.feed li.line", has_text="From the app:")).to_contain_text(
         "“Refresh the chart” finished"
     )
+    page.context.close()
+
+
+@pytest.fixture(scope="module")
+def forecast(tmp_path_factory):
+    """Glassbox with the server built with @modelcontextprotocol/ext-apps (its App class)."""
+    declared = json.dumps([ext_apps.declared("forecast")])
+    with serve(tmp_path_factory.mktemp("ext-apps"), GLASSBOX_MCP_SERVERS=declared) as server:
+        yield server.url
+
+
+@pytest.mark.parametrize("device", ["desktop", "phone"])
+def test_an_app_built_with_ext_apps_renders_and_calls_its_server_through_glassbox(
+    forecast, browser, device
+):
+    page = opened(browser, forecast, device)
+    ask(page, 'forecast__show_forecast {"city": "Rome"}')
+    expect(page.locator(DONE)).to_be_visible()
+    page.locator(f"{DONE} details.feed > summary").click()
+
+    frame = frame_of(page)
+    expect(frame.locator("#host")).to_have_text("connected to Glassbox, theme light")
+    expect(frame.locator("#input")).to_have_text('{"city":"Rome"}')
+    expect(frame.locator("#result")).to_have_text("Sunny in Rome")
+    frame.locator("#again").click()
+    expect(frame.locator("#again-result")).to_have_text("Still sunny in Rome")
     page.context.close()

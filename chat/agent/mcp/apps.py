@@ -71,8 +71,9 @@ def offered_to_model(tool: types.Tool) -> bool:
     return ui is None or ui.for_model
 
 
-# An app's HTML is kept with the record of every call that showed it: bounded.
-HTML_LIMIT = 512 * 1024
+# An app's HTML is kept with the record of every call that showed it: bounded. An app is one
+# document with its scripts inlined (ext-apps' own App class alone is about 530 KB).
+HTML_LIMIT = 1024 * 1024
 # Domains per CSP directive an app may declare; more are left out.
 DOMAINS_PER_KEY = 16
 # An https origin, or a wildcard over one's subdomains: no path, no query, no quotes.
