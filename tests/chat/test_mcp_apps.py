@@ -291,3 +291,20 @@ async def test_the_export_keeps_the_app_with_its_call_and_the_apps_own_call(
     assert kinds.index(("app", "")) < kinds.index(("tool_call", "app"))
     (app,) = [e for e in feed["events"] if e["type"] == "app"]
     assert app["sha256"] == hashlib.sha256(CHART_HTML.encode()).hexdigest()
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.asyncio
+async def test_an_auditor_sees_the_app_next_to_its_call_in_the_admin_as_text(
+    charts, alice, alice_conversation, django_user_model
+):
+    await json_turn(alice_conversation, alice, 'charts__show_chart {"role": "engineer"}')
+    row = await ActivityEvent.objects.aget(kind="app")
+
+    def admin_page() -> str:
+        admin = django_user_model.objects.create_superuser("root", "r@example.com", "pw")
+        return client_of(admin).get(f"/admin/activity/activityfeed/{row.feed_id}/change/").content
+
+    page = (await sync_to_async(admin_page)()).decode()
+    assert f"app {CHART_URI} (sha256 {row.result_summary})" in page
+    assert "<script>\nlet next" not in page, "the app never runs in the admin"
