@@ -303,8 +303,9 @@ async def test_an_auditor_sees_the_app_next_to_its_call_in_the_admin_as_text(
 
     def admin_page() -> str:
         admin = django_user_model.objects.create_superuser("root", "r@example.com", "pw")
-        return client_of(admin).get(f"/admin/activity/activityfeed/{row.feed_id}/change/").content
+        url = f"/admin/activity/activityfeed/{row.feed_id}/change/"
+        return client_of(admin).get(url).content.decode()
 
-    page = (await sync_to_async(admin_page)()).decode()
+    page = await sync_to_async(admin_page)()
     assert f"app {CHART_URI} (sha256 {row.result_summary})" in page
     assert "<script>\nlet next" not in page, "the app never runs in the admin"
