@@ -13,6 +13,7 @@ from django.test import AsyncClient, Client
 
 from activity.models import ActivityEvent, ModelCall
 from activity.recording.events import AppView, from_json, to_json
+from activity.telemetry.spans import Options, trace_plan
 from chat.agent.mcp.apps import DOMAINS_PER_KEY, AppUi, app_ui, declared_csp, offered_to_model
 from chat.api.standards.agui import AguiWire
 from chat.api.standards.ui_stream import UiStreamWire
@@ -309,3 +310,26 @@ async def test_an_auditor_sees_the_app_next_to_its_call_in_the_admin_as_text(
     page = await sync_to_async(admin_page)()
     assert f"app {CHART_URI} (sha256 {row.result_summary})" in page
     assert "<script>\nlet next" not in page, "the app never runs in the admin"
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.asyncio
+async def test_the_calls_trace_names_its_apps_address_and_hash_never_its_html(
+    charts, alice, alice_conversation
+):
+    await json_turn(alice_conversation, alice, 'charts__show_chart {"role": "engineer"}')
+    row = await ActivityEvent.objects.select_related("feed").aget(kind="app")
+
+    def planned():
+        feed = row.feed
+        events = list(ActivityEvent.objects.filter(feed=feed))
+        return trace_plan(feed, feed.model_calls.all(), events, Options(content=True))
+
+    plan = await sync_to_async(planned)()
+    (tool,) = [span for span in plan.spans if span.name == "execute_tool charts__show_chart"]
+    (app,) = [event for event in tool.events if event.name == "glassbox.mcp.app"]
+    assert app.attributes == {
+        "mcp.app.resource_uri": CHART_URI,
+        "mcp.app.sha256": row.result_summary,
+    }
+    assert "Salary chart" not in repr(plan)
