@@ -332,4 +332,4 @@ async def test_the_calls_trace_names_its_apps_address_and_hash_never_its_html(
         "mcp.app.resource_uri": CHART_URI,
         "mcp.app.sha256": row.result_summary,
     }
-    assert "Salary chart" not in repr(plan)
+    assert "postMessage" not in repr(plan), "not even with content capture on"
