@@ -126,6 +126,25 @@ async function relayCall(state, id, params) {
   }
 }
 
+// An app's message for the conversation is put in the composer, for its person to read, edit
+// and send (or not): it then goes as their own question, through the same pipeline.
+function proposeMessage(state, id, params) {
+  const composer = document.getElementById("question");
+  const blocks = Array.isArray(params?.content) ? params.content : [];
+  const text = blocks
+    .filter((block) => block?.type === "text" && typeof block.text === "string")
+    .map((block) => block.text)
+    .join("\n");
+  if (!composer || composer.disabled || !text.trim()) {
+    return refuse(state, id, REFUSED, "no message can be proposed here now");
+  }
+  const limit = Number(composer.maxLength) > 0 ? composer.maxLength : text.length;
+  composer.value = text.slice(0, limit);
+  composer.dispatchEvent(new Event("input", {bubbles: true}));
+  composer.focus({preventScroll: true});
+  return answer(state, id, {});
+}
+
 function onRequest(state, message) {
   const {id, method, params} = message;
   switch (method) {
@@ -146,6 +165,7 @@ function onRequest(state, message) {
     case "tools/call":
       return relayCall(state, id, params);
     case "ui/message":
+      return proposeMessage(state, id, params);
     case "ui/update-model-context":
     case "ui/open-link":
     case "resources/read":

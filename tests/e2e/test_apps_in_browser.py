@@ -179,3 +179,16 @@ def test_an_app_built_with_ext_apps_renders_and_calls_its_server_through_glassbo
     frame.locator("#again").click()
     expect(frame.locator("#again-result")).to_have_text("Still sunny in Rome")
     page.context.close()
+
+
+def test_an_apps_message_waits_in_the_composer_for_its_person_to_send(charts, browser):
+    page = opened(browser, charts[0])
+    ask(page, 'charts__show_chart {"role": "engineer"}')
+    expect(page.locator(DONE)).to_be_visible()
+    page.locator(f"{DONE} details.feed > summary").click()
+
+    frame_of(page).locator("#ask").click()
+
+    expect(page.locator("#question")).to_have_value("Explain this chart")
+    expect(page.locator("article.assistant")).to_have_count(1)
+    page.context.close()

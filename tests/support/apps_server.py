@@ -23,6 +23,7 @@ CHART_HTML = """<!doctype html>
 <p id="result">no result yet</p>
 <p id="host">not initialized</p>
 <button id="refresh" type="button">Refresh</button>
+<button id="ask" type="button">Ask about it</button>
 <p id="refreshed"></p>
 <script>
 let next = 1;
@@ -54,6 +55,9 @@ document.getElementById("refresh").addEventListener("click", async () => {
     ? answer.result.content.map((block) => block.text).join(" ")
     : "refused: " + answer.error.message;
   document.getElementById("refreshed").textContent = text;
+});
+document.getElementById("ask").addEventListener("click", () => {
+  request("ui/message", {role: "user", content: [{type: "text", text: "Explain this chart"}]});
 });
 request("ui/initialize", {
   appInfo: {name: "chart", version: "1.0.0"},
