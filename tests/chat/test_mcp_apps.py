@@ -18,6 +18,7 @@ from chat.agent.mcp.apps import DOMAINS_PER_KEY, AppUi, app_ui, declared_csp, of
 from chat.api.standards.agui import AguiWire
 from chat.api.standards.ui_stream import UiStreamWire
 from chat.models import Message
+from chat.turns.history import amodel_history
 from tests.support.apps_server import CHART_HTML, CHART_URI
 from tests.support.audit import sql, verify
 from tests.support.mcp import stdio
@@ -333,3 +334,19 @@ async def test_the_calls_trace_names_its_apps_address_and_hash_never_its_html(
         "mcp.app.sha256": row.result_summary,
     }
     assert "postMessage" not in repr(plan), "not even with content capture on"
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.asyncio
+async def test_the_model_is_not_told_an_apps_calls_as_its_own(charts, alice, alice_conversation):
+    frame = await a_shown_chart(alice, alice_conversation)
+    await called(alice, frame, "refresh_chart", {"months": 2})
+    answer = await Message.objects.filter(role="assistant").aget()
+    later = await Message.objects.acreate(
+        conversation_id=answer.conversation_id, role="assistant", content=""
+    )
+
+    history = await amodel_history(later)
+
+    told = [c["function"]["name"] for m in history for c in m.get("tool_calls") or ()]
+    assert told == ["charts__show_chart"]
