@@ -14,7 +14,7 @@ from typing import Any
 from channels.db import database_sync_to_async
 from django.utils.translation import gettext as _
 
-from activity.recording.events import AppView, CallOrigin, Status, ToolCall, ToolResult
+from activity.recording.events import CallOrigin, Status, ToolCall, ToolResult
 from activity.writing import feeds
 from chat.agent.calls import PendingCall
 from chat.agent.mcp import app_tool
@@ -67,10 +67,7 @@ async def app_call(user: Any, message_id: int, call_id: str, name: Any, argument
         user=person, conversation_id=shown.conversation_id, language=policy.language
     )
     outcome = await run_tool(ToolRegistry.of([tool]), call, context, policy.tool_timeout)
-    # The result and its lines; not another frame of the app under its own call's line.
     for line in (outcome.result, *outcome.lines):
-        if isinstance(line, AppView):
-            continue
         if isinstance(line, Status):
             line = replace(line, message=_("From the app: %(line)s") % {"line": line.message})
         await database_sync_to_async(feeds.append_late)(shown.feed_id, line)

@@ -85,7 +85,7 @@ async def app_tool(
         for tool in connection.tools:
             ui = app_ui(tool)
             if tool.name == name and ui is not None and ui.for_app:
-                return McpTool(connection, tool)
+                return McpTool(connection, tool, shows_app=False)
     return None
 
 

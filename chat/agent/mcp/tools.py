@@ -63,6 +63,9 @@ def one_line(text: str, limit: int) -> str:
 class McpTool:
     connection: Connection
     remote: types.Tool
+    # Whether a call reads and keeps its interface (MCP Apps): not when its app made the call,
+    # its frame is already there.
+    shows_app: bool = True
 
     @property
     def server(self) -> str:
@@ -241,7 +244,7 @@ class McpTool:
     async def _app_view(self, notes: list[str]) -> AppView | None:
         """Its interface, read once for this call (after it, so a failed call shows none);
         one that cannot be shown is said on the done line, and the result stands."""
-        if self.app is None:
+        if self.app is None or not self.shows_app:
             return None
         try:
             read = await self.connection.read_resource(self.app.resource_uri)
