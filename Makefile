@@ -19,7 +19,7 @@ DAPHNE_LIMITS := --websocket-max-message-size 65536 --websocket-max-frame-size 6
 CATALOGUES := $(patsubst %.po,%.mo,$(wildcard locale/*/LC_MESSAGES/django.po))
 LANGUAGES := it zh_Hant
 
-.PHONY: run admin test lint new-event-experiment format bench fuzz phoenix litellm messages clean clients catalogues conformance conformance-all conformance-auth
+.PHONY: run admin test lint new-event-experiment format bench fuzz phoenix litellm messages clean clients ext-apps catalogues conformance conformance-all conformance-auth
 
 # The modules are compiled once here, on every core (pip's own compiling is serial). Python
 # would otherwise compile them on every process's start where PYTHONDONTWRITEBYTECODE is set:
@@ -75,6 +75,14 @@ $(CLIENTS): clients/package.json clients/package-lock.json
 	cd clients && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 clients: $(CLIENTS)
+
+# An MCP server with an app built with @modelcontextprotocol/ext-apps (pinned in
+# ext-apps/package-lock.json): the browser tests show its interface in the feed.
+EXT_APPS := ext-apps/node_modules/.installed
+$(EXT_APPS): ext-apps/package.json ext-apps/package-lock.json
+	cd ext-apps && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+ext-apps: $(EXT_APPS)
 
 # Style, types (mypy with django-stubs; its files are listed in pyproject.toml) and the import
 # boundaries between the parts (import-linter contracts, also in pyproject.toml).

@@ -34,6 +34,7 @@ from activity.models import (
 )
 from activity.recording.events import (
     SCORE_NOTE_LIMIT,
+    AppView,
     Decision,
     Plan,
     Score,
@@ -240,6 +241,8 @@ class ActivityEventInline(ReadOnlyInline):
             case Score():
                 judged = ", ".join(filter(None, (event.value, event.label)))
                 return f"score {judged} by {event.by}" if event.by else f"score {judged}"
+            case AppView():
+                return f"app {event.uri} (sha256 {event.sha256})"
             case _:
                 assert_never(event)
 

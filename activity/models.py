@@ -272,6 +272,7 @@ class ActivityEvent(models.Model):
         PLAN = "plan"
         TOOL_LOG = "tool_log"
         SCORE = "score"
+        APP = "app"
 
     feed = models.ForeignKey(ActivityFeed, on_delete=models.CASCADE, related_name="events")
     seq = models.PositiveIntegerField()

@@ -10,6 +10,7 @@ from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from chat.pages import account as account_views
+from chat.pages import app_frames
 from chat.pages import connections as connection_views
 
 # Swagger UI styles itself inline; its script is served as a file (the split view).
@@ -40,6 +41,19 @@ urlpatterns = [
         "accounts/connections/<str:server>/authorize/",
         connection_views.connection_authorize,
         name="mcp_connection_authorize",
+    ),
+    # Named outside chat's namespace, as the connect link is: the feed's lines (activity's
+    # templates) frame a call's app by these names, and know nothing of chat.
+    path("apps/<int:message_id>/<str:call_id>/", app_frames.app_frame, name="mcp_app_frame"),
+    path(
+        "apps/<int:message_id>/<str:call_id>/call/",
+        app_frames.app_call,
+        name="mcp_app_call",
+    ),
+    path(
+        "apps/<int:message_id>/<str:call_id>/context/",
+        app_frames.app_context,
+        name="mcp_app_context",
     ),
     path("accounts/", include("django.contrib.auth.urls")),
     # The MCP servers' admin pages were chat's before the servers app had them: bookmarks

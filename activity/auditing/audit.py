@@ -32,6 +32,7 @@ from activity.recording.chain import (
     text_digest,
 )
 from activity.recording.events import (
+    AppView,
     Decision,
     Plan,
     RecordedEvent,
@@ -320,7 +321,7 @@ def _counted(event: RecordedEvent | None) -> str | None:
             return "tool_calls"
         case Decision():
             return "approvals"
-        case Status() | ToolResult() | Plan() | ToolLog() | Score():
+        case Status() | ToolResult() | Plan() | ToolLog() | Score() | AppView():
             return None
         case _:
             assert_never(event)

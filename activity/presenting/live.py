@@ -27,6 +27,7 @@ from activity.presenting.presentation import (
 from activity.recording.events import (
     PLAN_LINE,
     REASONING,
+    AppView,
     Decision,
     Done,
     Error,
@@ -94,6 +95,8 @@ class LivePresenter:
     links: dict[str, tuple[Link, ...]] = field(default_factory=dict)
     # The log messages each running call's MCP server sent, at the reader's level.
     logs: dict[str, tuple[ToolLog, ...]] = field(default_factory=dict)
+    # Each finished call's own interface (MCP Apps; it comes after the call's ✅ line).
+    apps: dict[str, AppView] = field(default_factory=dict)
     planned: bool = False
     # The answer text after its settled blocks (activity.presenting.live_markdown).
     tail: str = ""
@@ -135,6 +138,9 @@ class LivePresenter:
                 return self._work_line(line, now, new=new)
             case ToolLog():
                 return self._log(event)
+            case AppView():
+                self.apps[event.call_id] = event
+                return self._redrawn(f"call-{event.call_id}")
             # The answer's end is the consumer's (finish), the rest is not for the feed; a score
             # shows in its rating controls, not as a line.
             case Done() | TurnStarted() | Error() | ToolFeedback() | Score():
@@ -246,6 +252,8 @@ class LivePresenter:
         line = line_for(status, width=self.prefs.line_width, detail=detail)
         if status.state == "done" and status.call_id in self.links:
             line = replace(line, links=shown_links(self.links[status.call_id]))
+        if status.state == "done" and status.call_id in self.apps:
+            line = replace(line, app=self.apps[status.call_id])
         if line.key == f"call-{status.call_id}" and status.call_id in self.logs:
             line = replace(line, logs=self.logs[status.call_id])
         return replace(line, rich=self._rich)

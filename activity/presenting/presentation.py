@@ -24,6 +24,7 @@ from activity.recording.events import (
     IN_PLACE,
     PLAN_LINE,
     REASONING,
+    AppView,
     Decision,
     Link,
     Plan,
@@ -90,6 +91,8 @@ class Line:
     steps: tuple[PlanStep, ...] = ()
     # A running call's line: the log messages its MCP server sent, at the reader's level.
     logs: tuple[ToolLog, ...] = ()
+    # A finished call's own interface (MCP Apps): the page frames it under the line.
+    app: AppView | None = None
 
     @property
     def is_reasoning(self) -> bool:
@@ -324,7 +327,7 @@ def visible_lines(
             case Plan():
                 line = replace(plan_line(event, width), rich=render == "rich")
                 made = plan_status(event)
-            case ToolCall() | ToolResult() | ToolLog():
+            case ToolCall() | ToolResult() | ToolLog() | AppView():
                 continue  # shown on their call's lines
             case Score():
                 continue  # shown by the rating controls of its target
@@ -375,10 +378,12 @@ class _Calls:
     said: dict[str, str]
     # The log messages each call's MCP server sent during it.
     logs: dict[str, list[ToolLog]]
+    # Each call's own interface (MCP Apps).
+    apps: dict[str, AppView]
 
     @classmethod
     def of(cls, events: Iterable[RecordedEvent]) -> _Calls:
-        calls = cls({}, {}, {}, {}, set(), {}, {})
+        calls = cls({}, {}, {}, {}, set(), {}, {}, {})
         for event in events:
             match event:
                 case ToolCall():
@@ -387,6 +392,8 @@ class _Calls:
                     calls.result(event)
                 case ToolLog():
                     calls.logs.setdefault(event.call_id, []).append(event)
+                case AppView():
+                    calls.apps[event.call_id] = event
                 case Status() | Decision() | Plan() | Score():
                     pass
                 case _:
@@ -431,6 +438,8 @@ def _status_line(
         line = replace(line, state="failed")
     if event.state == "done" and event.call_id in calls.pointed:
         line = replace(line, links=shown_links(calls.pointed[event.call_id]))
+    if event.state == "done" and event.call_id in calls.apps:
+        line = replace(line, app=calls.apps[event.call_id])
     if event.tool == REASONING and show_reasoning == "full" and reasoning:
         line = replace(line, reasoning=reasoning.get(event.call_id, ""))
     return line
@@ -479,7 +488,7 @@ def summarize(
                 last_status = event
             case Plan():
                 plan = event
-            case ToolLog():
+            case ToolLog() | AppView():
                 pass
             case _:
                 assert_never(event)

@@ -32,6 +32,7 @@ from activity.presenting.line_fields import fields_of
 from activity.presenting.live_markdown import settled_length
 from activity.presenting.presentation import cut, line_for
 from activity.recording.events import (
+    AppView,
     Decision,
     Done,
     Error,
@@ -78,7 +79,7 @@ class ProgramFrames:
             case ToolCall():
                 raw = self.prefs.detail == "raw"
                 return self._work(to_json(event), shown=self.prefs.tool_progress and raw)
-            case ToolResult() | ToolFeedback() | Plan():
+            case ToolResult() | ToolFeedback() | Plan() | AppView():
                 return self._work(to_json(event), shown=self.prefs.tool_progress)
             case ToolLog():
                 shown = at_least(event.level, self.prefs.mcp_log_level)

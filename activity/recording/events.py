@@ -151,11 +151,30 @@ class Status:
         return self.progress is not None
 
 
+CallOrigin = Literal["", "app"]
+
+
+def call_origin(value: Any) -> CallOrigin:
+    if value == "app":
+        return "app"
+    if value in ("", None):
+        return ""
+    raise ValueError(f"not a call's origin: {value!r}")
+
+
 @dataclass(frozen=True, slots=True)
 class ToolCall:
     tool: str = field(metadata=declare(column="tool"))
     call_id: str = field(metadata=declare(column="call_id"))
     arguments: dict[str, Any] = field(metadata=declare(column="arguments", from_column=_or_empty))
+    # Who made the call: the model (""), or the tool's own interface ("app", MCP Apps), in a
+    # column no call used before.
+    origin: CallOrigin = field(
+        default="",
+        metadata=declare(
+            omit_default=True, read=call_origin, column="state", from_column=call_origin
+        ),
+    )
     seq: int | None = field(default=None, metadata=declare(column="seq"))
     type: Literal["tool_call"] = field(default="tool_call", metadata=declare(column="kind"))
 
@@ -513,9 +532,57 @@ class Score:
         return self.call_id
 
 
+APP_CSP_KEYS = ("connectDomains", "resourceDomains", "frameDomains", "baseUriDomains")
+
+
+def app_csp_from_json(data: Any) -> dict[str, tuple[str, ...]]:
+    """A stored or received app's declared domains, by the spec's keys; anything else is left
+    out (chat.agent.mcp.apps checked them when the resource was read)."""
+    if not isinstance(data, dict):
+        return {}
+    return {
+        key: tuple(item for item in data[key] if isinstance(item, str))
+        for key in APP_CSP_KEYS
+        if isinstance(data.get(key), list | tuple)
+    }
+
+
+def _app_csp_json(csp: dict[str, tuple[str, ...]]) -> dict[str, list[str]]:
+    return {key: list(domains) for key, domains in csp.items()}
+
+
+@dataclass(frozen=True, slots=True)
+class AppView:
+    """A tool's own interface (MCP Apps) as it was read for one call: its `ui://` address,
+    the domains its resource declared, and a snapshot of its HTML, sealed with the rest, so
+    the feed shows the app again after a restart or with its server gone. Untrusted: the
+    HTML is only ever served in a sandboxed frame (chat.apps), never on a page; off the wire
+    (the frame's address and the hash are on it)."""
+
+    call_id: str = field(metadata=declare(column="call_id"))
+    uri: str = field(metadata=declare(column="arguments.uri"))
+    sha256: str = field(metadata=declare(column="result_summary"))
+    html: str = field(default="", repr=False, metadata=declare(key=False, column="result_content"))
+    csp: dict[str, tuple[str, ...]] = field(
+        default_factory=dict,
+        metadata=declare(
+            omit_default=True,
+            read=app_csp_from_json,
+            write=_app_csp_json,
+            column="arguments.csp",
+            to_column=_app_csp_json,
+            from_column=app_csp_from_json,
+        ),
+    )
+    tool: str = field(default="", metadata=declare(missing="", column="tool"))
+    server: str = field(default="", metadata=declare(omit_default=True, column="server"))
+    seq: int | None = field(default=None, metadata=declare(column="seq"))
+    type: Literal["app"] = field(default="app", metadata=declare(column="kind"))
+
+
 # One union of the recorded types; every other union is built on it, so a type added here is
 # one every surface must match (the new-event-type experiment, .ci/experiments).
-RecordedEvent = Status | ToolCall | ToolResult | Decision | Plan | ToolLog | Score
+RecordedEvent = Status | ToolCall | ToolResult | Decision | Plan | ToolLog | Score | AppView
 Event = RecordedEvent | TextDelta | Done
 WireEvent = Event | TurnStarted | Error | ToolFeedback
 
@@ -528,6 +595,7 @@ RECORDED_TYPES: dict[str, type[RecordedEvent]] = {
     "plan": Plan,
     "tool_log": ToolLog,
     "score": Score,
+    "app": AppView,
 }
 WIRE_TYPES: dict[str, type[WireEvent]] = {
     **RECORDED_TYPES,

@@ -24,6 +24,7 @@ from typing import Literal, assert_never
 
 from activity.models import ActivityEvent, ActivityFeed, ModelCall
 from activity.recording.events import (
+    AppView,
     Decision,
     Plan,
     RecordedEvent,
@@ -227,7 +228,7 @@ def _turn_event(row: Recorded, options: Options) -> SpanEvent | None:
             return _plan_event(row.event, row.at, options)
         case Score(call_id=""):
             return _score_event(row.event, row.at, options)
-        case Status() | ToolCall() | ToolResult() | Decision() | ToolLog() | Score():
+        case Status() | ToolCall() | ToolResult() | Decision() | ToolLog() | Score() | AppView():
             return None
         case _:
             assert_never(row.event)
@@ -263,6 +264,8 @@ class _Call:
                 pass  # the turn's own span shows the plan: it is the turn's, not the call's
             case Score():
                 self.events.append(_score_event(row.event, row.at, options))
+            case AppView():
+                self.events.append(_app_event(row.event, row.at))
             case _:
                 assert_never(row.event)
 
@@ -376,6 +379,13 @@ def _log_event(log: ToolLog, at: datetime, options: Options) -> SpanEvent:
         if log.logger:
             attributes["glassbox.mcp.log.logger"] = log.logger
     return SpanEvent("glassbox.mcp.log", nanos(at), attributes)
+
+
+def _app_event(app: AppView, at: datetime) -> SpanEvent:
+    """The call's own interface (MCP Apps): its address and the hash of the HTML it showed;
+    never the HTML (the record keeps it)."""
+    attributes: Attributes = {"mcp.app.resource_uri": app.uri, "mcp.app.sha256": app.sha256}
+    return SpanEvent("glassbox.mcp.app", nanos(at), attributes)
 
 
 def _score_event(score: Score, at: datetime, options: Options) -> SpanEvent:

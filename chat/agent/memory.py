@@ -19,13 +19,14 @@ def turn_messages(
     role: str, content: str, events: Iterable[RecordedEvent] = ()
 ) -> list[ChatMessage]:
     """One stored message as the provider needs to see it again: an answer brings back the
-    tool calls it made and their results, paired, before its text."""
+    tool calls it made and their results, paired, before its text. The calls an app made
+    (MCP Apps) were not the model's: they are not told as its own."""
     if role == "user":
         return [{"role": "user", "content": content}]
     results = {e.call_id: e for e in events if isinstance(e, ToolResult)}
     messages: list[ChatMessage] = []
     for event in events:
-        if isinstance(event, ToolCall) and event.call_id in results:
+        if isinstance(event, ToolCall) and not event.origin and event.call_id in results:
             result = results[event.call_id]
             messages.append(
                 {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from activity.recording.events import Plan, Status, ToolResult
+from activity.recording.events import AppView, Plan, Status, ToolResult
 
 
 @dataclass(frozen=True, slots=True)
@@ -14,7 +14,7 @@ class CallOutcome:
     quiet tool's own line (the plan) instead of ✅."""
 
     result: ToolResult
-    lines: tuple[Status | Plan, ...]
+    lines: tuple[Status | Plan | AppView, ...]
 
     @property
     def told(self) -> str:

@@ -287,6 +287,8 @@ async def run_tool(
             tool=call.name,
             call_id=call.call_id,
         )
+        if outcome.app is not None:
+            return CallOutcome(result, (done, replace(outcome.app, call_id=call.call_id)))
         return CallOutcome(result, (done,))
     content = json.dumps({"error": reason})
     result = reported(ok=False, summary=reason, error=error, content=content)

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic.json_schema import GenerateJsonSchema
 
 from activity.presenting.presentation import ToolLabels
-from activity.recording.events import FEEDBACK_ARG, Link, Plan
+from activity.recording.events import FEEDBACK_ARG, AppView, Link, Plan
 from chat.agent.context import ToolContext
 
 FEEDBACK_LIMIT = 100
@@ -57,6 +57,8 @@ class ToolOutcome:
     subject: str = ""
     # What a quiet tool shows in place of a done line: the plan its call set.
     line: Plan | None = None
+    # The tool's own interface (MCP Apps) as read for this call, shown under its line.
+    app: AppView | None = None
 
 
 class ProgressReporter(Protocol):

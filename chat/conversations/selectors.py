@@ -14,14 +14,25 @@ from django.conf import settings
 from django.db import connection
 from django.db.models import Case, Count, Exists, F, Max, OuterRef, Q, QuerySet, Subquery, When
 from django.db.models.functions import Coalesce
+from django.http import Http404
 from django.shortcuts import get_object_or_404
 from django.utils import translation
+from django.utils.translation import gettext as _
 
 from activity.auditing.export import FeedData, feed_data
 from activity.models import ActivityEvent, ActivityFeed
 from activity.preferences.feed_prefs import FeedPrefs
 from activity.presenting.presentation import Line, visible_lines
-from activity.recording.events import PLAN_LINE, RecordedEvent, Score, Status, ToolCall
+from activity.recording.events import (
+    FEEDBACK_ARG,
+    PLAN_LINE,
+    AppView,
+    RecordedEvent,
+    Score,
+    Status,
+    ToolCall,
+    ToolResult,
+)
 from activity.selectors import (
     aevents_by_feed,
     areasoning_by_feed,
@@ -424,3 +435,50 @@ def message_records(
         )
         for m in window
     ]
+
+
+@dataclass(frozen=True)
+class AppShown:
+    """What one call's own interface (MCP Apps) needs to be shown again: its snapshot, and
+    the call's input and result as they were recorded."""
+
+    app: AppView
+    arguments: dict[str, Any]
+    result: ToolResult | None
+    feed_id: int
+    conversation_id: uuid.UUID
+
+
+def app_shown(user, message_id: int, call_id: str) -> AppShown:
+    """The interface a call of one of the user's answers showed, or 404 (another user's, or
+    none)."""
+    message = get_object_or_404(
+        Message.objects.select_related("conversation"),
+        pk=message_id,
+        role="assistant",
+        conversation__owner=user,
+        conversation__deleted_at__isnull=True,
+    )
+    rows = ActivityEvent.objects.filter(
+        feed_id=message.feed_id,
+        call_id=call_id,
+        kind__in=("app", "tool_call", "tool_result"),
+    ).order_by("seq")
+    events = [row.to_event() for row in rows] if message.feed_id else []
+    apps = [event for event in events if isinstance(event, AppView)]
+    if not apps:
+        raise Http404(_("This answer has no such app."))
+    calls = [event for event in events if isinstance(event, ToolCall)]
+    results = [event for event in events if isinstance(event, ToolResult)]
+    arguments = dict(calls[0].arguments) if calls else {}
+    arguments.pop(FEEDBACK_ARG, None)
+    result = results[-1] if results else None
+    assert message.feed_id is not None  # it has an app event
+    return AppShown(apps[-1], arguments, result, message.feed_id, message.conversation_id)
+
+
+def app_calls_made(feed_id: int) -> int:
+    """How many calls the apps of a feed made (chat.turns.app_calls names them `app-…`)."""
+    return ActivityEvent.objects.filter(
+        feed_id=feed_id, kind="tool_call", call_id__startswith="app-"
+    ).count()

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import assert_never
 
 from activity.recording.events import (
+    AppView,
     Decision,
     Plan,
     RecordedEvent,
@@ -45,7 +46,16 @@ def with_feedback(events: Sequence[RecordedEvent]) -> list[WireEvent]:
                 event.call_id
             ):
                 out += [event, ToolFeedback(event.call_id, feedback.pop(event.call_id))]
-            case Status() | ToolCall() | ToolResult() | Decision() | Plan() | ToolLog() | Score():
+            case (
+                Status()
+                | ToolCall()
+                | ToolResult()
+                | Decision()
+                | Plan()
+                | ToolLog()
+                | Score()
+                | AppView()
+            ):
                 out.append(event)
             case _:
                 assert_never(event)

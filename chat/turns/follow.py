@@ -28,6 +28,7 @@ from django.conf import settings
 from activity.models import ActivityEvent
 from activity.preferences.feed_prefs import FeedPrefs
 from activity.recording.events import (
+    AppView,
     Decision,
     Done,
     Error,
@@ -196,7 +197,16 @@ class _Gaps:
             case Status() if event.seq is None:
                 # A tool's progress: live only, and the next one supersedes it.
                 return [] if self.finished else [event]
-            case Status() | ToolCall() | ToolResult() | Decision() | Plan() | ToolLog() | Score():
+            case (
+                Status()
+                | ToolCall()
+                | ToolResult()
+                | Decision()
+                | Plan()
+                | ToolLog()
+                | Score()
+                | AppView()
+            ):
                 return self._with_feedback(await self._numbered(event, unsaved))
             case TurnStarted() | Error():
                 return [event]
@@ -309,7 +319,16 @@ class _Gaps:
 def _recorded(event: WireEvent) -> RecordedEvent:
     """An `unsaved` event of a group message: recorded kinds only."""
     match event:
-        case Status() | ToolCall() | ToolResult() | Decision() | Plan() | ToolLog() | Score():
+        case (
+            Status()
+            | ToolCall()
+            | ToolResult()
+            | Decision()
+            | Plan()
+            | ToolLog()
+            | Score()
+            | AppView()
+        ):
             return event
         case TextDelta() | Done() | TurnStarted() | Error() | ToolFeedback():
             raise ValueError(f"not a recorded event: {event!r}")

@@ -66,6 +66,29 @@ async def offer_tools(
             registry.register(tool)
 
 
+async def app_tool(
+    specs: Iterable[ServerSpec], server: str, name: str, limits: McpLimits = DEFAULT_LIMITS
+) -> McpTool | None:
+    """The tool `name` of `server` as an app of that server may call it: one that declares an
+    interface and lets apps call it (`_meta.ui.visibility`), on a server shared by the
+    deployment and connected now; else None. An app reaches no other server's tools, and no
+    tool of its own server that did not say apps may call it."""
+    from chat.agent.mcp.apps import app_ui
+    from chat.agent.mcp.connections import pool
+    from chat.agent.mcp.tools import McpTool
+
+    shared = [spec for spec in specs if spec.enabled and not spec.oauth and spec.name == server]
+    if not shared:
+        return None
+    ready, _starting = await pool().offer(shared, limits)
+    for connection in ready:
+        for tool in connection.tools:
+            ui = app_ui(tool)
+            if tool.name == name and ui is not None and ui.for_app:
+                return McpTool(connection, tool, shows_app=False)
+    return None
+
+
 async def _started(connection: Connection) -> list[McpTool]:
     from chat.agent.mcp.connections import pool
     from chat.agent.mcp.tools import tools_of

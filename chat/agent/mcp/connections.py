@@ -27,7 +27,7 @@ from mcp.client.streamable_http import MCP_SESSION_ID, streamable_http_client
 from mcp.client.subscriptions import ListenNotSupportedError
 from mcp.shared.dispatcher import ProgressFnT
 
-from chat.agent.mcp import elicitation, sampling
+from chat.agent.mcp import apps, elicitation, sampling
 from chat.agent.mcp.bounded_http import LEGACY_EVENT_LIMIT, Bounds
 from chat.agent.mcp.config import ServerSpec
 from chat.agent.mcp.limits import DEFAULT_LIMITS, McpLimits
@@ -213,6 +213,15 @@ class Connection:
             self._renew_later(client)
             raise Unreachable(_("it forgot the new session at once")) from None
 
+    async def read_resource(self, uri: str) -> types.ReadResourceResult:
+        """A resource of this server (an app's interface), within the connect timeout; raises
+        Unreachable without a session."""
+        client = self.client
+        if client is None:
+            raise Unreachable(self.reason or _("it is not connected"))
+        async with asyncio.timeout(self.limits.connect_timeout):
+            return await client.read_resource(uri)
+
     async def _renew(self, forgotten: Client | None) -> Client | None:
         """A new session in place of the one the server forgot (unless another call or the
         change stream already replaced it)."""
@@ -375,11 +384,13 @@ class Connection:
         )
 
     def _asking(self) -> dict[str, Any]:
-        """A server may ask the person a question mid-call (chat.agent.mcp.elicitation) and
-        log what it does, at every level (its readers each choose theirs). One declared with
-        sampling may ask the turn's model to write something (chat.agent.mcp.sampling): only
-        then does the session declare the capability."""
+        """A server may ask the person a question mid-call (chat.agent.mcp.elicitation), log
+        what it does, at every level (its readers each choose theirs), and show its tools'
+        own interfaces (chat.agent.mcp.apps). One declared with sampling may ask the turn's
+        model to write something (chat.agent.mcp.sampling): only then does the session
+        declare the capability."""
         asking: dict[str, Any] = {
+            "extensions": [apps.declared()],
             "elicitation_callback": functools.partial(elicitation.on_elicit, self),
             "logging_callback": self._logged,
             "log_level": ASKED_LEVEL,

@@ -17,8 +17,9 @@ from django.utils.translation import gettext_lazy
 from jsonschema.exceptions import SchemaError
 
 from activity.presenting.presentation import ToolLabels
-from activity.recording.events import Link
+from activity.recording.events import AppView, Link
 from chat.agent.context import ToolContext
+from chat.agent.mcp.apps import AppUi, NoApp, app_ui, app_view, offered_to_model
 from chat.agent.mcp.config import SEPARATOR
 from chat.agent.mcp.connections import Connection, Unreachable
 from chat.agent.mcp.logs import to_sink
@@ -66,6 +67,9 @@ def one_line(text: str, limit: int) -> str:
 class McpTool:
     connection: Connection
     remote: types.Tool
+    # Whether a call reads and keeps its interface (MCP Apps): not when its app made the call,
+    # its frame is already there.
+    shows_app: bool = True
 
     @property
     def server(self) -> str:
@@ -87,6 +91,11 @@ class McpTool:
         hints = self.remote.annotations
         named = self.remote.title or (hints.title if hints is not None else None)
         return one_line(named or self.remote.name, TITLE_LIMIT)
+
+    @cached_property
+    def app(self) -> AppUi | None:
+        """Its own interface (MCP Apps), if it declares one."""
+        return app_ui(self.remote)
 
     @property
     def icon(self) -> str:
@@ -227,6 +236,7 @@ class McpTool:
                 _("its structured result was over %(limit)d KB and was not kept")
                 % {"limit": STRUCTURED_LIMIT // 1024}
             )
+        app = await self._app_view(notes)
         done = _("“%(tool)s” finished") % {"tool": self.title}
         return ToolOutcome(
             content=text,
@@ -234,7 +244,31 @@ class McpTool:
             done_message=f"{done} ({'; '.join(notes)})" if notes else done,
             structured=structured,
             links=links_of(result.content),
+            app=app,
         )
+
+    async def _app_view(self, notes: list[str]) -> AppView | None:
+        """Its interface, read once for this call (after it, so a failed call shows none);
+        one that cannot be shown is said on the done line, and the result stands."""
+        if self.app is None or not self.shows_app:
+            return None
+        try:
+            read = await self.connection.read_resource(self.app.resource_uri)
+            view = app_view(self.app.resource_uri, read)
+        except asyncio.CancelledError:
+            raise
+        except NoApp as exc:
+            notes.append(str(exc))
+            return None
+        except Exception as exc:
+            error = getattr(exc, "error", None)
+            message = str(exc) if isinstance(exc, Unreachable) else getattr(error, "message", "")
+            notes.append(
+                _("its interface could not be read: %(why)s")
+                % {"why": one_line(str(message) or type(exc).__name__, REASON_LIMIT)}
+            )
+            return None
+        return replace(view, tool=self.name, server=self.server)
 
 
 def dropped(data: Any) -> str:
@@ -319,4 +353,10 @@ def links_of(content: list[types.ContentBlock]) -> tuple[Link, ...]:
 
 
 def tools_of(connections: list[Connection]) -> list[McpTool]:
-    return [McpTool(connection, tool) for connection in connections for tool in connection.tools]
+    """The tools the model is offered: all but those only their app may call."""
+    return [
+        McpTool(connection, tool)
+        for connection in connections
+        for tool in connection.tools
+        if offered_to_model(tool)
+    ]

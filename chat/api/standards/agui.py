@@ -40,6 +40,7 @@ from ag_ui.encoder import EventEncoder
 
 from activity.recording.events import (
     IN_PLACE,
+    AppView,
     Decision,
     Done,
     Error,
@@ -129,6 +130,8 @@ class AguiWire:
                 yield self._frame(CustomEvent(name="tool_log", value=to_json(event)))
             case Score():
                 yield self._frame(CustomEvent(name="score", value=to_json(event)))
+            case AppView():
+                yield self._frame(CustomEvent(name="app", value=to_json(event)))
             case _:
                 assert_never(event)
 

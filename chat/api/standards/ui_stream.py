@@ -28,6 +28,7 @@ from typing import Any, Literal, assert_never
 from activity.recording.events import (
     IN_PLACE,
     PLAN_LINE,
+    AppView,
     Decision,
     Done,
     Error,
@@ -106,6 +107,8 @@ class UiStreamWire:
                 yield self._frame(self._data("tool-log", part, to_json(event)))
             case Score():
                 yield self._frame(self._data("score", event.call_id, to_json(event)))
+            case AppView():
+                yield self._frame(self._data("app", event.call_id, to_json(event)))
             case _:
                 assert_never(event)
 

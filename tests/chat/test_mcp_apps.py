@@ -1,0 +1,352 @@
+"""MCP Apps with a real server built with the SDK's `Apps` (a process, over stdio): Glassbox
+declares the extension, and a tool only its app may call is never offered to the model."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import mcp_types as types
+import pytest
+from asgiref.sync import sync_to_async
+from django.test import AsyncClient, Client
+
+from activity.models import ActivityEvent, ModelCall
+from activity.recording.events import AppView, from_json, to_json
+from activity.telemetry.spans import Options, trace_plan
+from chat.agent.mcp.apps import DOMAINS_PER_KEY, AppUi, app_ui, declared_csp, offered_to_model
+from chat.api.standards.agui import AguiWire
+from chat.api.standards.ui_stream import UiStreamWire
+from chat.models import Message
+from chat.turns.history import amodel_history
+from tests.support.apps_server import CHART_HTML, CHART_URI
+from tests.support.audit import sql, verify
+from tests.support.mcp import stdio
+from tests.support.responses import streamed
+from tests.support.sockets import json_turn
+
+APPS = "tests.support.apps_server"
+
+
+@pytest.fixture
+def charts(settings, sessions):
+    settings.GLASSBOX_MCP_SERVERS = [stdio("charts", APPS)]
+    return sessions
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.asyncio
+async def test_a_server_knows_the_host_shows_its_apps(charts, alice, alice_conversation):
+    events = await json_turn(alice_conversation, alice, 'charts__show_chart {"role": "engineer"}')
+
+    (result,) = [e for e in events if e["type"] == "tool_result"]
+    assert result["ok"] is True
+    assert result["summary"] == "Chart of engineer salaries (with its app)"
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.asyncio
+async def test_a_tool_only_its_app_may_call_is_never_offered_to_the_model(
+    charts, alice, alice_conversation
+):
+    events = await json_turn(alice_conversation, alice, 'charts__refresh_chart {"months": 2}')
+
+    offered = await sync_to_async(
+        lambda: [n for call in ModelCall.objects.all() for n in call.tools_offered]
+    )()
+    assert "charts__show_chart" in offered and "charts__hostile_view" in offered
+    assert "charts__refresh_chart" not in offered
+    calls = [e["tool"] for e in events if e["type"] == "tool_call"]
+    assert "charts__refresh_chart" not in calls
+    assert "Refreshed" not in str(events)
+
+
+def tool(meta: dict | None) -> types.Tool:
+    return types.Tool(name="t", input_schema={"type": "object"}, _meta=meta)
+
+
+@pytest.mark.parametrize(
+    ("meta", "read"),
+    [
+        (None, None),
+        ({"ui": "ui://x"}, None),
+        ({"ui": {"resourceUri": "https://example.com/app.html"}}, None),
+        ({"ui": {"resourceUri": "ui://" + "x" * 3000}}, None),
+        ({"ui": {"resourceUri": 7}}, None),
+        ({"ui": {"resourceUri": "ui://a/b.html"}}, AppUi("ui://a/b.html")),
+        ({"ui": {"resourceUri": "ui://a", "visibility": ["app"]}}, AppUi("ui://a", ("app",))),
+        ({"ui": {"resourceUri": "ui://a", "visibility": ["model"]}}, AppUi("ui://a", ("model",))),
+        ({"ui": {"resourceUri": "ui://a", "visibility": "app"}}, AppUi("ui://a")),
+        ({"ui": {"resourceUri": "ui://a", "visibility": ["nobody"]}}, AppUi("ui://a")),
+        ({"ui": {"resourceUri": "ui://a", "visibility": []}}, AppUi("ui://a")),
+    ],
+)
+def test_a_tools_interface_is_read_from_what_it_declares(meta, read):
+    assert app_ui(tool(meta)) == read
+
+
+def test_a_malformed_declaration_never_hides_a_tool_from_the_model():
+    assert offered_to_model(tool({"ui": {"resourceUri": "ui://a", "visibility": ["nobody"]}}))
+    assert offered_to_model(tool({"ui": {"resourceUri": "nope", "visibility": ["app"]}}))
+    assert not offered_to_model(tool({"ui": {"resourceUri": "ui://a", "visibility": ["app"]}}))
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.asyncio
+async def test_the_apps_html_is_kept_sealed_with_the_call_that_showed_it(
+    charts, alice, alice_conversation
+):
+    events = await json_turn(alice_conversation, alice, 'charts__show_chart {"role": "engineer"}')
+
+    (shown,) = [e for e in events if e["type"] == "app"]
+    row = await ActivityEvent.objects.aget(kind="app")
+    assert shown["call_id"] == row.call_id and shown["uri"] == CHART_URI
+    assert "html" not in shown, "the HTML is served in its frame, never on the wire"
+    assert row.result_content == CHART_HTML
+    assert shown["sha256"] == hashlib.sha256(CHART_HTML.encode()).hexdigest()
+    assert shown["csp"] == {"connectDomains": ["https://api.example.com"]}
+    assert (await sync_to_async(verify)())[0] == 0
+    await sync_to_async(sql)(
+        "UPDATE activity_activityevent SET result_content = %s WHERE id = %s",
+        CHART_HTML.replace("Salary chart", "Pay here"),
+        row.pk,
+    )
+    assert (await sync_to_async(verify)())[0] != 0, "a changed app breaks the chain"
+
+
+def client_of(user) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.asyncio
+async def test_the_frame_is_served_sandboxed_to_its_owner_with_only_what_the_app_declared(
+    charts, alice, bob, alice_conversation
+):
+    events = await json_turn(alice_conversation, alice, 'charts__show_chart {"role": "analyst"}')
+    (shown,) = [e for e in events if e["type"] == "app"]
+    message_id = await Message.objects.filter(role="assistant").values_list("pk", flat=True).aget()
+    frame = f"/apps/{message_id}/{shown['call_id']}/"
+
+    def fetched(user, path):
+        return client_of(user).get(path)
+
+    page = await sync_to_async(fetched)(alice, frame)
+    assert page.status_code == 200 and page.content.decode() == CHART_HTML
+    policy = page["Content-Security-Policy"]
+    assert policy.startswith("sandbox allow-scripts; default-src 'none';")
+    assert "allow-same-origin" not in policy and "'self'" not in policy.replace(
+        "frame-ancestors 'self'", ""
+    )
+    assert "connect-src https://api.example.com;" in policy
+    assert "frame-src 'none'" in policy and "base-uri 'none'" in policy
+    assert page["X-Content-Type-Options"] == "nosniff"
+    assert page["X-Frame-Options"] == "SAMEORIGIN"
+    context = await sync_to_async(fetched)(alice, frame + "context/")
+    assert context.json()["arguments"] == {"role": "analyst"}
+    assert context.json()["result"]["content"] == [
+        {"type": "text", "text": "Chart of analyst salaries (with its app)"}
+    ]
+    for path in (frame, frame + "context/", f"/apps/{message_id}/no-such-call/"):
+        assert (await sync_to_async(fetched)(bob, path)).status_code == 404
+    assert (await sync_to_async(fetched)(alice, f"/apps/{message_id}/nope/")).status_code == 404
+
+
+def test_only_https_origins_are_kept_of_what_an_app_declares_and_only_so_many():
+    declared = {
+        "connectDomains": [
+            "https://api.example.com/",
+            "http://plain.example.com",
+            "https://a.example.com/path",
+            "'unsafe-eval'",
+            "https://*.cdn.example.com",
+            "https://x.example.com; script-src *",
+            "*",
+            7,
+        ],
+        "resourceDomains": [f"https://r{n}.example.com" for n in range(40)],
+        "frameDomains": "https://one.example.com",
+        "other": ["https://b.example.com"],
+    }
+    kept = declared_csp({"ui": {"csp": declared}})
+    assert kept["connectDomains"] == ("https://api.example.com", "https://*.cdn.example.com")
+    assert len(kept["resourceDomains"]) == DOMAINS_PER_KEY
+    assert set(kept) == {"connectDomains", "resourceDomains"}
+    assert declared_csp(None) == {} and declared_csp({"ui": {"csp": "all"}}) == {}
+
+
+async def a_shown_chart(alice, alice_conversation) -> str:
+    """The frame's address of a chart the model showed in a turn of alice's."""
+    events = await json_turn(alice_conversation, alice, 'charts__show_chart {"role": "manager"}')
+    (shown,) = [e for e in events if e["type"] == "app"]
+    message_id = await Message.objects.filter(role="assistant").values_list("pk", flat=True).aget()
+    return f"/apps/{message_id}/{shown['call_id']}/"
+
+
+async def called(user, frame: str, name: str, arguments: object) -> dict:
+    client = AsyncClient()
+    await client.aforce_login(user)
+    response = await client.post(
+        frame + "call/", {"name": name, "arguments": arguments}, content_type="application/json"
+    )
+    return response.json() if response.status_code == 200 else {"status": response.status_code}
+
+
+async def app_rows() -> list[ActivityEvent]:
+    return [row async for row in ActivityEvent.objects.filter(call_id__startswith="app-")]
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.asyncio
+async def test_an_apps_call_runs_on_its_own_server_written_ahead_marked_and_sealed(
+    charts, alice, alice_conversation
+):
+    frame = await a_shown_chart(alice, alice_conversation)
+
+    answer = await called(alice, frame, "refresh_chart", {"months": 3})
+
+    assert answer["result"]["content"] == [{"type": "text", "text": "Refreshed 3 months"}]
+    assert answer["result"]["isError"] is False
+    call, result, line = await app_rows()
+    assert (call.kind, call.state, call.tool) == ("tool_call", "app", "charts__refresh_chart")
+    assert call.arguments == {"months": 3}
+    assert call.seq < result.seq < line.seq and result.ok is True
+    assert line.message == "From the app: “Refresh the chart” finished"
+    assert (await sync_to_async(verify)())[0] == 0
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.asyncio
+async def test_an_app_reaches_no_other_servers_tool_no_unknown_one_and_nothing_that_asks_first(
+    charts, settings, alice, bob, alice_conversation
+):
+    frame = await a_shown_chart(alice, alice_conversation)
+    settings.GLASSBOX_APPROVAL = {"charts__refresh_chart": True}
+
+    other = await called(alice, frame, "bench__echo", {"text": "stolen"})
+    asks = await called(alice, frame, "refresh_chart", {"months": 1})
+    malformed = await called(alice, frame, "refresh_chart", "all")
+    not_hers = await called(bob, frame, "show_chart", {"role": "x"})
+
+    assert other["error"]["message"] == "charts has no tool bench__echo that its app may call"
+    assert (
+        asks["error"]["message"]
+        == "“Refresh the chart” asks first: ask for it in the conversation"
+    )
+    assert malformed["error"]["message"] == "a call needs a tool's name and its arguments"
+    assert not_hers == {"status": 404}
+    assert await app_rows() == []
+
+
+SHOWN = AppView(
+    call_id="c1",
+    uri=CHART_URI,
+    sha256="ab" * 32,
+    html="<script>secret()</script>",
+    csp={"connectDomains": ("https://api.example.com",)},
+    tool="charts__show_chart",
+    server="charts",
+    seq=4,
+)
+
+
+def test_the_apps_event_reaches_ag_ui_and_the_ui_message_stream_without_its_html():
+    wire = to_json(SHOWN)
+    assert wire == {
+        "call_id": "c1",
+        "uri": CHART_URI,
+        "sha256": "ab" * 32,
+        "csp": {"connectDomains": ["https://api.example.com"]},
+        "tool": "charts__show_chart",
+        "server": "charts",
+        "seq": 4,
+        "type": "app",
+    }
+    (agui,) = AguiWire(thread_id="conv", run_id="2").frames(from_json(wire))
+    custom = json.loads(agui.payload.model_dump_json(by_alias=True))
+    assert (custom["type"], custom["name"], custom["value"]) == ("CUSTOM", "app", wire)
+    ui_stream = UiStreamWire(message_id="2")
+    ui_stream.frames(from_json({"type": "turn", "question_id": "1", "message_id": "2"}))
+    (part,) = ui_stream.frames(from_json(wire))
+    assert part.payload["type"] == "data-app" and part.payload["data"] == wire
+    assert "secret" not in json.dumps([custom, part.payload])
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.asyncio
+async def test_the_export_keeps_the_app_with_its_call_and_the_apps_own_call(
+    charts, alice, alice_conversation
+):
+    frame = await a_shown_chart(alice, alice_conversation)
+    await called(alice, frame, "refresh_chart", {"months": 2})
+    client = AsyncClient()
+    await client.aforce_login(alice)
+
+    response = await client.get("/api/feeds/export/?format=ndjson")
+
+    body = b"".join(await streamed(response)).decode()
+    (feed,) = [json.loads(line) for line in body.splitlines()]
+    kinds = [(e["type"], e.get("origin", "")) for e in feed["events"]]
+    assert kinds.index(("tool_result", "")) < kinds.index(("app", ""))
+    assert kinds.index(("app", "")) < kinds.index(("tool_call", "app"))
+    (app,) = [e for e in feed["events"] if e["type"] == "app"]
+    assert app["sha256"] == hashlib.sha256(CHART_HTML.encode()).hexdigest()
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.asyncio
+async def test_an_auditor_sees_the_app_next_to_its_call_in_the_admin_as_text(
+    charts, alice, alice_conversation, django_user_model
+):
+    await json_turn(alice_conversation, alice, 'charts__show_chart {"role": "engineer"}')
+    row = await ActivityEvent.objects.aget(kind="app")
+
+    def admin_page() -> str:
+        admin = django_user_model.objects.create_superuser("root", "r@example.com", "pw")
+        url = f"/admin/activity/activityfeed/{row.feed_id}/change/"
+        return client_of(admin).get(url).content.decode()
+
+    page = await sync_to_async(admin_page)()
+    assert f"app {CHART_URI} (sha256 {row.result_summary})" in page
+    assert "<script>\nlet next" not in page, "the app never runs in the admin"
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.asyncio
+async def test_the_calls_trace_names_its_apps_address_and_hash_never_its_html(
+    charts, alice, alice_conversation
+):
+    await json_turn(alice_conversation, alice, 'charts__show_chart {"role": "engineer"}')
+    row = await ActivityEvent.objects.select_related("feed").aget(kind="app")
+
+    def planned():
+        feed = row.feed
+        events = list(ActivityEvent.objects.filter(feed=feed))
+        return trace_plan(feed, feed.model_calls.all(), events, Options(content=True))
+
+    plan = await sync_to_async(planned)()
+    (tool,) = [span for span in plan.spans if span.name == "execute_tool charts__show_chart"]
+    (app,) = [event for event in tool.events if event.name == "glassbox.mcp.app"]
+    assert app.attributes == {
+        "mcp.app.resource_uri": CHART_URI,
+        "mcp.app.sha256": row.result_summary,
+    }
+    assert "postMessage" not in repr(plan), "not even with content capture on"
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.asyncio
+async def test_the_model_is_not_told_an_apps_calls_as_its_own(charts, alice, alice_conversation):
+    frame = await a_shown_chart(alice, alice_conversation)
+    await called(alice, frame, "refresh_chart", {"months": 2})
+    answer = await Message.objects.filter(role="assistant").aget()
+    later = await Message.objects.acreate(
+        conversation_id=answer.conversation_id, role="assistant", content=""
+    )
+
+    history = await amodel_history(later)
+
+    told = [c["function"]["name"] for m in history for c in m.get("tool_calls") or ()]
+    assert told == ["charts__show_chart"]
