@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from channels.db import database_sync_to_async
@@ -34,10 +34,10 @@ class GuardedConsumer(DirectConsumer):
     # Closed by the server: nothing more is shown, whatever is still on its way.
     ended = False
 
-    async def watch(self, user: Any, conversation: Conversation) -> None:
+    async def watch(self, user: Any, conversation: Conversation, also: Sequence[str] = ()) -> None:
         """Joins the groups through which a lost right is told (the conversation's also
-        carries its turns), and keeps what each later check compares with: the login
-        session as it was verified when the socket opened."""
+        carries its turns) and `also`, and keeps what each later check compares with: the
+        login session as it was verified when the socket opened."""
         session = self.scope["session"]
         self.session_key = session.session_key or ""
         stored = getattr(session, "stored", None)
@@ -47,6 +47,7 @@ class GuardedConsumer(DirectConsumer):
             conversation.group_name,
             session_group(self.session_key),
             user_group(user.pk),
+            *also,
         ]
         for group in self.groups:
             await self.channel_layer.group_add(group, self.channel_name)
