@@ -151,7 +151,11 @@ class ChainlitSockets:
             yield process.pid
         finally:
             process.terminate()
-            process.wait(timeout=30)
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
             log.close()
 
     def set_aside(self, count: int) -> None:
@@ -363,8 +367,10 @@ def main() -> None:
                 fake_llm(*PACE) as llm,
                 system.serve(llm, Path(work), count) as pid,
             ):
-                rows = measure(system, pid, count, options.idle)
-            report(f"{system.name}, {count} quiet sockets", rows)
+                report(
+                    f"{system.name}, {count} quiet sockets",
+                    measure(system, pid, count, options.idle),
+                )
 
 
 if __name__ == "__main__":
