@@ -24,10 +24,14 @@ from channels_redis import pubsub
 from channels_redis.utils import _wrap_close
 from redis.exceptions import ConnectionError as RedisConnectionError
 
+from project.queues import SlimQueue
+
 logger = logging.getLogger("glassbox.layers")
 
 
 class SweptInMemoryChannelLayer(InMemoryChannelLayer):
+    # A slim queue per channel, not an asyncio.Queue (project.queues: what it saves a socket).
+    channels: dict[str, SlimQueue[tuple[float, dict[str, Any]]]]  # type: ignore[assignment]
     sweep_every = 1.0
     _swept_at = 0.0
 
@@ -58,10 +62,10 @@ class SweptInMemoryChannelLayer(InMemoryChannelLayer):
                 del self.channels[channel]
         return message
 
-    def _queue(self, channel: str) -> asyncio.Queue:
+    def _queue(self, channel: str) -> SlimQueue[tuple[float, dict[str, Any]]]:
         queue = self.channels.get(channel)
         if queue is None:
-            queue = self.channels[channel] = asyncio.Queue(maxsize=self.get_capacity(channel))
+            queue = self.channels[channel] = SlimQueue(maxsize=self.get_capacity(channel))
         return queue
 
     def _put(self, channel: str, message: dict, expires: float) -> None:
@@ -142,7 +146,7 @@ class _LoopLayer(pubsub.RedisPubSubLoopLayer):
         self._shards: list[_Shard] = [_Shard(shard.host, self) for shard in self._shards]
 
     async def _subscribe_to_channel(self, channel: str) -> None:
-        self.channels[channel] = asyncio.Queue(maxsize=self.capacity)
+        self.channels[channel] = SlimQueue(maxsize=self.capacity)
         await self._get_shard(channel).subscribe(channel)
 
     async def forget_channel(self, channel: str) -> None:

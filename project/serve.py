@@ -8,7 +8,13 @@ less CPU than asyncio's own loop. With `--workers N` (`auto`: one per core) this
 opens the listening socket and starts N Daphne processes that accept from it; a worker that
 dies is started again, and SIGTERM or SIGINT reach every worker: on SIGTERM they finish their
 running turns first (chat.turns.shutdown). Workers share their turns' events through the
-Redis channel layer, so more than one needs REDIS_URL."""
+Redis channel layer, so more than one needs REDIS_URL.
+
+A burst of sockets waits instead of being dropped: the listening socket queues
+GLASSBOX_LISTEN_BACKLOG connections (Twisted's own default is 50), and a handshake may wait
+GLASSBOX_WEBSOCKET_CONNECT_TIMEOUT seconds for its socket's opening read (Daphne's default,
+5 s, dropped 937 of 1,000 sockets arriving within 2 s at two workers on a busy machine: each
+came back, and its read ran again; docs/benchmarks.md, "A burst")."""
 
 from __future__ import annotations
 
@@ -22,6 +28,7 @@ import subprocess
 import sys
 import time
 
+from project.env import env_int
 from project.unused import HIGHLIGHTING, TLS, leave_out, speaks_tls
 
 APPLICATION = "project.asgi:application"
@@ -38,13 +45,23 @@ def main(argv: list[str]) -> int:
     workers = (os.cpu_count() or 1) if options.workers == "auto" else int(options.workers)
     if workers < 1:
         parser.error("--workers must be at least 1")
+    if not any(arg.startswith("--websocket_connect_timeout") for arg in daphne_args):
+        seconds = env_int("GLASSBOX_WEBSOCKET_CONNECT_TIMEOUT", 30)
+        daphne_args = ["--websocket_connect_timeout", str(seconds), *daphne_args]
+    backlog = env_int("GLASSBOX_LISTEN_BACKLOG", 1024)
     if workers == 1 or "--fd" in daphne_args:
         if "--fd" not in daphne_args:
-            daphne_args = ["-b", options.bind, "-p", str(options.port), *daphne_args]
+            daphne_args = [*listening_on(options.bind, options.port, backlog), *daphne_args]
         return serve(daphne_args)
     if not os.environ.get("REDIS_URL"):
         parser.error("--workers above 1 needs REDIS_URL: the processes share turns through Redis")
-    return supervise(workers, options.bind, options.port, daphne_args)
+    return supervise(workers, options.bind, options.port, daphne_args, backlog)
+
+
+def listening_on(host: str, port: int, backlog: int) -> list[str]:
+    """Daphne's endpoint for `-b host -p port`, with a listen backlog of `backlog`."""
+    interface = host.strip("[]").replace(":", r"\:")
+    return ["-e", f"tcp:port={port}:interface={interface}:backlog={backlog}"]
 
 
 def serve(daphne_args: list[str]) -> int:
@@ -66,8 +83,8 @@ def serve(daphne_args: list[str]) -> int:
     return 0
 
 
-def supervise(workers: int, host: str, port: int, daphne_args: list[str]) -> int:
-    listening = socket.create_server((host, port), backlog=1024, reuse_port=False)
+def supervise(workers: int, host: str, port: int, daphne_args: list[str], backlog: int) -> int:
+    listening = socket.create_server((host, port), backlog=backlog, reuse_port=False)
     listening.set_inheritable(True)
     fd = listening.fileno()
     command = [sys.executable, "-m", "project.serve", "--fd", str(fd), *daphne_args]

@@ -49,6 +49,7 @@ def test_a_plain_server_on_sqlite_loads_neither_psycopg_nor_the_tls_stack(tmp_pa
     assert "OpenSSL.crypto" not in packages
     assert "requests.sessions" not in packages and "pygments.lexers" not in packages
     assert "mcp.client.session" not in packages  # the MCP SDK waits for a server to be used
+    assert "ag_ui.core" not in packages  # its models wait for an AG-UI stream
     assert "autobahn.util" in packages and "click.termui" not in packages
 
 

@@ -20,7 +20,7 @@ from rest_framework.views import APIView
 
 from chat import turns
 from chat.api.sse import first_error, waiting_of, wire_stream
-from chat.api.standards import agui, ui_stream
+from chat.api.standards import ui_stream
 from chat.api.views import conversations_owned
 from chat.models import Conversation, Message
 from chat.turns.wires import BadEventId, Cursor, Wire
@@ -44,6 +44,8 @@ class _AguiErrors(BaseRenderer):
     format = "sse"
 
     def render(self, data: Any, accepted_media_type: Any = None, renderer_context: Any = None):
+        from chat.api.standards import agui
+
         return agui.AguiWire.encode_error(first_error(data)).encode()
 
 
@@ -95,6 +97,10 @@ class _StandardStreamView(APIView):
 
 
 def _agui_wire(conversation: Conversation, answer: Message) -> Wire:
+    # Imported by the first AG-UI stream: ag-ui-protocol's models are about 7 MiB a process,
+    # and a process that serves pages and sockets never builds one.
+    from chat.api.standards import agui
+
     return agui.AguiWire(thread_id=str(conversation.pk), run_id=str(answer.pk))
 
 

@@ -56,7 +56,8 @@ class ChatConsumer(WireSender):
         self.flood = inbound.FloodGuard()
         # Group messages wait until connect returns, so none is lost or shown twice between
         # joining the groups and the snapshot of a running turn.
-        await self.watch(user, self.conversation)
+        cued = (broadcast.sidebar_group(user.pk),) if wire.sidebar_stale else ()
+        await self.watch(user, self.conversation, also=cued)
         await self.accept(subprotocol=wire.subprotocol)
         self.screen = Screen(conversation_id=self.conversation.pk, send=self.send_text, wire=wire)
         if opening.running is not None:

@@ -14,6 +14,7 @@ import contextlib
 import functools
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from asgiref.typing import WebSocketDisconnectEvent
@@ -23,9 +24,19 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from channels.layers import get_channel_layer
 from django.conf import settings
 
+from project.queues import SlimQueue
+
 logger = logging.getLogger("glassbox.socket")
 
 Message = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Clock:
+    """A message a socket gives itself, the next one `every()` seconds after the last."""
+
+    every: Callable[[], float]
+    message: Message
 
 
 async def dispatch_all(
@@ -34,13 +45,14 @@ async def dispatch_all(
     layer: Callable[[], Awaitable[Message]] | None,
     dispatch: Callable[[Message], Awaitable[None]],
     direct: Callable[[Message], bool],
-    clock: Callable[[], Awaitable[Message]] | None = None,
+    clock: Clock | None = None,
 ) -> None:
     """Handles the client's and the layer's messages until a handler raises (StopConsumer
     ends a socket). `direct` may take a layer message itself when nothing waits before it;
-    it returns whether it did. `clock`, if given, is a third source: messages the socket
-    gives itself from time to time, handled in order with the others."""
-    inbox: asyncio.Queue[Message | Exception] = asyncio.Queue()
+    it returns whether it did. `clock`, if given, is a third source: a message the socket
+    gives itself from time to time (a timer, not a task: a quiet socket keeps one), handled
+    in order with the others."""
+    inbox: SlimQueue[Message | Exception] = SlimQueue()
     # Group messages held while the socket is busy; past it they are dropped as the channel
     # layers drop them (a turn's followers fill what they missed from the database).
     capacity = settings.CHANNEL_CAPACITY
@@ -62,8 +74,16 @@ async def dispatch_all(
     pumps = [asyncio.create_task(pump(client, from_layer=False))]
     if layer is not None:
         pumps.append(asyncio.create_task(pump(layer, from_layer=True)))
+    loop = asyncio.get_running_loop()
+    timer: asyncio.TimerHandle | None = None
+
+    def tick(clock: Clock) -> None:
+        nonlocal timer
+        inbox.put_nowait(dict(clock.message))
+        timer = loop.call_later(clock.every(), tick, clock)
+
     if clock is not None:
-        pumps.append(asyncio.create_task(pump(clock, from_layer=False)))
+        timer = loop.call_later(clock.every(), tick, clock)
     try:
         while True:
             message = await inbox.get()
@@ -71,6 +91,8 @@ async def dispatch_all(
                 raise message
             await dispatch(message)
     finally:
+        if timer is not None:
+            timer.cancel()
         for task in pumps:
             task.cancel()
         # Cancelling a pending receive is what tells the Redis layer to forget the channel.
@@ -103,8 +125,8 @@ class DirectConsumer(AsyncWebsocketConsumer):
         """Handles `message` now, if it can, and says whether it did."""
         return False
 
-    def clock(self) -> Callable[[], Awaitable[Message]] | None:
-        """What gives the socket its next message to itself, if it takes any."""
+    def clock(self) -> Clock | None:
+        """The message the socket gives itself from time to time, if it takes any."""
         return None
 
     async def dispatch(self, message: Message) -> None:

@@ -4,10 +4,9 @@ or a new turn's check finds it gone, and shows nothing that arrives after."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import random
-from collections.abc import Awaitable, Callable
+from collections.abc import Sequence
 from typing import Any
 
 from channels.db import database_sync_to_async
@@ -15,7 +14,7 @@ from django.conf import settings
 
 from chat.models import Conversation
 from chat.socket import reads, relay
-from chat.socket.dispatch import DirectConsumer, Message
+from chat.socket.dispatch import Clock, DirectConsumer
 from chat.socket.revocation import session_group, user_group
 
 logger = logging.getLogger("glassbox.sockets")
@@ -34,10 +33,10 @@ class GuardedConsumer(DirectConsumer):
     # Closed by the server: nothing more is shown, whatever is still on its way.
     ended = False
 
-    async def watch(self, user: Any, conversation: Conversation) -> None:
+    async def watch(self, user: Any, conversation: Conversation, also: Sequence[str] = ()) -> None:
         """Joins the groups through which a lost right is told (the conversation's also
-        carries its turns), and keeps what each later check compares with: the login
-        session as it was verified when the socket opened."""
+        carries its turns) and `also`, and keeps what each later check compares with: the
+        login session as it was verified when the socket opened."""
         session = self.scope["session"]
         self.session_key = session.session_key or ""
         stored = getattr(session, "stored", None)
@@ -47,23 +46,22 @@ class GuardedConsumer(DirectConsumer):
             conversation.group_name,
             session_group(self.session_key),
             user_group(user.pk),
+            *also,
         ]
         for group in self.groups:
             await self.channel_layer.group_add(group, self.channel_name)
         relay.ensure_relaying()
 
-    def clock(self) -> Callable[[], Awaitable[Message]]:
+    def clock(self) -> Clock:
         """Every GLASSBOX_SOCKET_RECHECK_SECONDS the socket checks its right again, so a
         login that expired, or a change no signal announced, closes a socket that neither
         speaks nor is shown a new turn. Spread out, so sockets opened together do not all
         check at once."""
 
-        async def tick() -> Message:
-            every = settings.GLASSBOX_SOCKET_RECHECK_SECONDS
-            await asyncio.sleep(every * random.uniform(0.5, 1.0))
-            return {"type": "access.check"}
+        def every() -> float:
+            return settings.GLASSBOX_SOCKET_RECHECK_SECONDS * random.uniform(0.5, 1.0)
 
-        return tick
+        return Clock(every, {"type": "access.check"})
 
     def stop_showing(self) -> None:
         """Stops whatever the socket shows; the consumer says what that is."""

@@ -23,11 +23,13 @@ def parse(text_data: str | None) -> Request:
 class FloodGuard:
     """More than FLOOD_LIMIT messages in FLOOD_WINDOW seconds is a flood."""
 
-    def __init__(self) -> None:
-        self.recent: deque[float] = deque()
+    # Made by the first message: most sockets of open tabs never send one.
+    recent: deque[float] | None = None
 
     def flooded(self) -> bool:
         now = time.monotonic()
+        if self.recent is None:
+            self.recent = deque()
         self.recent.append(now)
         while self.recent and self.recent[0] < now - FLOOD_WINDOW:
             self.recent.popleft()

@@ -11,8 +11,15 @@ from project.groups import group_send
 
 def user_group(user_id: int) -> str:
     """The group every socket of one user joins: told when access ends
-    (chat.socket.revocation) and when their list of conversations changes."""
+    (chat.socket.revocation)."""
     return f"user-{user_id}"
+
+
+def sidebar_group(user_id: int) -> str:
+    """The group of one user's sockets that show the list of conversations (pages, not
+    programs): told when it changes. Apart from the user's group, so a program's idle
+    sockets are not woken twice by every turn of their user."""
+    return f"sidebar-{user_id}"
 
 
 CONVERSATIONS_CHANGED = "conversations.changed"
@@ -22,7 +29,7 @@ async def send_conversations_changed(owner_id: int, conversation_id: Any = None)
     """The owner's pages of other conversations refresh their sidebar: `conversation_id`
     began, ended a turn, was renamed, archived or deleted (its own page sees its turns)."""
     message = {"type": CONVERSATIONS_CHANGED, "conversation": str(conversation_id or "")}
-    await group_send(user_group(owner_id), message)
+    await group_send(sidebar_group(owner_id), message)
 
 
 def turn_started(turn: StartedTurn) -> dict[str, Any]:

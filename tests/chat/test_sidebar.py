@@ -15,7 +15,7 @@ from django.utils import timezone
 from chat.conversations import sidebar
 from chat.models import Conversation, Message
 from chat.pages.views import SIDEBAR_SIZE
-from chat.turns.broadcast import user_group
+from chat.turns.broadcast import sidebar_group
 from tests.support.conversations import stored
 from tests.support.matching import found
 
@@ -109,7 +109,7 @@ async def test_renaming_tells_the_owners_pages_to_refresh_their_sidebars(alice_c
     layer = get_channel_layer()
     assert layer is not None
     channel = await layer.new_channel()
-    await layer.group_add(user_group(alice.pk), channel)
+    await layer.group_add(sidebar_group(alice.pk), channel)
     rename = sync_to_async(alice_client.post)
     await rename(f"/c/{conversation.pk}/rename/", {"title": "Renamed"})
     told = {"type": "conversations.changed", "conversation": str(conversation.pk)}

@@ -14,7 +14,7 @@ import pytest
 from channels.layers import get_channel_layer
 
 from activity.recording.events import WIRE_TYPES
-from chat.socket.revocation import user_group
+from chat.turns.broadcast import sidebar_group
 from chat.turns.registry import finish_all
 from tests.support.api import ask, client_for, sse_events
 from tests.support.sockets import json_until_done, open_socket
@@ -59,7 +59,10 @@ async def test_only_a_pages_socket_is_cued_when_another_conversation_changes(
     other = {"type": "conversations.changed", "conversation": str(uuid.uuid4())}
     layer = get_channel_layer()
     assert layer is not None
-    await layer.group_send(user_group(alice.pk), other)
+    # A program's socket is not even woken: thousands of a user's idle programs cost
+    # nothing when one of their conversations starts a turn.
+    assert len(layer.groups[sidebar_group(alice.pk)]) == 1  # type: ignore[attr-defined]
+    await layer.group_send(sidebar_group(alice.pk), other)
     assert 'id="sidebar-stale"' in await page.receive_from(timeout=5)
     # A program hears nothing of it: the next frame it gets answers what it sends after.
     await program.send_to(text_data="not json")
