@@ -4,9 +4,10 @@ Python's JSON parser holds the interpreter lock for the whole of one message (te
 milliseconds a megabyte, more for many small objects), so a worker thread is no shelter: the
 event loop waits all the same, and every other user's request with it. A large message from
 an MCP server is handed to this process instead (started at first need, one message at a
-time, at a lower CPU priority), which sends it back as compact JSON the serving process parses
-in a few milliseconds: NULs and lone surrogates cleaned and counted, and a structured result
-over its bound replaced by a marker naming its size (chat.agent.mcp.tools says it in words).
+time, at the serving process's own CPU priority: the serving process waits for it), which
+sends it back as compact JSON the serving process parses in a few milliseconds: NULs and
+lone surrogates cleaned and counted, and a structured result over its bound replaced by a
+marker naming its size (chat.agent.mcp.tools says it in words).
 
 Runs as `python -m project.parsed_apart`, importing nothing of Django or the apps."""
 
@@ -15,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 import re
 import subprocess
 import sys
@@ -25,8 +25,10 @@ from typing import Any
 logger = logging.getLogger("glassbox.mcp")
 
 LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-# The CPU priority below the serving process's (nice(1) steps), as a stdio server's.
-LOWER_PRIORITY = 10
+# An escaped NUL, and an escape that may be a lone surrogate: only a message holding one
+# has its strings walked.
+NUL = b"\\u0000"
+ESCAPED_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 
 def cleaned(value: Any) -> tuple[Any, int]:
@@ -56,7 +58,9 @@ def reduced(line: bytes, marker: str, structured_limit: int) -> tuple[bytes, int
     characters cleaned (bytes that are not UTF-8 included). ValueError if it is not JSON."""
     text = line.decode("utf-8", errors="replace")
     count = text.count("\ufffd") - line.count(b"\xef\xbf\xbd")
-    message, more = cleaned(json.loads(text, strict=False))
+    message, more = json.loads(text, strict=False), 0
+    if NUL in line or ESCAPED_SURROGATE.search(line) or "\x00" in text:
+        message, more = cleaned(message)
     result = message.get("result") if isinstance(message, dict) else None
     if isinstance(result, dict) and "structuredContent" in result:
         size = len(json.dumps(result["structuredContent"], separators=(",", ":")))
@@ -114,11 +118,6 @@ class Apart:
                 [sys.executable, "-m", "project.parsed_apart"],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             )  # fmt: skip
-            try:
-                own = os.getpriority(os.PRIO_PROCESS, 0)
-                os.setpriority(os.PRIO_PROCESS, self.process.pid, min(19, own + LOWER_PRIORITY))
-            except OSError:
-                pass  # gone already: the exchange finds out
         return self.process
 
     def _exchange(self, line: bytes, marker: str, limit: int) -> tuple[bytes, int]:

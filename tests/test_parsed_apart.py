@@ -10,7 +10,6 @@ import os
 
 import pytest
 
-from project import parsed_apart
 from project.parsed_apart import Apart, reduced
 
 pytestmark = pytest.mark.asyncio
@@ -70,12 +69,3 @@ async def test_a_worker_that_died_is_replaced_and_the_message_still_read(apart):
     body, _ = await apart.reduced(result(2), MARKER, 1000)
     assert json.loads(body)["result"]["structuredContent"] == 2
     assert apart.process is not None and apart.process.pid != first
-
-
-async def test_the_worker_runs_below_the_serving_processs_cpu_priority(apart):
-    await apart.reduced(result(1), MARKER, 1000)
-    assert apart.process is not None
-    own = os.getpriority(os.PRIO_PROCESS, 0)
-    assert os.getpriority(os.PRIO_PROCESS, apart.process.pid) == min(
-        19, own + parsed_apart.LOWER_PRIORITY
-    )

@@ -37,6 +37,7 @@ from mcp.client import stdio as sdk
 from mcp.shared.message import SessionMessage
 
 from project import parsed_apart as apart
+from project.parsed_apart import ESCAPED_SURROGATE, NUL
 
 logger = logging.getLogger("glassbox.mcp")
 
@@ -62,10 +63,6 @@ OVERSIZED = -32090
 # and `id` first): an oversized line is never parsed.
 HEAD = 512
 REQUEST_ID = re.compile(rb'"id"\s*:\s*(-?\d{1,18}|"(?:[^"\\]|\\.){0,200}")')
-# An escaped NUL, and an escape that may be a lone surrogate: a line holding either has its
-# strings cleaned (a byte search otherwise).
-NUL = b"\\u0000"
-ESCAPED_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
 # A log message: parsed only while a running call wants more (Traffic.log_budget), else
 # counted and dropped unparsed, so a flood costs the event loop a byte search each, and no
 # task of the SDK's.
