@@ -388,7 +388,8 @@ def tool_stats(days: int = 30) -> dict:
     )
     durations: dict[tuple[str, str], list[int]] = defaultdict(list)
     failures: dict[tuple[str, str], int] = defaultdict(int)
-    rows = results.values_list("server", "tool", "ok", "duration_ms").iterator()
+    # In no order: the events' own (by feed, newest first) joined every feed to sort them.
+    rows = results.order_by().values_list("server", "tool", "ok", "duration_ms").iterator()
     for server, tool, ok, duration in rows:
         durations[server, tool].append(duration or 0)
         failures[server, tool] += not ok
