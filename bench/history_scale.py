@@ -152,6 +152,7 @@ def export_only(share: int) -> None:
     its peak RSS then, and before."""
     setup()
     from django.db.models import F
+    from django.db.models.functions import Mod
 
     from activity.auditing.export import export_stream
     from activity.models import ActivityFeed
@@ -160,7 +161,7 @@ def export_only(share: int) -> None:
         username=F("owner__username"), message_id=F("message__id")
     )
     if share > 1:
-        feeds = feeds.extra(where=[f"activity_activityfeed.id % {share} = 0"])
+        feeds = feeds.alias(part=Mod("id", share)).filter(part=0)
     before = _rss("VmRSS")
 
     async def consume() -> tuple[int, int]:
