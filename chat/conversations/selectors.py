@@ -92,17 +92,19 @@ def _ranked_by_postgres(conversations, query: str):
     (bench/history_scale.py: seconds at 10,000 conversations)."""
     from django.contrib.postgres.search import SearchQuery
 
-    # The "simple" configuration: no stemming for one language, since answers come in many.
-    words = []
+    found = []
     for word in query.split():
         holding = Message.objects.annotate(vector=message_vector()).filter(
             vector=SearchQuery(word, search_type="plain", config="simple")
         )
         # A word in the title the user gave counts as in a message.
-        found = Q(pk__in=holding.values("conversation_id")) | Q(title__icontains=word)
-        words.append(Case(When(found, then=1), default=0))
+        found.append(Q(pk__in=holding.values("conversation_id")) | Q(title__icontains=word))
+    if len(found) == 1:
+        # Every match holds the one word: by recency, without looking the word up again.
+        return conversations.filter(found[0])
+    words = sum(Case(When(holds, then=1), default=0) for holds in found)
     return (
-        conversations.annotate(words=sum(words))
+        conversations.annotate(words=words)
         .filter(words__gt=0)
         .order_by("-words", "-last_activity", "-created_at")
     )

@@ -42,6 +42,20 @@ def test_the_list_sidebar_and_search_read_as_many_statements_for_70_conversation
     assert {url: statements(alice_client, url) for url in PAGES} == few
 
 
+def test_the_list_knows_a_next_page_follows_without_counting_every_match(alice_client, alice):
+    history(alice, 31)
+    for url in ("/", "/?q=salary"):
+        with CaptureQueriesContext(connection) as captured:
+            page = alice_client.get(url).content.decode()
+        assert page.count('class="conversation-row"') == 30 and "page=2" in page
+        assert not [
+            q for q in captured if 'COUNT(*) AS "__count" FROM "chat_conversation"' in q["sql"]
+        ]
+    last = alice_client.get("/?page=2&q=salary", headers={"HX-Request": "true"}).content.decode()
+    assert last.count('class="conversation-row"') == 1 and "page=3" not in last
+    assert 'class="conversation-row"' not in alice_client.get("/?page=9").content.decode()
+
+
 def test_turns_and_last_activity_are_each_conversations_own(alice, bob):
     history(alice, 2)
     stored(bob, ("salary of bob", "hush"))
