@@ -108,6 +108,12 @@ class ActivityFeed(models.Model):
         indexes = [
             models.Index(fields=["owner", "state"], name="feed_owner_state"),
             models.Index(fields=["owner", "started_at"], name="feed_owner_started"),
+            # The history marks conversations where a tool failed: a few entries to look in.
+            models.Index(
+                fields=["conversation_id"],
+                condition=models.Q(failed_tool_count__gt=0),
+                name="feed_failed_tool",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -312,6 +318,9 @@ class ActivityEvent(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["feed", "seq"], name="activity_event_seq_unique")
         ]
+        # The admin's dashboard reads the last days' events of a few kinds: without it, every
+        # event ever stored (bench/history_scale.py: 6 s at 1,000,000 events).
+        indexes = [models.Index(fields=["kind", "created_at"], name="event_kind_time")]
 
     def __str__(self) -> str:
         return f"#{self.seq} {self.kind} {self.message or self.tool}"

@@ -133,6 +133,10 @@ class Message(models.Model):
 
     class Meta:
         ordering = ["created_at", "id"]
+        # A conversation's latest message, for the history's order by last activity.
+        indexes = [
+            models.Index(fields=["conversation", "created_at"], name="message_conversation_time")
+        ]
         constraints = [
             # The database, not a check-then-act race, guarantees one running turn per
             # conversation.

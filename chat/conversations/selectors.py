@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 
 from django.conf import settings
 from django.db import connection
-from django.db.models import Case, Count, Exists, F, Max, OuterRef, Q, QuerySet, Subquery, When
+from django.db.models import Case, Count, Exists, OuterRef, Q, QuerySet, Subquery, When
 from django.db.models.functions import Coalesce
 from django.http import Http404
 from django.shortcuts import get_object_or_404
@@ -40,6 +40,7 @@ from activity.selectors import (
     events_by_feed,
     reasoning_by_feed,
 )
+from chat.conversations.search_index import message_vector
 from chat.models import ContactRequest, Conversation, Message, ToolApproval
 
 
@@ -49,11 +50,21 @@ def conversations_of(
     """The user's conversations with what the list shows (last activity, turns, whether a
     tool failed), newest first; with a query, ranked by how well their messages match."""
     # The stubs see the model cache its own first_question (display_title): the same name.
+    # Subqueries, not a join grouped by conversation: a page reads its rows' counts alone,
+    # and the latest message of each conversation is one index entry (bench/history_scale.py:
+    # the join read every message of a user with 10,000 conversations for each page).
+    latest = Message.objects.filter(conversation=OuterRef("pk")).order_by("-created_at")
+    questions = Message.objects.filter(conversation=OuterRef("pk"), role=Message.Role.USER)
     conversations = (
         Conversation.objects.filter(owner=user, archived_at__isnull=not archived)
         .annotate(  # type: ignore[no-redef]
-            last_activity=Coalesce(Max("messages__created_at"), "created_at"),
-            turn_count=Count("messages", filter=Q(messages__role=Message.Role.USER)),
+            last_activity=Coalesce(Subquery(latest.values("created_at")[:1]), "created_at"),
+            turn_count=Coalesce(
+                Subquery(
+                    questions.order_by().values("conversation").annotate(n=Count("pk")).values("n")
+                ),
+                0,
+            ),
             first_question=Subquery(
                 Message.objects.filter(conversation=OuterRef("pk"), role=Message.Role.USER)
                 .order_by("id")
@@ -85,27 +96,28 @@ def conversations_of(
 
 
 def _ranked_by_postgres(conversations, query: str):
-    from django.contrib.postgres.search import SearchQuery, SearchRank, SearchVector
+    """How many of the words each conversation's messages (or title) hold, then recency, as
+    in the SQLite fallback. Each word's messages come from the full-text index
+    (chat/migrations/0019_message_search.py), read once per query: ranking each
+    conversation's messages instead parsed every message of the user for each search
+    (bench/history_scale.py: seconds at 10,000 conversations)."""
+    from django.contrib.postgres.search import SearchQuery
 
-    # Any of the words matches and more matches rank higher, as in the SQLite fallback. The
-    # "simple" configuration: no stemming for one language, since answers come in many.
-    terms = [SearchQuery(term, search_type="plain", config="simple") for term in query.split()]
-    search = terms[0]
-    for term in terms[1:]:
-        search |= term
-    matching = (
-        Message.objects.annotate(vector=SearchVector("content", config="simple"))
-        .filter(conversation=OuterRef("pk"), vector=search)
-        .annotate(rank=SearchRank(F("vector"), search))
-    )
-    best = matching.order_by("-rank").values("rank")[:1]
-    titled = Q()
+    found = []
     for word in query.split():
-        titled |= Q(title__icontains=word)
+        holding = Message.objects.annotate(vector=message_vector()).filter(
+            vector=SearchQuery(word, search_type="plain", config="simple")
+        )
+        # A word in the title the user gave counts as in a message.
+        found.append(Q(pk__in=holding.values("conversation_id")) | Q(title__icontains=word))
+    if len(found) == 1:
+        # Every match holds the one word: by recency, without looking the word up again.
+        return conversations.filter(found[0])
+    words = sum(Case(When(holds, then=1), default=0) for holds in found)
     return (
-        conversations.annotate(rank=Subquery(best))
-        .filter(Q(rank__isnull=False) | titled)
-        .order_by(F("rank").desc(nulls_last=True), "-last_activity")
+        conversations.annotate(words=words)
+        .filter(words__gt=0)
+        .order_by("-words", "-last_activity", "-created_at")
     )
 
 

@@ -146,6 +146,21 @@ def test_admin_lists_stay_within_a_bounded_number_of_queries_for_100_feeds(
             assert admin_client.get(url).status_code == 200
 
 
+def test_the_feed_list_shows_each_feed_once_and_reads_distinct_rows_only_for_a_search(
+    admin_client, searched_feed
+):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as captured:
+        assert admin_client.get("/admin/activity/activityfeed/").status_code == 200
+    # A distinct set of every feed is counted and dated by reading all of them.
+    assert not [q for q in captured if 'DISTINCT "activity_activityfeed"."id"' in q["sql"]]
+    # Its events hold "search_documents" several times: the feed is listed once.
+    page = admin_client.get("/admin/activity/activityfeed/?q=search_documents").content.decode()
+    assert page.count(f"/admin/activity/activityfeed/{searched_feed.pk}/change/") == 1
+
+
 def test_a_feed_page_says_what_each_event_is_and_which_rows_no_longer_read(
     admin_client, searched_feed
 ):
