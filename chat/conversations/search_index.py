@@ -1,5 +1,5 @@
 """What a search on PostgreSQL matches messages by, and what its full-text index holds
-(chat/migrations/0019_message_search.py): one expression, or the index is not used."""
+(chat/migrations/0020_message_search.py): one expression, or the index is not used."""
 
 from __future__ import annotations
 

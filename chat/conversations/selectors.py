@@ -98,7 +98,7 @@ def conversations_of(
 def _ranked_by_postgres(conversations, query: str):
     """How many of the words each conversation's messages (or title) hold, then recency, as
     in the SQLite fallback. Each word's messages come from the full-text index
-    (chat/migrations/0019_message_search.py), read once per query: ranking each
+    (chat/migrations/0020_message_search.py), read once per query: ranking each
     conversation's messages instead parsed every message of the user for each search
     (bench/history_scale.py: seconds at 10,000 conversations)."""
     from django.contrib.postgres.search import SearchQuery

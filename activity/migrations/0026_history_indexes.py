@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('activity', '0024_model_call_tools_offered'),
+        ('activity', '0025_event_kind_app'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -6,8 +6,8 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('activity', '0025_history_indexes'),
-        ('chat', '0017_revocations'),
+        ('activity', '0026_history_indexes'),
+        ('chat', '0018_sampling'),
     ]
 
     operations = [

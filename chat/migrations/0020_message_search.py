@@ -24,6 +24,6 @@ def drop(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("chat", "0018_history_indexes")]
+    dependencies = [("chat", "0019_history_indexes")]
 
     operations = [migrations.RunPython(create, drop, elidable=False)]
