@@ -17,6 +17,7 @@ from activity.recording.events import WIRE_TYPES
 from chat.turns.broadcast import sidebar_group
 from chat.turns.registry import finish_all
 from tests.support.api import ask, client_for, sse_events
+from tests.support.layer_groups import group_size
 from tests.support.sockets import json_until_done, open_socket
 
 API_DOC = Path(__file__).resolve().parents[2] / "docs" / "api.md"
@@ -61,7 +62,7 @@ async def test_only_a_pages_socket_is_cued_when_another_conversation_changes(
     assert layer is not None
     # A program's socket is not even woken: thousands of a user's idle programs cost
     # nothing when one of their conversations starts a turn.
-    assert len(layer.groups[sidebar_group(alice.pk)]) == 1  # type: ignore[attr-defined]
+    assert await group_size(layer, sidebar_group(alice.pk)) == 1
     await layer.group_send(sidebar_group(alice.pk), other)
     assert 'id="sidebar-stale"' in await page.receive_from(timeout=5)
     # A program hears nothing of it: the next frame it gets answers what it sends after.
