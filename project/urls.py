@@ -51,6 +51,16 @@ urlpatterns = [
         name="mcp_app_call",
     ),
     path(
+        "apps/<int:message_id>/<str:call_id>/call/<str:waiting>/",
+        app_frames.app_call_outcome,
+        name="mcp_app_outcome",
+    ),
+    path(
+        "apps/<int:message_id>/<str:call_id>/card/",
+        app_frames.app_call_card,
+        name="mcp_app_card",
+    ),
+    path(
         "apps/<int:message_id>/<str:call_id>/context/",
         app_frames.app_context,
         name="mcp_app_context",

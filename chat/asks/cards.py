@@ -15,12 +15,12 @@ from chat.asks.question_cards import QuestionCard, cards
 from chat.asks.receipts import EditRefused, Edits
 from chat.models import Message, ToolApproval
 
+# The answers a card may wait under: a paused turn, or one that ended (its app's call).
+CARD_STATES = (Message.State.WAITING, Message.State.COMPLETE)
+
 
 def _waiting() -> QuerySet[ToolApproval]:
-    # The turn's state is the truth: a call decided, stopped or timed out no longer waits.
-    return ToolApproval.objects.filter(
-        decision="", answer__state=Message.State.WAITING
-    ).select_related("answer")
+    return ToolApproval.objects.waiting().select_related("answer")
 
 
 def cards_for(
@@ -29,7 +29,8 @@ def cards_for(
     """The approval card of each waiting answer among `answers`, by answer id, in one query
     (none when nothing waits): for the answer being changed (`editing`, its Change link) with
     its fields open, and a card as a refused edit left it (`refused`) in place of its own."""
-    waiting = [answer.pk for answer in answers if answer.state == Message.State.WAITING]
+    # An answer that ended may still hold its app's call (chat.turns.app_calls).
+    waiting = [answer.pk for answer in answers if answer.state in CARD_STATES]
     shown: dict[int, ApprovalCard] = {}
     if waiting:
         for approval in _waiting().filter(answer_id__in=waiting).order_by("pk"):
@@ -59,7 +60,7 @@ def refused_card(
     fields, and why under the field at fault. None if the call no longer waits."""
     approval = (
         ToolApproval.objects.of_call(conversation_id, call_id)
-        .filter(decision="", answer__state=Message.State.WAITING)
+        .waiting()
         .select_related("answer")
         .first()
     )

@@ -3,21 +3,26 @@ declares the extension, and a tool only its app may call is never offered to the
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
+from datetime import timedelta
 
 import mcp_types as types
 import pytest
 from asgiref.sync import sync_to_async
 from django.test import AsyncClient, Client
+from django.utils import timezone
 
 from activity.models import ActivityEvent, ModelCall
-from activity.recording.events import AppView, from_json, to_json
+from activity.recording.events import AppView, Decision, from_json, to_json
+from activity.recording.receipts import fingerprint_or_blank
 from activity.telemetry.spans import Options, trace_plan
 from chat.agent.mcp.apps import DOMAINS_PER_KEY, AppUi, app_ui, declared_csp, offered_to_model
 from chat.api.standards.agui import AguiWire
 from chat.api.standards.ui_stream import UiStreamWire
-from chat.models import Message
+from chat.models import Message, ToolApproval
+from chat.turns import app_calls, resuming
 from chat.turns.history import amodel_history
 from tests.support.apps_server import CHART_HTML, CHART_URI
 from tests.support.audit import sql, verify
@@ -191,6 +196,8 @@ async def called(user, frame: str, name: str, arguments: object) -> dict:
     response = await client.post(
         frame + "call/", {"name": name, "arguments": arguments}, content_type="application/json"
     )
+    if response.status_code == 202:
+        return {"status": 202, **response.json()}
     return response.json() if response.status_code == 200 else {"status": response.status_code}
 
 
@@ -219,25 +226,165 @@ async def test_an_apps_call_runs_on_its_own_server_written_ahead_marked_and_seal
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.asyncio
-async def test_an_app_reaches_no_other_servers_tool_no_unknown_one_and_nothing_that_asks_first(
-    charts, settings, alice, bob, alice_conversation
+async def test_an_app_reaches_no_other_servers_tool_and_no_unknown_one(
+    charts, alice, bob, alice_conversation
 ):
     frame = await a_shown_chart(alice, alice_conversation)
-    settings.GLASSBOX_APPROVAL = {"charts__refresh_chart": True}
 
     other = await called(alice, frame, "bench__echo", {"text": "stolen"})
-    asks = await called(alice, frame, "refresh_chart", {"months": 1})
     malformed = await called(alice, frame, "refresh_chart", "all")
     not_hers = await called(bob, frame, "show_chart", {"role": "x"})
 
     assert other["error"]["message"] == "charts has no tool bench__echo that its app may call"
-    assert (
-        asks["error"]["message"]
-        == "“Refresh the chart” asks first: ask for it in the conversation"
-    )
     assert malformed["error"]["message"] == "a call needs a tool's name and its arguments"
     assert not_hers == {"status": 404}
     assert await app_rows() == []
+
+
+async def asked_first(settings, alice, alice_conversation) -> tuple[str, dict]:
+    """A shown chart whose app asked for a call that asks first: its frame, and the 202."""
+    frame = await a_shown_chart(alice, alice_conversation)
+    settings.GLASSBOX_APPROVAL = {"charts__refresh_chart": True}
+    return frame, await called(alice, frame, "refresh_chart", {"months": 4})
+
+
+async def outcome_of(user, waiting: dict) -> dict:
+    client = AsyncClient()
+    await client.aforce_login(user)
+    response = await client.get(waiting["outcome"])
+    return response.json() if response.status_code == 200 else {"status": response.status_code}
+
+
+async def decided(user, conversation, call_id: str, body: dict) -> int:
+    """A program's decision over REST, and the call it lets go on run to its end."""
+    client = AsyncClient()
+    await client.aforce_login(user)
+    url = f"/api/conversations/{conversation.pk}/approvals/{call_id}/"
+    response = await client.post(url, body, content_type="application/json")
+    await asyncio.gather(*app_calls.running())
+    return response.status_code
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.asyncio
+async def test_an_apps_call_that_asks_first_waits_written_ahead_with_its_card_and_in_the_inbox(
+    charts, settings, alice, alice_conversation
+):
+    frame, waiting = await asked_first(settings, alice, alice_conversation)
+
+    assert waiting["status"] == 202 and waiting["waiting"].startswith("app-")
+    assert await outcome_of(alice, waiting) == {"waiting": True}
+    call, line = await app_rows()
+    assert (call.kind, call.state, call.arguments) == ("tool_call", "app", {"months": 4})
+    assert (line.kind, line.state) == ("status", "waiting")
+    assert line.message == "From the app: Refresh the chart — waiting for your approval"
+    approval = await ToolApproval.objects.aget(call_id=waiting["waiting"])
+    assert approval.app_of == frame.split("/")[3] and approval.decision == ""
+    client = Client()
+    await sync_to_async(client.force_login)(alice)
+    page = await sync_to_async(client.get)(f"/c/{alice_conversation.pk}/")
+    inbox = await sync_to_async(client.get)("/inbox/")
+    for shown in (page, inbox):
+        assert "Approve “Refresh the chart”?" in shown.content.decode()
+    card = await sync_to_async(client.get)(frame + "card/")
+    assert "Approve “Refresh the chart”?" in card.content.decode()
+    assert (await sync_to_async(verify)())[0] == 0
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.asyncio
+async def test_approving_an_apps_call_runs_it_sealed_with_its_receipt_and_the_app_gets_it(
+    charts, settings, alice, alice_conversation
+):
+    _, waiting = await asked_first(settings, alice, alice_conversation)
+    approval = await ToolApproval.objects.aget(call_id=waiting["waiting"])
+    body = {
+        "decision": "approve",
+        "fingerprint": approval.fingerprint,
+        "edited_arguments": {"months": 6},
+    }
+
+    assert await decided(alice, alice_conversation, waiting["waiting"], body) == 200
+
+    assert (await outcome_of(alice, waiting))["result"]["content"] == [
+        {"type": "text", "text": "Refreshed 6 months"}
+    ]
+    call, line, decided_row, result, done = await app_rows()
+    decision = decided_row.to_event()
+    assert isinstance(decision, Decision)
+    assert (decision.decision, decision.by) == ("approve", "alice")
+    # The receipt binds what ran: the arguments as the owner changed them on the card.
+    assert approval.fingerprint == fingerprint_or_blank({"months": 4})
+    assert decision.fingerprint == fingerprint_or_blank({"months": 6})
+    assert decision.edited_arguments == {"months": 6}
+    assert call.seq < line.seq < decided_row.seq < result.seq < done.seq and result.ok is True
+    answer = await Message.objects.aget(role="assistant")
+    assert answer.state == "complete"
+    assert (await sync_to_async(verify)())[0] == 0
+    again = await decided(alice, alice_conversation, waiting["waiting"], {"decision": "deny"})
+    assert again == 409
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.asyncio
+async def test_a_denied_apps_call_never_runs_and_the_app_is_told_why(
+    charts, settings, alice, alice_conversation
+):
+    _, waiting = await asked_first(settings, alice, alice_conversation)
+    body = {"decision": "deny", "reason": "not now"}
+
+    assert await decided(alice, alice_conversation, waiting["waiting"], body) == 200
+
+    told = await outcome_of(alice, waiting)
+    assert told["error"]["message"] == "The user denied this call: not now"
+    rows = await app_rows()
+    assert [row.kind for row in rows] == [
+        "tool_call",
+        "status",
+        "decision",
+        "tool_result",
+    ]
+    assert rows[3].ok is False and "Refreshed" not in str([r.to_event() for r in rows])
+    assert (await sync_to_async(verify)())[0] == 0
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.asyncio
+async def test_an_apps_call_nobody_approves_in_time_is_denied_as_timed_out(
+    charts, settings, alice, alice_conversation
+):
+    _, waiting = await asked_first(settings, alice, alice_conversation)
+    await ToolApproval.objects.filter(call_id=waiting["waiting"]).aupdate(
+        deadline=timezone.now() - timedelta(seconds=1)
+    )
+
+    assert await resuming.settle_expired() == 1
+    await asyncio.gather(*app_calls.running())
+
+    told = await outcome_of(alice, waiting)
+    assert told["error"]["message"] == "Nobody approved this call in time; it did not run"
+    decision = (await ActivityEvent.objects.aget(kind="decision")).to_event()
+    assert isinstance(decision, Decision) and decision.decision == "timeout"
+    assert not await ActivityEvent.objects.filter(
+        kind="tool_result", ok=True, call_id=waiting["waiting"]
+    ).aexists()
+    assert (await sync_to_async(verify)())[0] == 0
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.asyncio
+async def test_another_user_can_neither_approve_an_apps_call_nor_read_its_outcome(
+    charts, settings, alice, bob, alice_conversation
+):
+    _, waiting = await asked_first(settings, alice, alice_conversation)
+
+    status = await decided(bob, alice_conversation, waiting["waiting"], {"decision": "approve"})
+
+    assert status == 404
+    assert await outcome_of(bob, waiting) == {"status": 404}
+    assert await outcome_of(alice, waiting) == {"waiting": True}
+    approval = await ToolApproval.objects.aget(call_id=waiting["waiting"])
+    assert approval.decision == ""
 
 
 SHOWN = AppView(

@@ -26,7 +26,9 @@ APP = ".mcp-app"
 
 
 @contextlib.contextmanager
-def glassbox_with_charts(work: Path) -> Iterator[tuple[str, Callable[[], None]]]:
+def glassbox_with_charts(
+    work: Path, approval: str = ""
+) -> Iterator[tuple[str, Callable[[], None]]]:
     """(Glassbox's URL, a way to stop the charts server): the charts server over HTTP, and
     the test bench over stdio (the other server a hostile app reaches for)."""
     charts = http_server(APPS)
@@ -46,7 +48,9 @@ def glassbox_with_charts(work: Path) -> Iterator[tuple[str, Callable[[], None]]]
                 {"name": "bench", "command": sys.executable, "args": ["-m", BENCH]},
             ]
         )
-        server = stack.enter_context(serve(work, GLASSBOX_MCP_SERVERS=declared))
+        server = stack.enter_context(
+            serve(work, GLASSBOX_MCP_SERVERS=declared, GLASSBOX_APPROVAL=approval)
+        )
         yield server.url, stop
 
 
@@ -151,6 +155,37 @@ def test_an_apps_own_call_answers_it_and_stays_in_the_feed_marked_as_the_apps(ch
     page.locator(f"{DONE} details.feed > summary").click()
     expect(page.locator(f"{DONE} details.feed li.line", has_text="From the app:")).to_contain_text(
         "“Refresh the chart” finished"
+    )
+    page.context.close()
+
+
+@pytest.fixture
+def charts_asking_first(tmp_path):
+    asks = json.dumps({"charts__refresh_chart": True})
+    with glassbox_with_charts(tmp_path, asks) as running:
+        yield running
+
+
+def test_an_apps_call_that_asks_first_waits_for_its_card_and_approving_answers_the_app(
+    charts_asking_first, browser
+):
+    page = opened(browser, charts_asking_first[0])
+    ask(page, 'charts__show_chart {"role": "analyst"}')
+    expect(page.locator(DONE)).to_be_visible()
+    page.locator(f"{DONE} details.feed > summary").click()
+
+    frame_of(page).locator("#refresh").click()
+
+    card = page.locator(f"{DONE} section.approval-card")
+    expect(card.locator("h3")).to_have_text("⏸ Approve “Refresh the chart”?")
+    expect(frame_of(page).locator("#refreshed")).to_have_text("")
+    card.locator("button.approve").click()
+    expect(frame_of(page).locator("#refreshed")).to_have_text("Refreshed 3 months")
+    expect(card).to_have_count(0)
+    page.reload()
+    page.locator(f"{DONE} details.feed > summary").click()
+    expect(page.locator(f"{DONE} details.feed li.line", has_text="From the app:")).to_contain_text(
+        ["waiting for your approval", "“Refresh the chart” finished"]
     )
     page.context.close()
 
