@@ -10,13 +10,12 @@ from typing import Any
 
 from django.db.models import QuerySet
 
+from activity.recording.events import AppView
 from chat.asks.approval_cards import ApprovalCard, card_of, with_refusal
 from chat.asks.question_cards import QuestionCard, cards
 from chat.asks.receipts import EditRefused, Edits
+from chat.conversations.selectors import TurnView
 from chat.models import Message, ToolApproval
-
-# The answers a card may wait under: a paused turn, or one that ended (its app's call).
-CARD_STATES = (Message.State.WAITING, Message.State.COMPLETE)
 
 
 def _waiting() -> QuerySet[ToolApproval]:
@@ -29,8 +28,7 @@ def cards_for(
     """The approval card of each waiting answer among `answers`, by answer id, in one query
     (none when nothing waits): for the answer being changed (`editing`, its Change link) with
     its fields open, and a card as a refused edit left it (`refused`) in place of its own."""
-    # An answer that ended may still hold its app's call (chat.turns.app_calls).
-    waiting = [answer.pk for answer in answers if answer.state in CARD_STATES]
+    waiting = [answer.pk for answer in answers if _may_wait(answer)]
     shown: dict[int, ApprovalCard] = {}
     if waiting:
         for approval in _waiting().filter(answer_id__in=waiting).order_by("pk"):
@@ -40,6 +38,15 @@ def cards_for(
     if refused is not None:
         shown[refused.answer_id] = refused
     return shown
+
+
+def _may_wait(answer: Any) -> bool:
+    """A paused turn, or an answer that ended showing an app, whose calls may wait after it
+    (chat.turns.app_calls): a page without either reads no card."""
+    if answer.state == Message.State.WAITING:
+        return True
+    shown = answer.events if isinstance(answer, TurnView) else ()
+    return any(isinstance(event, AppView) for event in shown)
 
 
 def waiting_card(answer_id: int) -> ApprovalCard | None:
