@@ -327,13 +327,19 @@ async def test_approving_an_apps_call_runs_it_sealed_with_its_receipt_and_the_ap
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.asyncio
-async def test_a_denied_apps_call_never_runs_and_the_app_is_told_why(
+async def test_an_apps_call_denied_on_the_pages_form_never_runs_and_the_app_is_told_why(
     charts, settings, alice, alice_conversation
 ):
     _, waiting = await asked_first(settings, alice, alice_conversation)
-    body = {"decision": "deny", "reason": "not now"}
+    client = Client()
+    await sync_to_async(client.force_login)(alice)
 
-    assert await decided(alice, alice_conversation, waiting["waiting"], body) == 200
+    # The card's form, as a page without JavaScript sends it.
+    form = {"deny": waiting["waiting"], "reason": "not now"}
+    sent = await sync_to_async(client.post)(f"/c/{alice_conversation.pk}/act/", form)
+    await asyncio.gather(*app_calls.running())
+
+    assert sent.status_code == 302
 
     told = await outcome_of(alice, waiting)
     assert told["error"]["message"] == "The user denied this call: not now"
