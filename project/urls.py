@@ -56,6 +56,11 @@ urlpatterns = [
         name="mcp_app_outcome",
     ),
     path(
+        "apps/<int:message_id>/<str:call_id>/note/",
+        app_frames.app_note,
+        name="mcp_app_note",
+    ),
+    path(
         "apps/<int:message_id>/<str:call_id>/card/",
         app_frames.app_call_card,
         name="mcp_app_card",

@@ -492,6 +492,11 @@ def app_shown(user, message_id: int, call_id: str) -> AppShown:
     )
 
 
+def app_notes_made(feed_id: int, call_id: str) -> int:
+    """How many notes the app of `call_id` added (chat.turns.app_notes)."""
+    return ActivityEvent.objects.filter(feed_id=feed_id, call_id=call_id, kind="app_note").count()
+
+
 def tool_result_of(feed_id: int, call_id: str) -> ToolResult | None:
     """The result a call of the feed recorded, if it has one yet."""
     row = ActivityEvent.objects.filter(feed_id=feed_id, call_id=call_id, kind="tool_result")

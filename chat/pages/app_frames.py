@@ -20,7 +20,7 @@ from activity.recording.events import AppView
 from chat.asks.cards import waiting_card
 from chat.conversations import selectors
 from chat.socket.render import approval_card
-from chat.turns import app_calls
+from chat.turns import app_calls, app_notes
 
 # JSON-RPC's codes for what the bridge relays back: refused by the host, or malformed.
 REFUSED = -32000
@@ -102,6 +102,27 @@ async def app_call(request: HttpRequest, message_id: int, call_id: str) -> JsonR
             {"waiting": waits.call_id, "outcome": url, "seconds": seconds}, status=202
         )
     return JsonResponse({"result": result})
+
+
+@require_POST
+def app_note(request: HttpRequest, message_id: int, call_id: str) -> JsonResponse:
+    """The bridge relays here what an app said besides its calls (`ui/message`,
+    `ui/update-model-context`); chat.turns.app_notes keeps it in the answer's feed."""
+    if len(request.body) > CALL_BODY_LIMIT:
+        return JsonResponse({"error": {"code": INVALID, "message": "too large"}}, status=413)
+    try:
+        said = json.loads(request.body)
+    except ValueError:
+        said = None
+    if not isinstance(said, dict):
+        return JsonResponse({"error": {"code": INVALID, "message": "not JSON"}}, status=400)
+    try:
+        kept = app_notes.app_note(
+            request.user, message_id, call_id, said.get("note"), said.get("text")
+        )
+    except app_notes.AppNoteRefused as refused:
+        return JsonResponse({"error": {"code": REFUSED, "message": str(refused)}}, status=400)
+    return JsonResponse({"seq": kept.seq}, status=201)
 
 
 @require_GET

@@ -175,6 +175,35 @@ function proposeMessage(state, id, params) {
   composer.value = text.slice(0, limit);
   composer.dispatchEvent(new Event("input", {bubbles: true}));
   composer.focus({preventScroll: true});
+  keepNote(state, "message", text);  // in the feed, whether or not its person sends it
+  return answer(state, id, {});
+}
+
+// What an app says besides its calls is kept in the answer's feed (chat.turns.app_notes).
+async function keepNote(state, note, text) {
+  const response = await fetch(state.box.dataset.note, {
+    method: "POST",
+    credentials: "same-origin",
+    headers: {"Content-Type": "application/json", ...csrfHeaders()},
+    body: JSON.stringify({note, text}),
+  }).catch(() => null);
+  if (response?.ok) return {};
+  const refused = await response?.json().catch(() => ({}));
+  return {error: refused?.error ?? {code: REFUSED, message: "the host could not keep it"}};
+}
+
+// The context an app sets for the model is recorded for the audit; the model is not told it.
+async function updateContext(state, id, params) {
+  const blocks = Array.isArray(params?.content) ? params.content : [];
+  let text = blocks
+    .filter((block) => block?.type === "text" && typeof block.text === "string")
+    .map((block) => block.text)
+    .join("\n");
+  if (params?.structuredContent !== undefined) {
+    text = [text, JSON.stringify(params.structuredContent)].filter(Boolean).join("\n");
+  }
+  const kept = await keepNote(state, "context", text);
+  if (kept.error) return refuse(state, id, kept.error.code ?? REFUSED, kept.error.message);
   return answer(state, id, {});
 }
 
@@ -200,6 +229,7 @@ function onRequest(state, message) {
     case "ui/message":
       return proposeMessage(state, id, params);
     case "ui/update-model-context":
+      return updateContext(state, id, params);
     case "ui/open-link":
     case "resources/read":
       return refuse(state, id, REFUSED, `${method} is not offered to apps by this host`);

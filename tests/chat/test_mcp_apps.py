@@ -503,3 +503,73 @@ async def test_the_model_is_not_told_an_apps_calls_as_its_own(charts, alice, ali
 
     told = [c["function"]["name"] for m in history for c in m.get("tool_calls") or ()]
     assert told == ["charts__show_chart"]
+
+
+async def noted(user, frame: str, body: object) -> tuple[int, dict]:
+    client = AsyncClient()
+    if user is not None:
+        await client.aforce_login(user)
+    response = await client.post(frame + "note/", body, content_type="application/json")
+    is_json = response.get("Content-Type", "").startswith("application/json")
+    return response.status_code, response.json() if is_json else {}
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.asyncio
+async def test_what_an_app_says_is_kept_sealed_in_its_feed_exported_and_on_the_wires(
+    charts, alice, alice_conversation
+):
+    frame = await a_shown_chart(alice, alice_conversation)
+
+    message = await noted(alice, frame, {"note": "message", "text": "Explain this chart"})
+    context = await noted(alice, frame, {"note": "context", "text": 'Showing {"months": 3}'})
+
+    assert message[0] == context[0] == 201
+    client = AsyncClient()
+    await client.aforce_login(alice)
+    response = await client.get("/api/feeds/export/?format=ndjson")
+    (feed,) = [json.loads(line) for line in b"".join(await streamed(response)).splitlines()]
+    notes = [e for e in feed["events"] if e["type"] == "app_note"]
+    app_call = frame.split("/")[3]
+    assert [(n["note"], n["text"], n["call_id"]) for n in notes] == [
+        ("message", "Explain this chart", app_call),
+        ("context", 'Showing {"months": 3}', app_call),
+    ]
+    assert (await sync_to_async(verify)())[0] == 0
+    wire = notes[0]
+    (agui,) = AguiWire(thread_id="conv", run_id="2").frames(from_json(wire))
+    custom = json.loads(agui.payload.model_dump_json(by_alias=True))
+    assert (custom["type"], custom["name"], custom["value"]) == ("CUSTOM", "app_note", wire)
+    ui_stream = UiStreamWire(message_id="2")
+    ui_stream.frames(from_json({"type": "turn", "question_id": "1", "message_id": "2"}))
+    (part,) = ui_stream.frames(from_json(wire))
+    assert part.payload["type"] == "data-app-note" and part.payload["data"] == wire
+    # Kept for the audit: the model's next turn is not told the app's context.
+    answer = await Message.objects.filter(role="assistant").aget()
+    later = await Message.objects.acreate(
+        conversation_id=answer.conversation_id, role="assistant", content=""
+    )
+    assert "Showing" not in json.dumps(await amodel_history(later))
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.asyncio
+async def test_an_apps_note_that_is_malformed_too_long_or_not_its_owners_is_refused_and_not_kept(
+    charts, alice, bob, alice_conversation
+):
+    frame = await a_shown_chart(alice, alice_conversation)
+
+    unknown = await noted(alice, frame, {"note": "order", "text": "buy"})
+    empty = await noted(alice, frame, {"note": "message", "text": " \x00 "})
+    long = await noted(alice, frame, {"note": "context", "text": "x" * 4001})
+    not_hers = await noted(bob, frame, {"note": "message", "text": "hi"})
+    anonymous = await noted(None, frame, {"note": "message", "text": "hi"})
+
+    assert unknown == (
+        400,
+        {"error": {"code": -32000, "message": "a note is a message or a context, with its text"}},
+    )
+    assert empty[1]["error"]["message"] == "the note has no text"
+    assert long[1]["error"]["message"] == "the note is over 4000 characters"
+    assert not_hers[0] == 404 and anonymous[0] in (302, 403, 404)
+    assert not await ActivityEvent.objects.filter(kind="app_note").aexists()

@@ -223,8 +223,17 @@ def test_an_apps_message_waits_in_the_composer_for_its_person_to_send(charts, br
     expect(page.locator(DONE)).to_be_visible()
     page.locator(f"{DONE} details.feed > summary").click()
 
-    frame_of(page).locator("#ask").click()
+    with page.expect_response(lambda response: response.url.endswith("/note/")) as kept:
+        frame_of(page).locator("#ask").click()
 
     expect(page.locator("#question")).to_have_value("Explain this chart")
     expect(page.locator("article.assistant")).to_have_count(1)
+    # Proposed, not sent: the feed keeps what the app said all the same.
+    assert kept.value.status == 201
+    exported = page.evaluate(
+        "fetch('/api/feeds/export/?format=ndjson').then((response) => response.text())"
+    )
+    feeds = [json.loads(line) for line in exported.splitlines()]
+    notes = [e for feed in feeds for e in feed["events"] if e["type"] == "app_note"]
+    assert ("message", "Explain this chart") in [(n["note"], n["text"]) for n in notes]
     page.context.close()
