@@ -268,7 +268,7 @@ class ToolApproval(models.Model):
     edited_arguments = models.JSONField(null=True, blank=True)
     # The call whose app asked (chat.turns.app_calls): such a call waits after its turn
     # ended, and its decision runs it instead of resuming the turn. Empty for the model's.
-    app_of = models.CharField(max_length=64, blank=True)
+    app_of = models.CharField("asked by the app of call", max_length=64, blank=True)
 
     objects = ToolApprovals.as_manager()
 

@@ -505,6 +505,22 @@ async def test_the_model_is_not_told_an_apps_calls_as_its_own(charts, alice, ali
     assert told == ["charts__show_chart"]
 
 
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.asyncio
+async def test_an_auditor_sees_which_app_asked_on_the_approvals_admin_page(
+    charts, settings, admin_user, alice, alice_conversation
+):
+    frame, waiting = await asked_first(settings, alice, alice_conversation)
+    approval = await ToolApproval.objects.aget(call_id=waiting["waiting"])
+    client = Client()
+    await sync_to_async(client.force_login)(admin_user)
+
+    page = await sync_to_async(client.get)(f"/admin/chat/toolapproval/{approval.pk}/change/")
+
+    html = page.content.decode()
+    assert "Asked by the app of call" in html and frame.split("/")[3] in html
+
+
 async def noted(user, frame: str, body: object) -> tuple[int, dict]:
     client = AsyncClient()
     if user is not None:
