@@ -34,6 +34,7 @@ from activity.models import (
 )
 from activity.recording.events import (
     SCORE_NOTE_LIMIT,
+    AppNote,
     AppView,
     Decision,
     Plan,
@@ -243,6 +244,8 @@ class ActivityEventInline(ReadOnlyInline):
                 return f"score {judged} by {event.by}" if event.by else f"score {judged}"
             case AppView():
                 return f"app {event.uri} (sha256 {event.sha256})"
+            case AppNote():
+                return f"from the app ({event.note}): {event.text}"
             case _:
                 assert_never(event)
 

@@ -279,6 +279,7 @@ class ActivityEvent(models.Model):
         TOOL_LOG = "tool_log"
         SCORE = "score"
         APP = "app"
+        APP_NOTE = "app_note"
 
     feed = models.ForeignKey(ActivityFeed, on_delete=models.CASCADE, related_name="events")
     seq = models.PositiveIntegerField()

@@ -152,7 +152,7 @@ class ToolApprovalAdmin(AskedDuringATurnAdmin):
     search_fields = ["tool", "call_id", "reason", "answer__conversation__owner__username"]
     readonly_fields = ["answer", "call_id", "tool", "title", "arguments", "fingerprint",
                        "asked_at", "deadline", "decision", "decided_at", "decided_by", "reason",
-                       "edited_arguments", "integrity"]  # fmt: skip
+                       "edited_arguments", "app_of", "integrity"]  # fmt: skip
     exclude = ["state", "parameters"]
 
     def problem(self, row):

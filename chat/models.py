@@ -225,6 +225,13 @@ class ToolApprovals(models.QuerySet):
             "-answer_id"
         )
 
+    def waiting(self) -> ToolApprovals:
+        """Undecided calls that still wait: a paused turn's (the turn's state is the truth: a
+        call stopped or timed out no longer waits), or an app's, which waits on no turn."""
+        return self.filter(
+            models.Q(answer__state=Message.State.WAITING) | ~models.Q(app_of=""), decision=""
+        )
+
 
 class ToolApproval(models.Model):
     """A tool call that waits for its owner's decision, with what the agent loop needs to go
@@ -259,6 +266,9 @@ class ToolApproval(models.Model):
     fingerprint = models.CharField(max_length=80, blank=True)
     parameters = models.JSONField(null=True, blank=True)
     edited_arguments = models.JSONField(null=True, blank=True)
+    # The call whose app asked (chat.turns.app_calls): such a call waits after its turn
+    # ended, and its decision runs it instead of resuming the turn. Empty for the model's.
+    app_of = models.CharField("asked by the app of call", max_length=64, blank=True)
 
     objects = ToolApprovals.as_manager()
 

@@ -51,6 +51,21 @@ urlpatterns = [
         name="mcp_app_call",
     ),
     path(
+        "apps/<int:message_id>/<str:call_id>/call/<str:waiting>/",
+        app_frames.app_call_outcome,
+        name="mcp_app_outcome",
+    ),
+    path(
+        "apps/<int:message_id>/<str:call_id>/note/",
+        app_frames.app_note,
+        name="mcp_app_note",
+    ),
+    path(
+        "apps/<int:message_id>/<str:call_id>/card/",
+        app_frames.app_call_card,
+        name="mcp_app_card",
+    ),
+    path(
         "apps/<int:message_id>/<str:call_id>/context/",
         app_frames.app_context,
         name="mcp_app_context",

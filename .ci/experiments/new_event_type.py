@@ -45,13 +45,15 @@ def declare_new_event(tree: Path) -> None:
     path = tree / EVENTS
     source = path.read_text()
     union = (
-        "RecordedEvent = Status | ToolCall | ToolResult | Decision | Plan | ToolLog | Score"
-        " | AppView\n"
+        "RecordedEvent = (\n"
+        "    Status | ToolCall | ToolResult | Decision | Plan | ToolLog | Score | AppView"
+        " | AppNote\n"
+        ")\n"
     )
     if union not in source:
         raise SystemExit(f"{EVENTS} no longer declares {union.strip()!r}: update the experiment")
     source = source.replace(
-        union, NEW_EVENT.lstrip("\n") + "\n\n" + union.replace("AppView\n", "AppView | Note\n")
+        union, NEW_EVENT.lstrip("\n") + "\n\n" + union.replace("AppNote\n", "AppNote | Note\n")
     )
     source = source.replace(
         '    "tool_log": ToolLog,\n', '    "tool_log": ToolLog,\n    "note": Note,\n'

@@ -32,6 +32,7 @@ from activity.recording.chain import (
     text_digest,
 )
 from activity.recording.events import (
+    AppNote,
     AppView,
     Decision,
     Plan,
@@ -321,7 +322,7 @@ def _counted(event: RecordedEvent | None) -> str | None:
             return "tool_calls"
         case Decision():
             return "approvals"
-        case Status() | ToolResult() | Plan() | ToolLog() | Score() | AppView():
+        case Status() | ToolResult() | Plan() | ToolLog() | Score() | AppView() | AppNote():
             return None
         case _:
             assert_never(event)

@@ -27,6 +27,7 @@ from activity.presenting.presentation import (
 from activity.recording.events import (
     PLAN_LINE,
     REASONING,
+    AppNote,
     AppView,
     Decision,
     Done,
@@ -143,7 +144,7 @@ class LivePresenter:
                 return self._redrawn(f"call-{event.call_id}")
             # The answer's end is the consumer's (finish), the rest is not for the feed; a score
             # shows in its rating controls, not as a line.
-            case Done() | TurnStarted() | Error() | ToolFeedback() | Score():
+            case Done() | TurnStarted() | Error() | ToolFeedback() | Score() | AppNote():
                 return []
             case _:
                 assert_never(event)

@@ -24,6 +24,7 @@ from activity.recording.events import (
     IN_PLACE,
     PLAN_LINE,
     REASONING,
+    AppNote,
     AppView,
     Decision,
     Link,
@@ -331,6 +332,8 @@ def visible_lines(
                 continue  # shown on their call's lines
             case Score():
                 continue  # shown by the rating controls of its target
+            case AppNote():
+                continue  # what an app said is kept for the audit, not a line of the work
             case _:
                 assert_never(event)
         lines[line.key] = line
@@ -394,7 +397,7 @@ class _Calls:
                     calls.logs.setdefault(event.call_id, []).append(event)
                 case AppView():
                     calls.apps[event.call_id] = event
-                case Status() | Decision() | Plan() | Score():
+                case Status() | Decision() | Plan() | Score() | AppNote():
                     pass
                 case _:
                     assert_never(event)
@@ -476,7 +479,7 @@ def summarize(
         match event:
             case Decision(decision="deny" | "timeout"):
                 refused[event.call_id] = event
-            case Decision() | Score():
+            case Decision() | Score() | AppNote():
                 pass
             case ToolCall():
                 tools_by_call[event.call_id] = event.tool

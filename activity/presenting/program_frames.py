@@ -32,6 +32,7 @@ from activity.presenting.line_fields import fields_of
 from activity.presenting.live_markdown import settled_length
 from activity.presenting.presentation import cut, line_for
 from activity.recording.events import (
+    AppNote,
     AppView,
     Decision,
     Done,
@@ -84,7 +85,7 @@ class ProgramFrames:
             case ToolLog():
                 shown = at_least(event.level, self.prefs.mcp_log_level)
                 return self._work(to_json(event), shown=self.prefs.tool_progress and shown)
-            case Decision() | Score() | TurnStarted() | Error():
+            case Decision() | Score() | AppNote() | TurnStarted() | Error():
                 return [cut_values(to_json(event))]
             case _:
                 assert_never(event)

@@ -580,9 +580,39 @@ class AppView:
     type: Literal["app"] = field(default="app", metadata=declare(column="kind"))
 
 
+APP_NOTE_LIMIT = 4000
+AppNoteKind = Literal["message", "context"]
+APP_NOTE_KINDS: tuple[AppNoteKind, ...] = ("message", "context")
+
+
+def app_note_kind(value: str) -> AppNoteKind:
+    for known in APP_NOTE_KINDS:
+        if value == known:
+            return known
+    raise ValueError(f"not an app's note: {value!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class AppNote:
+    """What an app (MCP Apps) said after it was shown: a message it proposed for the
+    conversation (`ui/message`; its person sends it, or not) or the context it set for the
+    model (`ui/update-model-context`). The app's text: untrusted, bounded, shown as text."""
+
+    # The call whose app it is.
+    call_id: str = field(metadata=declare(column="call_id"))
+    note: AppNoteKind = field(
+        metadata=declare(read=app_note_kind, column="state", from_column=app_note_kind)
+    )
+    text: str = field(default="", metadata=declare(column="result_content", limit=APP_NOTE_LIMIT))
+    seq: int | None = field(default=None, metadata=declare(column="seq"))
+    type: Literal["app_note"] = field(default="app_note", metadata=declare(column="kind"))
+
+
 # One union of the recorded types; every other union is built on it, so a type added here is
 # one every surface must match (the new-event-type experiment, .ci/experiments).
-RecordedEvent = Status | ToolCall | ToolResult | Decision | Plan | ToolLog | Score | AppView
+RecordedEvent = (
+    Status | ToolCall | ToolResult | Decision | Plan | ToolLog | Score | AppView | AppNote
+)
 Event = RecordedEvent | TextDelta | Done
 WireEvent = Event | TurnStarted | Error | ToolFeedback
 
@@ -596,6 +626,7 @@ RECORDED_TYPES: dict[str, type[RecordedEvent]] = {
     "tool_log": ToolLog,
     "score": Score,
     "app": AppView,
+    "app_note": AppNote,
 }
 WIRE_TYPES: dict[str, type[WireEvent]] = {
     **RECORDED_TYPES,

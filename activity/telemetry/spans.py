@@ -24,6 +24,7 @@ from typing import Literal, assert_never
 
 from activity.models import ActivityEvent, ActivityFeed, ModelCall
 from activity.recording.events import (
+    AppNote,
     AppView,
     Decision,
     Plan,
@@ -228,7 +229,16 @@ def _turn_event(row: Recorded, options: Options) -> SpanEvent | None:
             return _plan_event(row.event, row.at, options)
         case Score(call_id=""):
             return _score_event(row.event, row.at, options)
-        case Status() | ToolCall() | ToolResult() | Decision() | ToolLog() | Score() | AppView():
+        case (
+            Status()
+            | ToolCall()
+            | ToolResult()
+            | Decision()
+            | ToolLog()
+            | Score()
+            | AppView()
+            | AppNote()
+        ):
             return None
         case _:
             assert_never(row.event)
@@ -266,6 +276,8 @@ class _Call:
                 self.events.append(_score_event(row.event, row.at, options))
             case AppView():
                 self.events.append(_app_event(row.event, row.at))
+            case AppNote():
+                pass  # the app's own text: not a trace's (no content by default)
             case _:
                 assert_never(row.event)
 

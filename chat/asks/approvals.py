@@ -17,7 +17,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from activity.recording.events import Decision, decision_kind
+from activity.recording.events import Decision, ToolCall, decision_kind
 from activity.recording.receipts import fingerprint_or_blank
 from activity.writing import feeds
 from chat.agent.approval import Paused, UnknownPause, Verdict
@@ -51,7 +51,8 @@ class Claimed:
 
     approval: ToolApproval
     decision: Decision
-    paused: Paused
+    # None for an app's call (ToolApproval.app_of): no turn goes on from it.
+    paused: Paused | None
 
     @property
     def verdict(self) -> Verdict:
@@ -91,6 +92,33 @@ def open_wait(
         parameters=paused.parameters,
         state=paused.as_state(),
         deadline=timezone.now() + timedelta(seconds=deadline_seconds),
+    )
+
+
+def open_app_wait(
+    *,
+    answer_id: int,
+    call: ToolCall,
+    title: str,
+    parameters: dict[str, Any] | None,
+    app_of: str,
+    server: str,
+    server_tool: str,
+    deadline_seconds: float,
+) -> ToolApproval:
+    """The call an app asked for (chat.turns.app_calls), for its owner to decide as the
+    model's are: its turn ended, so the row keeps what runs it instead of a pause."""
+    return ToolApproval.objects.create(
+        answer_id=answer_id,
+        call_id=call.call_id,
+        tool=call.tool,
+        title=title[:80],
+        arguments=dict(call.arguments),
+        fingerprint=fingerprint_or_blank(call.arguments),
+        parameters=parameters,
+        state={"server": server, "tool": server_tool},
+        deadline=timezone.now() + timedelta(seconds=deadline_seconds),
+        app_of=app_of,
     )
 
 
@@ -142,9 +170,7 @@ def _expired() -> list[int]:
     # on the dead connection for as long as the process lived. (Channels' trip to the
     # thread does it too, but not under its test communicator.)
     close_old_connections()
-    expired = ToolApproval.objects.filter(
-        decision="", deadline__lte=timezone.now(), answer__state=Message.State.WAITING
-    )
+    expired = ToolApproval.objects.waiting().filter(deadline__lte=timezone.now())
     return list(expired.values_list("pk", flat=True))
 
 
@@ -171,17 +197,10 @@ def _claim(
         )
         if approval is None:
             raise NoSuchApproval(_("No tool call of this conversation has that id."))
-        if approval.decision or approval.answer.state != Message.State.WAITING:
+        turns_waiting = approval.answer.state == Message.State.WAITING
+        if approval.decision or not (turns_waiting or approval.app_of):
             raise AlreadyDecided(_("That tool call was already decided."))
-        try:
-            paused = Paused.from_state(approval.state)
-        except UnknownPause:
-            raise NewerPause(
-                _(
-                    "This call was paused by a newer version of Glassbox than this server "
-                    "runs, so it cannot be decided here yet. Try again in a minute."
-                )
-            ) from None
+        paused = None if approval.app_of else _paused(approval)
         now = timezone.now()
         if approval.deadline <= now:
             kind, user, reason, asked = "timeout", None, "", NO_RECEIPT
@@ -206,6 +225,11 @@ def _claim(
             fingerprint=receipt.fingerprint,
             edited_arguments=receipt.edited_arguments,
         )
+        if paused is None:
+            # An app's call: its answer ended and stays so; the decision closes the feed anew.
+            decision = feeds.append_late(feed.pk, decided)
+            assert isinstance(decision, Decision)
+            return Claimed(approval, decision, None)
         # Running again: the conversation's one open turn stays this one. The answer's row
         # is locked before its feed's, in the order recovery locks them.
         answer_resume(answer_id=approval.answer_id)
@@ -215,3 +239,15 @@ def _claim(
         feed.seq_reserved = max(feed.seq_reserved, decision.seq or 0)
     approval.answer.state = Message.State.STREAMING
     return Claimed(approval, decision, paused)
+
+
+def _paused(approval: ToolApproval) -> Paused:
+    try:
+        return Paused.from_state(approval.state)
+    except UnknownPause:
+        raise NewerPause(
+            _(
+                "This call was paused by a newer version of Glassbox than this server "
+                "runs, so it cannot be decided here yet. Try again in a minute."
+            )
+        ) from None

@@ -10,17 +10,16 @@ from typing import Any
 
 from django.db.models import QuerySet
 
+from activity.recording.events import AppView
 from chat.asks.approval_cards import ApprovalCard, card_of, with_refusal
 from chat.asks.question_cards import QuestionCard, cards
 from chat.asks.receipts import EditRefused, Edits
+from chat.conversations.selectors import TurnView
 from chat.models import Message, ToolApproval
 
 
 def _waiting() -> QuerySet[ToolApproval]:
-    # The turn's state is the truth: a call decided, stopped or timed out no longer waits.
-    return ToolApproval.objects.filter(
-        decision="", answer__state=Message.State.WAITING
-    ).select_related("answer")
+    return ToolApproval.objects.waiting().select_related("answer")
 
 
 def cards_for(
@@ -29,7 +28,7 @@ def cards_for(
     """The approval card of each waiting answer among `answers`, by answer id, in one query
     (none when nothing waits): for the answer being changed (`editing`, its Change link) with
     its fields open, and a card as a refused edit left it (`refused`) in place of its own."""
-    waiting = [answer.pk for answer in answers if answer.state == Message.State.WAITING]
+    waiting = [answer.pk for answer in answers if _may_wait(answer)]
     shown: dict[int, ApprovalCard] = {}
     if waiting:
         for approval in _waiting().filter(answer_id__in=waiting).order_by("pk"):
@@ -39,6 +38,15 @@ def cards_for(
     if refused is not None:
         shown[refused.answer_id] = refused
     return shown
+
+
+def _may_wait(answer: Any) -> bool:
+    """A paused turn, or an answer that ended showing an app, whose calls may wait after it
+    (chat.turns.app_calls): a page without either reads no card."""
+    if answer.state == Message.State.WAITING:
+        return True
+    shown = answer.events if isinstance(answer, TurnView) else ()
+    return any(isinstance(event, AppView) for event in shown)
 
 
 def waiting_card(answer_id: int) -> ApprovalCard | None:
@@ -59,7 +67,7 @@ def refused_card(
     fields, and why under the field at fault. None if the call no longer waits."""
     approval = (
         ToolApproval.objects.of_call(conversation_id, call_id)
-        .filter(decision="", answer__state=Message.State.WAITING)
+        .waiting()
         .select_related("answer")
         .first()
     )

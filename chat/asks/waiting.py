@@ -82,10 +82,7 @@ class ApprovalWait:
 
     @staticmethod
     def waiting_for(user: Any) -> QuerySet[ToolApproval]:
-        # The turn's state is the truth: a row decided, stopped or timed out no longer waits.
-        return ToolApproval.objects.filter(
-            decision="",
-            answer__state=Message.State.WAITING,
+        return ToolApproval.objects.waiting().filter(
             answer__conversation__owner=user,
             answer__conversation__deleted_at__isnull=True,
         )

@@ -459,6 +459,7 @@ class AppShown:
     result: ToolResult | None
     feed_id: int
     conversation_id: uuid.UUID
+    answer_id: int
 
 
 def app_shown(user, message_id: int, call_id: str) -> AppShown:
@@ -486,7 +487,22 @@ def app_shown(user, message_id: int, call_id: str) -> AppShown:
     arguments.pop(FEEDBACK_ARG, None)
     result = results[-1] if results else None
     assert message.feed_id is not None  # it has an app event
-    return AppShown(apps[-1], arguments, result, message.feed_id, message.conversation_id)
+    return AppShown(
+        apps[-1], arguments, result, message.feed_id, message.conversation_id, message.pk
+    )
+
+
+def app_notes_made(feed_id: int, call_id: str) -> int:
+    """How many notes the app of `call_id` added (chat.turns.app_notes)."""
+    return ActivityEvent.objects.filter(feed_id=feed_id, call_id=call_id, kind="app_note").count()
+
+
+def tool_result_of(feed_id: int, call_id: str) -> ToolResult | None:
+    """The result a call of the feed recorded, if it has one yet."""
+    row = ActivityEvent.objects.filter(feed_id=feed_id, call_id=call_id, kind="tool_result")
+    found = row.order_by("-seq").first()
+    event = found.to_event() if found is not None else None
+    return event if isinstance(event, ToolResult) else None
 
 
 def app_calls_made(feed_id: int) -> int:

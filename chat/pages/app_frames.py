@@ -10,13 +10,17 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.urls import reverse
 from django.views.decorators.clickjacking import xframe_options_sameorigin
 from django.views.decorators.http import require_GET, require_POST
 
 from activity.recording.events import AppView
+from chat.asks.cards import waiting_card
 from chat.conversations import selectors
-from chat.turns import app_calls
+from chat.socket.render import approval_card
+from chat.turns import app_calls, app_notes
 
 # JSON-RPC's codes for what the bridge relays back: refused by the host, or malformed.
 REFUSED = -32000
@@ -90,7 +94,61 @@ async def app_call(request: HttpRequest, message_id: int, call_id: str) -> JsonR
         )
     except app_calls.AppCallRefused as refused:
         return JsonResponse({"error": {"code": REFUSED, "message": str(refused)}})
+    except app_calls.AppCallWaits as waits:
+        # Its owner decides on the card; the bridge asks `outcome` until there is one.
+        url = reverse("mcp_app_outcome", args=[message_id, call_id, waits.call_id])
+        seconds = settings.GLASSBOX_APPROVAL_TIMEOUT
+        return JsonResponse(
+            {"waiting": waits.call_id, "outcome": url, "seconds": seconds}, status=202
+        )
     return JsonResponse({"result": result})
+
+
+@require_POST
+def app_note(request: HttpRequest, message_id: int, call_id: str) -> JsonResponse:
+    """The bridge relays here what an app said besides its calls (`ui/message`,
+    `ui/update-model-context`); chat.turns.app_notes keeps it in the answer's feed."""
+    if len(request.body) > CALL_BODY_LIMIT:
+        return JsonResponse({"error": {"code": INVALID, "message": "too large"}}, status=413)
+    try:
+        said = json.loads(request.body)
+    except ValueError:
+        said = None
+    if not isinstance(said, dict):
+        return JsonResponse({"error": {"code": INVALID, "message": "not JSON"}}, status=400)
+    try:
+        kept = app_notes.app_note(
+            request.user, message_id, call_id, said.get("note"), said.get("text")
+        )
+    except app_notes.AppNoteRefused as refused:
+        return JsonResponse({"error": {"code": REFUSED, "message": str(refused)}}, status=400)
+    return JsonResponse({"seq": kept.seq}, status=201)
+
+
+@require_GET
+def app_call_outcome(
+    request: HttpRequest, message_id: int, call_id: str, waiting: str
+) -> JsonResponse:
+    """How a call of the app that waited for approval ended: the JSON-RPC result or error
+    the bridge hands back to the frame, or `{"waiting": true}` while it has not."""
+    ended = app_calls.outcome(request.user, message_id, call_id, waiting)
+    if ended is None:
+        response = JsonResponse({"waiting": True})
+    elif "error" in ended:
+        response = JsonResponse({"error": {"code": REFUSED, "message": ended["error"]}})
+    else:
+        response = JsonResponse({"result": ended["result"]})
+    response["Cache-Control"] = "private, no-store"
+    return response
+
+
+@require_GET
+def app_call_card(request: HttpRequest, message_id: int, call_id: str) -> HttpResponse:
+    """The answer's approval slot as it stands (the card of its app's waiting call, or
+    empty): the bridge draws it when a call starts waiting and when it ends."""
+    shown = selectors.app_shown(request.user, message_id, call_id)
+    card = waiting_card(shown.answer_id)
+    return HttpResponse(approval_card(shown.answer_id, card))
 
 
 @require_GET

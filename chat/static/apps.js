@@ -14,6 +14,8 @@ const METHOD_NOT_FOUND = -32601;
 const INVALID_REQUEST = -32600;
 const REFUSED = -32000;
 const MAX_CALLS_AT_ONCE = 2;
+const POLL_MS = 1000;
+const POLL_GRACE_MS = 60 * 1000;
 
 const apps = new Map();  // a frame's window -> its state
 
@@ -116,13 +118,44 @@ async function relayCall(state, id, params) {
       headers: {"Content-Type": "application/json", ...csrfHeaders()},
       body: JSON.stringify({name: params.name, arguments: params.arguments ?? {}}),
     });
-    const answered = await response.json().catch(() => ({}));
+    let answered = await response.json().catch(() => ({}));
+    if (response.status === 202 && typeof answered.outcome === "string") {
+      answered = await awaitDecision(state, answered);
+    }
     if (answered.result) answer(state, id, answered.result);
     else refuse(state, id, answered.error?.code ?? REFUSED, answered.error?.message ?? "refused");
   } catch {
     refuse(state, id, REFUSED, "the host could not reach its server");
   } finally {
     state.calling -= 1;
+  }
+}
+
+// A call that asks first waits for its person's decision on the approval card (drawn here, in
+// the answer's slot, and in the inbox); the decision may come from any tab, the inbox, the
+// API or the form without JavaScript, so the outcome is asked for rather than pushed.
+async function awaitDecision(state, waiting) {
+  redrawCard(state);
+  const until = Date.now() + (Number(waiting.seconds) || 600) * 1000 + POLL_GRACE_MS;
+  while (Date.now() < until && state.frame.isConnected) {
+    await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+    const response = await fetch(waiting.outcome, {credentials: "same-origin"}).catch(() => null);
+    if (!response) continue;  // offline a moment: ask again
+    if (!response.ok) return {error: {code: REFUSED, message: "the call is no longer known"}};
+    const outcome = await response.json().catch(() => ({}));
+    if (outcome.result || outcome.error) {
+      redrawCard(state);
+      return outcome;
+    }
+  }
+  return {error: {code: REFUSED, message: "no decision came in time"}};
+}
+
+function redrawCard(state) {
+  // The slot comes back out of band (chat.pages.app_frames.app_call_card), processed by htmx
+  // so its form sends over the page's socket as any card's does.
+  if (window.htmx && state.box.dataset.card) {
+    window.htmx.ajax("GET", state.box.dataset.card, {swap: "none"});
   }
 }
 
@@ -142,6 +175,35 @@ function proposeMessage(state, id, params) {
   composer.value = text.slice(0, limit);
   composer.dispatchEvent(new Event("input", {bubbles: true}));
   composer.focus({preventScroll: true});
+  keepNote(state, "message", text);  // in the feed, whether or not its person sends it
+  return answer(state, id, {});
+}
+
+// What an app says besides its calls is kept in the answer's feed (chat.turns.app_notes).
+async function keepNote(state, note, text) {
+  const response = await fetch(state.box.dataset.note, {
+    method: "POST",
+    credentials: "same-origin",
+    headers: {"Content-Type": "application/json", ...csrfHeaders()},
+    body: JSON.stringify({note, text}),
+  }).catch(() => null);
+  if (response?.ok) return {};
+  const refused = await response?.json().catch(() => ({}));
+  return {error: refused?.error ?? {code: REFUSED, message: "the host could not keep it"}};
+}
+
+// The context an app sets for the model is recorded for the audit; the model is not told it.
+async function updateContext(state, id, params) {
+  const blocks = Array.isArray(params?.content) ? params.content : [];
+  let text = blocks
+    .filter((block) => block?.type === "text" && typeof block.text === "string")
+    .map((block) => block.text)
+    .join("\n");
+  if (params?.structuredContent !== undefined) {
+    text = [text, JSON.stringify(params.structuredContent)].filter(Boolean).join("\n");
+  }
+  const kept = await keepNote(state, "context", text);
+  if (kept.error) return refuse(state, id, kept.error.code ?? REFUSED, kept.error.message);
   return answer(state, id, {});
 }
 
@@ -167,6 +229,7 @@ function onRequest(state, message) {
     case "ui/message":
       return proposeMessage(state, id, params);
     case "ui/update-model-context":
+      return updateContext(state, id, params);
     case "ui/open-link":
     case "resources/read":
       return refuse(state, id, REFUSED, `${method} is not offered to apps by this host`);

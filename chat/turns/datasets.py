@@ -13,6 +13,7 @@ from typing import Any, assert_never
 from asgiref.sync import sync_to_async
 
 from activity.recording.events import (
+    AppNote,
     AppView,
     Decision,
     Plan,
@@ -114,7 +115,7 @@ def turn_records(
             case Score():
                 scores.setdefault(event.call_id, []).append(event)
             # A plan and a server's log lines are how the work was shown, not what was judged.
-            case Status() | ToolResult() | Decision() | Plan() | ToolLog() | AppView():
+            case Status() | ToolResult() | Decision() | Plan() | ToolLog() | AppView() | AppNote():
                 pass
             case _:
                 assert_never(event)

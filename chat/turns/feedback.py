@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import assert_never
 
 from activity.recording.events import (
+    AppNote,
     AppView,
     Decision,
     Plan,
@@ -55,6 +56,7 @@ def with_feedback(events: Sequence[RecordedEvent]) -> list[WireEvent]:
                 | ToolLog()
                 | Score()
                 | AppView()
+                | AppNote()
             ):
                 out.append(event)
             case _:

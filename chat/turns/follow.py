@@ -28,6 +28,7 @@ from django.conf import settings
 from activity.models import ActivityEvent
 from activity.preferences.feed_prefs import FeedPrefs
 from activity.recording.events import (
+    AppNote,
     AppView,
     Decision,
     Done,
@@ -206,6 +207,7 @@ class _Gaps:
                 | ToolLog()
                 | Score()
                 | AppView()
+                | AppNote()
             ):
                 return self._with_feedback(await self._numbered(event, unsaved))
             case TurnStarted() | Error():
@@ -328,6 +330,7 @@ def _recorded(event: WireEvent) -> RecordedEvent:
             | ToolLog()
             | Score()
             | AppView()
+            | AppNote()
         ):
             return event
         case TextDelta() | Done() | TurnStarted() | Error() | ToolFeedback():

@@ -18,7 +18,7 @@ from django.utils.translation import gettext as _
 from activity.recording.events import Decision
 from chat.asks import approvals
 from chat.asks.receipts import Edits
-from chat.turns import registry, runner
+from chat.turns import app_calls, registry, runner
 
 logger = logging.getLogger("glassbox.turns")
 
@@ -68,6 +68,9 @@ async def stop_waiting(answer_id: int) -> bool:
 
 
 def _go_on(claimed: approvals.Claimed) -> None:
+    if claimed.paused is None:
+        app_calls.launch_decided(claimed)
+        return
     registry.launch(
         claimed.approval.answer_id,
         runner.run(

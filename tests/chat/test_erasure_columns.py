@@ -64,6 +64,7 @@ KEPT = {
     "chat.Message.role": "an enumeration",
     "chat.Message.state": "an enumeration",
     "chat.ToolApproval.call_id": "the model's id of the call",
+    "chat.ToolApproval.app_of": "the id of the call whose app asked",
     "chat.ToolApproval.tool": "which tool asked",
     "chat.ToolApproval.title": "the tool's name for people, as its server gave it",
     "chat.ToolApproval.decision": "an enumeration: who decided and when is kept",

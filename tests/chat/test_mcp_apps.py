@@ -3,21 +3,26 @@ declares the extension, and a tool only its app may call is never offered to the
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
+from datetime import timedelta
 
 import mcp_types as types
 import pytest
 from asgiref.sync import sync_to_async
 from django.test import AsyncClient, Client
+from django.utils import timezone
 
 from activity.models import ActivityEvent, ModelCall
-from activity.recording.events import AppView, from_json, to_json
+from activity.recording.events import AppView, Decision, from_json, to_json
+from activity.recording.receipts import fingerprint_or_blank
 from activity.telemetry.spans import Options, trace_plan
 from chat.agent.mcp.apps import DOMAINS_PER_KEY, AppUi, app_ui, declared_csp, offered_to_model
 from chat.api.standards.agui import AguiWire
 from chat.api.standards.ui_stream import UiStreamWire
-from chat.models import Message
+from chat.models import Message, ToolApproval
+from chat.turns import app_calls, resuming
 from chat.turns.history import amodel_history
 from tests.support.apps_server import CHART_HTML, CHART_URI
 from tests.support.audit import sql, verify
@@ -191,6 +196,8 @@ async def called(user, frame: str, name: str, arguments: object) -> dict:
     response = await client.post(
         frame + "call/", {"name": name, "arguments": arguments}, content_type="application/json"
     )
+    if response.status_code == 202:
+        return {"status": 202, **response.json()}
     return response.json() if response.status_code == 200 else {"status": response.status_code}
 
 
@@ -219,25 +226,171 @@ async def test_an_apps_call_runs_on_its_own_server_written_ahead_marked_and_seal
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.asyncio
-async def test_an_app_reaches_no_other_servers_tool_no_unknown_one_and_nothing_that_asks_first(
-    charts, settings, alice, bob, alice_conversation
+async def test_an_app_reaches_no_other_servers_tool_and_no_unknown_one(
+    charts, alice, bob, alice_conversation
 ):
     frame = await a_shown_chart(alice, alice_conversation)
-    settings.GLASSBOX_APPROVAL = {"charts__refresh_chart": True}
 
     other = await called(alice, frame, "bench__echo", {"text": "stolen"})
-    asks = await called(alice, frame, "refresh_chart", {"months": 1})
     malformed = await called(alice, frame, "refresh_chart", "all")
     not_hers = await called(bob, frame, "show_chart", {"role": "x"})
 
     assert other["error"]["message"] == "charts has no tool bench__echo that its app may call"
-    assert (
-        asks["error"]["message"]
-        == "“Refresh the chart” asks first: ask for it in the conversation"
-    )
     assert malformed["error"]["message"] == "a call needs a tool's name and its arguments"
     assert not_hers == {"status": 404}
     assert await app_rows() == []
+
+
+async def asked_first(settings, alice, alice_conversation) -> tuple[str, dict]:
+    """A shown chart whose app asked for a call that asks first: its frame, and the 202."""
+    frame = await a_shown_chart(alice, alice_conversation)
+    settings.GLASSBOX_APPROVAL = {"charts__refresh_chart": True}
+    return frame, await called(alice, frame, "refresh_chart", {"months": 4})
+
+
+async def outcome_of(user, waiting: dict) -> dict:
+    client = AsyncClient()
+    await client.aforce_login(user)
+    response = await client.get(waiting["outcome"])
+    return response.json() if response.status_code == 200 else {"status": response.status_code}
+
+
+async def decided(user, conversation, call_id: str, body: dict) -> int:
+    """A program's decision over REST, and the call it lets go on run to its end."""
+    client = AsyncClient()
+    await client.aforce_login(user)
+    url = f"/api/conversations/{conversation.pk}/approvals/{call_id}/"
+    response = await client.post(url, body, content_type="application/json")
+    await asyncio.gather(*app_calls.running())
+    return response.status_code
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.asyncio
+async def test_an_apps_call_that_asks_first_waits_written_ahead_with_its_card_and_in_the_inbox(
+    charts, settings, alice, alice_conversation
+):
+    frame, waiting = await asked_first(settings, alice, alice_conversation)
+
+    assert waiting["status"] == 202 and waiting["waiting"].startswith("app-")
+    assert await outcome_of(alice, waiting) == {"waiting": True}
+    call, line = await app_rows()
+    assert (call.kind, call.state, call.arguments) == ("tool_call", "app", {"months": 4})
+    assert (line.kind, line.state) == ("status", "waiting")
+    assert line.message == "From the app: Refresh the chart — waiting for your approval"
+    approval = await ToolApproval.objects.aget(call_id=waiting["waiting"])
+    assert approval.app_of == frame.split("/")[3] and approval.decision == ""
+    client = Client()
+    await sync_to_async(client.force_login)(alice)
+    page = await sync_to_async(client.get)(f"/c/{alice_conversation.pk}/")
+    inbox = await sync_to_async(client.get)("/inbox/")
+    for shown in (page, inbox):
+        assert "Approve “Refresh the chart”?" in shown.content.decode()
+    card = await sync_to_async(client.get)(frame + "card/")
+    assert "Approve “Refresh the chart”?" in card.content.decode()
+    assert (await sync_to_async(verify)())[0] == 0
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.asyncio
+async def test_approving_an_apps_call_runs_it_sealed_with_its_receipt_and_the_app_gets_it(
+    charts, settings, alice, alice_conversation
+):
+    _, waiting = await asked_first(settings, alice, alice_conversation)
+    approval = await ToolApproval.objects.aget(call_id=waiting["waiting"])
+    body = {
+        "decision": "approve",
+        "fingerprint": approval.fingerprint,
+        "edited_arguments": {"months": 6},
+    }
+
+    assert await decided(alice, alice_conversation, waiting["waiting"], body) == 200
+
+    assert (await outcome_of(alice, waiting))["result"]["content"] == [
+        {"type": "text", "text": "Refreshed 6 months"}
+    ]
+    call, line, decided_row, result, done = await app_rows()
+    decision = decided_row.to_event()
+    assert isinstance(decision, Decision)
+    assert (decision.decision, decision.by) == ("approve", "alice")
+    # The receipt binds what ran: the arguments as the owner changed them on the card.
+    assert approval.fingerprint == fingerprint_or_blank({"months": 4})
+    assert decision.fingerprint == fingerprint_or_blank({"months": 6})
+    assert decision.edited_arguments == {"months": 6}
+    assert call.seq < line.seq < decided_row.seq < result.seq < done.seq and result.ok is True
+    answer = await Message.objects.aget(role="assistant")
+    assert answer.state == "complete"
+    assert (await sync_to_async(verify)())[0] == 0
+    again = await decided(alice, alice_conversation, waiting["waiting"], {"decision": "deny"})
+    assert again == 409
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.asyncio
+async def test_an_apps_call_denied_on_the_pages_form_never_runs_and_the_app_is_told_why(
+    charts, settings, alice, alice_conversation
+):
+    _, waiting = await asked_first(settings, alice, alice_conversation)
+    client = Client()
+    await sync_to_async(client.force_login)(alice)
+
+    # The card's form, as a page without JavaScript sends it.
+    form = {"deny": waiting["waiting"], "reason": "not now"}
+    sent = await sync_to_async(client.post)(f"/c/{alice_conversation.pk}/act/", form)
+    await asyncio.gather(*app_calls.running())
+
+    assert sent.status_code == 302
+
+    told = await outcome_of(alice, waiting)
+    assert told["error"]["message"] == "The user denied this call: not now"
+    rows = await app_rows()
+    assert [row.kind for row in rows] == [
+        "tool_call",
+        "status",
+        "decision",
+        "tool_result",
+    ]
+    assert rows[3].ok is False and "Refreshed" not in str([r.to_event() for r in rows])
+    assert (await sync_to_async(verify)())[0] == 0
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.asyncio
+async def test_an_apps_call_nobody_approves_in_time_is_denied_as_timed_out(
+    charts, settings, alice, alice_conversation
+):
+    _, waiting = await asked_first(settings, alice, alice_conversation)
+    await ToolApproval.objects.filter(call_id=waiting["waiting"]).aupdate(
+        deadline=timezone.now() - timedelta(seconds=1)
+    )
+
+    assert await resuming.settle_expired() == 1
+    await asyncio.gather(*app_calls.running())
+
+    told = await outcome_of(alice, waiting)
+    assert told["error"]["message"] == "Nobody approved this call in time; it did not run"
+    decision = (await ActivityEvent.objects.aget(kind="decision")).to_event()
+    assert isinstance(decision, Decision) and decision.decision == "timeout"
+    assert not await ActivityEvent.objects.filter(
+        kind="tool_result", ok=True, call_id=waiting["waiting"]
+    ).aexists()
+    assert (await sync_to_async(verify)())[0] == 0
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.asyncio
+async def test_another_user_can_neither_approve_an_apps_call_nor_read_its_outcome(
+    charts, settings, alice, bob, alice_conversation
+):
+    _, waiting = await asked_first(settings, alice, alice_conversation)
+
+    status = await decided(bob, alice_conversation, waiting["waiting"], {"decision": "approve"})
+
+    assert status == 404
+    assert await outcome_of(bob, waiting) == {"status": 404}
+    assert await outcome_of(alice, waiting) == {"waiting": True}
+    approval = await ToolApproval.objects.aget(call_id=waiting["waiting"])
+    assert approval.decision == ""
 
 
 SHOWN = AppView(
@@ -350,3 +503,89 @@ async def test_the_model_is_not_told_an_apps_calls_as_its_own(charts, alice, ali
 
     told = [c["function"]["name"] for m in history for c in m.get("tool_calls") or ()]
     assert told == ["charts__show_chart"]
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.asyncio
+async def test_an_auditor_sees_which_app_asked_on_the_approvals_admin_page(
+    charts, settings, admin_user, alice, alice_conversation
+):
+    frame, waiting = await asked_first(settings, alice, alice_conversation)
+    approval = await ToolApproval.objects.aget(call_id=waiting["waiting"])
+    client = Client()
+    await sync_to_async(client.force_login)(admin_user)
+
+    page = await sync_to_async(client.get)(f"/admin/chat/toolapproval/{approval.pk}/change/")
+
+    html = page.content.decode()
+    assert "Asked by the app of call" in html and frame.split("/")[3] in html
+
+
+async def noted(user, frame: str, body: object) -> tuple[int, dict]:
+    client = AsyncClient()
+    if user is not None:
+        await client.aforce_login(user)
+    response = await client.post(frame + "note/", body, content_type="application/json")
+    is_json = response.get("Content-Type", "").startswith("application/json")
+    return response.status_code, response.json() if is_json else {}
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.asyncio
+async def test_what_an_app_says_is_kept_sealed_in_its_feed_exported_and_on_the_wires(
+    charts, alice, alice_conversation
+):
+    frame = await a_shown_chart(alice, alice_conversation)
+
+    message = await noted(alice, frame, {"note": "message", "text": "Explain this chart"})
+    context = await noted(alice, frame, {"note": "context", "text": 'Showing {"months": 3}'})
+
+    assert message[0] == context[0] == 201
+    client = AsyncClient()
+    await client.aforce_login(alice)
+    response = await client.get("/api/feeds/export/?format=ndjson")
+    (feed,) = [json.loads(line) for line in b"".join(await streamed(response)).splitlines()]
+    notes = [e for e in feed["events"] if e["type"] == "app_note"]
+    app_call = frame.split("/")[3]
+    assert [(n["note"], n["text"], n["call_id"]) for n in notes] == [
+        ("message", "Explain this chart", app_call),
+        ("context", 'Showing {"months": 3}', app_call),
+    ]
+    assert (await sync_to_async(verify)())[0] == 0
+    wire = notes[0]
+    (agui,) = AguiWire(thread_id="conv", run_id="2").frames(from_json(wire))
+    custom = json.loads(agui.payload.model_dump_json(by_alias=True))
+    assert (custom["type"], custom["name"], custom["value"]) == ("CUSTOM", "app_note", wire)
+    ui_stream = UiStreamWire(message_id="2")
+    ui_stream.frames(from_json({"type": "turn", "question_id": "1", "message_id": "2"}))
+    (part,) = ui_stream.frames(from_json(wire))
+    assert part.payload["type"] == "data-app-note" and part.payload["data"] == wire
+    # Kept for the audit: the model's next turn is not told the app's context.
+    answer = await Message.objects.filter(role="assistant").aget()
+    later = await Message.objects.acreate(
+        conversation_id=answer.conversation_id, role="assistant", content=""
+    )
+    assert "Showing" not in json.dumps(await amodel_history(later))
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.asyncio
+async def test_an_apps_note_that_is_malformed_too_long_or_not_its_owners_is_refused_and_not_kept(
+    charts, alice, bob, alice_conversation
+):
+    frame = await a_shown_chart(alice, alice_conversation)
+
+    unknown = await noted(alice, frame, {"note": "order", "text": "buy"})
+    empty = await noted(alice, frame, {"note": "message", "text": " \x00 "})
+    long = await noted(alice, frame, {"note": "context", "text": "x" * 4001})
+    not_hers = await noted(bob, frame, {"note": "message", "text": "hi"})
+    anonymous = await noted(None, frame, {"note": "message", "text": "hi"})
+
+    assert unknown == (
+        400,
+        {"error": {"code": -32000, "message": "a note is a message or a context, with its text"}},
+    )
+    assert empty[1]["error"]["message"] == "the note has no text"
+    assert long[1]["error"]["message"] == "the note is over 4000 characters"
+    assert not_hers[0] == 404 and anonymous[0] in (302, 403, 404)
+    assert not await ActivityEvent.objects.filter(kind="app_note").aexists()

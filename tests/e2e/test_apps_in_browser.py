@@ -26,7 +26,9 @@ APP = ".mcp-app"
 
 
 @contextlib.contextmanager
-def glassbox_with_charts(work: Path) -> Iterator[tuple[str, Callable[[], None]]]:
+def glassbox_with_charts(
+    work: Path, approval: str = ""
+) -> Iterator[tuple[str, Callable[[], None]]]:
     """(Glassbox's URL, a way to stop the charts server): the charts server over HTTP, and
     the test bench over stdio (the other server a hostile app reaches for)."""
     charts = http_server(APPS)
@@ -46,7 +48,9 @@ def glassbox_with_charts(work: Path) -> Iterator[tuple[str, Callable[[], None]]]
                 {"name": "bench", "command": sys.executable, "args": ["-m", BENCH]},
             ]
         )
-        server = stack.enter_context(serve(work, GLASSBOX_MCP_SERVERS=declared))
+        server = stack.enter_context(
+            serve(work, GLASSBOX_MCP_SERVERS=declared, GLASSBOX_APPROVAL=approval)
+        )
         yield server.url, stop
 
 
@@ -155,6 +159,38 @@ def test_an_apps_own_call_answers_it_and_stays_in_the_feed_marked_as_the_apps(ch
     page.context.close()
 
 
+@pytest.fixture
+def charts_asking_first(tmp_path):
+    asks = json.dumps({"charts__refresh_chart": True})
+    with glassbox_with_charts(tmp_path, asks) as running:
+        yield running
+
+
+def test_an_apps_call_that_asks_first_waits_for_its_card_and_approving_answers_the_app(
+    charts_asking_first, browser
+):
+    page = opened(browser, charts_asking_first[0])
+    ask(page, 'charts__show_chart {"role": "analyst"}')
+    expect(page.locator(DONE)).to_be_visible()
+    page.locator(f"{DONE} details.feed > summary").click()
+
+    frame_of(page).locator("#refresh").click()
+
+    card = page.locator(f"{DONE} section.approval-card")
+    expect(card.locator("h3")).to_have_text("⏸ Approve “Refresh the chart”?")
+    expect(frame_of(page).locator("#refreshed")).to_have_text("")
+    card.locator("button.approve").click()
+    expect(frame_of(page).locator("#refreshed")).to_have_text("Refreshed 3 months")
+    expect(card).to_have_count(0)
+    page.reload()
+    page.locator(f"{DONE} details.feed > summary").click()
+    # Its waiting line became the call's done line, as a model's call's does.
+    expect(page.locator(f"{DONE} details.feed li.line", has_text="From the app:")).to_contain_text(
+        ["“Refresh the chart” finished"]
+    )
+    page.context.close()
+
+
 @pytest.fixture(scope="module")
 def forecast(tmp_path_factory):
     """Glassbox with the server built with @modelcontextprotocol/ext-apps (its App class)."""
@@ -187,8 +223,17 @@ def test_an_apps_message_waits_in_the_composer_for_its_person_to_send(charts, br
     expect(page.locator(DONE)).to_be_visible()
     page.locator(f"{DONE} details.feed > summary").click()
 
-    frame_of(page).locator("#ask").click()
+    with page.expect_response(lambda response: response.url.endswith("/note/")) as kept:
+        frame_of(page).locator("#ask").click()
 
     expect(page.locator("#question")).to_have_value("Explain this chart")
     expect(page.locator("article.assistant")).to_have_count(1)
+    # Proposed, not sent: the feed keeps what the app said all the same.
+    assert kept.value.status == 201
+    exported = page.evaluate(
+        "fetch('/api/feeds/export/?format=ndjson').then((response) => response.text())"
+    )
+    feeds = [json.loads(line) for line in exported.splitlines()]
+    notes = [e for feed in feeds for e in feed["events"] if e["type"] == "app_note"]
+    assert ("message", "Explain this chart") in [(n["note"], n["text"]) for n in notes]
     page.context.close()

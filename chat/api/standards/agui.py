@@ -40,6 +40,7 @@ from ag_ui.encoder import EventEncoder
 
 from activity.recording.events import (
     IN_PLACE,
+    AppNote,
     AppView,
     Decision,
     Done,
@@ -132,6 +133,8 @@ class AguiWire:
                 yield self._frame(CustomEvent(name="score", value=to_json(event)))
             case AppView():
                 yield self._frame(CustomEvent(name="app", value=to_json(event)))
+            case AppNote():
+                yield self._frame(CustomEvent(name="app_note", value=to_json(event)))
             case _:
                 assert_never(event)
 

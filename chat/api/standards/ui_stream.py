@@ -28,6 +28,7 @@ from typing import Any, Literal, assert_never
 from activity.recording.events import (
     IN_PLACE,
     PLAN_LINE,
+    AppNote,
     AppView,
     Decision,
     Done,
@@ -109,6 +110,9 @@ class UiStreamWire:
                 yield self._frame(self._data("score", event.call_id, to_json(event)))
             case AppView():
                 yield self._frame(self._data("app", event.call_id, to_json(event)))
+            case AppNote():
+                part = f"{event.call_id}-note-{event.seq}"
+                yield self._frame(self._data("app-note", part, to_json(event)))
             case _:
                 assert_never(event)
 
