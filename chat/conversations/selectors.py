@@ -87,7 +87,7 @@ def conversations_of(
                 )
             ),
         )
-        .order_by("-last_activity", "-created_at")
+        .order_by("-last_activity", "-created_at", "-pk")
     )
     terms = query.split()[:8]
     if not terms:
@@ -127,7 +127,7 @@ def _ranked_by_postgres(conversations, owner: Any, words: list[str]):
     return (
         conversations.filter(anywhere)
         .annotate(words=counts)
-        .order_by("-words", "-last_activity", "-created_at")
+        .order_by("-words", "-last_activity", "-created_at", "-pk")
     )
 
 
@@ -148,7 +148,7 @@ def _ranked_by_term_counts(conversations, terms: list[str]):
     return (
         conversations.annotate(words=words, hits=sum(hits))
         .filter(words__gt=0)
-        .order_by("-words", "-hits", "-last_activity")
+        .order_by("-words", "-hits", "-last_activity", "-created_at", "-pk")
     )
 
 

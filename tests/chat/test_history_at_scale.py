@@ -5,6 +5,8 @@ each of them from reading every message or event (bench/history_scale.py measure
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -14,7 +16,7 @@ from activity.models import ActivityEvent, ActivityFeed
 from chat.conversations.search_index import SEARCH_INDEX
 from chat.conversations.selectors import conversations_of
 from chat.models import Conversation
-from tests.support.conversations import stored
+from tests.support.conversations import next_page, stored
 from tests.support.outages import postgres_only
 from tests.support.plans import plan_of
 
@@ -52,7 +54,8 @@ def test_the_list_knows_a_next_page_follows_without_counting_every_match(alice_c
         assert not [
             q for q in captured if 'COUNT(*) AS "__count" FROM "chat_conversation"' in q["sql"]
         ]
-    last = alice_client.get("/?page=2&q=salary", headers={"HX-Request": "true"}).content.decode()
+    first = alice_client.get("/?q=salary").content.decode()
+    last = alice_client.get(next_page(first), headers={"HX-Request": "true"}).content.decode()
     assert last.count('class="conversation-row"') == 1 and "page=3" not in last
     assert 'class="conversation-row"' not in alice_client.get("/?page=9").content.decode()
 
@@ -129,3 +132,37 @@ def test_two_words_rank_conversations_holding_both_before_those_holding_one(alic
     titled = stored(alice, ("nothing here", "right"), title="Penguin talk").pk
     found = [c.pk for c in conversations_of(alice, query="penguin salary")]
     assert found[0] == both and set(found[1:]) >= {titled} and len(found) == 4
+
+
+def rows_of(page: str) -> list[str]:
+    rows = r'<li class="conversation-row">\s*<span class="row-main"><a href="([^"]+)"'
+    return re.findall(rows, page)
+
+
+@pytest.mark.parametrize("query", ["", "salary", "salary penguin"])
+def test_a_later_page_starts_after_the_last_row_before_it_without_reading_those_again(
+    alice_client, alice, query
+):
+    history(alice, 40)
+    # Twins, begun when the 30th row was last active and holding no message: they fall on
+    # either side of the first page's end, ordered by their ids alone.
+    moment = vars(conversations_of(alice, query=query)[29])["last_activity"]
+    for title in ("penguin", "penguin too"):
+        Conversation.objects.create(owner=alice, title=title)
+    Conversation.objects.filter(title__startswith="penguin").update(created_at=moment)
+    url = f"/?q={query.replace(' ', '+')}" if query else "/"
+    first = alice_client.get(url).content.decode()
+    with CaptureQueriesContext(connection) as captured:
+        second = alice_client.get(next_page(first)).content.decode()
+    assert not [q for q in captured if "OFFSET" in q["sql"]]
+    everything = [c.get_absolute_url() for c in conversations_of(alice, query=query)]
+    assert rows_of(first) + rows_of(second) == everything
+    assert len(everything) == (42 if query != "salary" else 40)
+
+
+def test_a_page_whose_link_lost_its_keys_is_still_that_page(alice_client, alice):
+    history(alice, 35)
+    whole = rows_of(alice_client.get("/").content.decode())
+    for mangled in ("", "zz", "1~2~3", "2026-01-01T00:00:00~2026-01-01T00:00:00~x"):
+        page = alice_client.get(f"/?page=2&after={mangled}").content.decode()
+        assert len(rows_of(page)) == 5 and rows_of(page)[0] not in whole
