@@ -17,6 +17,8 @@ OWNER_COLUMN = "owner_id"
 SEARCH_INDEX = "message_owner_search"
 
 FORWARD = f"""
+-- Dropped first: the owner's backfill would update it for every row.
+DROP INDEX IF EXISTS message_search;
 ALTER TABLE chat_message ADD COLUMN {OWNER_COLUMN} integer;
 UPDATE chat_message AS m SET {OWNER_COLUMN} = c.owner_id
   FROM chat_conversation AS c WHERE c.id = m.conversation_id;
@@ -39,7 +41,6 @@ CREATE TRIGGER chat_conversation_owner AFTER UPDATE OF owner_id ON chat_conversa
   FOR EACH ROW WHEN (OLD.owner_id IS DISTINCT FROM NEW.owner_id)
   EXECUTE FUNCTION chat_conversation_owner();
 
-DROP INDEX IF EXISTS message_search;
 CREATE INDEX {SEARCH_INDEX} ON chat_message
   USING gin ({OWNER_COLUMN}, to_tsvector('simple'::regconfig, COALESCE(content, ''::text)));
 """
