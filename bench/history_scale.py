@@ -10,7 +10,9 @@ in this process (view, queries, template), p50 / p95 over ROUNDS requests.
 from __future__ import annotations
 
 import asyncio
+import html
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -70,6 +72,18 @@ def ok(client, url: str) -> Callable[[], object]:
     return get
 
 
+def linked_page(client, number: int) -> str:
+    """The address of the list's page `number` as scrolling reaches it: each page's "More
+    conversations" link, followed."""
+    url = "/"
+    for _ in range(number - 1):
+        page = client.get(url, headers={"HX-Request": "true"}).content.decode()
+        link = re.search(r'<li class="more"><a href="([^"]+)"', page)
+        assert link is not None, url
+        url = "/" + html.unescape(link.group(1))
+    return url
+
+
 def pages() -> list[tuple[str, str]]:
     from django.contrib.auth.models import User
     from django.db.models import Count
@@ -93,7 +107,8 @@ def pages() -> list[tuple[str, str]]:
     ]
     for label, url in (
         ("history page (/)", "/"),
-        ("history page, page 50", "/?page=50"),
+        ("history page, page 50 (its link, after page 49's last row)", linked_page(client, 50)),
+        ("history page, page 50 (a bare ?page=50: rows skipped)", "/?page=50"),
         ("sidebar (/sidebar/)", "/sidebar/"),
         ("a conversation's page (with the sidebar)", f"/c/{longest}/"),
     ):

@@ -1,14 +1,11 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 from asgiref.sync import async_to_sync
 from django.conf import settings
 from django.contrib import messages as flash
-from django.db.models import QuerySet
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -26,32 +23,10 @@ from chat.conversations.exports import conversation_markdown
 from chat.models import Message
 from chat.pages import starters
 from chat.pages.forms import ContactForm
+from chat.pages.list_pages import ListPage
 from chat.turns import actions, broadcast
 from chat.turns.recovery import dead_turns_recover
 from project.text_rules import unstorable
-
-LIST_PAGE = 30
-
-
-@dataclass(frozen=True, slots=True)
-class ListPage:
-    """A page of the conversation list, told whether another follows by reading one row more
-    than it shows: no count of every match (a search counted them by finding them all again,
-    bench/history_scale.py). A page past the end is empty."""
-
-    number: int
-    rows: list[Any]
-    has_next: bool
-
-    @classmethod
-    def of(cls, rows: QuerySet[Any], asked: str | None) -> ListPage:
-        number = _message_id(asked) or 1
-        start = (min(number, 1_000_000) - 1) * LIST_PAGE
-        found = list(rows[start : start + LIST_PAGE + 1])
-        return cls(number, found[:LIST_PAGE], len(found) > LIST_PAGE)
-
-    def __iter__(self) -> Iterator[Any]:
-        return iter(self.rows)
 
 
 @require_GET
@@ -63,12 +38,18 @@ def conversation_list(request):
         flash.error(request, problem)
         return redirect(f"{reverse('chat:conversation_list')}?archived=1" if archived else "/")
     conversations = selectors.conversations_of(request.user, archived=archived, query=query)
-    page = ListPage.of(conversations, request.GET.get("page"))
+    number = min(_message_id(request.GET.get("page")) or 1, 1_000_000)
+    page = ListPage.of(conversations, number, request.GET.get("after"))
     if query:
         sidebar.with_snippets(page.rows, query)
     more = ""
     if page.has_next:
-        params = {"page": page.number + 1, "q": query, "archived": int(archived)}
+        params = {
+            "page": page.number + 1,
+            "after": page.after,
+            "q": query,
+            "archived": int(archived),
+        }
         more = urlencode({k: v for k, v in params.items() if v})
     context = {"page": page, "query": query, "archived": archived, "more": more}
     if request.htmx and page.number > 1:

@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from activity.models import ActivityEvent, ActivityFeed
 from chat.models import Conversation, Message
-from tests.support.conversations import stored
+from tests.support.conversations import next_page, stored
 from tests.support.matching import found
 from tests.support.turns import run_turn
 
@@ -61,8 +61,8 @@ def test_the_list_pages_by_thirty_and_loads_more_with_htmx(alice_client, alice):
         stored(alice, (f"question {number}", "answer"), title=f"Conversation {number:02}")
     first = alice_client.get("/").content.decode()
     assert first.count('class="conversation-row"') == 30
-    assert 'hx-get="?page=2"' in first and 'hx-trigger="revealed, click"' in first
-    second = alice_client.get("/?page=2", headers={"HX-Request": "true"}).content.decode()
+    assert 'hx-get="?page=2&amp;after=' in first and 'hx-trigger="revealed, click"' in first
+    second = alice_client.get(next_page(first), headers={"HX-Request": "true"}).content.decode()
     assert second.count('class="conversation-row"') == 1
     assert "<html" not in second and 'class="more"' not in second
     assert "Conversation 00" in second  # the oldest comes last

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import html
+import re
+
 from activity.models import ActivityFeed
 from chat.models import Conversation, Message
 
@@ -15,3 +18,10 @@ def stored(owner, *pairs, title="Chat"):
         Message.objects.create(conversation=conversation, role="assistant", content=answer,
                                feed=feed)  # fmt: skip
     return conversation
+
+
+def next_page(page: str) -> str:
+    """The address of the list's next page, as a page's "More conversations" link gives it."""
+    link = re.search(r'<li class="more"><a href="([^"]+)"', page)
+    assert link is not None, "no next page"
+    return "/" + html.unescape(link.group(1))
