@@ -1,5 +1,5 @@
 """What a search on PostgreSQL matches messages by, and what its full-text index holds
-(chat/migrations/0021_message_owner_search.py): one expression, or the index is not used;
+(chat/migrations/0022_message_owner_search.py): one expression, or the index is not used;
 the index is keyed by the messages' owner first, so a search reads the asker's matches
 alone."""
 

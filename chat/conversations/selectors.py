@@ -100,7 +100,7 @@ def conversations_of(
 def _ranked_by_postgres(conversations, owner: Any, words: list[str]):
     """How many of the words each conversation's messages (or title) hold, then recency, as
     in the SQLite fallback. Messages come from the full-text index keyed by owner
-    (chat/migrations/0021_message_owner_search.py): the asker's matches alone, every word
+    (chat/migrations/0022_message_owner_search.py): the asker's matches alone, every word
     in one look for the filter. Looking each word up in an index of every user's messages
     read all their matches (bench/history_scale.py: 227 ms for a word in 214,000 messages,
     414 ms for two words, at 10,000 conversations)."""

@@ -68,7 +68,7 @@ def backward(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("chat", "0020_message_search")]
+    dependencies = [("chat", "0021_approval_app_of")]
 
     operations = [
         # A GIN index over the owner's number needs btree_gin (a trusted extension: the
