@@ -308,6 +308,8 @@ def test_no_module_but_project_sql_spells_a_statement():
         for app in ("activity", "chat", "project")
         for path in sorted((root / app).rglob("*.py"))
         if path != root / "project" / "sql.py"
+        # A migration's DDL runs once, on PostgreSQL only: it has no twin to escape.
+        and "migrations" not in path.parts
         for number, line in enumerate(path.read_text().splitlines(), 1)
         if STATEMENT_TEXT.search(line)
     ]
