@@ -441,15 +441,23 @@ LABEL_COLOURS = ("#2e7d32", "#ef6c00", "#6a1b9a", "#ba2121", "#00838f", "#795548
 LABEL_CHART_HEIGHT = 120
 
 
+TREND_HEIGHT = 28
+
+
 def score_stats(since) -> dict:
     """Per tool and per model: calls, how many were rated, the share rated 👎 and the labels
-    (each person's latest score of a call counts); and the labels given per day, as stacked
-    bars (server-drawn SVG: the admin's CSP runs no inline script)."""
+    (each person's latest score of a call counts), in all and per day as a small chart; and
+    the labels given per day, as stacked bars (server-drawn SVG: the admin's CSP runs no
+    inline script)."""
     calls = ActivityEvent.objects.filter(
         kind=ActivityEvent.Kind.TOOL_RESULT, created_at__gte=since
     )
-    by_tool = dict(calls.values_list("tool").annotate(n=Count("id")).order_by())
-    by_model = dict(calls.values_list("feed__model").annotate(n=Count("id")).order_by())
+    calls_per_day = (
+        calls.annotate(day=TruncDate("created_at", tzinfo=UTC))
+        .values_list("tool", "feed__model", "day")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
     scores = (
         ActivityEvent.objects.filter(kind=ActivityEvent.Kind.SCORE, created_at__gte=since)
         .exclude(call_id="")
@@ -459,42 +467,53 @@ def score_stats(since) -> dict:
             "created_at", "feed__model",
         )
     )  # fmt: skip
-    ratings: dict[tuple, tuple[str, str, str]] = {}
+    ratings: dict[tuple, tuple[str, str, str, Any]] = {}
     labels: dict[tuple, tuple[str, str, str, Any]] = {}
     for feed_id, call_id, tool, value, label, arguments, by, at, model in scores.iterator():
         person = (feed_id, call_id, (arguments or {}).get("by_id") or by)
+        day = at.astimezone(UTC).date()
         if value:
-            ratings[person] = (tool, model, value)
+            ratings[person] = (tool, model, value, day)
         if label:
-            labels[person] = (tool, model, label, at.astimezone(UTC).date())
+            labels[person] = (tool, model, label, day)
 
-    def table(calls_by: dict[str, int], index: int) -> list[dict]:
+    names = list(settings.GLASSBOX_SCORE_LABELS)
+    names += sorted({given[2] for given in labels.values()} - set(names))
+    colours = {name: LABEL_COLOURS[i % len(LABEL_COLOURS)] for i, name in enumerate(names)}
+    first = since.astimezone(UTC).date()
+    span = [first + timedelta(days=n) for n in range((timezone.now().date() - first).days + 1)]
+
+    def table(index: int) -> list[dict]:
         rows: dict[str, dict] = {}
 
         def row_of(name: str) -> dict:
-            blank = {"name": name, "calls": calls_by.get(name, 0), "rated": 0, "down": 0}
-            return rows.setdefault(name, blank | {"labels": defaultdict(int)})
+            blank = {"name": name, "calls": 0, "rated": 0, "down": 0, "labels": defaultdict(int)}
+            return rows.setdefault(name, blank | {"days": defaultdict(_day_counts)})
 
-        for name in calls_by:
-            row_of(name)
+        for *names_of, day, n in calls_per_day:
+            row = row_of(names_of[index])
+            row["calls"] += n
+            row["days"][day]["calls"] += n
         for rating in ratings.values():
             row = row_of(rating[index])
-            row["rated"] += 1
-            row["down"] += rating[2] == "down"
+            day = row["days"][rating[3]]
+            for counts in (row, day):
+                counts["rated"] += 1
+                counts["down"] += rating[2] == "down"
         for given in labels.values():
-            row_of(given[index])["labels"][given[2]] += 1
+            row = row_of(given[index])
+            row["labels"][given[2]] += 1
+            row["days"][given[3]]["labels"][given[2]] += 1
         return [
             row
             | {
                 "down_rate": row["down"] / row["rated"] if row["rated"] else None,
                 "labels": sorted(row["labels"].items()),
+                "trend": _trend(span, row["days"], colours),
             }
             for _, row in sorted(rows.items())
         ]
 
-    names = list(settings.GLASSBOX_SCORE_LABELS)
-    names += sorted({given[2] for given in labels.values()} - set(names))
-    colours = {name: LABEL_COLOURS[i % len(LABEL_COLOURS)] for i, name in enumerate(names)}
     per_day: dict[Any, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for _, _, label, day in labels.values():
         per_day[day][label] += 1
@@ -510,11 +529,48 @@ def score_stats(since) -> dict:
                              "colour": colours[name]})  # fmt: skip
         days.append({"day": day, "total": sum(counts.values()), "bars": bars})
     return {
-        "score_tables": [("tool", table(by_tool, 0)), ("model", table(by_model, 1))],
+        "score_tables": [("tool", table(0)), ("model", table(1))],
+        "trend_width": 4 * len(span),
         "labels_per_day": days,
         "labels_peak": peak,
         "label_colours": [{"label": name, "colour": colours[name]} for name in names],
     }
+
+
+def _day_counts() -> dict:
+    return {"calls": 0, "rated": 0, "down": 0, "labels": defaultdict(int)}
+
+
+def _trend(span: list, days: dict, colours: dict[str, str]) -> list[dict]:
+    """One column a day: a bar of the calls (to the row's busiest day), its 👎 share of the
+    rated in red from the bottom, and a strip in the colour of the day's most given label."""
+    peak = max((days[day]["calls"] for day in span if day in days), default=0)
+    columns = []
+    for x, day in enumerate(span):
+        counts = days.get(day)
+        if counts is None:
+            continue
+        height = round(TREND_HEIGHT * counts["calls"] / peak) if peak else 0
+        if counts["calls"]:
+            height = max(height, 1)
+        down = round(height * counts["down"] / counts["rated"]) if counts["rated"] else 0
+        given = sorted(counts["labels"].items(), key=lambda item: (-item[1], item[0]))
+        columns.append(
+            {
+                "day": day,
+                "x": 4 * x,
+                "calls": counts["calls"],
+                "rated": counts["rated"],
+                "down": counts["down"],
+                "labels": given,
+                "bar_y": TREND_HEIGHT - height,
+                "bar_height": height,
+                "down_y": TREND_HEIGHT - down,
+                "down_height": down,
+                "label_colour": colours[given[0][0]] if given else "",
+            }
+        )
+    return columns
 
 
 def opened_stats(since) -> dict:

@@ -158,8 +158,8 @@ async function followUiStream() {
   const results = Object.fromEntries(
     tools.filter((p) => p.state === "output-available").map((p) => [p.toolCallId, p.output]),
   );
-  const finished = connections.at(-1).some((frame) => frame.data?.type === "finish");
-  const ends = finished ? ["finish"] : [];
+  const end = connections.at(-1).find((frame) => ["finish", "abort"].includes(frame.data?.type));
+  const ends = end ? [end.data.type] : [];
   return { id: message?.id, text, toolCalls, results, ends, errors, message };
 }
 

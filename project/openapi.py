@@ -53,6 +53,8 @@ def _errors(path: str, method: str, operation: dict[str, Any]) -> list[str]:
         codes.append("403")  # the `user` filter, the dataset and labels are for auditors
     if path.endswith("/feedback/"):
         codes += ["403", "409"]  # ratings switched off; an answer still running
+    if path.endswith("/labels/"):
+        codes.append("409")  # a feed still running
     if path.endswith("/messages/"):
         codes += ["409", "429"]
     if "/approvals/" in path:

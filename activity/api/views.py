@@ -288,7 +288,7 @@ LABEL_FIELDS = {"call_id", "label", "note"}
         "Labels one tool call of a finished feed (auditors only) with one of "
         "GLASSBOX_SCORE_LABELS and an optional note: appended to the feed as a sealed "
         "`score` event (its JSON form is the answer). A later label by the same auditor "
-        "counts instead. A call the feed did not make is a 400."
+        "counts instead. A running feed is a 409, a call the feed did not make a 404."
     ),
 )
 class FeedLabels(APIView):
@@ -313,5 +313,6 @@ class FeedLabels(APIView):
                 note=body.get("note", ""),
             )
         except LabelRefused as refused:
-            raise ValidationError({refused.field or "detail": [str(refused)]}) from None
+            body = {refused.field or "detail": [str(refused)]}
+            return Response(body, status=refused.status)
         return Response(to_json(score), status=201)

@@ -501,7 +501,8 @@ def _at_column(value: datetime | None) -> datetime:
 class Score:
     """A person's judgement of the answer (no call_id) or of one tool call of the feed it is
     appended to: a rating, an auditor's label, a note. A later score by the same person of
-    the same target replaces it (activity.scoring); the record keeps every one."""
+    the same target replaces it (activity.selectors.current_ratings); the record keeps
+    every one."""
 
     # "" is the answer itself.
     call_id: str = field(metadata=declare(column="call_id"))

@@ -19,10 +19,12 @@ from activity.writing import feeds
 
 
 class LabelRefused(ValueError):
-    """The label cannot be recorded; the text says why and `field` names the field at fault."""
+    """The label cannot be recorded; the text says why, `status` is the API's answer (as a
+    rating's: a call the feed never made is not found) and `field` the field at fault."""
 
-    def __init__(self, message: str, *, field: str | None = None) -> None:
+    def __init__(self, message: str, *, status: int = 400, field: str | None = None) -> None:
         super().__init__(message)
+        self.status = status
         self.field = field
 
 
@@ -40,10 +42,12 @@ def label_call(*, user: Any, feed_id: int, call_id: str, label: str, note: str =
         )
     state = ActivityFeed.objects.values_list("state", flat=True).get(pk=feed_id)
     if state in (ActivityFeed.State.RUNNING, ActivityFeed.State.WAITING):
-        raise LabelRefused(_("An answer can be rated once it has finished."))
+        raise LabelRefused(_("An answer can be rated once it has finished."), status=409)
     tools = called_tools(feed_id)
     if call_id not in tools:
-        raise LabelRefused(_("That answer made no tool call with this id."), field="call_id")
+        raise LabelRefused(
+            _("That answer made no tool call with this id."), status=404, field="call_id"
+        )
     score = Score(
         call_id=call_id,
         value="",

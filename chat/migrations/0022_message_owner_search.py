@@ -57,6 +57,15 @@ ALTER TABLE chat_message DROP COLUMN {OWNER_COLUMN};
 """
 
 
+class BtreeGin(BtreeGinExtension):
+    """Django's operation asks pg_extension on the way back on every database: SQLite has
+    none, and undoing this step there failed."""
+
+    def database_backwards(self, app_label, schema_editor, from_state, to_state):
+        if schema_editor.connection.vendor == "postgresql":
+            super().database_backwards(app_label, schema_editor, from_state, to_state)
+
+
 def forward(apps, schema_editor):
     if schema_editor.connection.vendor == "postgresql":
         schema_editor.execute(FORWARD, params=None)
@@ -73,6 +82,6 @@ class Migration(migrations.Migration):
     operations = [
         # A GIN index over the owner's number needs btree_gin (a trusted extension: the
         # database's owner may create it). Nothing on SQLite.
-        BtreeGinExtension(),
+        BtreeGin(),
         migrations.RunPython(forward, backward, elidable=False),
     ]

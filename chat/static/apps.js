@@ -214,7 +214,13 @@ function onRequest(state, message) {
       return answer(state, id, {
         protocolVersion: PROTOCOL,
         hostInfo: {name: "Glassbox", version: "1"},
-        hostCapabilities: {},
+        // What this host does for an app: relays its calls to its own server's tools, takes
+        // a message for the composer and context for the record (text; context's structure).
+        hostCapabilities: {
+          serverTools: {},
+          message: {text: {}},
+          updateModelContext: {text: {}, structuredContent: {}},
+        },
         hostContext: hostContext(state),
       });
     case "ping":

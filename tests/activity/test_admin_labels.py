@@ -8,8 +8,10 @@ from __future__ import annotations
 import re
 
 import pytest
+from django.conf import settings
 from django.contrib.auth import get_user_model
 
+from activity.admin import LABEL_COLOURS
 from activity.models import ActivityEvent, ActivityFeed
 from activity.recording.events import Score
 from chat.conversations.services import answer_rate
@@ -117,9 +119,17 @@ def test_the_dashboard_shows_the_down_rate_and_labels_per_tool_model_and_day(adm
     page = admin_client.get("/admin/activity/activityfeed/dashboard/").content.decode()
 
     per_tool = page.split('class="scores-per-tool"')[1].split("</table>")[0]
-    row = re.search(r"<tr><td>search_documents</td>(.*?)</tr>", per_tool)
+    row = re.search(r"<tr><td>search_documents</td>(.*?)</tr>", per_tool, re.DOTALL)
     assert row is not None
-    assert re.findall(r"<td>(.*?)</td>", row.group(1)) == ["1", "1", "100 %", "unsafe: 1"]
-    assert 'class="scores-per-model"' in page
+    cells = re.findall(r"<td>(.*?)</td>", row.group(1), re.DOTALL)
+    assert cells[:4] == ["1", "1", "100 %", "unsafe: 1"]
+    # Over time: today's column is a full bar of calls, all of it 👎, over unsafe's colour.
+    (today,) = re.findall(r'<g class="trend-day">(.*?)</g>', cells[4], re.DOTALL)
+    assert "1 call, 1 👎 of 1 rated, unsafe 1</title>" in today
+    assert re.search(r'class="down" x="\d+" y="0" width="3" height="28"', today)
+    unsafe = list(settings.GLASSBOX_SCORE_LABELS).index("unsafe")
+    assert f'fill="{LABEL_COLOURS[unsafe]}"' in today.split('class="label"')[1]
+    per_model = page.split('class="scores-per-model"')[1].split("</table>")[0]
+    assert per_model.count('<g class="trend-day">') == 1
     chart = page.split('class="labels-chart"')[1].split("</svg>")[0]
     assert chart.count("<rect") == 1 and "unsafe 1" in chart

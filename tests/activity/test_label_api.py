@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth import get_user_model
 
-from activity.models import ActivityEvent
+from activity.models import ActivityEvent, ActivityFeed
 from chat.models import Conversation
 from tests.support.turns import run_turn
 
@@ -48,7 +48,6 @@ def test_an_auditor_labels_a_call_and_gets_the_sealed_score_back(admin_client, c
     ("body", "field"),
     [
         ({"call_id": "c", "label": "unsafe", "stars": 1}, "detail"),
-        ({"call_id": "nope", "label": "unsafe"}, "call_id"),
         ({"label": "brilliant"}, "label"),
         ({"label": "unsafe", "note": 3}, "note"),
         ({"label": "unsafe", "note": "n" * 501}, "note"),
@@ -60,6 +59,25 @@ def test_a_label_that_cannot_be_read_is_a_400_naming_its_field(admin_client, cal
     refused = admin_client.post(url(call), body, content_type="application/json")
 
     assert refused.status_code == 400 and field in refused.json()
+    assert labels(call) == []
+
+
+def test_a_call_the_feed_never_made_is_a_404_naming_it(admin_client, call):
+    body = {"call_id": "nope", "label": "unsafe"}
+
+    refused = admin_client.post(url(call), body, content_type="application/json")
+
+    assert refused.status_code == 404 and "call_id" in refused.json()
+    assert labels(call) == []
+
+
+def test_a_feed_still_running_is_a_409(admin_client, call):
+    ActivityFeed.objects.filter(pk=call.feed_id).update(state=ActivityFeed.State.RUNNING)
+    body = {"call_id": call.call_id, "label": "unsafe"}
+
+    refused = admin_client.post(url(call), body, content_type="application/json")
+
+    assert refused.status_code == 409
     assert labels(call) == []
 
 

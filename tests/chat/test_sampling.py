@@ -28,7 +28,8 @@ from tests.support.questions import (
     json_until,
     json_until_question,
 )
-from tests.support.sockets import finish_turns, json_until_done, open_socket
+from tests.support.revocation import browser_of, closed_with
+from tests.support.sockets import connect, finish_turns, json_until_done, open_socket
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 
@@ -170,6 +171,20 @@ async def test_edits_out_of_bounds_are_refused_clearly_and_the_card_still_waits(
     await _ended(socket)
 
 
+async def test_a_request_that_offers_the_model_tools_is_refused_without_a_card(
+    bench, alice, alice_conversation
+):
+    socket = await open_socket(alice_conversation, alice, as_json=True)
+    await socket.send_to(text_data=json.dumps({"message": 'bench__write_poem {"topic": "tools"}'}))
+    events = await _ended(socket)
+
+    # Its model could call the server's tools outside the turn's approvals: refused at once.
+    assert "Tools are not supported" in results(events)
+    assert not [e for e in events if e["type"] == "questions"]
+    assert not await Elicitation.objects.aexists()
+    assert not await ModelCall.objects.filter(round__gte=FIRST_ROUND).aexists()
+
+
 async def test_a_denied_request_is_refused_and_the_model_is_not_asked(
     bench, alice, alice_conversation
 ):
@@ -281,6 +296,31 @@ async def test_every_socket_of_the_owner_sees_the_card_and_no_one_elses_does(
     await bobs.disconnect()
     stored = [e.message async for e in ActivityEvent.objects.filter(kind="status")]
     assert "Approved by alice" in stored
+
+
+async def test_a_socket_whose_login_is_revoked_closes_and_the_request_waits_for_its_owner(
+    bench, alice, alice_conversation
+):
+    _browser, cookie = await browser_of(alice)
+    socket = await connect(alice_conversation.pk, as_json=True, headers=[(b"cookie", cookie)])
+    assert (await socket.connect())[0]
+    await socket.send_to(text_data=json.dumps({"message": POEM}))
+    await json_until_question(socket)
+
+    alice.set_password("a new password")
+    await alice.asave()
+
+    # As with a tool's approval: the socket that lost its right closes, within a second...
+    assert await closed_with(socket, 4401)
+    row = await Elicitation.objects.aget()
+    assert row.state == Elicitation.State.WAITING
+    # ...and the request waits for its owner, who decides it once logged in again.
+    again = await open_socket(alice_conversation, alice, as_json=True)
+    shown = await json_until(again, "questions")
+    await answer(again, shown["questions"][0])
+    await _ended(again)
+    stored = [e.result_content async for e in ActivityEvent.objects.filter(kind="tool_result")]
+    assert any("poem by glassbox-demo" in content for content in stored)
 
 
 async def test_the_inbox_lists_the_request_and_its_page_form_approves_it_without_javascript(

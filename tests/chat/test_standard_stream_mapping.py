@@ -104,7 +104,7 @@ def test_each_end_of_a_turn_ends_the_agui_run_so(end, last):
     ("end", "last"),
     [
         ("complete", [{"type": "finish", "finishReason": "stop"}]),
-        ("stopped", [{"type": "finish", "finishReason": "other"}]),
+        ("stopped", [{"type": "abort", "reason": "Stopped by its user."}]),
         ("failed", [{"type": "error", "errorText": "The model stopped answering."},
                     {"type": "finish", "finishReason": "error"}]),
         ("interrupted", [{"type": "error", "errorText": "The model stopped answering."},
@@ -132,8 +132,10 @@ def test_a_stopped_turn_finishes_its_ui_message_stream_without_an_error_part():
     assert "error" not in [p["type"] for p in parts[:-1]]
     stop = next(p for p in parts[:-1] if p.get("id") == "status-12")
     assert stop["type"] == "data-status" and stop["data"]["state"] == "done"
-    assert parts[-2] == {"type": "finish", "finishReason": "other"}
-    assert rebuild_ui_stream([parts]).text == ANSWER
+    assert parts[-2] == {"type": "abort", "reason": "Stopped by its user."}
+    assert "finish" not in [p["type"] for p in parts[:-1]]
+    rebuilt = rebuild_ui_stream([parts])
+    assert rebuilt.text == ANSWER and rebuilt.ends == ["abort"]
 
 
 def test_an_interrupted_turn_without_an_error_event_says_the_server_stopped():

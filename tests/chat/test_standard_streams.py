@@ -97,7 +97,7 @@ async def test_a_turn_its_owner_stopped_ends_as_stopped_and_never_as_an_error(
     if wire == "agui":
         assert payloads[-1]["outcome"] == {"type": "cancelled"}
     else:
-        assert payloads[-2:] == [{"type": "finish", "finishReason": "other"}, "[DONE]"]
+        assert payloads[-2:] == [{"type": "abort", "reason": "Stopped by its user."}, "[DONE]"]
 
 
 DROPS = ["TOOL_CALL_START", "tool-input-start", "TEXT_MESSAGE_CONTENT", "text-delta"]

@@ -308,6 +308,8 @@ async def test_the_standard_client_reads_a_stopped_turn_as_ended_without_an_erro
         assert rebuilt["ends"] == ["cancelled"]
     else:
         assert "data-status" in rebuilt["data"]
+        ends = [data["type"] for _, data in parse_frames(stopped)[-2:-1]]
+        assert ends == ["abort"]  # as the SDK's own stream ends when its caller aborts
 
 
 THINK = "Think it through: how do I negotiate my salary?"

@@ -89,7 +89,9 @@ def test_an_app_renders_under_its_line_with_the_calls_input_and_result(charts, b
     line = page.locator(f"{DONE} details.feed li.line", has=page.locator(APP))
     expect(line).to_contain_text("Salary chart")
     frame = frame_of(page)
-    expect(frame.locator("#host")).to_have_text("theme light, locale en")
+    expect(frame.locator("#host")).to_have_text(
+        "theme light, locale en; offers message serverTools updateModelContext"
+    )
     expect(frame.locator("#input")).to_have_text('{"role":"engineer"}')
     expect(frame.locator("#result")).to_have_text("Chart of engineer salaries (with its app)")
     # Sized by the app's own notification, within the page's width.

@@ -65,8 +65,9 @@ request("ui/initialize", {
   protocolVersion: "2026-01-26",
 }).then((answer) => {
   const context = answer.result.hostContext || {};
+  const can = Object.keys(answer.result.hostCapabilities || {}).sort().join(" ");
   document.getElementById("host").textContent =
-    "theme " + context.theme + ", locale " + context.locale;
+    "theme " + context.theme + ", locale " + context.locale + "; offers " + can;
   notify("ui/notifications/initialized", {});
   notify("ui/notifications/size-changed", {width: 400, height: 180});
 });

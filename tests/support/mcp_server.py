@@ -271,6 +271,10 @@ async def time_answer(ctx: Context) -> str | types.InputRequiredResult:
     return f"{answered.action} reached the server at {time.monotonic():.6f}"
 
 
+# A request for the topic "tools" offers the model a tool of the server's.
+POEM_TOOL = types.Tool(name="rhyme", input_schema={"type": "object"})
+
+
 def _poem_request(topic: str) -> types.CreateMessageRequestParams:
     return types.CreateMessageRequestParams(
         messages=[
@@ -290,6 +294,7 @@ def _poem_request(topic: str) -> types.CreateMessageRequestParams:
         model_preferences=types.ModelPreferences(
             hints=[types.ModelHint(name="claude-haiku")], intelligence_priority=0.8
         ),
+        tools=[POEM_TOOL] if topic == "tools" else None,
     )
 
 

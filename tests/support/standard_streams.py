@@ -120,6 +120,8 @@ def rebuild_ui_stream(connections: list[list[Any]]) -> Rebuilt:
                 rebuilt.results[chunk["toolCallId"]] = chunk["output"]
             elif kind == "finish":
                 rebuilt.ends.append(chunk["finishReason"])
+            elif kind == "abort":
+                rebuilt.ends.append("abort")
     assert len(parts) <= 1, "the answer is one text part"
     rebuilt.text = "".join(parts[0]) if parts else ""
     return rebuilt

@@ -49,7 +49,10 @@ from chat.turns.wires import Frame, Numbering
 
 MEDIA_TYPE = "text/event-stream"
 HEADERS = {"x-vercel-ai-ui-message-stream": "v1"}
-FINISH_REASONS = {"complete": "stop", "stopped": "other", "waiting": "tool-calls"}
+FINISH_REASONS = {"complete": "stop", "waiting": "tool-calls"}
+# A turn its owner stopped ends as the SDK's own streams end when their caller aborts: an
+# `abort` chunk and no `finish` (its reader reports the message aborted, not failed).
+ABORT_REASON = "Stopped by its user."
 FAILED_TEXT = "The answer failed."
 # A turn whose process died (or was shut down) says so; its owner's Stop is no error at all.
 INTERRUPTED_TEXT = "The server stopped while answering."
@@ -178,6 +181,9 @@ class UiStreamWire:
             yield self._frame({"type": "text-end", "id": self.message_id}, step="end")
             self.text_open = False
             yield self._frame({"type": "finish-step"})
+        if state == "stopped":
+            yield self._frame({"type": "abort", "reason": ABORT_REASON}, terminal=True)
+            return
         if state not in FINISH_REASONS:
             said = self.error or (INTERRUPTED_TEXT if state == "interrupted" else FAILED_TEXT)
             error = {"type": "error", "errorText": said}
