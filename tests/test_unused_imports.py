@@ -1,6 +1,7 @@
 """A server leaves out what its configuration never uses (project.unused): psycopg on SQLite,
 the TLS stack when it serves plain TCP, DRF's optional requests and Pygments, and the click
-that Autobahn would colour every frame's debug line with. TLS still works
+that Autobahn would colour every frame's debug line with; the model's SDK (with aiohttp) waits
+for a socket or a turn. TLS still works
 when an endpoint asks for it, the trace exporter still finds requests, and the server runs on
 asyncio's own loop when uvloop is turned off."""
 
@@ -50,6 +51,7 @@ def test_a_plain_server_on_sqlite_loads_neither_psycopg_nor_the_tls_stack(tmp_pa
     assert "requests.sessions" not in packages and "pygments.lexers" not in packages
     assert "mcp.client.session" not in packages  # the MCP SDK waits for a server to be used
     assert "ag_ui.core" not in packages  # its models wait for an AG-UI stream
+    assert "openai" not in packages and "aiohttp" not in packages  # for a socket or a turn
     assert "autobahn.util" in packages and "click.termui" not in packages
 
 

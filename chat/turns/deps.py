@@ -10,12 +10,12 @@ import contextlib
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import httpx2
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.base_user import AbstractBaseUser
-from openai import AsyncOpenAI
 
 from chat.agent.client import Provider, make_client
 from chat.agent.context import Person, ToolContext
@@ -26,6 +26,9 @@ from chat.servers.configured import configured_servers, mcp_limits
 from chat.servers.heartbeat import after_first_look
 from chat.tools import registry_of
 from chat.tools.context import APP_SERVICES, AppContext, AppServices
+
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI
 
 
 def provider() -> Provider:
