@@ -18,6 +18,10 @@ from chat.agent.demo_wire import DemoTransport
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
+# What a client is made with, imported by make_client: the turn pipeline may import it ahead
+# (chat.turns.deps.expect_questions).
+SDK = "openai"
+
 # One client per event loop and configuration: building one creates an SSL context, which
 # profiling showed to be most of a turn's CPU time when every turn made its own.
 _shared: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
