@@ -1,7 +1,7 @@
 """A server leaves out what its configuration never uses (project.unused): psycopg on SQLite,
 the TLS stack when it serves plain TCP, DRF's optional requests and Pygments, and the click
 that Autobahn would colour every frame's debug line with; the model's SDK (with aiohttp) waits
-for a socket or a turn. TLS still works
+for a socket or a turn, jsonschema and RE2 for the first schema checked. TLS still works
 when an endpoint asks for it, the trace exporter still finds requests, and the server runs on
 asyncio's own loop when uvloop is turned off."""
 
@@ -52,6 +52,7 @@ def test_a_plain_server_on_sqlite_loads_neither_psycopg_nor_the_tls_stack(tmp_pa
     assert "mcp.client.session" not in packages  # the MCP SDK waits for a server to be used
     assert "ag_ui.core" not in packages  # its models wait for an AG-UI stream
     assert "openai" not in packages and "aiohttp" not in packages  # for a socket or a turn
+    assert "jsonschema" not in packages and "re2" not in packages  # for a schema to check
     assert "autobahn.util" in packages and "click.termui" not in packages
 
 
