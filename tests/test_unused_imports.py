@@ -21,6 +21,19 @@ from tests.support.servers import ROOT, free_port, login, serve
 
 pytestmark = [pytest.mark.server, pytest.mark.own_site]
 
+# Imported by the code that uses them, not as a server starts: the model's SDK (a socket or a
+# turn), the schema checks (an MCP server, a question, an approval's edits), the API's views
+# with DRF's schema decorators and django.test (a request to the API).
+WAITING_FOR_USE = (
+    "openai",
+    "aiohttp",
+    "jsonschema",
+    "re2",
+    "activity.api.views",
+    "drf_spectacular.utils",
+    "django.test",
+)
+
 
 def imported_by_a_visit(work, **settings: str) -> set[str]:
     """The modules a server imported while it served a visit (a page, a login and the chat
@@ -54,6 +67,19 @@ def test_a_plain_server_on_sqlite_loads_neither_psycopg_nor_the_tls_stack(tmp_pa
     assert "openai" not in packages and "aiohttp" not in packages  # for a socket or a turn
     assert "jsonschema" not in packages and "re2" not in packages  # for a schema to check
     assert "autobahn.util" in packages and "click.termui" not in packages
+
+
+def test_an_application_that_has_started_and_warmed_holds_nothing_that_waits_for_use():
+    program = (
+        "import sys, threading, project.asgi;"
+        "[t.join(30) for t in threading.enumerate() if t.name == 'warming'];"
+        "print(' '.join(m for m in WAITING if m in sys.modules) or 'none')"
+    ).replace("WAITING", repr(WAITING_FOR_USE))
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "project.settings"}
+    said = subprocess.run(
+        [sys.executable, "-c", program], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    assert said.stdout.split() == ["none"], said.stderr
 
 
 def test_what_the_application_left_out_imports_again_after_it_for_the_trace_exporter():
