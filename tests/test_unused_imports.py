@@ -1,7 +1,8 @@
 """A server leaves out what its configuration never uses (project.unused): psycopg on SQLite,
 the TLS stack when it serves plain TCP, DRF's optional requests and Pygments, and the click
 that Autobahn would colour every frame's debug line with; the model's SDK (with aiohttp) waits
-for a socket or a turn, jsonschema and RE2 for the first schema checked. TLS still works
+for a socket or a turn, jsonschema and RE2 for the first schema checked; Redis's client only
+comes with its channel layer. TLS still works
 when an endpoint asks for it, the trace exporter still finds requests, and the server runs on
 asyncio's own loop when uvloop is turned off."""
 
@@ -80,6 +81,19 @@ def test_an_application_that_has_started_and_warmed_holds_nothing_that_waits_for
         [sys.executable, "-c", program], cwd=ROOT, env=env, capture_output=True, text=True
     )
     assert said.stdout.split() == ["none"], said.stderr
+
+
+def test_a_process_on_the_in_memory_channel_layer_never_imports_redis():
+    program = (
+        "import sys, project.asgi; from channels.layers import get_channel_layer;"
+        "print(type(get_channel_layer()).__name__, 'redis' in sys.modules)"
+    )
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "project.settings"}
+    env.pop("REDIS_URL", None)
+    said = subprocess.run(
+        [sys.executable, "-c", program], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    assert said.stdout.split() == ["SweptInMemoryChannelLayer", "False"], said.stderr
 
 
 def test_what_the_application_left_out_imports_again_after_it_for_the_trace_exporter():
