@@ -12,7 +12,8 @@ a second turn took from the question to their first status line, what the first 
 what it loads. Each question is asked `--pause` seconds (1 by default) after its socket
 opened, as a person who opens the page reads before asking; `--pause 0` asks at once. With
 --imports the server runs under `-X importtime`, which costs a little memory of its own, so
-its RSS is not reported."""
+its RSS is not reported: it lists the packages imported at start, and those the first socket
+and turn imported."""
 
 from __future__ import annotations
 
@@ -99,6 +100,9 @@ def main() -> None:
     ):
         pid = server.process.pid
         idle = settled_rss(pid)
+        # How much it had logged when idle: the imports of its start (the log is read once it
+        # has exited).
+        started = os.fstat(server.log.fileno()).st_size
         ids, cookies = conversations(server, 2)
         first = asyncio.run(first_status_after_asking(server, ids[0], cookies, options.pause))
         after = settled_rss(pid)
@@ -107,7 +111,9 @@ def main() -> None:
         server.process.wait(timeout=30)
         log = server.output() if options.imports else ""
     if options.imports:
-        report("imported at start, by package", imported(log))
+        at_start = log.encode()[:started].decode(errors="replace")
+        report("imported at start, by package", imported(at_start))
+        report("imported by the first socket and turn, by package", imported(log[len(at_start) :]))
         return
     report(
         "a serving process (python -m project.serve)",
