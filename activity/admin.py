@@ -21,8 +21,8 @@ from django.utils.html import format_html
 
 from activity import telemetry
 from activity.access import is_auditor
-from activity.api.views import export_response
 from activity.auditing.audit import evidence_stream, feed_integrity, period
+from activity.auditing.export import export_response
 from activity.models import (
     ActivityEvent,
     ActivityFeed,

@@ -118,10 +118,20 @@ def now() -> float:
 REJECTED_HANDSHAKES: list[str] = []
 
 
-async def turn_over_socket(server, conversation: str, cookies: str, question: str) -> list:
-    """Asks over a JSON socket; every event with the CLOCK_MONOTONIC time it arrived. A
-    handshake the server refuses or drops (a burst of hundreds overflows Daphne's listen
-    backlog or its connect timeout) is counted and retried; nothing was asked yet."""
+async def turn_over_socket(
+    server,
+    conversation: str,
+    cookies: str,
+    question: str,
+    *,
+    pause_s: float = 0,
+    asked: list[int] | None = None,
+) -> list:
+    """Asks over a JSON socket, `pause_s` after it opened (a person reading the page first);
+    every event with the CLOCK_MONOTONIC time it arrived (the question's own is appended to
+    `asked`, if given). A handshake the server refuses or drops (a burst of hundreds
+    overflows Daphne's listen backlog or its connect timeout) is counted and retried;
+    nothing was asked yet."""
     import websockets
     from websockets.typing import Subprotocol
 
@@ -143,6 +153,9 @@ async def turn_over_socket(server, conversation: str, cookies: str, question: st
         raise RuntimeError(f"ten handshakes in a row failed, the last: {REJECTED_HANDSHAKES[-1]}")
     received = []
     async with socket:
+        await asyncio.sleep(pause_s)
+        if asked is not None:
+            asked.append(time.monotonic_ns())
         await socket.send(json.dumps({"message": question}))
         while True:
             event = json.loads(await socket.recv())

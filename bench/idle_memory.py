@@ -6,10 +6,14 @@ imported to get there.
 
 `python -m project.serve` on a fresh SQLite database with an OpenAI-compatible provider (the
 paced fake model), as the peer bench starts it. Idle means: the process listens and its RSS
-has not moved for 2 s (start-up warming, chat.warming, has run on its thread). Then one turn
-over a socket, and the RSS again: what the first turn still loads. With --imports the server
-runs under `-X importtime`, which costs a little memory of its own, so its RSS is not
-reported."""
+has not moved for 2 s (start-up warming, project.warming, has run on its thread). Then one turn
+over a socket, and the RSS again: what the first turn still loads; and how long the first and
+a second turn took from the question to their first status line, what the first pays for
+what it loads. Each question is asked `--pause` seconds (1 by default) after its socket
+opened, as a person who opens the page reads before asking; `--pause 0` asks at once. With
+--imports the server runs under `-X importtime`, which costs a little memory of its own, so
+its RSS is not reported: it lists the packages imported at start, and those the first socket
+and turn imported."""
 
 from __future__ import annotations
 
@@ -25,6 +29,7 @@ from pathlib import Path
 from common import conversations, fake_llm, glassbox, machine, report, turn_over_socket
 
 SETTLED_FOR_S = 2.0
+QUESTION = "How do I negotiate my salary?"
 
 
 def rss_mib(pid: int) -> float:
@@ -62,11 +67,31 @@ def imported(log: str) -> list[tuple[str, str]]:
     ]
 
 
+async def first_status_after_asking(
+    server, conversation: str, cookies: str, pause_s: float
+) -> float:
+    """Milliseconds from the question, asked `pause_s` after its socket opened, to the turn's
+    first status line."""
+    asked: list[int] = []
+    events = await turn_over_socket(
+        server, conversation, cookies, QUESTION, pause_s=pause_s, asked=asked
+    )
+    for arrived, event in events:
+        if event["type"] == "status":
+            return (arrived - asked[0]) / 1e6
+    raise RuntimeError(f"no status line in {events!r}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--imports", action="store_true")
+    parser.add_argument(
+        "--pause", type=float, default=1.0,
+        help="seconds between a socket's opening and its question (0: asked at once)",
+    )  # fmt: skip
     options = parser.parse_args()
     print(f"machine: {machine()}; load average at start: {os.getloadavg()}")
+    print(f"each question asked {options.pause} s after its socket opened")
     settings = {"PYTHONPROFILEIMPORTTIME": "1"} if options.imports else {}
     with (
         tempfile.TemporaryDirectory() as work,
@@ -75,19 +100,27 @@ def main() -> None:
     ):
         pid = server.process.pid
         idle = settled_rss(pid)
-        ids, cookies = conversations(server, 1)
-        asyncio.run(turn_over_socket(server, ids[0], cookies, "How do I negotiate my salary?"))
+        # How much it had logged when idle: the imports of its start (the log is read once it
+        # has exited).
+        started = os.fstat(server.log.fileno()).st_size
+        ids, cookies = conversations(server, 2)
+        first = asyncio.run(first_status_after_asking(server, ids[0], cookies, options.pause))
         after = settled_rss(pid)
+        second = asyncio.run(first_status_after_asking(server, ids[1], cookies, options.pause))
         server.process.terminate()
         server.process.wait(timeout=30)
         log = server.output() if options.imports else ""
     if options.imports:
-        report("imported at start, by package", imported(log))
+        at_start = log.encode()[:started].decode(errors="replace")
+        report("imported at start, by package", imported(at_start))
+        report("imported by the first socket and turn, by package", imported(log[len(at_start) :]))
         return
     report(
         "a serving process (python -m project.serve)",
         [("idle RSS after start-up warming", f"{idle:.1f} MiB"),
-         ("RSS after its first turn", f"{after:.1f} MiB")],
+         ("RSS after its first turn", f"{after:.1f} MiB"),
+         ("first turn: question to first status line", f"{first:.0f} ms"),
+         ("second turn: question to first status line", f"{second:.0f} ms")],
     )  # fmt: skip
 
 

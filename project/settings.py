@@ -143,7 +143,7 @@ if REDIS_URL:
     # and seconds of delay at 100 turns (docs/deploy.md, "The channel layer").
     CHANNEL_LAYERS: dict[str, dict[str, Any]] = {
         "default": {
-            "BACKEND": "project.layers.RedisPubSubChannelLayer",
+            "BACKEND": "project.redis_layer.RedisPubSubChannelLayer",
             "CONFIG": {
                 # redis-py 8 stops reading after 5 s by default; a longer read timeout still
                 # catches a connection that died silently. Its pool's default cap of 100

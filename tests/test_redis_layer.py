@@ -1,4 +1,4 @@
-"""The channel layer between processes (project.layers.RedisPubSubChannelLayer) on a real
+"""The channel layer between processes (project.redis_layer.RedisPubSubChannelLayer) on a real
 Redis: a member hears what is published as soon as it has joined, a stalled channel drops
 only its own overflow, publishes asked for together travel together and in order, a publish
 whose connection breaks goes once more on a fresh one, a Redis that is gone fails every
@@ -18,7 +18,7 @@ import pytest
 import redis.asyncio as redis
 from redis.exceptions import ConnectionError as RedisUnreachable
 
-from project.layers import RedisPubSubChannelLayer
+from project.redis_layer import RedisPubSubChannelLayer
 
 pytestmark = pytest.mark.asyncio
 
@@ -82,7 +82,7 @@ def redis_layer(redis_url, settings):
 
     settings.CHANNEL_LAYERS = {
         "default": {
-            "BACKEND": "project.layers.RedisPubSubChannelLayer",
+            "BACKEND": "project.redis_layer.RedisPubSubChannelLayer",
             "CONFIG": {"hosts": [{"address": redis_url}]},
         }
     }

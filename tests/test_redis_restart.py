@@ -24,7 +24,7 @@ def private_redis(settings):
     with redis_server() as server:
         settings.CHANNEL_LAYERS = {
             "default": {
-                "BACKEND": "project.layers.RedisPubSubChannelLayer",
+                "BACKEND": "project.redis_layer.RedisPubSubChannelLayer",
                 "CONFIG": {"hosts": [{"address": server.url, "socket_timeout": 30}]},
             }
         }
@@ -61,7 +61,7 @@ async def test_after_a_redis_restart_the_socket_that_asks_hears_its_whole_turn(
 
 
 async def test_a_publish_after_a_redis_restart_goes_out_on_a_fresh_connection(private_redis):
-    from project.layers import RedisPubSubChannelLayer
+    from project.redis_layer import RedisPubSubChannelLayer
 
     speaking = RedisPubSubChannelLayer(hosts=[{"address": private_redis.url}])
     await speaking.group_send("warm-up", {"type": "turn.event"})  # a connection in the pool

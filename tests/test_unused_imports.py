@@ -1,6 +1,8 @@
 """A server leaves out what its configuration never uses (project.unused): psycopg on SQLite,
 the TLS stack when it serves plain TCP, DRF's optional requests and Pygments, and the click
-that Autobahn would colour every frame's debug line with. TLS still works
+that Autobahn would colour every frame's debug line with; the model's SDK (with aiohttp) waits
+for a socket or a turn, jsonschema and RE2 for the first schema checked; Redis's client only
+comes with its channel layer. TLS still works
 when an endpoint asks for it, the trace exporter still finds requests, and the server runs on
 asyncio's own loop when uvloop is turned off."""
 
@@ -19,6 +21,19 @@ from tests.support.certificates import self_signed
 from tests.support.servers import ROOT, free_port, login, serve
 
 pytestmark = [pytest.mark.server, pytest.mark.own_site]
+
+# Imported by the code that uses them, not as a server starts: the model's SDK (a socket or a
+# turn), the schema checks (an MCP server, a question, an approval's edits), the API's views
+# with DRF's schema decorators and django.test (a request to the API).
+WAITING_FOR_USE = (
+    "openai",
+    "aiohttp",
+    "jsonschema",
+    "re2",
+    "activity.api.views",
+    "drf_spectacular.utils",
+    "django.test",
+)
 
 
 def imported_by_a_visit(work, **settings: str) -> set[str]:
@@ -50,7 +65,35 @@ def test_a_plain_server_on_sqlite_loads_neither_psycopg_nor_the_tls_stack(tmp_pa
     assert "requests.sessions" not in packages and "pygments.lexers" not in packages
     assert "mcp.client.session" not in packages  # the MCP SDK waits for a server to be used
     assert "ag_ui.core" not in packages  # its models wait for an AG-UI stream
+    assert "openai" not in packages and "aiohttp" not in packages  # for a socket or a turn
+    assert "jsonschema" not in packages and "re2" not in packages  # for a schema to check
     assert "autobahn.util" in packages and "click.termui" not in packages
+
+
+def test_an_application_that_has_started_and_warmed_holds_nothing_that_waits_for_use():
+    program = (
+        "import sys, threading, project.asgi;"
+        "[t.join(30) for t in threading.enumerate() if t.name == 'warming'];"
+        "print(' '.join(m for m in WAITING if m in sys.modules) or 'none')"
+    ).replace("WAITING", repr(WAITING_FOR_USE))
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "project.settings"}
+    said = subprocess.run(
+        [sys.executable, "-c", program], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    assert said.stdout.split() == ["none"], said.stderr
+
+
+def test_a_process_on_the_in_memory_channel_layer_never_imports_redis():
+    program = (
+        "import sys, project.asgi; from channels.layers import get_channel_layer;"
+        "print(type(get_channel_layer()).__name__, 'redis' in sys.modules)"
+    )
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "project.settings"}
+    env.pop("REDIS_URL", None)
+    said = subprocess.run(
+        [sys.executable, "-c", program], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    assert said.stdout.split() == ["SweptInMemoryChannelLayer", "False"], said.stderr
 
 
 def test_what_the_application_left_out_imports_again_after_it_for_the_trace_exporter():

@@ -1,16 +1,20 @@
 """A server builds what its first turn draws before anyone asks (project.warming): the turn's
 templates compiled into the cached loader, the catalogues read; a name that cannot be built
-is logged and leaves the server as it was."""
+is logged and leaves the server as it was. What only a turn needs is imported on a thread
+once a question is likely, once a process; a socket that opens asks for the model's SDK."""
 
 from __future__ import annotations
 
 import logging
+import sys
 
 import pytest
 from django.template import engines
 from django.template.loaders.cached import Loader
 
-from project.warming import warm_aside
+from chat.agent.client import SDK
+from project.warming import import_aside, warm_aside
+from tests.support.sockets import open_socket
 
 
 def cached_names() -> set[str]:
@@ -42,3 +46,43 @@ def test_a_template_that_cannot_be_built_is_logged_and_changes_nothing(cold, cap
 
     assert not thread.is_alive()
     assert "warming up failed" in caplog.text and "no_such_template" in caplog.text
+
+
+@pytest.fixture
+def a_module(tmp_path, monkeypatch):
+    (tmp_path / "glassbox_imported_aside.py").write_text("LOADED = True\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield "glassbox_imported_aside"
+    sys.modules.pop("glassbox_imported_aside", None)
+
+
+def test_a_module_is_imported_aside_once_a_process(a_module):
+    thread = import_aside(a_module)
+    assert thread is not None and thread.name == "importing"
+    thread.join(30)
+
+    assert sys.modules[a_module].LOADED
+    assert import_aside(a_module) is None
+
+
+def test_a_module_that_cannot_be_imported_aside_is_logged(caplog):
+    with caplog.at_level(logging.ERROR, logger="glassbox"):
+        thread = import_aside("glassbox_no_such_module")
+        assert thread is not None
+        thread.join(30)
+
+    assert "importing glassbox_no_such_module ahead failed" in caplog.text
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.asyncio
+async def test_a_socket_that_opens_has_the_models_sdk_imported_ahead(
+    alice, alice_conversation, monkeypatch
+):
+    asked: list[tuple[str, ...]] = []
+    monkeypatch.setattr("chat.turns.deps.import_aside", lambda *names: asked.append(names))
+
+    socket = await open_socket(alice_conversation, alice)
+    await socket.disconnect()
+
+    assert asked == [(SDK,)]

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import datetime
-import json
-import logging
-from collections.abc import AsyncIterator
 from typing import Any
 
 from django.conf import settings
@@ -27,8 +24,7 @@ from activity.api.pagination import CheckedCursorPagination
 from activity.auditing.export import (
     FORMATS,
     FeedData,
-    csv_text,
-    export_stream,
+    export_response,
     feed_data,
     model_calls_data,
 )
@@ -38,7 +34,6 @@ from activity.recording.events import SCORE_NOTE_LIMIT, to_json
 from activity.selectors import events_by_feed, feeds_filtered, feeds_visible_to
 from activity.writing.labels import LabelRefused, label_call
 
-logger = logging.getLogger("glassbox.export")
 # Parameters whose empty value would mean nothing (a date, an id, a choice).
 NOT_EMPTY = {"since", "until", "conversation", "state", "format"}
 
@@ -232,37 +227,6 @@ class FeedExport(APIView):
         if fmt not in FORMATS:
             raise ValidationError({"format": f"Must be one of {', '.join(FORMATS)}."})
         return export_response(filtered_feeds(request), fmt)
-
-
-def export_response(feeds: QuerySet[ActivityFeed], fmt: str) -> StreamingHttpResponse:
-    """Streamed as it is read (an async iterator: Daphne would buffer a sync one whole)."""
-    response = StreamingHttpResponse(
-        ended_even_on_failure(export_stream(feeds, fmt), fmt), content_type=FORMATS[fmt]
-    )
-    extension = "json" if fmt == "json" else fmt
-    response["Content-Disposition"] = f'attachment; filename="glassbox-feeds.{extension}"'
-    return response
-
-
-STOPPED = "The export stopped early because of a server error; ask for it again."
-
-
-async def ended_even_on_failure(parts: AsyncIterator[str], fmt: str) -> AsyncIterator[str]:
-    """The headers are gone once the first part is: a failure after them ends the body with a
-    line that says so, instead of a connection left open or a file that looks whole."""
-    sent = 0
-    try:
-        async for part in parts:
-            sent += 1
-            yield part
-    except Exception:
-        logger.exception("a feed export failed after %d parts", sent)
-        if fmt == "ndjson":
-            yield json.dumps({"error": STOPPED}) + "\n"
-        elif fmt == "csv":
-            yield csv_text([[STOPPED]])
-        else:
-            yield ("," if sent > 1 else "") + json.dumps({"error": STOPPED}) + "]"
 
 
 class LabelRequestSerializer(serializers.Serializer):

@@ -7,13 +7,19 @@ from __future__ import annotations
 import csv
 import io
 import json
+import logging
 from collections.abc import AsyncIterator, Iterable
 from datetime import datetime
 from typing import Any, NotRequired, TypedDict
 
+from django.db.models import QuerySet
+from django.http import StreamingHttpResponse
+
 from activity.models import ActivityEvent, ActivityFeed, ModelCall
 from activity.recording.events import to_json
 from activity.selectors import aevents_by_feed
+
+logger = logging.getLogger("glassbox.export")
 
 CSV_COLUMNS = [
     "feed_id", "conversation", "message", "user", "feed_state", "started_at", "model",
@@ -200,3 +206,36 @@ async def export_stream(feeds, fmt: str) -> AsyncIterator[str]:
                 separator = ","
     if fmt == "json":
         yield "]"
+
+
+def export_response(feeds: QuerySet[ActivityFeed], fmt: str) -> StreamingHttpResponse:
+    """Streamed as it is read (an async iterator: Daphne would buffer a sync one whole). The
+    API's export and the admin's action both answer with it (here, so that the admin, which
+    every process imports as it starts, does not import the API and DRF with it)."""
+    response = StreamingHttpResponse(
+        ended_even_on_failure(export_stream(feeds, fmt), fmt), content_type=FORMATS[fmt]
+    )
+    extension = "json" if fmt == "json" else fmt
+    response["Content-Disposition"] = f'attachment; filename="glassbox-feeds.{extension}"'
+    return response
+
+
+STOPPED = "The export stopped early because of a server error; ask for it again."
+
+
+async def ended_even_on_failure(parts: AsyncIterator[str], fmt: str) -> AsyncIterator[str]:
+    """The headers are gone once the first part is: a failure after them ends the body with a
+    line that says so, instead of a connection left open or a file that looks whole."""
+    sent = 0
+    try:
+        async for part in parts:
+            sent += 1
+            yield part
+    except Exception:
+        logger.exception("a feed export failed after %d parts", sent)
+        if fmt == "ndjson":
+            yield json.dumps({"error": STOPPED}) + "\n"
+        elif fmt == "csv":
+            yield csv_text([[STOPPED]])
+        else:
+            yield ("," if sent > 1 else "") + json.dumps({"error": STOPPED}) + "]"

@@ -13,13 +13,15 @@ import itertools
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx2
 from django.utils.translation import gettext as _
-from openai import AsyncOpenAI
 
 from chat.agent.errors import ProviderError
+
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI
 
 # Where OpenAI-compatible servers put a reasoning model's thinking in a streamed delta:
 # DeepSeek and vLLM `reasoning_content`, Ollama and OpenRouter `reasoning` (OpenRouter also

@@ -7,15 +7,20 @@ from __future__ import annotations
 import asyncio
 import weakref
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 import httpx2
-from openai import AsyncOpenAI, DefaultAioHttpClient
 
 from chat.agent.context import Search
 from chat.agent.demo import DemoModel
 from chat.agent.demo_wire import DemoTransport
-from chat.agent.faults import NamedFaults
+
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI
+
+# What a client is made with, imported by make_client: the turn pipeline may import it ahead
+# (chat.turns.deps.expect_questions).
+SDK = "openai"
 
 # One client per event loop and configuration: building one creates an SSL context, which
 # profiling showed to be most of a turn's CPU time when every turn made its own.
@@ -29,17 +34,6 @@ _shared: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 CONNECTIONS = httpx2.Limits(
     max_connections=1000, max_keepalive_connections=1000, keepalive_expiry=30
 )
-
-
-class ProviderHttpClient(DefaultAioHttpClient):
-    """The SDK's aiohttp client (direct or through a proxy from the environment), its
-    connection faults named as httpx names them (chat.agent.faults)."""
-
-    def _init_transport(self, *args: Any, **kwargs: Any) -> httpx2.AsyncBaseTransport:
-        return NamedFaults(super()._init_transport(*args, **kwargs))
-
-    def _init_proxy_transport(self, *args: Any, **kwargs: Any) -> httpx2.AsyncBaseTransport:
-        return NamedFaults(super()._init_proxy_transport(*args, **kwargs))
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +74,13 @@ def make_client(
 def _new_client(
     provider: Provider, search: Search | None, transport: httpx2.AsyncBaseTransport | None
 ) -> AsyncOpenAI:
+    # The SDK (with aiohttp and pydantic's models of every API type, about 30 MiB) is
+    # imported with the first client, not with the server: a process that never serves a
+    # turn never loads it.
+    from openai import AsyncOpenAI
+
+    from chat.agent.provider_http import ProviderHttpClient
+
     timeout = httpx2.Timeout(provider.read_timeout, connect=provider.connect_timeout)
     if provider.is_demo:
         demo = DemoTransport(delay=provider.demo_delay, model=DemoModel(search))

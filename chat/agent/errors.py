@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import re
+import sys
+from typing import TYPE_CHECKING
 
-import openai
 from django.utils.translation import gettext as _
+
+if TYPE_CHECKING:
+    import openai
 
 # The provider's own words are kept to one line of this length; they are untrusted text,
 # escaped wherever a feed or an export shows them.
@@ -35,6 +39,10 @@ def _with(reason: str, said: str) -> str:
 def describe_failure(exc: BaseException) -> str:
     if isinstance(exc, ProviderError):
         return str(exc)
+    if "openai" not in sys.modules:  # no SDK loaded, so none of its errors either
+        return _describe_other(exc)
+    import openai
+
     if isinstance(exc, openai.APITimeoutError):
         return _("the model provider did not answer in time")
     if isinstance(exc, openai.APIConnectionError):
@@ -54,6 +62,10 @@ def describe_failure(exc: BaseException) -> str:
         return _with(reason, provider_said(exc))
     if isinstance(exc, openai.APIError):
         return _with(_("the model provider stopped with an error"), provider_said(exc))
+    return _describe_other(exc)
+
+
+def _describe_other(exc: BaseException) -> str:
     if isinstance(exc, TimeoutError):
         return _("the answer took too long")
     return _("something went wrong on our side")

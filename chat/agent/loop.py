@@ -8,11 +8,10 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.utils.translation import get_language
 from django.utils.translation import gettext as _
-from openai import AsyncOpenAI
 
 from activity.recording.events import (
     FALLBACK,
@@ -36,6 +35,9 @@ from chat.agent.reasoning import Thinking
 from chat.agent.running import run_call, the_call
 from chat.agent.tools import ToolRegistry
 from project.languages import language_name
+
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI
 
 SYSTEM_PROMPT = (
     "You are Glassbox, a helpful assistant that shows its work. When the knowledge base may "

@@ -6,9 +6,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol
-
-from openai import AsyncOpenAI
+from typing import TYPE_CHECKING, Any, Protocol
 
 from chat.agent.calls import PendingCall, is_json
 from chat.agent.chunks import Chunk, stream_completion
@@ -21,6 +19,9 @@ from chat.agent.responses import (
     stream_response,
     whole_events,
 )
+
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI
 
 CHAT_COMPLETIONS = "chat_completions"
 RESPONSES = "responses"

@@ -8,7 +8,6 @@ import json
 from collections.abc import AsyncIterator, Callable
 
 import httpx2
-import openai
 from django.utils.translation import gettext as _
 
 from chat.agent.chunks import Chunk, read_chunk
@@ -26,6 +25,8 @@ async def readable(
     the provider had begun to answer, ends the turn with a clear reason (a stall stays a
     timeout). A whole reply is read as the events `whole` makes of it (by default, a chat
     completion's one chunk)."""
+    import openai  # loaded already: the response came through its client
+
     if _whole(response):
         for data in (whole or _as_one_chunk)(await _whole_body(response)):
             yield read(data)
@@ -55,6 +56,8 @@ def _broke_off() -> ProviderError:
 
 async def _whole_body(response: httpx2.Response) -> object:
     """A reply sent in one piece, parsed."""
+    import openai
+
     try:
         body = await response.aread()
     except (httpx2.TimeoutException, openai.APITimeoutError):

@@ -16,14 +16,16 @@ inside the conversation."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx2
-import openai
 from django.utils.translation import gettext as _
 
 from chat.agent.chunks import Chunk, ToolDelta, request_key
 from chat.agent.errors import ProviderError
+
+if TYPE_CHECKING:
+    import openai
 
 # The key of an assistant message that carries the reasoning items of its round: only this
 # module writes and reads it, and it never reaches a Chat Completions request.
@@ -254,6 +256,8 @@ class ResponseReader:
         if not isinstance(message, str) or not message:
             message = "An error occurred during streaming"
         body = {"message": message, "code": error.get("code")}
+        import openai
+
         return openai.APIError(message=message, request=self.request, body=body)
 
 

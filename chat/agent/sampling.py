@@ -12,15 +12,17 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from django.utils.translation import gettext as _
-from openai import AsyncOpenAI
 
 from activity.recording.events import ModelCallDone
 from chat.agent.chunks import tokens
 from chat.agent.model_api import MODEL_APIS
 from chat.agent.policy import AgentPolicy
+
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI
 
 MESSAGES_LIMIT = 20
 TEXT_LIMIT = 2_000

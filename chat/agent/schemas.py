@@ -3,7 +3,10 @@ that no schema and no value can stall the process: every pattern runs on RE2 (li
 no backtracking), a schema is refused for its depth, its size, or a pattern RE2 cannot take,
 and values are refused for their length before any check runs. The one validator factory of
 the tools (chat.agent.mcp.tools), the questions (chat.agent.mcp.elicit_schema) and the
-approval edits (chat.asks.receipts). Pure: the limits are handed in (SchemaBounds)."""
+approval edits (chat.asks.receipts). Pure: the limits are handed in (SchemaBounds).
+
+jsonschema and RE2 (about 5 MiB) are imported with the first schema checked, not with the
+server: one that connects no MCP server and asks no approval never loads them."""
 
 from __future__ import annotations
 
@@ -11,16 +14,17 @@ import functools
 import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jsonschema
-import re2
 from django.core.exceptions import ValidationError as DjangoInvalid
 from django.core.validators import validate_email
 from django.utils.translation import gettext as _
-from jsonschema._utils import extras_msg
-from jsonschema.exceptions import ValidationError
-from jsonschema.protocols import Validator
+
+if TYPE_CHECKING:
+    import jsonschema
+    import re2
+    from jsonschema.exceptions import ValidationError
+    from jsonschema.protocols import Validator
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +59,8 @@ class Unsupported(Exception):
 
 
 def _options() -> re2.Options:
+    import re2
+
     options = re2.Options()
     options.log_errors = False  # a refused pattern is reported, not logged to stderr by C++
     return options
@@ -64,6 +70,8 @@ def _options() -> re2.Options:
 def compiled(pattern: str) -> Any:
     """The pattern, compiled by RE2 once; raises Unsupported for one RE2 cannot take
     (backreferences, lookarounds, a repeat over 1,000, a program over RE2's memory)."""
+    import re2
+
     try:
         return re2.compile(pattern, options=_options())
     except re2.error:
@@ -151,6 +159,8 @@ def _search(pattern: str, text: str) -> bool:
 
 
 def _pattern(validator: Any, patrn: Any, instance: Any, schema: Any) -> Iterator[ValidationError]:
+    from jsonschema.exceptions import ValidationError
+
     if validator.is_type(instance, "string") and not _search(patrn, instance):
         yield ValidationError(f"{instance!r} does not match {patrn!r}")
 
@@ -177,6 +187,9 @@ def _additional(instance: Mapping[str, Any], schema: Mapping[str, Any]) -> Itera
 def _additional_properties(
     validator: Any, allowed: Any, instance: Any, schema: Any
 ) -> Iterator[ValidationError]:
+    from jsonschema._utils import extras_msg
+    from jsonschema.exceptions import ValidationError
+
     if not validator.is_type(instance, "object"):
         return
     extras = set(_additional(instance, schema))
@@ -198,6 +211,8 @@ def _unique_items(
     validator: Any, unique: Any, instance: Any, schema: Any
 ) -> Iterator[ValidationError]:
     """Linear, by a hashable key per item (jsonschema compares unhashable items pairwise)."""
+    from jsonschema.exceptions import ValidationError
+
     if not unique or not validator.is_type(instance, "array"):
         return
     seen: set[Any] = set()
@@ -232,6 +247,8 @@ _OURS = {
 
 @functools.cache
 def _bounded(base: type[Validator]) -> type[Validator]:
+    import jsonschema
+
     return jsonschema.validators.extend(base, _OURS)
 
 
@@ -243,6 +260,8 @@ def validator(
     """A validator for a server's schema whose checks all run in bounded time: the draft
     the schema names, with its patterns on RE2. Raises Unsupported for a schema `screen`
     refuses."""
+    import jsonschema
+
     screen(schema, bounds)
     base = jsonschema.validators.validator_for(schema)
     return _bounded(base)(schema, format_checker=format_checker)
@@ -271,6 +290,8 @@ def first_error(
             % {"size": sum(sizes.values()), "limit": bounds.argument_chars},
             field=max(sizes, key=sizes.__getitem__),
         )
+    import jsonschema
+
     checker = validator(schema, bounds, format_checker)
     try:
         return jsonschema.exceptions.best_match(checker.iter_errors(instance))

@@ -20,7 +20,6 @@ from typing import Any
 
 import anyio
 import httpx2
-import openai
 
 from chat.agent.faults import timed_out
 
@@ -87,6 +86,8 @@ async def stream_data(response: httpx2.Response) -> AsyncIterator[Any]:
     closed on the way out. Raises ValueError for data that is not JSON, openai.APIError for a
     chunk that says `error`, and the SDK's APITimeoutError and APIConnectionError for a
     stalled or broken connection."""
+    import openai  # loaded already: the response came through its client
+
     lines, events = _Lines(), _Events()
     try:
         async for data in _body(response):
@@ -136,6 +137,8 @@ def _chunk(response: httpx2.Response, event: bytes) -> Any:
         message = error.get("message") if isinstance(error, dict) else None
         if not message or not isinstance(message, str):
             message = "An error occurred during streaming"
+        import openai
+
         raise openai.APIError(message=message, request=response.request, body=error)
     return data
 

@@ -6,12 +6,12 @@ chat.asks.approval_cards."""
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jsonschema
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
@@ -19,6 +19,9 @@ from activity.recording.events import FEEDBACK_ARG
 from activity.recording.receipts import fingerprint_or_blank
 from chat.agent.schemas import TooLong, Unsupported, first_error, is_email
 from chat.conversations.refusals import TurnRejected
+
+if TYPE_CHECKING:
+    import jsonschema
 
 # A page's edit form names each argument's field so: `argument.to`, `argument.subject`.
 ARGUMENT_FIELD = "argument."
@@ -60,12 +63,18 @@ class Edits:
 # (jsonschema's own only looks for an "@"), over 320 characters refused first
 # (chat.agent.schemas.is_email). Left out: `regex`, which compiles the owner's text as a
 # pattern (deep nesting raises a RecursionError jsonschema does not catch), and those that
-# need packages not installed here (hostname, uri, date-time…): not checked.
-FORMATS = jsonschema.FormatChecker(("date", "ipv4", "ipv6", "uuid"))
+# need packages not installed here (hostname, uri, date-time…): not checked. Made with the
+# first edit checked, as jsonschema is imported (chat.agent.schemas).
+@functools.cache
+def formats() -> jsonschema.FormatChecker:
+    import jsonschema
+
+    checker = jsonschema.FormatChecker(("date", "ipv4", "ipv6", "uuid"))
+    checker.checks("email")(is_address)
+    checker.checks("idn-email")(is_address)
+    return checker
 
 
-@FORMATS.checks("idn-email")
-@FORMATS.checks("email")
 def is_address(instance: object) -> bool:
     return not isinstance(instance, str) or is_email(instance)
 
@@ -120,9 +129,11 @@ def edited_arguments(
             field=FEEDBACK_ARG,
             problem=_("This tool has no such argument."),
         )
+    import jsonschema
+
     try:
         # Patterns on RE2, the tool's schema and the edits within bounds (chat.agent.schemas).
-        problem = first_error(parameters, values, format_checker=FORMATS)
+        problem = first_error(parameters, values, format_checker=formats())
     except (jsonschema.exceptions.SchemaError, Unsupported):
         raise EditRefused(
             _("This tool's parameters cannot check edits; approve or deny it as it is.")

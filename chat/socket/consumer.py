@@ -59,6 +59,7 @@ class ChatConsumer(WireSender):
         cued = (broadcast.sidebar_group(user.pk),) if wire.sidebar_stale else ()
         await self.watch(user, self.conversation, also=cued)
         await self.accept(subprotocol=wire.subprotocol)
+        turns.expect_questions()
         self.screen = Screen(conversation_id=self.conversation.pk, send=self.send_text, wire=wire)
         if opening.running is not None:
             await self.screen.join(opening.running, self.prefs)

@@ -10,7 +10,8 @@
   from it (`resuming`; what waits, its claim, receipt and card are chat.asks's).
 
 The model sees the conversation through `history`; what a turn runs with (client, tools) is
-`deps`'s, its policy `policy`'s."""
+`deps`'s, its policy `policy`'s; `expect_questions()` has the client loaded before the first
+question needs it."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from chat.turns.admission import (
     TurnLimited,
     question_clean,
 )
+from chat.turns.deps import expect_questions
 from chat.turns.follow import Inbox, Position, follow_turn, replay, snapshot
 from chat.turns.resuming import decide
 from chat.turns.started import StartedTurn
@@ -40,6 +42,7 @@ __all__ = [
     "TurnRejected",
     "begin",
     "decide",
+    "expect_questions",
     "follow_turn",
     "question_clean",
     "regenerate",

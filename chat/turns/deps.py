@@ -10,14 +10,14 @@ import contextlib
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import httpx2
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.base_user import AbstractBaseUser
-from openai import AsyncOpenAI
 
-from chat.agent.client import Provider, make_client
+from chat.agent.client import SDK, Provider, make_client
 from chat.agent.context import Person, ToolContext
 from chat.agent.mcp import offer_tools
 from chat.agent.tools import ToolRegistry
@@ -26,6 +26,10 @@ from chat.servers.configured import configured_servers, mcp_limits
 from chat.servers.heartbeat import after_first_look
 from chat.tools import registry_of
 from chat.tools.context import APP_SERVICES, AppContext, AppServices
+from project.warming import import_aside
+
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI
 
 
 def provider() -> Provider:
@@ -43,6 +47,13 @@ def configured_client(transport: httpx2.AsyncBaseTransport | None = None) -> Asy
     """The settings' provider (the demo model searching the knowledge base without a key);
     `transport` replaces its network, as make_client says."""
     return make_client(provider(), APP_SERVICES.search, transport)
+
+
+def expect_questions() -> None:
+    """Someone may ask soon (a socket opened): the model's client, which the server does not
+    load until then, is imported on a thread now, not by the first question on the event
+    loop (about 400 ms)."""
+    import_aside(SDK)
 
 
 def builtin_tools() -> ToolRegistry:

@@ -5,17 +5,20 @@ as a model call of the turn (its usage in the feed's totals, sealed when the fee
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
 from channels.db import database_sync_to_async
 from django.conf import settings
 from django.utils.translation import gettext as _
-from openai import AsyncOpenAI
 
 from activity.recording.events import ModelCallDone, RecordedEvent, Status
 from activity.writing.recorder import FeedRecorder
 from chat.agent.sampling import FIRST_ROUND, Failed, Refused, Sampled, SamplingRequest, sample
 from chat.turns.admission import tokens_today
 from chat.turns.policy import agent_policy
+
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI
 
 ICON = "🧠"
 
