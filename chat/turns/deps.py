@@ -52,7 +52,7 @@ def configured_client(transport: httpx2.AsyncBaseTransport | None = None) -> Asy
 def expect_questions() -> None:
     """Someone may ask soon (a socket opened): the model's client, which the server does not
     load until then, is imported on a thread now, not by the first question on the event
-    loop (about 400 ms)."""
+    loop (about 330 ms on this 2-core machine)."""
     import_aside(SDK)
 
 
