@@ -62,11 +62,13 @@ admin: $(VENV)/.installed
 	$(PY) manage.py createsuperuser $(if $(DJANGO_SUPERUSER_PASSWORD),--noinput)
 
 # Most of the suite waits on servers, sockets and the browser, so more processes than cores
-# pay; each has its own test database (pytest-django names it after the worker).
+# pay; each has its own test database (pytest-django names it after the worker). A process
+# that runs out of tests takes some of another's queue (worksteal): handed out once, the last
+# slow tests left one process working while the others waited.
 TEST_PROCESSES ?= 3
 test: $(VENV)/.installed $(CATALOGUES)
 	$(PY) -m compileall -q -j 0 $(SOURCES)
-	$(PY) -m pytest -n $(TEST_PROCESSES) $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(TEST_PROCESSES) --dist worksteal $(PYTEST_ARGS)
 
 # The standard clients the stream tests read AG-UI and the UI message stream with (pinned in
 # clients/package-lock.json, Node 22 among them: the `ai` package needs it).
