@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import logging
 import sys
+import threading
 
 import pytest
 from django.template import engines
 from django.template.loaders.cached import Loader
 
 from chat.agent.client import SDK
+from chat.turns.deps import sdk_imported
 from project.warming import import_aside, warm_aside
 from tests.support.sockets import open_socket
 
@@ -50,7 +52,9 @@ def test_a_template_that_cannot_be_built_is_logged_and_changes_nothing(cold, cap
 
 @pytest.fixture
 def a_module(tmp_path, monkeypatch):
-    (tmp_path / "glassbox_imported_aside.py").write_text("LOADED = True\n")
+    (tmp_path / "glassbox_imported_aside.py").write_text(
+        "import threading\nLOADED = True\nBY = threading.get_ident()\n"
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     yield "glassbox_imported_aside"
     sys.modules.pop("glassbox_imported_aside", None)
@@ -86,3 +90,15 @@ async def test_a_socket_that_opens_has_the_models_sdk_imported_ahead(
     await socket.disconnect()
 
     assert asked == [(SDK,)]
+
+
+@pytest.mark.asyncio
+async def test_a_turn_imports_the_models_sdk_off_the_event_loop(a_module, monkeypatch):
+    """Imported on the loop, it stopped every socket and heartbeat of the process: long
+    enough, on a loaded machine, for another process to take a turn for dead."""
+    monkeypatch.setattr("chat.turns.deps.SDK", a_module)
+
+    await sdk_imported()
+
+    assert sys.modules[a_module].LOADED
+    assert threading.get_ident() != sys.modules[a_module].BY

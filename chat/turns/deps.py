@@ -6,7 +6,10 @@ needs are read here and handed in: the agent reads none."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import importlib
+import sys
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
@@ -54,6 +57,16 @@ def expect_questions() -> None:
     load until then, is imported on a thread now, not by the first question on the event
     loop (about 330 ms on this 2-core machine)."""
     import_aside(SDK)
+
+
+async def sdk_imported() -> None:
+    """The model's SDK imported off the event loop before a turn makes its client: imported
+    on it, the process's every socket, stream and heartbeat stopped for its duration (a third
+    of a second here, seconds on a loaded machine: long enough for another process to take
+    the turn's heartbeat for dead)."""
+    if SDK not in sys.modules:
+        # Another thread's import of it (expect_questions) is waited for on this one.
+        await asyncio.to_thread(importlib.import_module, SDK)
 
 
 def builtin_tools() -> ToolRegistry:

@@ -244,6 +244,7 @@ async def _turn_run(
                 history = []
             elif history is None:
                 history = await amodel_history(answer)
+            await deps.sdk_imported()
             async for event in run_agent(
                 client=dependencies.client_factory(),
                 messages=history,
