@@ -487,8 +487,8 @@ def score_stats(since) -> dict:
         rows: dict[str, dict] = {}
 
         def row_of(name: str) -> dict:
-            blank = {"name": name, "calls": 0, "rated": 0, "down": 0, "labels": defaultdict(int)}
-            return rows.setdefault(name, blank | {"days": defaultdict(_day_counts)})
+            blank = {"name": name, **_day_counts(), "days": defaultdict(_day_counts)}
+            return rows.setdefault(name, blank)
 
         for *names_of, day, n in calls_per_day:
             row = row_of(names_of[index])
@@ -538,6 +538,7 @@ def score_stats(since) -> dict:
 
 
 def _day_counts() -> dict:
+    """A row's counts, in all or on one day."""
     return {"calls": 0, "rated": 0, "down": 0, "labels": defaultdict(int)}
 
 
