@@ -5,11 +5,16 @@ never answers, a 100 KB URL question, questions that never stop), one turn of th
 user calls it over a served Glassbox (Daphne, SQLite, the offline demo model) while another
 user's browser GETs the conversation list 20 times a second. The 50 MB result is also
 served over Streamable HTTP (a JSON body, and an event stream) and the legacy SSE transport,
-by the SDK's own apps. Printed per case (three turns under one prober): the prober's
-p50/p99/max in ms, how much the serving process's peak resident memory grew, and the same
-with no case running as the baseline.
+by the SDK's own apps (their processes below Glassbox's CPU priority, as its stdio servers
+are: a real one runs on a machine of its own). Printed per case (at least three turns, and
+more until the prober has run 4 s): the prober's p50/p99/max in ms, how much the serving
+process's peak resident memory grew, the CPU time of the serving process and of the rest of
+the machine, and the same with no case running as the baseline. A clean call is measured
+twice: as the process's first turn (which loads what turns use, the model's SDK among
+them) and again as the reference the hostile cases compare with.
 
-Run: `.venv/bin/python bench/hostile_servers.py` (about a minute)."""
+Run: `.venv/bin/python bench/hostile_servers.py [part of a case's name ...]` (about two
+minutes for every case)."""
 
 from __future__ import annotations
 
@@ -17,6 +22,7 @@ import asyncio
 import contextlib
 import http.cookiejar
 import json
+import os
 import re
 import sys
 import tempfile
@@ -28,6 +34,7 @@ from pathlib import Path
 
 from common import ROOT, machine, percentile, report
 
+from chat.agent.mcp.stdio import LOWER_PRIORITY
 from tests.support.mcp import http_server
 from tests.support.resident import kilobytes
 from tests.support.servers import login, manage, serve
@@ -46,6 +53,9 @@ OVER_HTTP = {
     "legacy": (True, {}),
 }
 CASES = {
+    # The process's first turn loads what turns use (the model's SDK among them), apart.
+    "a clean call, the process's first turn": "dirty__ping {}",
+    "a clean call (the reference)": "dirty__ping {}",
     "50 MB result": "hostile__big {}",
     "50 MB result, Streamable HTTP JSON body": "json__big {}",
     "50 MB result, Streamable HTTP event stream": "stream__big {}",
@@ -60,8 +70,10 @@ CASES = {
 }
 PROBES_PER_SECOND = 20
 BASELINE_SECONDS = 10.0
-# Each case runs this many times under one prober: a short case gives few samples alone.
+# Each case runs at least this many times under one prober, and again until it has been
+# probed for PROBED_SECONDS: a short case gives few samples alone.
 REPEATS = 3
+PROBED_SECONDS = 4.0
 PROBER = ("prober", "prober-bench-password-1")
 
 
@@ -142,6 +154,18 @@ async def hostile_turn(server, conversation: str, cookies: str, question: str) -
                     ))  # fmt: skip
 
 
+def cpu_seconds(pid: int | None = None) -> float:
+    """CPU seconds used by the process `pid` so far, or by the whole machine (every core)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    if pid is None:
+        fields = Path("/proc/stat").read_text().split("\n")[0].split()[1:]
+        idle = int(fields[3]) + int(fields[4])
+        return (sum(int(f) for f in fields[:8]) - idle) / ticks
+    # utime and stime: fields 14 and 15, counted after the command's closing parenthesis.
+    after = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(after[11]) + int(after[12])) / ticks
+
+
 def probed(server, opener, work) -> tuple[str, str]:
     """(figures, how the turn ended) while `work()` runs, or for BASELINE_SECONDS."""
     status = Path(f"/proc/{server.process.pid}")
@@ -149,6 +173,7 @@ def probed(server, opener, work) -> tuple[str, str]:
     (status / "clear_refs").write_text("5")
     resident = kilobytes("VmRSS", status / "status")
     prober = Prober(server.url, opener)
+    serving, machine_cpu = cpu_seconds(server.process.pid), cpu_seconds()
     prober.start()
     ended = ""
     try:
@@ -160,11 +185,14 @@ def probed(server, opener, work) -> tuple[str, str]:
     finally:
         prober.stopped.set()
         prober.join()
+    serving = cpu_seconds(server.process.pid) - serving
+    others = cpu_seconds() - machine_cpu - serving
     times = prober.times
     figures = (
         f"p50 {percentile(times, 50):6.1f}  p99 {percentile(times, 99):6.1f}  "
         f"max {max(times):6.1f} ms  ({len(times)} GETs, {prober.failures} failed)  "
-        f"peak memory +{max(0, kilobytes('VmHWM', status / 'status') - resident) / 1024:.0f} MB"
+        f"peak memory +{max(0, kilobytes('VmHWM', status / 'status') - resident) / 1024:.0f} MB  "
+        f"CPU {serving:.2f} s serving, {others:.2f} s the rest"
     )
     return figures, ended
 
@@ -182,8 +210,22 @@ def main() -> None:
             }
             for name, (sse, env) in OVER_HTTP.items()
         ]
+        lower_http_servers(module)
         probe_all(rows, json.dumps(declared))
     report("Another user's GET / at 20/s while a hostile MCP server misbehaves", rows)
+
+
+def lower_http_servers(module: str) -> None:
+    """The HTTP servers below Glassbox's CPU priority, as its stdio servers are
+    (chat.agent.mcp.stdio.LOWER_PRIORITY): a real one runs on a machine of its own, not on
+    the 2 cores that serve the prober."""
+    for entry in Path("/proc").iterdir():
+        try:
+            command = (entry / "cmdline").read_bytes().split(b"\0")
+        except (OSError, ValueError):
+            continue
+        if module.encode() in command and ({b"--http", b"--sse"} & set(command)):
+            os.setpriority(os.PRIO_PROCESS, int(entry.name), LOWER_PRIORITY)
 
 
 def probe_all(rows: list[tuple[str, str]], servers: str) -> None:
@@ -204,17 +246,22 @@ def probe_all(rows: list[tuple[str, str]], servers: str) -> None:
         opener = browser(server.url, *PROBER)
         figures, _ended = probed(server, opener, None)
         rows.append(("baseline (no hostile call)", figures))
+        chosen = sys.argv[1:]  # parts of case names: only those cases
         for name, question in CASES.items():
+            if chosen and not any(part in name for part in chosen):
+                continue
             conversation, cookies = login(server.url)
 
             def turn(question=question, conversation=conversation, cookies=cookies) -> str:
-                ended = []
-                for _repeat in range(REPEATS):
+                ended: list[str] = []
+                began = time.perf_counter()
+                while len(ended) < REPEATS or time.perf_counter() - began < PROBED_SECONDS:
                     started = time.perf_counter()
                     done = asyncio.run(hostile_turn(server, conversation, cookies, question))
                     seconds = time.perf_counter() - started
                     ended.append(f"{done.get('state', done)} in {seconds:.1f} s")
-                return ", ".join(ended) + f"; {done['line']}"
+                kinds = sorted(set(ended), key=ended.index)
+                return f"{len(ended)} turns: " + ", ".join(kinds) + f"; {done['line']}"
 
             figures, ended = probed(server, opener, turn)
             rows.append((name, figures))

@@ -109,6 +109,23 @@ async def test_the_sessions_own_stream_skips_an_event_over_the_bound_and_goes_on
     assert traffic.oversized == 1
 
 
+async def test_a_skipped_event_ends_where_its_blank_line_does_wherever_the_chunks_cut_it():
+    big = b'data: {"jsonrpc":"2.0","id":4,"result":"' + b"x" * 3_000 + b'"}\r\n\r\n'
+    after = b'data: {"jsonrpc":"2.0","method":"notifications/progress"}\r\n\r\n'
+    stream = big + after
+    for size in (7, 64, 1_000):
+        for offset in range(size):
+            chunks = [stream[:offset]] if offset else []
+            chunks += [stream[n : n + size] for n in range(offset, len(stream), size)]
+            traffic = Traffic()
+
+            answer, notification = await parsed(Events(Chunks(chunks), None, traffic, 1000))
+
+            assert json.loads(answer.data)["error"]["data"]["bytes"] == len(big) - 2, chunks
+            assert notification.data == '{"jsonrpc":"2.0","method":"notifications/progress"}'
+            assert traffic.oversized == 1
+
+
 @contextmanager
 def answering(body: bytes, headers: dict[str, str]) -> Iterator[str]:
     """A local HTTP server that answers every POST with this body."""

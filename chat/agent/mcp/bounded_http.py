@@ -30,6 +30,7 @@ import zlib
 from collections.abc import AsyncIterator
 from typing import Any
 
+import anyio.lowlevel
 import httpx2
 
 from chat.agent.mcp.stdio import (
@@ -274,6 +275,14 @@ class Events(httpx2.AsyncByteStream):
         carriage = False  # the last chunk ended with \r: a \n opening the next is its pair
         newline = False  # the text so far ends with a line break (not an event's end)
         async for raw in self.stream:
+            # As over stdio (chat.agent.mcp.stdio._lines): a read of what has arrived does
+            # not wait, and a stream that never pauses would hold the event loop.
+            await anyio.lowlevel.checkpoint()
+            if self.over and b"\n" not in raw and b"\r" not in raw:
+                # The middle of an event being skipped: only counted (its head is kept).
+                self.size += len(raw)
+                carriage = newline = False
+                continue
             if carriage and raw.startswith(b"\n"):
                 raw = raw[1:]
             if not raw:

@@ -222,6 +222,9 @@ async def _lines(stdout: Any, traffic: Traffic) -> AsyncIterator[SessionMessage 
             chunk = await stdout.receive(READ_SIZE)
         except anyio.EndOfStream:
             return
+        # A read of what is already in the pipe does not wait, so a server that writes
+        # without pause would hold the event loop for its whole output.
+        await anyio.lowlevel.checkpoint()
         start = 0
         while (end := chunk.find(b"\n", start)) >= 0:
             piece = chunk[start:end]
