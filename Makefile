@@ -65,10 +65,11 @@ admin: $(VENV)/.installed
 # pay; each has its own test database (pytest-django names it after the worker). A process
 # that runs out of tests takes some of another's queue (worksteal): handed out once, the last
 # slow tests left one process working while the others waited.
+# The slowest tests are listed at the end: where the suite's time goes, run after run.
 TEST_PROCESSES ?= 3
 test: $(VENV)/.installed $(CATALOGUES)
 	$(PY) -m compileall -q -j 0 $(SOURCES)
-	$(PY) -m pytest -n $(TEST_PROCESSES) --dist worksteal $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(TEST_PROCESSES) --dist worksteal --durations=30 --durations-min=5 $(PYTEST_ARGS)
 
 # The standard clients the stream tests read AG-UI and the UI message stream with (pinned in
 # clients/package-lock.json, Node 22 among them: the `ai` package needs it).

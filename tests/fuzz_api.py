@@ -1,9 +1,11 @@
 """The API fuzzer against a live server: `make fuzz` (CI runs it). Starts Glassbox on a fresh
 database, gives the demo user a token, and runs schemathesis over every operation of the
-OpenAPI schema with all its checks; exits with schemathesis's status."""
+OpenAPI schema with all its checks; exits with schemathesis's status. FUZZ_SEED, if set, is
+its seed (CI sets one a commit, so that a run can be repeated)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import tempfile
@@ -26,6 +28,8 @@ def main(st: str) -> int:
             "--max-examples", EXAMPLES,
             "--request-timeout", "30",
         ]  # fmt: skip
+        if os.environ.get("FUZZ_SEED"):
+            command += ["--seed", os.environ["FUZZ_SEED"]]  # CI's: one a commit
         return subprocess.run(command, cwd=ROOT, check=False).returncode
 
 
