@@ -27,7 +27,20 @@ IDLE_SECONDS = 12
 def shared_servers(tmp_path_factory):
     settings = {"GLASSBOX_DEMO_DELAY": "0.02", "GLASSBOX_HEARTBEAT_SECONDS": "0.2"}
     with two_servers(tmp_path_factory.mktemp("scale"), **settings) as servers:
+        for server in servers:
+            warmed(server)
         yield servers
+
+
+def warmed(server) -> None:
+    """The process has served a turn. Its first loads the model's SDK, which on a loaded
+    machine can hold the process past the heartbeat's grace here (4 beats of 0.2 s), and
+    another process would rightly take that turn for dead: these tests are about turns of a
+    process at work, not about its first."""
+    conversation, _cookies = login(server.url)
+    seen: list[dict[str, Any]] = []
+    ask_over_sse(server, demo_token(server.env), conversation, "Hello", seen, threading.Event())
+    assert seen and seen[-1]["type"] == "done", seen[-3:]
 
 
 def ask_over_sse(server, token, conversation, question, seen, writing):
@@ -82,7 +95,7 @@ def watch_a_turn(first, second, *, kill_first: bool = False) -> tuple[list, list
         )
         asker.start()
         if kill_first:
-            assert await asyncio.to_thread(writing.wait, 20)
+            assert await asyncio.to_thread(writing.wait, 20), seen[-3:]
             first.process.kill()  # SIGKILL mid-turn: no cleanup of any kind runs
         watched = await watcher
         await asyncio.to_thread(asker.join, 30)
@@ -108,6 +121,7 @@ def test_when_the_running_process_dies_the_other_sees_the_turn_interrupted(share
     # A third process of its own to kill, so the shared ones serve the other tests in any order.
     doomed = start_daphne(first.env)
     try:
+        warmed(doomed)
         watched, _ = watch_a_turn(doomed, second, kill_first=True)
     finally:
         doomed.stop()
