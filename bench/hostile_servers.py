@@ -32,7 +32,7 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
-from common import ROOT, machine, percentile, report
+from common import ROOT, cpu_seconds, machine, machine_busy_seconds, percentile, report
 
 from chat.agent.mcp.stdio import LOWER_PRIORITY
 from tests.support.mcp import http_server
@@ -154,18 +154,6 @@ async def hostile_turn(server, conversation: str, cookies: str, question: str) -
                     ))  # fmt: skip
 
 
-def cpu_seconds(pid: int | None = None) -> float:
-    """CPU seconds used by the process `pid` so far, or by the whole machine (every core)."""
-    ticks = os.sysconf("SC_CLK_TCK")
-    if pid is None:
-        fields = Path("/proc/stat").read_text().split("\n")[0].split()[1:]
-        idle = int(fields[3]) + int(fields[4])
-        return (sum(int(f) for f in fields[:8]) - idle) / ticks
-    # utime and stime: fields 14 and 15, counted after the command's closing parenthesis.
-    after = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-    return (int(after[11]) + int(after[12])) / ticks
-
-
 def probed(server, opener, work) -> tuple[str, str]:
     """(figures, how the turn ended) while `work()` runs, or for BASELINE_SECONDS."""
     status = Path(f"/proc/{server.process.pid}")
@@ -173,7 +161,7 @@ def probed(server, opener, work) -> tuple[str, str]:
     (status / "clear_refs").write_text("5")
     resident = kilobytes("VmRSS", status / "status")
     prober = Prober(server.url, opener)
-    serving, machine_cpu = cpu_seconds(server.process.pid), cpu_seconds()
+    serving, machine_cpu = cpu_seconds(server.process.pid), machine_busy_seconds()
     prober.start()
     ended = ""
     try:
@@ -186,7 +174,7 @@ def probed(server, opener, work) -> tuple[str, str]:
         prober.stopped.set()
         prober.join()
     serving = cpu_seconds(server.process.pid) - serving
-    others = cpu_seconds() - machine_cpu - serving
+    others = machine_busy_seconds() - machine_cpu - serving
     times = prober.times
     figures = (
         f"p50 {percentile(times, 50):6.1f}  p99 {percentile(times, 99):6.1f}  "

@@ -31,6 +31,7 @@ from common import (
     fake_llm,
     free_port,
     machine,
+    machine_busy_seconds,
     manage,
     percentile,
     redis_url,
@@ -105,13 +106,6 @@ def _wait_port(port: int) -> None:
         except OSError:
             time.sleep(0.1)
     raise RuntimeError("the server did not listen")
-
-
-def machine_busy_seconds() -> float:
-    """CPU time every core of the machine spent on anything but idling, in seconds."""
-    fields = [int(n) for n in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
-    idle = fields[3] + fields[4]  # idle, iowait
-    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
 
 
 def first_status_ms(events: list) -> float:
