@@ -64,7 +64,7 @@ CASES = {
     "invalid UTF-8, NUL, lone surrogate": "hostile__garbled {}",
     "NUL and surrogates in titles": "dirty__ping {}",
     "10,000 progress + 10,000 log messages": "hostile__chatter {}",
-    "a call that never answers (2 s deadline)": "hostile__forever {}",
+    "a call that never answers (5 s deadline)": "hostile__forever {}",
     "question with a 100 KB URL": "hostile__portal {}",
     "questions that never stop": "hostile__nag {}",
 }
@@ -222,7 +222,7 @@ def probe_all(rows: list[tuple[str, str]], servers: str) -> None:
         serve(
             Path(work),
             GLASSBOX_MCP_SERVERS=servers,
-            GLASSBOX_TOOL_TIMEOUT="2",
+            GLASSBOX_TOOL_TIMEOUT="5",
             GLASSBOX_DEMO_DELAY="0",
             GLASSBOX_TURNS_PER_MINUTE="1000",
             LOG_LEVEL="ERROR",

@@ -11,6 +11,7 @@ import importlib.metadata
 import inspect
 import json
 import os
+import time
 
 import pytest
 
@@ -130,13 +131,19 @@ async def test_a_server_runs_below_the_serving_processs_cpu_priority(
     assert own < 19 and result.result_content == f"{min(19, own + bounded_stdio.LOWER_PRIORITY)}"
 
 
-async def test_progress_and_log_floods_are_counted_not_shown_or_stored(
-    hostile, alice, alice_conversation
+async def test_progress_and_log_floods_are_counted_not_shown_or_stored_and_slow_only_their_call(
+    hostile, alice, alice_conversation, monkeypatch
 ):
+    # Faster than a product's pace, for a short test: the pace, not the flood, sets the time.
+    monkeypatch.setattr(bounded_stdio, "NOTICES_PER_SECOND", 20_000)
     hostile()
     await run(alice_conversation, alice, "hostile__ping {}")
     quiet = await ActivityEvent.objects.acount()
+    began = time.monotonic()
     events, longest = await run(alice_conversation, alice, "hostile__chatter {}", limit=60)
+    # The server wrote its 20,000 notices as fast as it could; they were read at the pace,
+    # all but the first burst and the last read's (a pipe holds no more than 64 KiB of them).
+    assert time.monotonic() - began >= (20_000 - bounded_stdio.NOTICES_AT_ONCE - 1000) / 20_000
 
     done = statuses(events, "done")[0]
     assert done.startswith("“Chatter” finished — the server sent 10,000 progress messages; ")

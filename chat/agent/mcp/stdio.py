@@ -23,6 +23,7 @@ import os
 import re
 import secrets
 import sys
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -70,6 +71,12 @@ PROGRESS_REPORT = re.compile(rb'^\s*\{[^{}]{0,80}"method"\s*:\s*"notifications/p
 LOG_MESSAGE = re.compile(rb'^\s*\{[^{}]{0,80}"method"\s*:\s*"notifications/message"')
 # A longer log message is never parsed (its call keeps 400 characters of it): only counted.
 LOG_LINE_LIMIT = 16 * 1024
+# Progress reports and log messages the reader passes over a second, after a first burst:
+# beyond that it reads the server's output more slowly, so a flood fills the pipe and holds
+# the server on its own writes. 10,000 a second cost the serving process a tenth of its CPU
+# (bench/hostile_servers.py); at this pace a flood slows its own call, no one else's.
+NOTICES_PER_SECOND = 5000
+NOTICES_AT_ONCE = 1000
 # How much lower than the serving process's a server's CPU priority is (nice(1) steps): on
 # a machine of few cores, a server that burns CPU (a flood, a huge result to build) slows
 # itself first, not everyone's pages (bench/hostile_servers.py).
@@ -136,6 +143,20 @@ class EndWatched:
 
     async def __aexit__(self, *exc: Any) -> bool | None:
         return await self.stream.__aexit__(*exc)
+
+
+class Pace:
+    """A token bucket of notices: how long to wait, having passed over `spent` more."""
+
+    def __init__(self, rate: float, burst: float) -> None:
+        self.rate, self.burst = rate, burst
+        self.allowance, self.at = burst, time.monotonic()
+
+    def wait(self, spent: int) -> float:
+        now = time.monotonic()
+        self.allowance = min(self.burst, self.allowance + (now - self.at) * self.rate) - spent
+        self.at = now
+        return max(0.0, -self.allowance / self.rate)
 
 
 def megabytes(size: int) -> str:
@@ -207,17 +228,23 @@ async def _lines(stdout: Any, traffic: Traffic) -> AsyncIterator[SessionMessage 
     """The server's output as messages: a line is kept as a list of chunks (never joined
     to itself chunk after chunk), and one over MESSAGE_LIMIT only counted. Of the progress
     reports in one read only the latest is parsed, before any other message and at the
-    read's end: a flood costs a byte search per report, and the latest always arrives."""
+    read's end: a flood costs a byte search per report, and the latest always arrives. The
+    reports and log messages passed over are paced (`Pace`)."""
     parts: list[bytes] = []
     size = 0
     head = b""
     latest: bytes | None = None
+    pace = Pace(NOTICES_PER_SECOND, NOTICES_AT_ONCE)
+    notices = 0
     while True:
         if latest is not None:
             message = parse_line(latest, traffic)
             latest = None
             if message is not None:
                 yield message
+        if notices and (wait := pace.wait(notices)):
+            await anyio.sleep(wait)
+        notices = 0
         try:
             chunk = await stdout.receive(READ_SIZE)
         except anyio.EndOfStream:
@@ -237,6 +264,7 @@ async def _lines(stdout: Any, traffic: Traffic) -> AsyncIterator[SessionMessage 
                 parts.append(piece)
                 line = b"".join(parts)
                 if PROGRESS_REPORT.match(line):
+                    notices += 1
                     if latest is not None:
                         traffic.progress_skipped += 1
                     latest = line
@@ -253,6 +281,8 @@ async def _lines(stdout: Any, traffic: Traffic) -> AsyncIterator[SessionMessage 
                     )
                     if message is not None:
                         yield message
+                    else:
+                        notices += 1  # a log message only counted
             parts, size, head, start = [], 0, b"", end + 1
         rest = chunk[start:]
         if not rest:
