@@ -28,6 +28,7 @@ import subprocess
 import sys
 import time
 
+from project import heap
 from project.env import env_int
 from project.unused import HIGHLIGHTING, TLS, leave_out, speaks_tls
 
@@ -77,6 +78,7 @@ def serve(daphne_args: list[str]) -> int:
     from project import prompt_writes
 
     prompt_writes.install()
+    heap.keep()
     from daphne.cli import CommandLineInterface
 
     CommandLineInterface().run([*daphne_args])

@@ -51,6 +51,7 @@ async def traced_turn(conversation: Conversation, user, tool: str, **arguments) 
 
 
 @pytest.mark.asyncio
+@pytest.mark.foreign_wire
 async def test_an_instrumented_mcp_servers_spans_are_children_of_the_turns_tool_span(
     settings, mcp_sessions, alice, alice_conversation
 ):
@@ -79,6 +80,7 @@ async def test_an_instrumented_mcp_servers_spans_are_children_of_the_turns_tool_
 
 
 @pytest.mark.asyncio
+@pytest.mark.foreign_wire
 async def test_an_mcp_calls_arguments_results_and_error_text_stay_out_by_default(
     settings, mcp_sessions, alice, alice_conversation
 ):

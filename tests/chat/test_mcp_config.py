@@ -84,6 +84,7 @@ def test_a_url_ending_in_sse_is_the_legacy_transport_unless_transport_says_other
     assert legacy.fingerprint != modern.fingerprint
 
 
+@pytest.mark.own_site
 def test_a_bad_setting_stops_start_up_naming_the_setting():
     secret_value = json.dumps([{"name": "x", "url": "ftp://x", "headers": {"A": SECRET}}])
     run = subprocess.run(

@@ -77,6 +77,7 @@ def test_production_without_a_token_key_refuses_and_says_how_to_make_one(setting
     assert secrets.unseal(secrets.seal("x")) == "x"
 
 
+@pytest.mark.own_site
 def test_a_production_site_declaring_an_oauth_server_without_a_key_does_not_start():
     declared = json.dumps([{"name": "notes", "url": URL, "auth": "oauth"}])
     env = {**os.environ, "GLASSBOX_MCP_SERVERS": declared, "OPENAI_API_KEY": "sk-test"}

@@ -16,7 +16,7 @@ from tests.support.litellm import litellm_or_skip, litellm_proxy
 from tests.support.provider_server import scripted_provider
 from tests.support.turns import run_turn
 
-pytestmark = [pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.foreign_wire]
 
 ARGUMENTS = json.dumps({"feedback_to_user": "Adding up the two offers", "expression": "52+48"})
 THOUGHT = "Both offers are known: 52 and 48."
