@@ -8,6 +8,7 @@ ticks keep coming, and the session stays up for the next call (chat.agent.mcp.bo
 from __future__ import annotations
 
 import inspect
+import time
 
 import httpx2
 import pytest
@@ -15,6 +16,7 @@ import pytest_asyncio
 from mcp.client.sse import sse_client
 
 from activity.models import ActivityEvent
+from chat.agent.mcp import bounded_http
 from chat.agent.mcp.bounded_http import LEGACY_EVENT_LIMIT
 from chat.agent.mcp.config import spec_from_mapping
 from chat.agent.mcp.connections import pool
@@ -126,4 +128,27 @@ async def test_a_2_mb_result_in_an_event_stream_arrives_whole(
     assert statuses(events, "done")[0] == "“Big” finished"
     result = await ActivityEvent.objects.aget(kind="tool_result")
     assert result.result_content.endswith("[cut: the result was 2097152 characters]")
+    assert longest < STALL
+
+
+async def test_an_oversized_event_on_the_legacy_stream_is_read_past_at_a_pace(
+    settings, sessions, alice, alice_conversation, monkeypatch
+):
+    # A slow pace for a short test: the 3 MB past the legacy bound at 2 MiB a second.
+    monkeypatch.setattr(bounded_http, "SKIPPED_PER_SECOND", 2 * 1024 * 1024)
+    monkeypatch.setattr(bounded_http, "SKIPPED_AT_ONCE", 0)
+    module = "tests.support.hostile_mcp_server"
+    big = {"HOSTILE_BIG_MB": "4"}
+    with http_server(module, sse=True, environment=big, HOSTILE_SCHEMA="calls") as url:
+        settings.GLASSBOX_MCP_SERVERS = [spec_from_mapping({"name": "hostile", "url": url})]
+        await run(alice_conversation, alice, "hostile__ping {}")
+        began = time.monotonic()
+        events, longest = await run(alice_conversation, alice, "hostile__big {}")
+        took = time.monotonic() - began
+        await finish_turns()
+        await pool().close()
+
+    assert statuses(events, "failed") == [DROPPED + "4 MB, over the 1 MB allowed)"]
+    # The server wrote as fast as it could; what was past the bound was read at the pace.
+    assert took >= (4 - 1) / 2
     assert longest < STALL

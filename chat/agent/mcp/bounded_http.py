@@ -30,6 +30,7 @@ import zlib
 from collections.abc import AsyncIterator
 from typing import Any
 
+import anyio
 import anyio.lowlevel
 import httpx2
 
@@ -44,6 +45,7 @@ from chat.agent.mcp.stdio import (
     REQUEST_ID,
     STRUCTURED_DROPPED,
     STRUCTURED_LIMIT,
+    Pace,
     Traffic,
     cleaned,
 )
@@ -52,6 +54,11 @@ from chat.agent.mcp.stdio import (
 # `sse_client` does not let a caller change), ending the session: its events are held to
 # that, less room for the line breaks the SDK does not count.
 LEGACY_EVENT_LIMIT = 1024 * 1024 - 1024
+# How fast the middle of an event over the bound is read past on the session's own stream,
+# after a first SKIPPED_AT_ONCE: the server's writes wait on the connection, and its result
+# slows its own session, not the serving process (bench/hostile_servers.py).
+SKIPPED_PER_SECOND = 16 * 1024 * 1024
+SKIPPED_AT_ONCE = MESSAGE_LIMIT
 # The codings httpx2 decodes without an optional package, as zlib windows: gzip, and
 # deflate with a zlib header or without one (raw), as httpx2 takes it.
 GZIP = 16 + zlib.MAX_WBITS
@@ -270,6 +277,7 @@ class Events(httpx2.AsyncByteStream):
         self.size = 0
         self.head = b""
         self.over = False
+        self.skipping = Pace(SKIPPED_PER_SECOND, SKIPPED_AT_ONCE)
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         carriage = False  # the last chunk ended with \r: a \n opening the next is its pair
@@ -282,6 +290,8 @@ class Events(httpx2.AsyncByteStream):
                 # The middle of an event being skipped: only counted (its head is kept).
                 self.size += len(raw)
                 carriage = newline = False
+                if wait := self.skipping.wait(len(raw)):
+                    await anyio.sleep(wait)
                 continue
             if carriage and raw.startswith(b"\n"):
                 raw = raw[1:]
