@@ -68,6 +68,10 @@ def install_gate(gate: Gate | None) -> None:
 
 
 class SSEStream(httpx2.AsyncByteStream):
+    """The chunks as a network body gives them: once. A reader that comes back after
+    `[DONE]` (as the SDK's and chat.agent.sse's do, to keep the connection) reads on from
+    where it stopped, not the whole reply again."""
+
     def __init__(
         self, deltas: list[dict[str, Any]], delay: float, gate: Gate | None = None
     ) -> None:
@@ -75,8 +79,14 @@ class SSEStream(httpx2.AsyncByteStream):
         self.delay = delay
         self.gate = gate
         self.pause_at = gate.pause_at() if gate else None
+        self.body: AsyncIterator[bytes] | None = None
 
-    async def __aiter__(self) -> AsyncIterator[bytes]:
+    def __aiter__(self) -> AsyncIterator[bytes]:
+        if self.body is None:
+            self.body = self._events()
+        return self.body
+
+    async def _events(self) -> AsyncIterator[bytes]:
         for index, delta in enumerate(self.deltas):
             if self.gate is not None and index == self.pause_at:
                 await self.gate.hold()

@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import json
 import ssl
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -26,6 +27,11 @@ from chat.agent.faults import timed_out
 DONE = b"[DONE]"
 # After `[DONE]`, how long the rest of the body may take to arrive (the SDK's own wait).
 DRAIN_SECONDS = 0.1
+# Events already in hand (a burst from a fast provider or a buffering proxy, the demo model
+# with no delay) are read without the loop turning: a reply lets it turn at least this often,
+# so one long answer cannot hold other people's pages (bench/hostile_servers.py: an answer
+# of 2,000 chunks held it 30 to 60 ms at a time).
+TURN_SECONDS = 0.005
 
 
 class _Lines:
@@ -89,6 +95,7 @@ async def stream_data(response: httpx2.Response) -> AsyncIterator[Any]:
     import openai  # loaded already: the response came through its client
 
     lines, events = _Lines(), _Events()
+    turned = time.monotonic()
     try:
         async for data in _body(response):
             for line in lines.feed(data):
@@ -98,6 +105,9 @@ async def stream_data(response: httpx2.Response) -> AsyncIterator[Any]:
                     await _drain(response)
                     return
                 yield _chunk(response, event)
+                if time.monotonic() - turned > TURN_SECONDS:
+                    await asyncio.sleep(0)
+                    turned = time.monotonic()
         for line in lines.finish():
             if (event := events.line(line)) is not None and not event.startswith(DONE):
                 yield _chunk(response, event)

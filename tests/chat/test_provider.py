@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import httpx2
 import pytest
 from asgiref.sync import async_to_sync
@@ -115,3 +117,17 @@ def test_a_turn_past_its_time_limit_fails_visibly_and_keeps_its_text(
         "❌",
         "The answer took too long",
     )
+
+
+def test_the_demo_models_reply_is_a_body_read_once():
+    # As a network body: a reader that drains it after [DONE] to keep the connection finds
+    # nothing more, not the whole reply made again (which held the loop as long again).
+    stream = SSEStream([{"content": "a"}, {"content": "b"}], delay=0)
+
+    async def read_twice() -> tuple[list[bytes], list[bytes]]:
+        first = [part async for part in stream]
+        return first, [part async for part in stream]
+
+    first, again = asyncio.run(read_twice())
+    assert len(first) == 3 and first[-1] == b"data: [DONE]\n\n"
+    assert again == []

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import time
 import zlib
 from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
@@ -17,6 +18,7 @@ import pytest
 from openai import AsyncOpenAI, AsyncStream
 
 from chat.agent.sse import stream_data
+from tests.support.stalls import Ticker
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -160,3 +162,25 @@ def test_a_stall_is_the_sdks_timeout_and_a_cut_its_connection_error():
         [{"a": 1}],
         openai.APIConnectionError,
     )
+
+
+def test_a_long_reply_that_arrives_at_once_lets_other_work_run_while_it_is_read():
+    # A long answer already in hand, as a fast provider or a proxy that buffers delivers
+    # it: without a pause the loop would not turn until its last chunk was read.
+    event = b'data: {"choices": [{"index": 0, "delta": {"content": "word"}}]}\n\n'
+    body = event * 100_000 + b"data: [DONE]\n\n"
+
+    async def reading() -> tuple[int, float, float]:
+        count = 0
+        async with Ticker(every=0.001) as ticks:
+            await asyncio.sleep(0.01)  # the ticker has begun
+            began = time.perf_counter()
+            async for _chunk in stream_data(response(body, 64 * 1024)):
+                count += 1
+            took = time.perf_counter() - began
+            await asyncio.sleep(0.01)  # and sees the gap, if the read held the loop
+        return count, took, ticks.longest
+
+    count, took, longest = asyncio.run(reading())
+    assert count == 100_000
+    assert longest < took / 4, f"the loop waited {longest:.3f} s of the {took:.3f} s"
