@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import ssl
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ from asgiref.sync import sync_to_async
 
 from activity.models import ActivityEvent
 from chat.agent.mcp.config import spec_from_mapping
-from chat.agent.mcp.connections import pool
+from chat.agent.mcp.connections import Connection, pool
 from chat.models import Message
 from tests.support.mcp import DEMO, free_port, http_server, stdio
 from tests.support.sockets import (
@@ -237,6 +238,28 @@ async def test_an_unreachable_server_never_blocks_turns_that_do_not_use_it(
     down = pool().connections["down"]
     assert down.client is None and down.reason == "it cannot be reached"
     assert not down.tools
+
+
+async def test_http_servers_share_one_tls_context_however_many_sessions_open(monkeypatch):
+    # Each context made anew reads the CA bundle: tens of milliseconds of everyone's loop,
+    # each time a session opens.
+    bundles_read = []
+    read = ssl.SSLContext.load_verify_locations
+
+    def counted(context, *args, **kwargs):
+        bundles_read.append(args)
+        return read(context, *args, **kwargs)
+
+    monkeypatch.setattr(ssl.SSLContext, "load_verify_locations", counted)
+    streamable = Connection(spec_from_mapping({"name": "one", "url": "https://a.example/mcp"}))
+    legacy = Connection(spec_from_mapping({"name": "two", "url": "https://b.example/sse"}))
+    for _session in range(3):
+        streamable._client()
+        legacy._legacy_http()  # what the SDK's legacy transport asks for its client
+    await streamable.close()
+    await legacy.close()
+
+    assert len(bundles_read) <= 1
 
 
 async def test_a_server_that_goes_away_is_no_longer_offered_to_the_model(

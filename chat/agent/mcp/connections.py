@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import ssl
 import weakref
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager, suppress
@@ -108,6 +109,14 @@ class Attempt:
     # The session id a Streamable HTTP server gave (Mcp-Session-Id); "" for servers without
     # sessions (stdio, stateless HTTP). For the audit and the traces (`mcp.session.id`).
     session_id: str = ""
+
+
+@functools.cache
+def trusted() -> ssl.SSLContext:
+    """The TLS context of every HTTP server's client, made once a process: each makes its
+    own by default, reading the CA bundle, which held the event loop 25 ms and more each
+    time a session opened."""
+    return httpx2.create_ssl_context()
 
 
 class Connection:
@@ -338,6 +347,7 @@ class Connection:
             # followed, the transport follows those within the server's origin itself.
             http = httpx2.AsyncClient(
                 headers=self.spec.headers,
+                verify=trusted(),
                 timeout=httpx2.Timeout(timeout, read=self.limits.tool_timeout + 60),
                 auth=self._auth(),
             )
@@ -378,6 +388,7 @@ class Connection:
         """The legacy SSE transport's client, as the SDK builds it, with bounded bodies."""
         return httpx2.AsyncClient(
             headers=headers,
+            verify=trusted(),
             timeout=timeout,
             auth=auth,
             event_hooks={"response": [Bounds(self.traffic, limit=LEGACY_EVENT_LIMIT)]},
