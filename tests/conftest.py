@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import shutil
@@ -140,9 +141,27 @@ def alice_client(client, alice):
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(items):
-    """Browser tests run last, after the random shuffle: Playwright's sync API keeps an event
-    loop running in the main thread for the rest of the session, which async_to_sync refuses."""
+    """Browser tests run last, after the random shuffle, so that the browser and the servers
+    it drives start in as few test processes as pytest-xdist's stealing allows."""
     items.sort(key=lambda item: item.get_closest_marker("e2e") is not None)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """Once a browser test ran in a process, Playwright's sync API leaves its event loop marked
+    as running in the main thread between its calls, for the rest of the session. Under that
+    mark Django refuses the ORM and asyncio refuses to start a loop, so every other test runs
+    without it; a process that stole browser tests from another's queue goes on to the rest.
+    The browser fixture marks its loop again before it closes the browser."""
+    browsers = asyncio._get_running_loop()
+    if browsers is None or item.get_closest_marker("e2e") is not None:
+        return (yield)
+    asyncio._set_running_loop(None)
+    try:
+        return (yield)
+    finally:
+        if asyncio._get_running_loop() is None and not browsers.is_closed():
+            asyncio._set_running_loop(browsers)
 
 
 @pytest.fixture

@@ -4,6 +4,7 @@ reason, unless REQUIRE_BROWSER=1 (set by .ci/run), which makes them required."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
@@ -76,7 +77,11 @@ def browser():
                 "--disable-sync",
             ],
         )
+        # Marked running by Playwright; a test run after this one in the process may have
+        # unmarked it (tests/conftest.py), and the browser closes through it.
+        loop = asyncio.get_running_loop()
         yield browser
+        asyncio._set_running_loop(loop)
         browser.close()
 
 
