@@ -8,7 +8,8 @@ The policy, stated once:
   database (its `done` may have been dropped) and, when no runner of this process holds it,
   looks for a dead runner here;
 - a turn is dead when it has been silent (no beat, no event, no start) for GRACE_BEATS beats:
-  judged by the heartbeat, never by age alone;
+  judged by the heartbeat, never by age alone, and on PostgreSQL counted from the database's
+  own start at the latest, since no runner can beat while it is down (a restart, a failover);
 - the check runs when a conversation is opened (page, socket or API), when a new turn is
   blocked by a running one or by the user's limit of running turns, and when a follower goes
   quiet; never at import time.
@@ -18,12 +19,12 @@ from __future__ import annotations
 
 import logging
 import uuid
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from asgiref.sync import async_to_sync
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Max
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
@@ -91,6 +92,8 @@ def dead_turns_recover(
         alive = max(t for t in (feed.started_at, feed.heartbeat_at, answer.last_event) if t)
         if alive >= silent_since:
             continue
+        if not registry.given_up(answer.pk) and _database_started_since(silent_since):
+            continue
         # Its last line and summary speak the language of the turn, not of whoever noticed.
         with translation.override(feed.language):
             seq = _interrupt(answer, feed)
@@ -98,6 +101,17 @@ def dead_turns_recover(
                 recovered += 1
                 _tell_clients(answer, last_seq=seq)
     return recovered
+
+
+def _database_started_since(moment: datetime) -> bool:
+    """Whether PostgreSQL (re)started after `moment`: a runner that outlived the outage is
+    still writing its end, and had no way to beat meanwhile."""
+    if connection.vendor != "postgresql":
+        return False
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_postmaster_start_time()")
+        (started,) = cursor.fetchone()
+    return started > moment
 
 
 def _tell_clients(answer: Message, last_seq: int) -> None:

@@ -179,6 +179,12 @@ def unsaved_rows(answer_id: int) -> tuple[list[ActivityEvent], int]:
     return (feed.pending[:], feed.last_seq) if feed is not None else ([], 0)
 
 
+def given_up(answer_id: int) -> bool:
+    """Whether a runner of this process is over without writing its turn's end: the turn
+    is dead, whatever its silence."""
+    return answer_id not in _tasks and answer_id in _feeds and answer_id in _texts
+
+
 def released(answer_id: int) -> Held | None:
     """What this process held of a turn whose runner is over without writing its end (its
     end's commit failed), taken once: whoever closes the turn writes it."""

@@ -6,13 +6,15 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from datetime import timedelta
 
 import pytest
 from asgiref.sync import sync_to_async
 from django.contrib.auth import get_user_model
 from django.db import connections
+from django.utils import timezone
 
-from activity.models import ActivityEvent
+from activity.models import ActivityEvent, ActivityFeed
 from chat.knowledge.documents import DOCUMENTS
 from chat.models import Conversation, Document, Message
 from tests.support import QUESTION
@@ -214,4 +216,40 @@ async def test_open_sockets_hear_done_with_the_whole_answer_after_a_12_second_ou
     assert "".join(e["content"] for e in events if e["type"] == "text") == answer.content
     assert 'state-complete"' in frames[-1] or "state-complete " in frames[-1]
     assert "Ask me to go deeper into any of these." in frames[-1]
+    await sync_to_async(connections.close_all)()
+
+
+async def test_a_turn_silent_across_a_database_restart_is_given_its_grace_from_the_restart(
+    settings, own_postgres
+):
+    """No runner can beat while PostgreSQL is down: a turn last heard of before the restart is
+    not taken for dead until it has been silent for the grace since the database came back
+    (another worker's follower, reading first, closed it as interrupted while its runner was
+    about to write its whole end)."""
+    from chat.turns.admission import admit
+    from chat.turns.recovery import dead_turns_recover
+
+    settings.GLASSBOX_HEARTBEAT_SECONDS = 5  # a grace of 20 s
+    await sync_to_async(connections.close_all)()
+    conversation = await sync_to_async(seeded)()
+    turn = await sync_to_async(admit)(conversation=conversation, text=QUESTION)
+    answer_id, feed_id = turn.answer.pk, turn.answer.feed_id
+    assert answer_id is not None and feed_id is not None
+    long_ago = timezone.now() - timedelta(minutes=1)
+    await ActivityFeed.objects.filter(pk=feed_id).aupdate(
+        started_at=long_ago, heartbeat_at=long_ago
+    )
+    await ActivityEvent.objects.filter(feed_id=feed_id).aupdate(created_at=long_ago)
+    await sync_to_async(own_postgres.stop)()
+    await sync_to_async(own_postgres.start)()
+    await sync_to_async(connections.close_all)()
+
+    recover = sync_to_async(dead_turns_recover)
+    assert await recover(conversation_id=conversation.pk) == 0
+    assert (await Message.objects.aget(pk=answer_id)).state == "streaming"
+    # Silent for the grace since the restart too (a grace of 4 ms, past): now it is dead.
+    settings.GLASSBOX_HEARTBEAT_SECONDS = 0.001
+    await asyncio.sleep(0.01)
+    assert await recover(conversation_id=conversation.pk) == 1
+    assert (await Message.objects.aget(pk=answer_id)).state == "interrupted"
     await sync_to_async(connections.close_all)()
