@@ -160,7 +160,7 @@ def pytest_runtest_protocol(item, nextitem):
     try:
         return (yield)
     finally:
-        if asyncio._get_running_loop() is None and not browsers.is_closed():
+        if asyncio._get_running_loop() is None and browsers.is_running():
             asyncio._set_running_loop(browsers)
 
 

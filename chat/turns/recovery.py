@@ -9,7 +9,7 @@ The policy, stated once:
   looks for a dead runner here;
 - a turn is dead when it has been silent (no beat, no event, no start) for GRACE_BEATS beats:
   judged by the heartbeat, never by age alone, and on PostgreSQL counted from the database's
-  own start at the latest, since no runner can beat while it is down (a restart, a failover);
+  own start at the latest, since no runner can beat while it is down (a restart);
 - the check runs when a conversation is opened (page, socket or API), when a new turn is
   blocked by a running one or by the user's limit of running turns, and when a follower goes
   quiet; never at import time.
@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import logging
 import uuid
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any, Protocol
 
 from asgiref.sync import async_to_sync
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Max
+from django.db.models import DateTimeField, Func, Max
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 
@@ -86,13 +86,19 @@ def dead_turns_recover(
         streaming = streaming.filter(conversation_id=conversation_id)
     if owner_id is not None:
         streaming = streaming.filter(conversation__owner_id=owner_id)
+    rows = streaming.annotate(last_event=Max("feed__events__created_at"))
+    if connection.vendor == "postgresql":
+        rows = rows.annotate(database_started=DatabaseStarted())
     recovered = 0
-    for answer in streaming.annotate(last_event=Max("feed__events__created_at")):
+    for answer in rows:
         feed = answer.answer_feed
         alive = max(t for t in (feed.started_at, feed.heartbeat_at, answer.last_event) if t)
         if alive >= silent_since:
             continue
-        if not registry.given_up(answer.pk) and _database_started_since(silent_since):
+        # A runner that outlived the database's restart is writing its end, and could not
+        # beat meanwhile; one of this process that gave up is over whatever the database did.
+        restarted = getattr(answer, "database_started", None)
+        if restarted is not None and restarted > silent_since and not registry.given_up(answer.pk):
             continue
         # Its last line and summary speak the language of the turn, not of whoever noticed.
         with translation.override(feed.language):
@@ -103,15 +109,12 @@ def dead_turns_recover(
     return recovered
 
 
-def _database_started_since(moment: datetime) -> bool:
-    """Whether PostgreSQL (re)started after `moment`: a runner that outlived the outage is
-    still writing its end, and had no way to beat meanwhile."""
-    if connection.vendor != "postgresql":
-        return False
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_postmaster_start_time()")
-        (started,) = cursor.fetchone()
-    return started > moment
+class DatabaseStarted(Func):
+    """When PostgreSQL last started, read with the rows it judges."""
+
+    function = "pg_postmaster_start_time"
+    template = "%(function)s()"
+    output_field = DateTimeField()
 
 
 def _tell_clients(answer: Message, last_seq: int) -> None:

@@ -81,7 +81,8 @@ def browser():
         # unmarked it (tests/conftest.py), and the browser closes through it.
         loop = asyncio.get_running_loop()
         yield browser
-        asyncio._set_running_loop(loop)
+        if loop.is_running():  # not if the driver died and its dispatcher left the loop
+            asyncio._set_running_loop(loop)
         browser.close()
 
 
