@@ -20,7 +20,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.support.servers import free_port, login, manage, serve, start_daphne  # noqa: E402
+from tests.support.ports import accepting as accepting  # noqa: E402
+from tests.support.ports import free_port  # noqa: E402
+from tests.support.servers import login, manage, serve, start_daphne  # noqa: E402
 
 BENCH_LIMITS = {"GLASSBOX_TURNS_PER_MINUTE": "1000000", "GLASSBOX_MAX_CONCURRENT_TURNS": "100000"}
 

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from common import (
+    accepting,
     conversations,
     cpu_seconds,
     fake_llm,
@@ -218,17 +219,11 @@ class ChainlitSockets:
 
 
 def wait_port(port: int, process: subprocess.Popen) -> None:
-    import socket
-
     deadline = time.monotonic() + 60
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return
-        except OSError:
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("the server did not start") from None
-            time.sleep(0.1)
+    while not accepting(port):
+        if process.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError("the server did not start")
+        time.sleep(0.1)
 
 
 async def asked(system, sockets: list) -> dict:

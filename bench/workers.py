@@ -26,6 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from common import (
+    accepting,
     conversations,
     cpu_seconds,
     fake_llm,
@@ -97,14 +98,10 @@ def served(work: Path, llm: str, redis: str, workers: int, daphne_args: tuple[st
 
 
 def _wait_port(port: int) -> None:
-    import socket
-
     for _ in range(300):
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+        if accepting(port):
             return
-        except OSError:
-            time.sleep(0.1)
+        time.sleep(0.1)
     raise RuntimeError("the server did not listen")
 
 

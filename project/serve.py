@@ -96,7 +96,9 @@ def supervise(workers: int, host: str, port: int, daphne_args: list[str], backlo
         return subprocess.Popen(command, pass_fds=(fd,), preexec_fn=_stop_with_parent)
 
     processes = [start() for _ in range(workers)]
-    print(f"Glassbox: {workers} Daphne processes on http://{host}:{port}/", flush=True)
+    # The bound port, which port 0 leaves to the kernel.
+    bound = listening.getsockname()[1]
+    print(f"Glassbox: {workers} Daphne processes on http://{host}:{bound}/", flush=True)
 
     def stop(signum: int, _frame: object) -> None:
         nonlocal stopping

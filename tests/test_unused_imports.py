@@ -18,7 +18,8 @@ import urllib.request
 import pytest
 
 from tests.support.certificates import self_signed
-from tests.support.servers import ROOT, free_port, login, serve
+from tests.support.ports import free_port
+from tests.support.servers import ROOT, login, serve
 
 pytestmark = [pytest.mark.server, pytest.mark.own_site]
 

@@ -24,8 +24,9 @@ import websockets
 from websockets.typing import Subprotocol
 
 from tests.support.mcp import DEMO
+from tests.support.ports import accepting, free_port
 from tests.support.processes import admin_session
-from tests.support.servers import ROOT, free_port, login, manage, services
+from tests.support.servers import ROOT, login, manage, services
 
 pytestmark = pytest.mark.server
 
@@ -41,14 +42,6 @@ def wait_for(condition, what: str, seconds: float = 30) -> None:
         if time.monotonic() > deadline:
             raise AssertionError(f"waited {seconds} s for {what}")
         time.sleep(0.1)
-
-
-def accepting(port: int) -> bool:
-    try:
-        socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-        return True
-    except OSError:
-        return False
 
 
 async def turn(url: str, conversation: str, cookies: str) -> list[dict]:

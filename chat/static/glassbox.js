@@ -177,6 +177,19 @@ function markLinked(turn) {
   turn.classList.add("linked");
 }
 
+// An answer drawn again as it stands keeps the feed its reader unfolded: a socket that joins
+// a turn (every reconnect does, for the answers the page shows as running) draws it whole,
+// and can do so after the answer ended. Only the live feed folds, as its turn ends.
+document.addEventListener("htmx:oobBeforeSwap", (event) => {
+  const {target, fragment} = event.detail;
+  if (!target.matches("article.message.assistant")) return;
+  const shown = target.querySelector("details.feed:not(.live)");
+  const drawn = fragment.querySelector("details.feed:not(.live)");
+  if (!shown?.open || drawn?.id !== shown.id) return;
+  drawn.open = true;
+  delete drawn.dataset.count;  // this page's reader was counted when they unfolded it
+});
+
 // A page whose socket was down while a turn ended (a network cut, a server restart) must not
 // stay on "Working…": on every (re)connect it names the answers it still shows as running,
 // and the server sends each one as it now stands.

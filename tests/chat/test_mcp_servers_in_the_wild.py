@@ -13,7 +13,8 @@ import pytest
 
 from chat.agent.mcp import connections
 from chat.agent.mcp.config import spec_from_mapping
-from tests.support.mcp import free_port, http_server, stdio
+from tests.support.mcp import http_server, stdio
+from tests.support.ports import free_port
 from tests.support.sockets import json_turn
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]

@@ -14,7 +14,8 @@ from django.utils import timezone
 from chat.agent.mcp.config import spec_from_mapping
 from chat.servers.heartbeat import beat
 from chat.servers.models import McpServerSighting
-from tests.support.mcp import free_port, stdio
+from tests.support.mcp import stdio
+from tests.support.ports import free_port
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 

@@ -17,7 +17,8 @@ from activity.models import ActivityEvent
 from chat.agent.mcp.config import spec_from_mapping
 from chat.agent.mcp.connections import Connection, pool
 from chat.models import Message
-from tests.support.mcp import DEMO, free_port, http_server, stdio
+from tests.support.mcp import DEMO, http_server, stdio
+from tests.support.ports import free_port
 from tests.support.sockets import (
     ask,
     finish_turns,

@@ -12,7 +12,8 @@ from playwright.sync_api import expect
 
 from tests.support.browser import DEVICES, DONE, TOUCH_TARGET, ask, log_in, new_conversation
 from tests.support.oauth import oauth_server
-from tests.support.servers import free_port, manage, serve
+from tests.support.ports import free_port
+from tests.support.servers import manage, serve
 
 pytestmark = pytest.mark.e2e
 

@@ -89,6 +89,36 @@ OPENED = (
 )
 
 
+# The page's socket, kept where a test can send on it.
+KEEP_SOCKET = """document.addEventListener("htmx:wsOpen", (event) => {
+  window.testSocket = event.detail.socketWrapper;
+});"""
+
+
+def test_an_unfolded_feed_stays_open_when_its_answer_is_drawn_again(logged_in, glassbox_server):
+    """A socket that joins a turn draws its answer whole, and can do so after the answer ended
+    (a reconnect's request for the answers the page showed as running): what the reader
+    unfolded stays unfolded."""
+    page = logged_in
+    page.add_init_script(KEEP_SOCKET)
+    start_new(page)
+    page.fill("#question", "How do I prepare for an interview?")
+    page.click("#composer button.send")
+    done = page.locator("article.assistant.state-complete")
+    expect(done).to_be_visible()
+    answer = int(done.get_attribute("id").removeprefix("m-"))
+    done.locator("details.feed > summary").click()
+    expect(done.locator("details.feed li").first).to_be_visible()
+    page.evaluate(
+        "(id) => { document.getElementById(id).dataset.drawnBefore = '1'; }", f"m-{answer}"
+    )
+    page.evaluate("(answer) => window.testSocket.send(JSON.stringify({resume: [answer]}))", answer)
+    # Drawn again: the article is a new element, without the mark.
+    expect(page.locator(f"#m-{answer}:not([data-drawn-before])")).to_be_attached()
+    expect(done.locator("details.feed li").first).to_be_visible()
+    assert page.locator(f"#feed-{answer}").get_attribute("data-count") is None
+
+
 def test_expanding_a_folded_feed_is_counted_once_per_page(logged_in, glassbox_server):
     _, env = glassbox_server
     page = logged_in

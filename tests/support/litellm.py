@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.ports import free_port
 from tests.support.processes import wait_until_healthy
-from tests.support.servers import ROOT, free_port
+from tests.support.servers import ROOT
 
 LITELLM = Path(os.environ.get("GLASSBOX_LITELLM") or ROOT / ".venv-litellm" / "bin" / "litellm")
 # Its start takes half a minute on an idle machine (its imports), more on a busy one.

@@ -4,7 +4,6 @@ HTTP, run as real processes with the `mcp` SDK."""
 from __future__ import annotations
 
 import contextlib
-import socket
 import subprocess
 import sys
 import tempfile
@@ -13,6 +12,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from chat.agent.mcp.config import ServerSpec, spec_from_mapping
+from tests.support.ports import accepting, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 BENCH = "tests.support.mcp_server"
@@ -23,12 +23,6 @@ def stdio(name: str, module: str = BENCH, **env: str) -> ServerSpec:
     return spec_from_mapping(
         {"name": name, "command": sys.executable, "args": ["-m", module], "env": env}
     )
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @contextlib.contextmanager
@@ -87,9 +81,7 @@ def _accepting(process: subprocess.Popen, port: int) -> bool:
     has taken more than 20 s to import the SDK); False once it has exited."""
     deadline = time.monotonic() + 120
     while process.poll() is None and time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        if accepting(port, timeout=1):
             return True
-        except OSError:
-            time.sleep(0.05)
+        time.sleep(0.05)
     return False

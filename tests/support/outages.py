@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from django.db import DEFAULT_DB_ALIAS, connection, connections
 
-from tests.support.servers import free_port
+from tests.support.ports import free_port
 
 
 def postgres_only() -> None:

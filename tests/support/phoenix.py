@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.ports import free_port
 from tests.support.processes import wait_until_healthy
-from tests.support.servers import ROOT, free_port
+from tests.support.servers import ROOT
 
 PHOENIX = Path(os.environ.get("GLASSBOX_PHOENIX") or ROOT / ".venv-phoenix" / "bin" / "phoenix")
 # A Phoenix already serving (CI starts one beside the lint, so its slow start costs no test).

@@ -10,10 +10,10 @@ import functools
 import http.cookiejar
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -30,16 +30,11 @@ from typing import IO
 import pytest
 
 from tests.support.matching import csrf_token
+from tests.support.ports import accepting
 
 ROOT = Path(__file__).resolve().parents[2]
 # The limits `make run` and the deployment guide give Daphne.
 DAPHNE_LIMITS = ["--websocket-max-message-size", "65536", "--websocket-max-frame-size", "65536"]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 # Set by tests/conftest.py in pytest's first process: a folder the whole run (every
@@ -147,6 +142,9 @@ def serve(
         if mcp_opened and env["DATABASE_URL"].startswith("sqlite:"):
             first_attempts(work / "e2e.sqlite3", env.get("GLASSBOX_MCP_SERVERS", ""))
         yield server
+    except Exception:
+        print(f"== What the server at {server.url} wrote:\n{server.said()[-20_000:]}")
+        raise
     finally:
         server.stop()
 
@@ -196,11 +194,14 @@ class Server:
         os.killpg(self.process.pid, signal.SIGINT)
 
     def output(self) -> str:
-        """Everything it wrote, read once it has exited (the file's offset is shared with
-        the process, so reading while it writes would move its writes)."""
+        """Everything it wrote, once it has exited."""
         assert self.process.poll() is not None
-        self.log.seek(0)
-        return self.log.read().decode(errors="replace")
+        return self.said()
+
+    def said(self) -> str:
+        """What it has written so far, read without moving the file's offset, which the
+        process writes at."""
+        return os.pread(self.log.fileno(), 1 << 24, 0).decode(errors="replace")
 
 
 def manage(env: dict[str, str], *command: str) -> str:
@@ -241,16 +242,15 @@ def start_daphne(
     *,
     terminal: bool = False,
 ) -> Server:
-    """A Daphne process on a free port (or this one), once it accepts connections (within
+    """A Daphne process on a port of its own choosing (or this one), once it listens (within
     `seconds`). From a `terminal` it is started as a shell starts a command there: in a
     process group of its own, SIGINT at its default whatever the test process does with it,
     so that `Server.interrupt` is a person's Ctrl+C."""
-    port = port or free_port()
     # A file, not a pipe: a pipe nobody reads fills up and blocks the server.
     log = tempfile.TemporaryFile()  # noqa: SIM115 - closed by Server.stop
     daphne = subprocess.Popen(
-        [sys.executable, "-m", "project.serve", "-b", "127.0.0.1", "-p", str(port), *DAPHNE_LIMITS,
-         *args, asgi],
+        [sys.executable, "-m", "project.serve", "-b", "127.0.0.1", "-p", str(port or 0),
+         *DAPHNE_LIMITS, *args, asgi],
         env=env,
         cwd=ROOT,
         stdout=log,
@@ -259,19 +259,30 @@ def start_daphne(
         preexec_fn=_sigint_at_its_default if terminal else None,
     )  # fmt: skip
     deadline = time.monotonic() + seconds
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            if daphne.poll() is not None or time.monotonic() > deadline:
-                daphne.kill()
-                daphne.wait()
-                log.seek(0)
-                problem = log.read().decode()
-                raise RuntimeError(f"Daphne did not start: {problem}") from None
-            time.sleep(0.1)
+    # Port 0: the kernel's choice, which no other process can take between a pick and the
+    # bind. The server's own line names it once it listens.
+    while (listening := listening_port(log)) is None or not accepting(listening):
+        if daphne.poll() is not None or time.monotonic() > deadline:
+            daphne.kill()
+            daphne.wait()
+            problem = os.pread(log.fileno(), 1 << 20, 0).decode(errors="replace")
+            raise RuntimeError(f"Daphne did not start: {problem}")
+        time.sleep(0.05)
+    port = listening
     return Server(f"http://127.0.0.1:{port}", env, daphne, log)
+
+
+# Daphne's line once it listens, or the supervisor's (`--workers`) once its socket does.
+LISTENING = re.compile(
+    rb"Listening on TCP address [^\s:]+:(\d+)|processes on http://[^\s/]+:(\d+)/"
+)
+
+
+def listening_port(log: IO[bytes]) -> int | None:
+    """The port a server's log says it listens on; read without moving the file's offset,
+    which the server writes at."""
+    said = LISTENING.search(os.pread(log.fileno(), 1 << 20, 0))
+    return int(said[1] or said[2]) if said else None
 
 
 def _sigint_at_its_default() -> None:
@@ -338,6 +349,9 @@ def two_servers(work: Path, **settings: str) -> Iterator[tuple[Server, Server]]:
             second = start_daphne(first.env)
             try:
                 yield first, second
+            except Exception:
+                print(f"== What the server at {second.url} wrote:\n{second.said()[-20_000:]}")
+                raise
             finally:
                 second.stop()
     finally:
