@@ -7,10 +7,12 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from datetime import datetime
 
 from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.template.loader import render_to_string
+from django.utils import timezone
 from django.utils.deprecation import MiddlewareMixin
 from django.utils.translation import gettext as _
 
@@ -19,6 +21,20 @@ logger = logging.getLogger("glassbox.outages")
 DATABASE_DOWN = (OperationalError, InterfaceError)
 # Seconds a client should wait: a restarting database is usually back within them.
 RETRY_AFTER = 5
+
+# When this process last found the database unreachable, by its own clock: a turn's runner
+# could not beat then either (chat.turns.recovery counts a turn's silence from it at the
+# latest), whatever cut the way (a restart, a failover, the network).
+_seen_down: datetime | None = None
+
+
+def seen_down() -> datetime | None:
+    return _seen_down
+
+
+def _note_down() -> None:
+    global _seen_down
+    _seen_down = timezone.now()
 
 
 async def while_down[T](
@@ -40,6 +56,7 @@ async def while_down[T](
         try:
             return await attempt()
         except DATABASE_DOWN:
+            _note_down()
             if loop.time() + wait > give_up:
                 raise
             failed(wait, wait == first)
@@ -77,5 +94,6 @@ class DatabaseOutageMiddleware(MiddlewareMixin):
         return None
 
     def _down(self, request: HttpRequest, problem: Exception) -> HttpResponse:
+        _note_down()
         logger.warning("database unavailable for %s: %s", request.path, problem)
         return unavailable(request)

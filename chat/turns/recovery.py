@@ -8,8 +8,10 @@ The policy, stated once:
   database (its `done` may have been dropped) and, when no runner of this process holds it,
   looks for a dead runner here;
 - a turn is dead when it has been silent (no beat, no event, no start) for GRACE_BEATS beats:
-  judged by the heartbeat, never by age alone, and on PostgreSQL counted from the database's
-  own start at the latest, since no runner can beat while it is down (a restart);
+  judged by the heartbeat, never by age alone, and counted at the latest from when the
+  database was last away, since no runner can beat meanwhile: its own start on PostgreSQL (a
+  restart, whoever judges) and the last time this process found it unreachable (a failover
+  or a network cut too, project.outages);
 - the check runs when a conversation is opened (page, socket or API), when a new turn is
   blocked by a running one or by the user's limit of running turns, and when a follower goes
   quiet; never at import time.
@@ -36,6 +38,7 @@ from chat.conversations.services import answer_interrupt
 from chat.models import Conversation, Message
 from chat.turns import registry
 from chat.turns.broadcast import send_turn_event
+from project.outages import seen_down
 
 logger = logging.getLogger("glassbox.recovery")
 
@@ -95,10 +98,10 @@ def dead_turns_recover(
         alive = max(t for t in (feed.started_at, feed.heartbeat_at, answer.last_event) if t)
         if alive >= silent_since:
             continue
-        # A runner that outlived the database's restart is writing its end, and could not
+        # A runner that outlived the database's absence is writing its end, and could not
         # beat meanwhile; one of this process that gave up is over whatever the database did.
-        restarted = getattr(answer, "database_started", None)
-        if restarted is not None and restarted > silent_since and not registry.given_up(answer.pk):
+        away = [t for t in (getattr(answer, "database_started", None), seen_down()) if t]
+        if away and max(away) > silent_since and not registry.given_up(answer.pk):
             continue
         # Its last line and summary speak the language of the turn, not of whoever noticed.
         with translation.override(feed.language):

@@ -4,9 +4,10 @@ end is retried, the answer is kept whole, and every follower hears `done`."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 from asgiref.sync import sync_to_async
@@ -250,5 +251,51 @@ async def test_a_turn_silent_across_a_database_restart_is_given_its_grace_from_t
     settings.GLASSBOX_HEARTBEAT_SECONDS = 0.001
     await asyncio.sleep(0.01)
     assert await recover(conversation_id=conversation.pk) == 1
+    assert (await Message.objects.aget(pk=answer_id)).state == "interrupted"
+    await sync_to_async(connections.close_all)()
+
+
+async def test_a_turn_silent_across_a_cut_its_follower_met_is_given_its_grace_from_the_cut(
+    settings, own_postgres
+):
+    """A failover or a network cut leaves the database's start as it was: a follower whose
+    reads failed counts the turn's silence from its last failure, when the turn's runner could
+    not beat either."""
+    from chat.turns.admission import admit
+    from chat.turns.follow import read_again
+    from chat.turns.recovery import DatabaseStarted, dead_turns_recover
+    from project import outages
+
+    settings.GLASSBOX_HEARTBEAT_SECONDS = 2  # a grace of 8 s
+    await sync_to_async(connections.close_all)()
+    conversation = await sync_to_async(seeded)()
+    turn = await sync_to_async(admit)(conversation=conversation, text=QUESTION)
+    answer_id, feed_id = turn.answer.pk, turn.answer.feed_id
+    assert answer_id is not None and feed_id is not None
+    long_ago = timezone.now() - timedelta(minutes=1)
+    await ActivityFeed.objects.filter(pk=feed_id).aupdate(
+        started_at=long_ago, heartbeat_at=long_ago
+    )
+    # The database started longer ago than the grace: its start alone saves no turn.
+    rows = Message.objects.annotate(at=DatabaseStarted()).values_list("at", flat=True)
+    started = await rows.afirst()
+    assert isinstance(started, datetime)
+    await asyncio.sleep(
+        max(0.0, (started + timedelta(seconds=9) - timezone.now()).total_seconds())
+    )
+
+    before = outages.seen_down()
+    await sync_to_async(own_postgres.cut_off)()
+    recover = functools.partial(dead_turns_recover, conversation_id=conversation.pk)
+    following = asyncio.create_task(read_again(answer_id, recover))
+    while outages.seen_down() == before:  # noqa: ASYNC110 - until the follower's read failed
+        await asyncio.sleep(0.01)
+    await sync_to_async(own_postgres.cut_off)(cut=False)
+    assert await following == 0
+    assert (await Message.objects.aget(pk=answer_id)).state == "streaming"
+    # Silent for the grace since the cut too (a grace of 4 ms, past): now it is dead.
+    settings.GLASSBOX_HEARTBEAT_SECONDS = 0.001
+    await asyncio.sleep(0.01)
+    assert await sync_to_async(recover)() == 1
     assert (await Message.objects.aget(pk=answer_id)).state == "interrupted"
     await sync_to_async(connections.close_all)()

@@ -39,6 +39,21 @@ class PrivatePostgres:
         """As an operator stops it for a restart: open connections are cut at once."""
         self._ctl("-m", "fast", "stop")
 
+    def cut_off(self, cut: bool = True) -> None:
+        """As a failover or a network cut looks from this side (`cut=False` ends it): the
+        database's connections are cut and no new one is let in, while the server, and its
+        start, stay as they were."""
+        import psycopg
+
+        admin = f"postgres://glassbox@127.0.0.1:{self.port}/postgres"
+        with psycopg.connect(admin, autocommit=True) as connection:
+            connection.execute(f"ALTER DATABASE glassbox ALLOW_CONNECTIONS {str(not cut).lower()}")
+            if cut:
+                connection.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                    " WHERE datname = 'glassbox'"
+                )
+
     @property
     def url(self) -> str:
         return f"postgres://glassbox@127.0.0.1:{self.port}/glassbox"
