@@ -333,6 +333,9 @@ GLASSBOX_APPROVAL_TIMEOUT = env_float("GLASSBOX_APPROVAL_TIMEOUT", 600.0)
 # Seconds an MCP server's question (elicitation) waits for its answer before it is cancelled;
 # the call's own time limit stands still meanwhile, the turn's (GLASSBOX_TURN_TIMEOUT) does not.
 GLASSBOX_ELICITATION_TIMEOUT = env_float("GLASSBOX_ELICITATION_TIMEOUT", 120.0)
+# A call waiting for its question's answer looks at the question's row this often, in case
+# the channel layer lost the message of an answer given on another process.
+GLASSBOX_QUESTION_POLL_SECONDS = env_float("GLASSBOX_QUESTION_POLL_SECONDS", 1.0)
 # Ask the provider for token usage in the stream (stream_options.include_usage).
 GLASSBOX_STREAM_USAGE = env_bool("GLASSBOX_STREAM_USAGE", True)
 # Traces (activity.telemetry), by OpenTelemetry's standard variables: each finished turn goes

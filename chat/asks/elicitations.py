@@ -40,8 +40,6 @@ ICON = "❓"
 SAMPLING_ICON = "🧠"
 ANSWERED_ICON = "💬"
 LINE_LIMIT = 200
-# A waiting call looks at its row this often, in case the layer lost the answer's message.
-POLL_SECONDS = 1.0
 # Waiting calls of this process, by question: an answer taken here reaches them directly,
 # with its row as answered and the answer in clear.
 Answered = tuple[Elicitation, dict[str, Any] | None]
@@ -228,7 +226,9 @@ async def _answer_of(row: Elicitation, arrived: asyncio.Future[Answered]) -> Ans
                 # FIRST_COMPLETED: by default `wait` waits for both, so an answer would
                 # sit until the poll's timeout.
                 await asyncio.wait(
-                    either, timeout=min(left, POLL_SECONDS), return_when=asyncio.FIRST_COMPLETED
+                    either,
+                    timeout=min(left, settings.GLASSBOX_QUESTION_POLL_SECONDS),
+                    return_when=asyncio.FIRST_COMPLETED,
                 )
             finally:
                 from_layer.cancel()
