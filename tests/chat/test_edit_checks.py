@@ -112,9 +112,9 @@ def test_an_address_of_any_length_is_checked_in_bounded_time():
     the patterns have one way to match each text."""
     shapes = ["a" * 1_000_000 + "@", "a@" + "b." * 500_000, "a@" + "-" * 250, "a." * 159 + "@x"]
     for to in shapes:
-        started = time.perf_counter()
+        started = time.thread_time()  # CPU time: a loaded machine's pauses are not counted
         assert refusal(Edits(ASKED | {"to": to})).field == "to"
-        assert time.perf_counter() - started < 0.5, len(to)
+        assert time.thread_time() - started < 0.5, len(to)
 
 
 def test_a_form_changes_only_what_it_shows():
