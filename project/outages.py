@@ -32,9 +32,23 @@ def seen_down() -> datetime | None:
     return _seen_down
 
 
-def _note_down() -> None:
+def _note(problem: BaseException) -> None:
     global _seen_down
-    _seen_down = timezone.now()
+    if unreachable(problem):
+        _seen_down = timezone.now()
+
+
+_NOT_POSTGRESQL = object()
+
+
+def unreachable(problem: BaseException) -> bool:
+    """Whether a database error says the database could not be reached (a restart, a
+    failover, a cut connection), not that it refused a statement (a deadlock, a timeout, a
+    lock): PostgreSQL's errors of a connection carry no SQLSTATE, or one of class 08 or 57P."""
+    if isinstance(problem, InterfaceError):
+        return True
+    state = getattr(problem.__cause__, "sqlstate", _NOT_POSTGRESQL)
+    return state is None or (isinstance(state, str) and state.startswith(("08", "57P")))
 
 
 async def while_down[T](
@@ -55,8 +69,8 @@ async def while_down[T](
     while True:
         try:
             return await attempt()
-        except DATABASE_DOWN:
-            _note_down()
+        except DATABASE_DOWN as problem:
+            _note(problem)
             if loop.time() + wait > give_up:
                 raise
             failed(wait, wait == first)
@@ -94,6 +108,6 @@ class DatabaseOutageMiddleware(MiddlewareMixin):
         return None
 
     def _down(self, request: HttpRequest, problem: Exception) -> HttpResponse:
-        _note_down()
+        _note(problem)
         logger.warning("database unavailable for %s: %s", request.path, problem)
         return unavailable(request)

@@ -83,6 +83,15 @@ def fast_agent(settings):
 
 
 @pytest.fixture(autouse=True)
+def database_never_away(monkeypatch):
+    """An outage another test met in this process would give its silent turns another grace
+    (project.outages.seen_down)."""
+    from project import outages
+
+    monkeypatch.setattr(outages, "_seen_down", None)
+
+
+@pytest.fixture(autouse=True)
 def fresh_search_index():
     """The search index is checked against the database at most once a second; a test's rows
     are rolled back without the signals that tell it."""

@@ -227,7 +227,7 @@ async def _answer_of(row: Elicitation, arrived: asyncio.Future[Answered]) -> Ans
                 # sit until the poll's timeout.
                 await asyncio.wait(
                     either,
-                    timeout=min(left, settings.GLASSBOX_QUESTION_POLL_SECONDS),
+                    timeout=min(left, max(0.1, settings.GLASSBOX_QUESTION_POLL_SECONDS)),
                     return_when=asyncio.FIRST_COMPLETED,
                 )
             finally:

@@ -7,10 +7,12 @@ import json
 
 import pytest
 from asgiref.sync import sync_to_async
+from django.db import OperationalError, connection, transaction
 from rest_framework.authtoken.models import Token
 
 from activity.models import ActivityFeed
 from chat.models import Message, ToolApproval
+from project.outages import unreachable
 from tests.support.api import turns_url
 from tests.support.outages import (
     backend_pid,
@@ -135,3 +137,22 @@ def test_the_schema_documents_the_503_and_its_retry_after_on_every_operation(cli
         unavailable = operation["responses"]["503"]
         assert "database" in unavailable["description"]
         assert unavailable["headers"]["Retry-After"]["schema"]["type"] == "integer"
+
+
+def test_only_a_database_out_of_reach_counts_as_away():
+    """A refused connection means no turn's runner could beat meanwhile, and gives silent
+    turns another grace (chat.turns.recovery); a statement the database refused (a timeout, a
+    deadlock) says nothing of the others."""
+    postgres_only()
+    with database_refusing(), pytest.raises(OperationalError) as refused:
+        Message.objects.count()
+    with (
+        pytest.raises(OperationalError) as timed_out,
+        transaction.atomic(),
+        connection.cursor() as cursor,
+    ):
+        cursor.execute("SET LOCAL statement_timeout = 1")
+        cursor.execute("SELECT pg_sleep(1)")
+
+    assert unreachable(refused.value)
+    assert not unreachable(timed_out.value)

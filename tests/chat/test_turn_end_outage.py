@@ -288,7 +288,8 @@ async def test_a_turn_silent_across_a_cut_its_follower_met_is_given_its_grace_fr
     await sync_to_async(own_postgres.cut_off)()
     recover = functools.partial(dead_turns_recover, conversation_id=conversation.pk)
     following = asyncio.create_task(read_again(answer_id, recover))
-    while outages.seen_down() == before:  # noqa: ASYNC110 - until the follower's read failed
+    # Until the follower's read failed (a read the cut did not fail ends the wait too).
+    while outages.seen_down() == before and not following.done():  # noqa: ASYNC110
         await asyncio.sleep(0.01)
     await sync_to_async(own_postgres.cut_off)(cut=False)
     assert await following == 0

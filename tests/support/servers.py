@@ -33,6 +33,8 @@ from tests.support.matching import csrf_token
 from tests.support.ports import accepting
 
 ROOT = Path(__file__).resolve().parents[2]
+# The project's settings with a fast password hasher (tests/support/served_settings.py).
+SERVED_SETTINGS = "tests.support.served_settings"
 # The limits `make run` and the deployment guide give Daphne.
 DAPHNE_LIMITS = ["--websocket-max-message-size", "65536", "--websocket-max-frame-size", "65536"]
 
@@ -83,7 +85,7 @@ def build_site(site: Path) -> None:
     site.mkdir(exist_ok=True)
     env = {
         **os.environ,
-        "DJANGO_SETTINGS_MODULE": "project.settings",
+        "DJANGO_SETTINGS_MODULE": SERVED_SETTINGS,
         "DATABASE_URL": f"sqlite:///{site / 'db.sqlite3'}",
         "STATIC_ROOT": str(site / "static"),
     }
@@ -120,7 +122,7 @@ def serve(
     site = migrated_site()
     env = {
         **os.environ,
-        "DJANGO_SETTINGS_MODULE": "project.settings",
+        "DJANGO_SETTINGS_MODULE": SERVED_SETTINGS,
         "DATABASE_URL": f"sqlite:///{work / 'e2e.sqlite3'}",
         # Read-only to the servers: one collection serves them all.
         "STATIC_ROOT": str(site / "static"),
@@ -200,7 +202,9 @@ class Server:
 
     def said(self) -> str:
         """What it has written so far, read without moving the file's offset, which the
-        process writes at."""
+        process writes at; nothing once its log is closed."""
+        if self.log.closed:
+            return ""
         return os.pread(self.log.fileno(), 1 << 24, 0).decode(errors="replace")
 
 
@@ -261,7 +265,7 @@ def start_daphne(
     deadline = time.monotonic() + seconds
     # Port 0: the kernel's choice, which no other process can take between a pick and the
     # bind. The server's own line names it once it listens.
-    while (listening := listening_port(log)) is None or not accepting(listening):
+    while (listening := listening_port(log, args)) is None or not accepting(listening):
         if daphne.poll() is not None or time.monotonic() > deadline:
             daphne.kill()
             daphne.wait()
@@ -272,17 +276,20 @@ def start_daphne(
     return Server(f"http://127.0.0.1:{port}", env, daphne, log)
 
 
-# Daphne's line once it listens, or the supervisor's (`--workers`) once its socket does.
+# Daphne's line for each endpoint it listens on, or the supervisor's (`--workers`) once its
+# socket does; whole lines only, not one caught half written.
 LISTENING = re.compile(
-    rb"Listening on TCP address [^\s:]+:(\d+)|processes on http://[^\s/]+:(\d+)/"
+    rb"(?:Listening on TCP address [^\s:]+:|processes on http://[^\s/]+:)(\d+)/?\r?\n"
 )
 
 
-def listening_port(log: IO[bytes]) -> int | None:
-    """The port a server's log says it listens on; read without moving the file's offset,
-    which the server writes at."""
-    said = LISTENING.search(os.pread(log.fileno(), 1 << 20, 0))
-    return int(said[1] or said[2]) if said else None
+def listening_port(log: IO[bytes], args: tuple[str, ...] = ()) -> int | None:
+    """The port a server's log says it listens on, other than those its `args` name (an
+    endpoint of a test's own, which Daphne may list first); read without moving the file's
+    offset, which the server writes at."""
+    named = {int(port) for port in re.findall(r"port=(\d+)", " ".join(args))}
+    said = (int(port) for port in LISTENING.findall(os.pread(log.fileno(), 1 << 20, 0)))
+    return next((port for port in said if port not in named), None)
 
 
 def _sigint_at_its_default() -> None:

@@ -8,7 +8,7 @@ import hashlib
 import os
 from pathlib import Path
 
-from tests.support.servers import built, manage, once_per_run, run_folder
+from tests.support.servers import SERVED_SETTINGS, built, manage, once_per_run, run_folder
 
 BUILT_AS = "template-database"
 SEEDED_AS = "seeded-database"
@@ -50,7 +50,11 @@ def seeded_template(url: str) -> str | None:
 
     def build() -> None:
         recreate(url, name)
-        env = {**os.environ, "DATABASE_URL": url.rsplit("/", 1)[0] + "/" + name}
+        env = {
+            **os.environ,
+            "DATABASE_URL": url.rsplit("/", 1)[0] + "/" + name,
+            "DJANGO_SETTINGS_MODULE": SERVED_SETTINGS,
+        }
         for command in (["migrate", "--noinput"], ["seed_demo"]):
             manage(env, *command, "-v", "0")
 
