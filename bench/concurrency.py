@@ -112,8 +112,7 @@ def measure(title: str, servers, ids, cookies) -> None:
 
 
 def print_first_error(server) -> None:
-    server.log.seek(0)
-    log = server.log.read().decode()
+    log = server.said()
     start = log.find("Exception inside application")
     if start >= 0:
         print("\n".join(log[start:].splitlines()[:80]))

@@ -53,8 +53,7 @@ def imported_by_a_visit(work, **settings: str) -> set[str]:
         **settings,
     ) as server:
         login(server.url)
-        server.log.seek(0)
-        log = server.log.read().decode(errors="replace")
+        log = server.said()
     return set(re.findall(r"\|\s+([\w.]+)$", log, re.MULTILINE))
 
 
