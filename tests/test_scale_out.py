@@ -25,7 +25,10 @@ IDLE_SECONDS = 12
 
 @pytest.fixture(scope="module")
 def shared_servers(tmp_path_factory):
-    settings = {"GLASSBOX_DEMO_DELAY": "0.02", "GLASSBOX_HEARTBEAT_SECONDS": "0.2"}
+    # A beat of a second: a process held up to 4 s by a loaded machine is not taken for dead
+    # (one of 0.2 s was, its turn closed as interrupted while it ran), and the dead process's
+    # turn is still seen interrupted within seconds.
+    settings = {"GLASSBOX_DEMO_DELAY": "0.02", "GLASSBOX_HEARTBEAT_SECONDS": "1"}
     with two_servers(tmp_path_factory.mktemp("scale"), **settings) as servers:
         for server in servers:
             warmed(server)
@@ -34,7 +37,7 @@ def shared_servers(tmp_path_factory):
 
 def warmed(server) -> None:
     """The process has served a turn. Its first loads the model's SDK, which on a loaded
-    machine can hold the process past the heartbeat's grace here (4 beats of 0.2 s), and
+    machine can hold the process past the heartbeat's grace here (4 beats of 1 s), and
     another process would rightly take that turn for dead: these tests are about turns of a
     process at work, not about its first."""
     conversation, _cookies = login(server.url)
