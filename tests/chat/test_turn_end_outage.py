@@ -93,6 +93,19 @@ async def test_a_turn_whose_end_meets_a_database_restart_is_kept_whole_and_follo
     await sync_to_async(connections.close_all)()
 
 
+def silent_turn() -> tuple[Conversation, int]:
+    """A streaming turn last heard of a minute ago, and its conversation."""
+    from chat.turns.admission import admit
+
+    conversation = seeded()
+    turn = admit(conversation=conversation, text=QUESTION)
+    answer_id, feed_id = turn.answer.pk, turn.answer.feed_id
+    assert answer_id is not None and feed_id is not None
+    long_ago = timezone.now() - timedelta(minutes=1)
+    ActivityFeed.objects.filter(pk=feed_id).update(started_at=long_ago, heartbeat_at=long_ago)
+    return conversation, answer_id
+
+
 def silent_and_back(conversation_id) -> tuple[float, float]:
     """Seconds since the conversation's streaming turn was last heard of, and since the
     database started."""
@@ -250,19 +263,11 @@ async def test_a_turn_silent_across_a_database_restart_is_given_its_grace_from_t
     not taken for dead until it has been silent for the grace since the database came back
     (another worker's follower, reading first, closed it as interrupted while its runner was
     about to write its whole end)."""
-    from chat.turns.admission import admit
     from chat.turns.recovery import dead_turns_recover
 
     settings.GLASSBOX_HEARTBEAT_SECONDS = 5  # a grace of 20 s
     await sync_to_async(connections.close_all)()
-    conversation = await sync_to_async(seeded)()
-    turn = await sync_to_async(admit)(conversation=conversation, text=QUESTION)
-    answer_id, feed_id = turn.answer.pk, turn.answer.feed_id
-    assert answer_id is not None and feed_id is not None
-    long_ago = timezone.now() - timedelta(minutes=1)
-    await ActivityFeed.objects.filter(pk=feed_id).aupdate(
-        started_at=long_ago, heartbeat_at=long_ago
-    )
+    conversation, answer_id = await sync_to_async(silent_turn)()
     await sync_to_async(own_postgres.stop)()
     await sync_to_async(own_postgres.start)()
     await sync_to_async(connections.close_all)()
@@ -284,21 +289,13 @@ async def test_a_turn_silent_across_a_cut_its_follower_met_is_given_its_grace_fr
     """A failover or a network cut leaves the database's start as it was: a follower whose
     reads failed counts the turn's silence from its last failure, when the turn's runner could
     not beat either."""
-    from chat.turns.admission import admit
     from chat.turns.follow import read_again
     from chat.turns.recovery import DatabaseStarted, dead_turns_recover
     from project import outages
 
     settings.GLASSBOX_HEARTBEAT_SECONDS = 2  # a grace of 8 s
     await sync_to_async(connections.close_all)()
-    conversation = await sync_to_async(seeded)()
-    turn = await sync_to_async(admit)(conversation=conversation, text=QUESTION)
-    answer_id, feed_id = turn.answer.pk, turn.answer.feed_id
-    assert answer_id is not None and feed_id is not None
-    long_ago = timezone.now() - timedelta(minutes=1)
-    await ActivityFeed.objects.filter(pk=feed_id).aupdate(
-        started_at=long_ago, heartbeat_at=long_ago
-    )
+    conversation, answer_id = await sync_to_async(silent_turn)()
     # The database started longer ago than the grace: its start alone saves no turn.
     rows = Message.objects.annotate(at=DatabaseStarted()).values_list("at", flat=True)
     started = await rows.afirst()
