@@ -6,6 +6,7 @@ edits are checked the same way, an e-mail address in bounded time."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from typing import Any
 
@@ -14,6 +15,7 @@ import pytest
 from django.test import AsyncClient
 
 from chat.agent.mcp.elicit_schema import Invalid, UnsupportedForm, check_answer, read_form
+from chat.agent.mcp.limits import DEFAULT_LIMITS
 from chat.agent.schemas import BOUNDS, first_error, screened
 from chat.asks.receipts import EditRefused, Edits, edited_arguments
 from chat.servers.heartbeat import beat
@@ -28,6 +30,9 @@ EVIL = "a" * 34 + "!"
 # Well under Python's seconds, generous for a shared machine (RE2 takes microseconds).
 # CPU time of the check (time.thread_time): a loaded machine that sets the test aside adds none.
 FAST = 0.5
+# Listing 10,000 tools takes 3 s on a quiet machine; two suites side by side on two cores can
+# stretch it past the 10 s default, which would leave the server down for the wrong reason.
+PATIENT = dataclasses.replace(DEFAULT_LIMITS, connect_timeout=120.0)
 
 
 def hostile(case: str, **env: str):
@@ -235,7 +240,7 @@ async def test_a_tool_whose_schema_cannot_be_checked_is_not_offered_and_the_heal
 ):
     spec = hostile(case, **env)
     settings.GLASSBOX_MCP_SERVERS = [spec]
-    (connection,) = await sessions.connect([spec])
+    (connection,) = await sessions.connect([spec], limits=PATIENT)
     assert connection.client is not None
     assert [tool.name for tool in connection.tools] == ["ping"]
     assert connection.not_offered == (reason,)
@@ -255,7 +260,7 @@ async def test_a_tool_whose_schema_cannot_be_checked_is_not_offered_and_the_heal
 async def test_a_schema_deeper_than_the_sdk_carries_leaves_the_server_down_with_a_reason(
     sessions,
 ):
-    (connection,) = await sessions.connect([hostile("deep")])
+    (connection,) = await sessions.connect([hostile("deep")], limits=PATIENT)
     assert connection.client is None and connection.tools == []
     assert str(connection.reason).startswith("it failed to start a session")
 
@@ -269,7 +274,7 @@ async def test_a_listing_of_ten_megabytes_leaves_the_server_down_saying_so(
     (chat.agent.mcp.stdio): dropped unread, and the reason in words on the health page."""
     spec = hostile("huge")
     settings.GLASSBOX_MCP_SERVERS = [spec]
-    (connection,) = await sessions.connect([spec])
+    (connection,) = await sessions.connect([spec], limits=PATIENT)
     assert connection.client is None and connection.tools == []
     reason = "it sent a message of 10 MB, over the 4 MB allowed"
     assert str(connection.reason) == reason
@@ -285,6 +290,6 @@ async def test_a_listing_of_ten_megabytes_leaves_the_server_down_saying_so(
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.asyncio
 async def test_ten_thousand_tools_are_cut_to_the_bound_with_a_reason(sessions):
-    (connection,) = await sessions.connect([hostile("many")])
+    (connection,) = await sessions.connect([hostile("many")], limits=PATIENT)
     assert [tool.name for tool in connection.tools] == [f"echo_{n}" for n in range(512)]
     assert connection.not_offered == ("9488 tools were not offered: a server may offer 512",)
