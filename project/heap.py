@@ -13,11 +13,14 @@ So what has lived REFREEZE_SECONDS is frozen as well. Most of a socket's objects
 cycles (a transport and its protocol), which only a walk frees: once the frozen heap has
 grown by a quarter since the last walk (CPython's own rule for its oldest generation, which
 the frozen heap now is), it is thawed and walked once, closed sockets freed, then frozen
-again (bench/quiet_sockets.py)."""
+again (bench/quiet_sockets.py). The heap's size is read as the allocator's count of blocks in
+use, in constant time: counting the frozen objects walks all of them (34 ms at 5,000 sockets,
+with the event loop stopped, every 10 s)."""
 
 from __future__ import annotations
 
 import gc
+import sys
 import threading
 import time
 
@@ -27,18 +30,19 @@ THAW_GROWTH = 1.25
 
 
 class Keeper:
-    """Freezes what has lived a while, walking the frozen heap when it has grown enough."""
+    """Freezes what has lived a while, walking the frozen heap when the heap has grown
+    enough."""
 
     def __init__(self) -> None:
-        self.walked = gc.get_freeze_count()
+        self.walked = sys.getallocatedblocks()
 
     def refreeze(self) -> bool:
         """Freezes what is not yet; whether the frozen heap was walked first."""
-        if gc.get_freeze_count() >= self.walked * THAW_GROWTH:
+        if sys.getallocatedblocks() >= self.walked * THAW_GROWTH:
             gc.unfreeze()
             gc.collect()
             gc.freeze()
-            self.walked = gc.get_freeze_count()
+            self.walked = sys.getallocatedblocks()
             return True
         gc.freeze()
         return False

@@ -75,9 +75,10 @@ def serve(daphne_args: list[str]) -> int:
     leave_out(HIGHLIGHTING)
     if not speaks_tls(daphne_args):
         leave_out(TLS)
-    from project import prompt_writes
+    from project import paced_checks, prompt_writes
 
     prompt_writes.install()
+    paced_checks.install()
     heap.keep()
     from daphne.cli import CommandLineInterface
 

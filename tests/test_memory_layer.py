@@ -5,6 +5,7 @@ emptied channel go."""
 from __future__ import annotations
 
 import asyncio
+import time
 from dataclasses import dataclass, field
 
 import pytest
@@ -79,5 +80,47 @@ def test_a_group_message_skips_a_full_member_and_reaches_the_others():
         assert [(await layer.receive(full))["n"] for _ in range(2)] == [0, 1]
         assert (await layer.receive(free))["n"] == "group"
         assert layer.channels == {}
+
+    asyncio.run(scenario())
+
+
+def test_a_message_past_its_expiry_is_dropped_within_a_second_and_its_channel_leaves_its_groups():
+    async def scenario() -> None:
+        layer = SweptInMemoryChannelLayer(expiry=60)
+        asleep, awake = await layer.new_channel(), await layer.new_channel()
+        for channel in (asleep, awake):
+            await layer.group_add("conversation", channel)
+        await layer.group_send("conversation", {"type": "turn.event", "n": 1})
+        await layer.receive(awake)  # the awake socket reads; the other never does
+
+        # A minute later (the message's expiry moved back rather than the clock on).
+        layer.channels[asleep]._queue[0] = (0.0, layer.channels[asleep]._queue[0][1])
+        layer._swept_at -= layer.sweep_every
+        await layer.group_send("conversation", {"type": "turn.event", "n": 2})
+
+        assert asleep not in layer.channels
+        assert set(layer.groups["conversation"]) == {awake}
+        assert await layer.receive(awake) == {"type": "turn.event", "n": 2}
+
+    asyncio.run(scenario())
+
+
+def test_memberships_past_the_group_expiry_are_walked_once_a_minute_not_each_second():
+    async def scenario() -> None:
+        layer = SweptInMemoryChannelLayer(group_expiry=3600)
+        channel = await layer.new_channel()
+        await layer.group_add("conversation", channel)
+        layer.groups["conversation"][channel] -= 3601  # joined more than an hour ago
+        layer._memberships_swept_at = layer._swept_at = time.monotonic()
+
+        layer._swept_at -= layer.sweep_every
+        await layer.group_send("conversation", {"type": "turn.event"})
+        assert channel in layer.groups["conversation"], "walked with the messages' sweep"
+        assert await layer.receive(channel) == {"type": "turn.event"}
+
+        layer._swept_at -= layer.sweep_every
+        layer._memberships_swept_at -= layer.memberships_every
+        await layer.group_send("conversation", {"type": "turn.event"})
+        assert channel not in layer.groups["conversation"]
 
     asyncio.run(scenario())
