@@ -9,12 +9,12 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
-from channels.db import database_sync_to_async
 from django.conf import settings
 
 from chat.models import Conversation
 from chat.socket import reads, relay
 from chat.socket.dispatch import Clock, DirectConsumer
+from chat.socket.rechecks import rechecks
 from chat.socket.revocation import session_group, user_group
 
 logger = logging.getLogger("glassbox.sockets")
@@ -93,6 +93,6 @@ class GuardedConsumer(DirectConsumer):
         if self.ended or not hasattr(self, "permit"):  # refused as it opened
             return
         try:
-            await database_sync_to_async(self.permit.check)()
+            await rechecks().check(self.permit)
         except reads.NotAllowed as problem:
             await self.refused(problem)
