@@ -13,14 +13,14 @@ So what has lived REFREEZE_SECONDS is frozen as well. Most of a socket's objects
 cycles (a transport and its protocol), which only a walk frees: once the frozen heap has
 grown by a quarter since the last walk (CPython's own rule for its oldest generation, which
 the frozen heap now is), it is thawed and walked once, closed sockets freed, then frozen
-again (bench/quiet_sockets.py). The heap's size is read as the allocator's count of blocks in
-use, in constant time: counting the frozen objects walks all of them (34 ms at 5,000 sockets,
-with the event loop stopped, every 10 s)."""
+again (bench/quiet_sockets.py). Counting the frozen objects walks all of them (34 ms at
+5,000 sockets, with the event loop stopped), so the keeper adds up what each freeze takes
+instead, and counts for certain only when that sum says a walk is due: what died frozen
+without a cycle makes the sum run ahead of the count, never behind it."""
 
 from __future__ import annotations
 
 import gc
-import sys
 import threading
 import time
 
@@ -30,20 +30,24 @@ THAW_GROWTH = 1.25
 
 
 class Keeper:
-    """Freezes what has lived a while, walking the frozen heap when the heap has grown
-    enough."""
+    """Freezes what has lived a while, walking the frozen heap when it has grown enough."""
 
     def __init__(self) -> None:
-        self.walked = sys.getallocatedblocks()
+        self.walked = self.frozen = gc.get_freeze_count()
 
     def refreeze(self) -> bool:
         """Freezes what is not yet; whether the frozen heap was walked first."""
-        if sys.getallocatedblocks() >= self.walked * THAW_GROWTH:
+        due = self.walked * THAW_GROWTH
+        if self.frozen >= due:
+            self.frozen = gc.get_freeze_count()
+        if self.frozen >= due:
             gc.unfreeze()
             gc.collect()
             gc.freeze()
-            self.walked = sys.getallocatedblocks()
+            self.walked = self.frozen = gc.get_freeze_count()
             return True
+        # The objects of the three generations: what was made since the last freeze.
+        self.frozen += sum(len(gc.get_objects(generation)) for generation in range(3))
         gc.freeze()
         return False
 

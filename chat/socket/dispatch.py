@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import functools
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,10 +33,12 @@ Message = dict[str, Any]
 
 @dataclass(frozen=True, slots=True)
 class Clock:
-    """A message a socket gives itself, the next one `every()` seconds after the last."""
+    """Work a socket does from time to time beside its messages: `aside()` runs `every()`
+    seconds after the last one ended, holding up none of them; the message it returns, if
+    any, is then handled in order with the others."""
 
     every: Callable[[], float]
-    message: Message
+    aside: Callable[[], Coroutine[Any, Any, Message | None]]
 
 
 async def dispatch_all(
@@ -49,9 +51,9 @@ async def dispatch_all(
 ) -> None:
     """Handles the client's and the layer's messages until a handler raises (StopConsumer
     ends a socket). `direct` may take a layer message itself when nothing waits before it;
-    it returns whether it did. `clock`, if given, is a third source: a message the socket
-    gives itself from time to time (a timer, not a task: a quiet socket keeps one), handled
-    in order with the others."""
+    it returns whether it did. `clock`, if given, is a third source: work the socket does
+    from time to time (a timer between runs, not a task: a quiet socket keeps one), whose
+    message is handled in order with the others."""
     inbox: SlimQueue[Message | Exception] = SlimQueue()
     # Group messages held while the socket is busy; past it they are dropped as the channel
     # layers drop them (a turn's followers fill what they missed from the database).
@@ -76,10 +78,21 @@ async def dispatch_all(
         pumps.append(asyncio.create_task(pump(layer, from_layer=True)))
     loop = asyncio.get_running_loop()
     timer: asyncio.TimerHandle | None = None
+    aside: asyncio.Task[Message | None] | None = None
 
     def tick(clock: Clock) -> None:
+        nonlocal aside
+        aside = loop.create_task(clock.aside())
+        aside.add_done_callback(functools.partial(ended, clock))
+
+    def ended(clock: Clock, task: asyncio.Task[Message | None]) -> None:
         nonlocal timer
-        inbox.put_nowait(dict(clock.message))
+        if task.cancelled():
+            return
+        if task.exception() is not None:
+            logger.error("a socket's clock failed", exc_info=task.exception())
+        elif (message := task.result()) is not None:
+            inbox.put_nowait(message)
         timer = loop.call_later(clock.every(), tick, clock)
 
     if clock is not None:
@@ -93,6 +106,8 @@ async def dispatch_all(
     finally:
         if timer is not None:
             timer.cancel()
+        if aside is not None:
+            aside.cancel()
         for task in pumps:
             task.cancel()
         # Cancelling a pending receive is what tells the Redis layer to forget the channel.

@@ -56,12 +56,24 @@ class GuardedConsumer(DirectConsumer):
         """Every GLASSBOX_SOCKET_RECHECK_SECONDS the socket checks its right again, so a
         login that expired, or a change no signal announced, closes a socket that neither
         speaks nor is shown a new turn. Spread out, so sockets opened together do not all
-        check at once."""
+        check at once; made beside the socket's messages (the check waits for others to share
+        its trip), a refusal then handled in order with them."""
 
         def every() -> float:
             return settings.GLASSBOX_SOCKET_RECHECK_SECONDS * random.uniform(0.5, 1.0)
 
-        return Clock(every, {"type": "access.check"})
+        return Clock(every, self._check_aside)
+
+    async def _check_aside(self) -> dict[str, Any] | None:
+        if self.ended or not hasattr(self, "permit"):  # refused as it opened
+            return None
+        try:
+            await rechecks().check(self.permit)
+        except reads.NotAllowed as problem:
+            return {"type": "access.refused", "reason": problem.reason.value}
+        except Exception:  # the database out of reach: the batch said so; checked next time
+            return None
+        return None
 
     def stop_showing(self) -> None:
         """Stops whatever the socket shows; the consumer says what that is."""
@@ -89,10 +101,7 @@ class GuardedConsumer(DirectConsumer):
         """A logout announced by a process of the previous release, during a rolling deploy."""
         await self.access_ended({"reason": reads.Refused.SESSION.value})
 
-    async def access_check(self, message: dict[str, Any]) -> None:
-        if self.ended or not hasattr(self, "permit"):  # refused as it opened
-            return
-        try:
-            await rechecks().check(self.permit)
-        except reads.NotAllowed as problem:
-            await self.refused(problem)
+    async def access_refused(self, message: dict[str, Any]) -> None:
+        """The socket's own periodic check found its right gone."""
+        if not self.ended:
+            await self.refused(reads.NotAllowed(reads.Refused(message["reason"])))

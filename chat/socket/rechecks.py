@@ -6,17 +6,22 @@ sockets made 111 trips a second, each with its own hop to the thread and its con
 upkeep: half of a quiet socket's CPU, and every new turn's admission queued in that same
 thread behind them (first status p99 83 ms on 5,000 idle sockets, 24 ms with the checks off;
 bench/quiet_sockets.py). A check a socket makes as it receives something stays its own, at
-once: only the clock's checks wait for company."""
+once, and the clock's checks are made beside the socket's messages, holding up none of them
+(chat.socket.dispatch.Clock). A check the database could not answer closes nothing: it is
+made again next time, and before the socket shows anything new."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import weakref
 
 from channels.db import database_sync_to_async
 from django.conf import settings
 
-from chat.socket.reads import Permit
+from chat.socket.reads import NotAllowed, Permit
+
+logger = logging.getLogger("glassbox.sockets")
 
 # How long a periodic check waits for others to share its trip (at most a quarter of the
 # checks' period); a few hundred at most go together.
@@ -53,8 +58,16 @@ class Rechecks:
             for _, outcome in batch:
                 outcome.cancel()
             raise
-        except Exception as error:  # the trip itself failed: each check did
-            failures = [error] * len(batch)
+        except Exception as failed:  # the trip itself failed: each check did
+            failures = [failed] * len(batch)
+        unmade = [f for f in failures if f is not None and not isinstance(f, NotAllowed)]
+        if unmade:
+            logger.warning(
+                "%d sockets' periodic checks could not be made (%s); each is made again at "
+                "its next one, and before the socket shows anything new",
+                len(unmade),
+                type(unmade[0]).__name__,
+            )
         for (_, outcome), failure in zip(batch, failures, strict=True):
             if outcome.done():  # its socket closed meanwhile
                 continue
@@ -65,12 +78,16 @@ class Rechecks:
 
 
 def _check_all(permits: list[Permit]) -> list[BaseException | None]:
+    """Each permit's refusal, or None; past a check that failed otherwise (the database out
+    of reach), the rest are not tried on the same broken connection: they fail alike."""
     failures: list[BaseException | None] = []
     for permit in permits:
         try:
             permit.check()
+        except NotAllowed as refused:
+            failures.append(refused)
         except Exception as failure:
-            failures.append(failure)
+            return failures + [failure] * (len(permits) - len(failures))
         else:
             failures.append(None)
     return failures
