@@ -5,8 +5,12 @@ closed, the others stay open."""
 from __future__ import annotations
 
 import asyncio
+import logging
 
 import pytest
+from asgiref.sync import sync_to_async
+from django.contrib.sessions.models import Session
+from django.db import connection
 
 from chat.models import Conversation
 from chat.socket.reads import NotAllowed, Permit, Refused
@@ -57,3 +61,46 @@ async def test_of_many_quiet_sockets_checking_on_their_clocks_the_one_that_lost_
     assert await closed_with(leaving, 4404)
     for socket in staying:
         assert await socket.receive_nothing(timeout=0.5)
+
+
+async def test_a_check_the_database_cannot_answer_closes_nothing_and_the_checks_go_on(
+    alice, bob, settings
+):
+    settings.GLASSBOX_SOCKET_RECHECK_SECONDS = 0.2
+    _browser, cookie = await browser_of(alice)
+    conversation = await Conversation.objects.acreate(owner=alice)
+    socket = await silent_socket(conversation, cookie)
+    unmade = Said("could not be made")
+    logging.getLogger("glassbox.sockets").addHandler(unmade)
+
+    # The sessions' table out of reach: each check fails with a real database error.
+    await rename_table(Session._meta.db_table, "sessions_away")
+    try:
+        await asyncio.wait_for(unmade.wait(), 10)
+        assert await socket.receive_nothing(timeout=0.5)  # still open, shown nothing
+    finally:
+        await rename_table("sessions_away", Session._meta.db_table)
+        logging.getLogger("glassbox.sockets").removeHandler(unmade)
+
+    await Conversation.objects.filter(pk=conversation.pk).aupdate(owner=bob)
+    assert await closed_with(socket, 4404)
+
+
+class Said(logging.Handler):
+    """Set once a line containing `words` is logged (on the event loop's thread)."""
+
+    def __init__(self, words: str) -> None:
+        super().__init__(logging.WARNING)
+        self.words, self.seen = words, asyncio.Event()
+        self.wait = self.seen.wait
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.words in record.getMessage():
+            self.seen.set()
+
+
+@sync_to_async
+def rename_table(old: str, new: str) -> None:
+    quote = connection.ops.quote_name
+    with connection.cursor() as cursor:
+        cursor.execute(f"ALTER TABLE {quote(old)} RENAME TO {quote(new)}")
