@@ -10,13 +10,11 @@ slice, as Daphne's own does after its one step."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection
 from typing import Any
 
 SLICE = 200
 EVERY_SECONDS = 2.0
-
-Later = Callable[..., Any]
 
 
 def install() -> None:
@@ -39,20 +37,16 @@ def _timeout_checker(server: Any) -> None:
 def walk(
     protocols: list[Any],
     still_open: Collection[Any],
-    call_later: Later,
+    call_later: Callable[..., Any],
     then: Callable[[], None],
     start: int = 0,
 ) -> None:
     """Checks `protocols[start:start + SLICE]` that are `still_open` now, and schedules the
     next slice for the loop's next turn; `then` once the last is checked."""
-    _check(protocols[start : start + SLICE], still_open)
+    for protocol in protocols[start : start + SLICE]:
+        if protocol in still_open:  # not closed since the walk began
+            protocol.check_timeouts()
     if start + SLICE < len(protocols):
         call_later(0, walk, protocols, still_open, call_later, then, start + SLICE)
     else:
         then()
-
-
-def _check(protocols: Iterable[Any], still_open: Collection[Any]) -> None:
-    for protocol in protocols:
-        if protocol in still_open:  # not closed since the walk began
-            protocol.check_timeouts()

@@ -72,7 +72,7 @@ class GuardedConsumer(DirectConsumer):
         except reads.NotAllowed as problem:
             return {"type": "access.refused", "reason": problem.reason.value}
         except Exception:  # the database out of reach: the batch said so; checked next time
-            return None
+            pass
         return None
 
     def stop_showing(self) -> None:

@@ -24,40 +24,47 @@ from chat.socket.reads import NotAllowed, Permit
 logger = logging.getLogger("glassbox.sockets")
 
 # How long a periodic check waits for others to share its trip (at most a quarter of the
-# checks' period); a few hundred at most go together.
+# checks' period); a few hundred at most go together, the rest with the next window.
 WINDOW_SECONDS = 0.25
 MOST = 500
 
 
 class Rechecks:
-    """The checks of one event loop waiting for their trip."""
+    """The checks of one event loop waiting for their trip; its task runs while any waits."""
 
     def __init__(self) -> None:
         self.waiting: list[tuple[Permit, asyncio.Future[None]]] = []
+        self.task: asyncio.Task[None] | None = None
         self.trips = 0
 
     async def check(self, permit: Permit) -> None:
         """Raises as `permit.check` would (NotAllowed when the right is gone), after at
         most the window and one trip shared with the other checks asked meanwhile."""
-        loop = asyncio.get_running_loop()
-        outcome: asyncio.Future[None] = loop.create_future()
+        outcome: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self.waiting.append((permit, outcome))
-        if len(self.waiting) == 1:
-            window = min(WINDOW_SECONDS, settings.GLASSBOX_SOCKET_RECHECK_SECONDS / 4)
-            loop.call_later(window, lambda: loop.create_task(self._trip()))
+        if self.task is None or self.task.done():
+            self.task = asyncio.create_task(self._run(), name="socket-rechecks")
         await outcome
 
-    async def _trip(self) -> None:
-        batch, self.waiting = self.waiting[:MOST], self.waiting[MOST:]
-        if self.waiting:
-            asyncio.get_running_loop().create_task(self._trip())
+    async def _run(self) -> None:
+        batch: list[tuple[Permit, asyncio.Future[None]]] = []
+        try:
+            while self.waiting:
+                await asyncio.sleep(
+                    min(WINDOW_SECONDS, settings.GLASSBOX_SOCKET_RECHECK_SECONDS / 4)
+                )
+                batch, self.waiting = self.waiting[:MOST], self.waiting[MOST:]
+                await self._trip(batch)
+                batch = []
+        except asyncio.CancelledError:  # the loop closing: nobody is left to answer
+            for _, outcome in batch + self.waiting:
+                outcome.cancel()
+            raise
+
+    async def _trip(self, batch: list[tuple[Permit, asyncio.Future[None]]]) -> None:
         self.trips += 1
         try:
             failures = await database_sync_to_async(_check_all)([p for p, _ in batch])
-        except asyncio.CancelledError:
-            for _, outcome in batch:
-                outcome.cancel()
-            raise
         except Exception as failed:  # the trip itself failed: each check did
             failures = [failed] * len(batch)
         unmade = [f for f in failures if f is not None and not isinstance(f, NotAllowed)]
