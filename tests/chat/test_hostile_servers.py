@@ -20,7 +20,7 @@ from chat.agent.mcp import stdio as bounded_stdio
 from chat.agent.mcp.connections import pool
 from chat.agent.mcp.elicitation import QUESTIONS_PER_CALL
 from tests.support.frames import assert_fits
-from tests.support.mcp import stdio
+from tests.support.mcp import stdio, stdio_unforked
 from tests.support.questions import answer
 from tests.support.sockets import finish_turns, json_turn, json_until_done, open_socket
 from tests.support.stalls import Ticker
@@ -36,8 +36,8 @@ def hostile(settings, sessions):
     """The hostile server, its tools as the SDK lists them (HOSTILE_SCHEMA names no schema
     case); each test opens its own session, closed at its end."""
 
-    def declare(**env: str):
-        spec = stdio(
+    def declare(forked: bool = True, **env: str):
+        spec = (stdio if forked else stdio_unforked)(
             "hostile", "tests.support.hostile_mcp_server", **{"HOSTILE_SCHEMA": "calls"} | env
         )
         settings.GLASSBOX_MCP_SERVERS = [spec]
@@ -124,7 +124,8 @@ async def test_tool_titles_with_nuls_and_lone_surrogates_are_cleaned(
 async def test_a_server_runs_below_the_serving_processs_cpu_priority(
     hostile, alice, alice_conversation
 ):
-    hostile()
+    # Started as Glassbox starts any server, not forked: the priority is the process's own.
+    hostile(forked=False)
     await run(alice_conversation, alice, "hostile__priority {}")
     result = await ActivityEvent.objects.aget(kind="tool_result")
     own = os.getpriority(os.PRIO_PROCESS, 0)

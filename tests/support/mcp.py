@@ -1,9 +1,13 @@
 """MCP servers for the tests: the test bench and the demo server, over stdio or streamable
-HTTP, run as real processes with the `mcp` SDK."""
+HTTP, run as real processes with the `mcp` SDK. Over stdio each is forked from a zygote that
+has imported the SDK (tests/support/zygote.py): the same server code in a process of its own,
+without a second of import in each."""
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import os
 import subprocess
 import sys
 import tempfile
@@ -17,12 +21,47 @@ from tests.support.ports import accepting, free_port
 ROOT = Path(__file__).resolve().parents[2]
 BENCH = "tests.support.mcp_server"
 DEMO = "chat.agent.mcp.demo_server"
+FORKED = Path(__file__).with_name("forked.py")
 
 
 def stdio(name: str, module: str = BENCH, **env: str) -> ServerSpec:
-    return spec_from_mapping(
-        {"name": name, "command": sys.executable, "args": ["-m", module], "env": env}
+    command, *args = _forked(module)
+    return spec_from_mapping({"name": name, "command": command, "args": args, "env": env})
+
+
+def stdio_unforked(name: str, module: str = BENCH, **env: str) -> ServerSpec:
+    """The server over stdio, started as `python -m` itself: for a test of what Glassbox does
+    to the process it started, such as its priority."""
+    args = ["-m", module]
+    return spec_from_mapping({"name": name, "command": sys.executable, "args": args, "env": env})
+
+
+def _forked(module: str) -> list[str]:
+    """The command that runs `module` as `python -m` would, forked from the zygote."""
+    return [sys.executable, "-I", "-S", str(FORKED), _zygote(), module]
+
+
+_zygotes: dict[int, tuple[subprocess.Popen, str]] = {}
+
+
+def _zygote() -> str:
+    """The socket of this test process's zygote, started on first use."""
+    known = _zygotes.get(os.getpid())
+    if known and known[0].poll() is None:
+        return known[1]
+    path = str(Path(tempfile.mkdtemp(prefix="mcp-zygote-")) / "socket")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tests.support.zygote", path], cwd=ROOT, stdin=subprocess.DEVNULL
     )
+    deadline = time.monotonic() + 60
+    # It listens before it imports: once the socket is there, servers can be asked for.
+    while not Path(path).exists():
+        if process.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError("the MCP servers' zygote did not start")
+        time.sleep(0.01)
+    _zygotes[os.getpid()] = (process, path)
+    atexit.register(process.kill)
+    return path
 
 
 @contextlib.contextmanager
@@ -58,6 +97,11 @@ def http_server(
         # Abruptly, as a server goes away; a graceful stop would wait for open streams.
         process.kill()
         process.wait(10)
+        # The forked server dies with the process it was forked for, a moment later: once
+        # the port refuses, a server started again on it can bind it.
+        deadline = time.monotonic() + 10
+        while accepting(chosen, timeout=0.2) and time.monotonic() < deadline:
+            time.sleep(0.01)
         said.unlink(missing_ok=True)
 
 
@@ -67,7 +111,7 @@ def _start(
     said = Path(tempfile.mkstemp(prefix="mcp-server-", suffix=".log")[1])
     with said.open("wb") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", module, "--sse" if sse else "--http", str(port)],
+            [*_forked(module), "--sse" if sse else "--http", str(port)],
             cwd=ROOT,
             env={"PATH": "/usr/bin:/bin", **env},
             stdout=subprocess.DEVNULL,
