@@ -18,6 +18,18 @@ FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)
 
 def main() -> None:
     path, module, *args = sys.argv[1:]
+    # A signal that comes before the server's pid is known is held for it, not lost.
+    server = 0
+    held: list[int] = []
+
+    def forward(got: int, _frame: object) -> None:
+        if server:
+            _forward(server, got)
+        else:
+            held.append(got)
+
+    for number in FORWARDED:
+        signal.signal(number, forward)
     zygote = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     zygote.connect(path)
     request = {
@@ -36,8 +48,8 @@ def main() -> None:
     server = int(answers.readline() or 0)
     if not server:
         sys.exit("the zygote did not start the server")
-    for number in FORWARDED:
-        signal.signal(number, lambda got, _frame: _forward(server, got))
+    for got in held:
+        _forward(server, got)
     said = answers.readline()
     if not said:
         sys.exit(1)  # the zygote is gone: the server ends with this process
