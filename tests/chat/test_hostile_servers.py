@@ -124,7 +124,7 @@ async def test_tool_titles_with_nuls_and_lone_surrogates_are_cleaned(
 async def test_a_server_runs_below_the_serving_processs_cpu_priority(
     hostile, alice, alice_conversation
 ):
-    # Started as Glassbox starts any server, not forked: the priority is the process's own.
+    # Unforked: a forked server takes its launcher's priority a moment later, not at once.
     hostile(forked=False)
     await run(alice_conversation, alice, "hostile__priority {}")
     result = await ActivityEvent.objects.aget(kind="tool_result")
