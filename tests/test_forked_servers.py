@@ -77,16 +77,3 @@ def test_a_signal_to_the_asker_reaches_the_server_and_the_asker_ends_as_it_did(t
     process.send_signal(signal.SIGTERM)
     assert process.wait(10) == -signal.SIGTERM
     assert not alive(server)
-
-
-def test_a_forked_server_takes_the_priority_glassbox_gives_its_process(tmp_path):
-    process, server = start(tmp_path)
-    own = os.getpriority(os.PRIO_PROCESS, 0)
-    os.setpriority(os.PRIO_PROCESS, process.pid, min(19, own + 5))
-    wait_for(
-        lambda: os.getpriority(os.PRIO_PROCESS, server) == min(19, own + 5),
-        "the server's priority",
-        seconds=5,
-    )
-    process.kill()
-    process.wait(10)

@@ -124,7 +124,7 @@ async def test_tool_titles_with_nuls_and_lone_surrogates_are_cleaned(
 async def test_a_server_runs_below_the_serving_processs_cpu_priority(
     hostile, alice, alice_conversation
 ):
-    # Unforked: a forked server takes its launcher's priority a moment later, not at once.
+    # Unforked: a forked server keeps the zygote's priority.
     hostile(forked=False)
     await run(alice_conversation, alice, "hostile__priority {}")
     result = await ActivityEvent.objects.aget(kind="tool_result")

@@ -27,8 +27,6 @@ import traceback
 # What every test server imports: paid once, here.
 PRELOADED = ("mcp", "mcp.server.mcpserver", "mcp.server.apps", "mcp_types", "anyio", "pydantic")
 MOST_FDS = 3
-# Seconds between two looks at the asker's CPU priority.
-PRIORITY_EVERY = 0.1
 
 
 def main() -> None:
@@ -158,24 +156,17 @@ def _run(request: dict, fds: list[int]) -> None:
 
 def _die_with(asker: int) -> None:
     """Ends this server as soon as its asker ends, killed or not: no server outlives the
-    process its client started. Until then it runs at the asker's CPU priority, which
-    Glassbox lowers once the process is started."""
+    process its client started. (It keeps the zygote's CPU priority: the priority Glassbox
+    gives its servers is tested on a server started unforked.)"""
     try:
         watched = os.pidfd_open(asker)
     except ProcessLookupError:
         os._exit(1)
 
-    own = os.getpid()
-
     def watch() -> None:
         ended = selectors.DefaultSelector()
         ended.register(watched, selectors.EVENT_READ)
-        while not ended.select(timeout=PRIORITY_EVERY):
-            with contextlib.suppress(OSError):
-                # By pid, not 0: on Linux 0 is this watching thread alone.
-                wanted = os.getpriority(os.PRIO_PROCESS, asker)
-                if os.getpriority(os.PRIO_PROCESS, own) != wanted:
-                    os.setpriority(os.PRIO_PROCESS, own, wanted)
+        ended.select()
         os._exit(1)
 
     threading.Thread(target=watch, daemon=True, name="die-with-asker").start()
