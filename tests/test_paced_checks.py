@@ -48,6 +48,8 @@ def test_a_walk_checks_one_slice_a_loop_turn_and_skips_what_closed_meanwhile():
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.server
+@pytest.mark.own_site  # Daphne's walk, over a SQLite site of its own
 def test_every_one_of_hundreds_of_quiet_sockets_is_pinged_walk_after_walk(tmp_path: Path):
     count = SLICE + 50  # two slices a walk
 

@@ -16,7 +16,8 @@ from tests.support.mcp import ROOT
 from tests.support.outages import redis_server
 from tests.support.servers import login, serve, start_daphne
 
-pytestmark = pytest.mark.server
+# Its site and its Redis are its own: the run's database and layer play no part.
+pytestmark = [pytest.mark.server, pytest.mark.own_site]
 
 BENCH = {
     "name": "bench",

@@ -118,6 +118,7 @@ PROGRESS = {"agui": "CUSTOM:progress", "ui-stream": "data-progress"}
 
 
 @pytest.mark.server
+@pytest.mark.own_site  # the scripted server's site is its own SQLite
 def test_each_standard_client_follows_a_live_turn_lets_go_and_resumes_to_the_uncut_message(
     scripted_server, tmp_path
 ):
