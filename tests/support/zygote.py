@@ -54,7 +54,9 @@ def main() -> None:
                 return  # the test process that started this one is gone
             if key.data == "ask":
                 asker, _ = listener.accept()
-                pid = _serve(asker, listener, woken, wake)
+                # The fork closes the zygote's sockets, other askers' among them: an asker
+                # whose zygote is gone must see the end of its socket, not wait on a copy.
+                pid = _serve(asker, listener, woken, wake, *waiting.values())
                 if pid:
                     waiting[pid] = asker
                 else:
