@@ -25,15 +25,19 @@ FORKED = Path(__file__).with_name("forked.py")
 
 
 def stdio(name: str, module: str = BENCH, **env: str) -> ServerSpec:
-    command, *args = _forked(module)
-    return spec_from_mapping({"name": name, "command": command, "args": args, "env": env})
+    return _declared(name, _forked(module), env)
 
 
 def stdio_unforked(name: str, module: str = BENCH, **env: str) -> ServerSpec:
     """The server over stdio, started as `python -m` itself: for a test of what Glassbox does
     to the process it started, such as its priority."""
-    args = ["-m", module]
-    return spec_from_mapping({"name": name, "command": sys.executable, "args": args, "env": env})
+    return _declared(name, [sys.executable, "-m", module], env)
+
+
+def _declared(name: str, command: list[str], env: dict[str, str]) -> ServerSpec:
+    return spec_from_mapping(
+        {"name": name, "command": command[0], "args": command[1:], "env": env}
+    )
 
 
 def _forked(module: str) -> list[str]:

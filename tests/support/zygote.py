@@ -67,11 +67,9 @@ def main() -> None:
 
 
 def _drain(woken: socket.socket) -> None:
-    try:
+    with contextlib.suppress(BlockingIOError):
         while woken.recv(512):
             pass
-    except BlockingIOError:
-        pass
 
 
 def _reap(waiting: dict[int, socket.socket]) -> None:
