@@ -22,6 +22,7 @@ from chat.socket.routing import websocket_urlpatterns  # noqa: E402
 from chat.socket.session import socket_session_stack  # noqa: E402
 from chat.turns.shutdown import drain_on_sigterm  # noqa: E402
 from project.heap import settle  # noqa: E402
+from project.request_threads import ReusedRequestThreads  # noqa: E402
 from project.warming import warm_aside  # noqa: E402
 
 drain_on_sigterm()
@@ -32,7 +33,7 @@ warm_aside(["chat/_assistant_message.html", "chat/_question.html", "chat/_title.
 
 application = ProtocolTypeRouter(
     {
-        "http": django_asgi_app,
+        "http": ReusedRequestThreads(django_asgi_app),
         # The socket reads its user itself, with the rest of what it opens on, in one trip
         # to the database thread (chat.socket.reads.opening): no auth middleware.
         "websocket": AllowedHostsOriginValidator(

@@ -11,3 +11,18 @@ class LoginRequiredForPagesMiddleware(LoginRequiredMiddleware):
         if request.path_info.startswith("/api/"):
             return None
         return super().process_view(request, view_func, view_args, view_kwargs)
+
+
+class OneThreadHop:
+    """Innermost, and sync only: Django then runs every middleware in the request's one
+    thread. Left async, each of Django's own (MiddlewareMixin) hops to a thread and back for
+    its request half and again for its response half: 40 hops a page, 9 ms of CPU."""
+
+    sync_capable = True
+    async_capable = False
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)

@@ -72,6 +72,7 @@ MIDDLEWARE = [
     "django_htmx.middleware.HtmxMiddleware",
     # Last, as django-axes asks: it turns a lockout into its 429 page.
     "axes.middleware.AxesMiddleware",
+    "project.middleware.OneThreadHop",
 ]
 
 # Login throttling (django-axes): a username is locked from the address that guessed wrong
