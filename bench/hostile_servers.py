@@ -22,11 +22,11 @@ import asyncio
 import contextlib
 import http.cookiejar
 import json
+import multiprocessing
 import os
 import re
 import sys
 import tempfile
-import threading
 import time
 import urllib.parse
 import urllib.request
@@ -92,32 +92,43 @@ def browser(url: str, username: str, password: str) -> urllib.request.OpenerDire
     return opener
 
 
-class Prober(threading.Thread):
+class Prober:
     """GETs `/` as another user PROBES_PER_SECOND times a second until stopped; each
-    request's time in ms."""
+    request's time in ms. A process of its own, as another person's browser is: in this one
+    its requests would wait on the interpreter lock behind the turn's own socket client."""
 
     def __init__(self, url: str, opener: urllib.request.OpenerDirector) -> None:
-        super().__init__(daemon=True)
         self.url, self.opener = url, opener
         self.times: list[float] = []
         self.failures = 0
-        self.stopped = threading.Event()
+        context = multiprocessing.get_context("fork")
+        self.stopped = context.Event()
+        self.mine, theirs = context.Pipe(duplex=False)
+        self.process = context.Process(target=self.run, args=(theirs,), daemon=True)
 
-    def run(self) -> None:
+    def start(self) -> None:
+        self.process.start()
+
+    def join(self) -> None:
+        self.times, self.failures = self.mine.recv()
+        self.process.join()
+
+    def run(self, answer) -> None:
         interval = 1 / PROBES_PER_SECOND
         next_at = time.perf_counter()
         while not self.stopped.is_set():
             started = time.perf_counter()
             try:
-                with self.opener.open(f"{self.url}/", timeout=30) as answer:
-                    answer.read()
-                    ok = answer.status == 200
+                with self.opener.open(f"{self.url}/", timeout=30) as response:
+                    response.read()
+                    ok = response.status == 200
             except OSError:
                 ok = False
             self.times.append((time.perf_counter() - started) * 1000)
             self.failures += not ok
             next_at += interval
             self.stopped.wait(max(0.0, next_at - time.perf_counter()))
+        answer.send((self.times, self.failures))
 
 
 async def hostile_turn(server, conversation: str, cookies: str, question: str) -> dict:
