@@ -31,9 +31,10 @@ watch_on_start()
 # A turn's templates (with everything they include), compiled before the first one needs them.
 warm_aside(["chat/_assistant_message.html", "chat/_question.html", "chat/_title.html"])
 
+request_threads = ReusedRequestThreads(django_asgi_app)
 application = ProtocolTypeRouter(
     {
-        "http": ReusedRequestThreads(django_asgi_app),
+        "http": request_threads,
         # The socket reads its user itself, with the rest of what it opens on, in one trip
         # to the database thread (chat.socket.reads.opening): no auth middleware.
         "websocket": AllowedHostsOriginValidator(

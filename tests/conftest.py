@@ -4,6 +4,7 @@ import asyncio
 import contextlib
 import os
 import shutil
+import sys
 import tempfile
 import uuid
 from pathlib import Path
@@ -196,14 +197,18 @@ def gate():
 @pytest.fixture(scope="session")
 def django_db_setup(django_db_setup):
     """pytest-django's, and one more thing before the test database is dropped: async tests
-    reach the database from asgiref's one thread for sync code, whose connection outlives
-    them and is closed here, or PostgreSQL refuses to drop a database still in use."""
+    reach the database from asgiref's one thread for sync code, and requests served here
+    from the request threads the handler keeps (project.request_threads), whose connections
+    outlive them and are closed here, or PostgreSQL refuses to drop a database still in use."""
     yield
     from asgiref.sync import SyncToAsync
     from django.db import connections
 
     # Straight to that thread: the browser tests leave an event loop running here.
     SyncToAsync.single_thread_executor.submit(connections.close_all).result(timeout=10)
+    served = sys.modules.get("project.asgi")
+    if served is not None:
+        served.request_threads.close()
 
 
 @pytest.fixture(autouse=True)
