@@ -5,6 +5,8 @@ once a question is likely, once a process; a socket that opens asks for the mode
 
 from __future__ import annotations
 
+import asyncio
+import builtins
 import logging
 import sys
 import threading
@@ -102,3 +104,38 @@ async def test_a_turn_imports_the_models_sdk_off_the_event_loop(a_module, monkey
 
     assert sys.modules[a_module].LOADED
     assert threading.get_ident() != sys.modules[a_module].BY
+
+
+@pytest.mark.asyncio
+async def test_a_turn_waits_off_the_event_loop_for_an_import_another_thread_began(
+    tmp_path, monkeypatch
+):
+    """A question asked as its socket opens finds the SDK in sys.modules, half imported by
+    the socket's thread: its lock, waited for on the loop, held every socket half a second."""
+    began, gate = threading.Event(), threading.Event()
+    monkeypatch.setattr(builtins, "glassbox_import_began", began, raising=False)
+    monkeypatch.setattr(builtins, "glassbox_import_gate", gate, raising=False)
+    (tmp_path / "glassbox_slow_import.py").write_text(
+        "import builtins\n"
+        "builtins.glassbox_import_began.set()\n"
+        "builtins.glassbox_import_gate.wait(10)\n"
+        "LOADED = True\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr("chat.turns.deps.SDK", "glassbox_slow_import")
+    try:
+        aside = import_aside("glassbox_slow_import")
+        assert aside is not None
+        assert await asyncio.to_thread(began.wait, 10)
+
+        waiting = asyncio.create_task(sdk_imported())
+        for _ in range(5):
+            await asyncio.sleep(0.01)  # the loop runs on meanwhile
+        assert not waiting.done()
+
+        gate.set()
+        await asyncio.wait_for(waiting, 10)
+        assert sys.modules["glassbox_slow_import"].LOADED
+    finally:
+        gate.set()
+        sys.modules.pop("glassbox_slow_import", None)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib
-import sys
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
@@ -64,9 +63,17 @@ async def sdk_imported() -> None:
     on it, the process's every socket, stream and heartbeat stopped for its duration (a third
     of a second here, seconds on a loaded machine: long enough for another process to take
     the turn's heartbeat for dead)."""
-    if SDK not in sys.modules:
-        # Another thread's import of it (expect_questions) is waited for on this one.
-        await asyncio.to_thread(importlib.import_module, SDK)
+    if SDK in _imported:
+        return
+    # Waited for on a thread even when sys.modules has it: a module is there from the start
+    # of its import, and another thread's (expect_questions, as a socket opens) holds its
+    # lock until the end, which the loop would wait on (half a second of every socket's,
+    # for a question asked as its socket opened).
+    await asyncio.to_thread(importlib.import_module, SDK)
+    _imported.add(SDK)
+
+
+_imported: set[str] = set()
 
 
 def builtin_tools() -> ToolRegistry:
