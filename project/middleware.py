@@ -16,7 +16,8 @@ class LoginRequiredForPagesMiddleware(LoginRequiredMiddleware):
 class OneThreadHop:
     """Innermost, and sync only: Django then runs every middleware in the request's one
     thread. Left async, each of Django's own (MiddlewareMixin) hops to a thread and back for
-    its request half and again for its response half: 40 hops a page, 9 ms of CPU."""
+    its request half and again for its response half: three times the hops a page, and a
+    fifth of its CPU (20 ms to 16 through Django's async test client)."""
 
     sync_capable = True
     async_capable = False

@@ -70,8 +70,10 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
-    # Last, as django-axes asks: it turns a lockout into its 429 page.
+    # Last to act, as django-axes asks: it turns a lockout into its 429 page.
     "axes.middleware.AxesMiddleware",
+    # Passes everything on; being sync only, innermost, it has Django run the whole chain in
+    # one thread, entered once a request.
     "project.middleware.OneThreadHop",
 ]
 

@@ -58,6 +58,10 @@ def expect_questions() -> None:
     import_aside(SDK)
 
 
+# What sdk_imported has seen imported whole, once a process.
+_imported: set[str] = set()
+
+
 async def sdk_imported() -> None:
     """The model's SDK imported off the event loop before a turn makes its client: imported
     on it, the process's every socket, stream and heartbeat stopped for its duration (a third
@@ -71,9 +75,6 @@ async def sdk_imported() -> None:
     # for a question asked as its socket opened).
     await asyncio.to_thread(importlib.import_module, SDK)
     _imported.add(SDK)
-
-
-_imported: set[str] = set()
 
 
 def builtin_tools() -> ToolRegistry:
