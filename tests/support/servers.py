@@ -216,39 +216,40 @@ def manage(env: dict[str, str], *command: str) -> str:
     return done.stdout
 
 
+# The demo user's token, whichever database holds it.
+DEMO_TOKEN = (
+    "SELECT key FROM authtoken_token JOIN auth_user ON auth_user.id = user_id"
+    " WHERE username = 'demo'"
+)
+
+
 def demo_token(env: dict[str, str]) -> str:
     """The demo user's API token in the database `env` names, written straight into it (a
     Django process to do it costs seconds on a busy machine)."""
-    url = env["DATABASE_URL"]
-    if not url.startswith("sqlite:///"):
+    url, key = env["DATABASE_URL"], secrets.token_hex(20)
+    if url.startswith("sqlite:///"):
+        made = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
+        with contextlib.closing(sqlite3.connect(url.removeprefix("sqlite:///"), timeout=30)) as db:
+            with db:
+                db.execute(
+                    "INSERT OR IGNORE INTO authtoken_token (key, created, user_id)"
+                    " SELECT ?, ?, id FROM auth_user WHERE username = 'demo'",
+                    (key, made),
+                )
+            row = db.execute(DEMO_TOKEN).fetchone()
+    else:
         import psycopg
 
-        with psycopg.connect(url, autocommit=True) as db:
-            db.execute(
+        with psycopg.connect(url, autocommit=True) as pg:
+            pg.execute(
                 "INSERT INTO authtoken_token (key, created, user_id)"
                 " SELECT %s, now(), id FROM auth_user WHERE username = 'demo'"
                 " ON CONFLICT DO NOTHING",
-                (secrets.token_hex(20),),
+                (key,),
             )
-            row = db.execute(
-                "SELECT key FROM authtoken_token JOIN auth_user ON auth_user.id = user_id"
-                " WHERE username = 'demo'"
-            ).fetchone()
-        assert row is not None, "no demo user to make a token for"
-        return row[0]
-    made = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
-    with contextlib.closing(sqlite3.connect(url.removeprefix("sqlite:///"), timeout=30)) as db:
-        with db:
-            db.execute(
-                "INSERT OR IGNORE INTO authtoken_token (key, created, user_id)"
-                " SELECT ?, ?, id FROM auth_user WHERE username = 'demo'",
-                (secrets.token_hex(20), made),
-            )
-        (key,) = db.execute(
-            "SELECT key FROM authtoken_token JOIN auth_user ON auth_user.id = user_id"
-            " WHERE username = 'demo'"
-        ).fetchone()
-    return key
+            row = pg.execute(DEMO_TOKEN).fetchone()
+    assert row is not None, "no demo user to make a token for"
+    return row[0]
 
 
 def start_daphne(
