@@ -282,6 +282,9 @@ GLASSBOX_COMMIT_SECONDS = env_float("GLASSBOX_COMMIT_SECONDS", 0.1)
 GLASSBOX_TEXT_FLUSH_CHARS = env_int("GLASSBOX_TEXT_FLUSH_CHARS", 2000)
 # Streamed text is coalesced into one frame per window, so the channel layer is never flooded.
 GLASSBOX_TEXT_FRAME_SECONDS = env_float("GLASSBOX_TEXT_FRAME_SECONDS", 0.03)
+# Under load the window widens (chat.turns.runner.frame_window), up to this: the frames a
+# process sends a second stop growing with the answers it streams.
+GLASSBOX_TEXT_FRAME_MAX_SECONDS = env_float("GLASSBOX_TEXT_FRAME_MAX_SECONDS", 0.25)
 # The agent's tools, as dotted paths to chat.agent.tools.Tool objects (the pure ones in
 # chat.agent.builtin_tools, those that touch the app in chat.tools); add your own here.
 GLASSBOX_TOOLS = env_list(

@@ -141,6 +141,11 @@ def text_started(answer_id: int, text: LiveText, feed: LiveFeed) -> None:
     _feeds[answer_id] = feed
 
 
+def texts_streaming() -> int:
+    """How many answers this process is streaming now (its load, as text frames go)."""
+    return len(_texts)
+
+
 def text_finished(answer_id: int, text: LiveText | None = None) -> None:
     """The turn's text and events are all stored; with `text`, only if it is still that
     run's."""

@@ -93,9 +93,25 @@ def _stop_asked(feed_id: int) -> bool:
     return not feeds.beat(feed_id)
 
 
+# Up to this many answers streaming in one process, each gets a frame per base window; past
+# it the window grows with their number (to its cap).
+FRAMES_AT_BASE = 20
+
+
+def frame_window(base: float, widest: float, streaming: int) -> float:
+    """How long one answer's text gathers before it is sent as a frame, while this process
+    streams `streaming` answers. Each frame costs the process the same whatever it carries
+    (the layer, every socket's viewer, Daphne's framing), and a reader cannot tell 30 ms
+    from 150 ms apart: under load the frames grow instead of the process's work."""
+    if streaming <= FRAMES_AT_BASE:
+        return base
+    return max(base, min(widest, base * streaming / FRAMES_AT_BASE))
+
+
 class AnswerText:
-    """The answer as it streams: coalesced into frames for sockets, and written with the
-    group commit (at most every GLASSBOX_COMMIT_SECONDS), never once per token."""
+    """The answer as it streams: coalesced into frames for sockets (wider ones under load:
+    `frame_window`), and written with the group commit (at most every
+    GLASSBOX_COMMIT_SECONDS), never once per token."""
 
     def __init__(self, answer: Message, group: str, recorder: FeedRecorder) -> None:
         self.answer = answer
@@ -108,11 +124,13 @@ class AnswerText:
         self.last_frame = 0.0
         # Read once: `add` runs for every token, and each settings read goes through a proxy.
         self.window = settings.GLASSBOX_TEXT_FRAME_SECONDS
+        self.widest = settings.GLASSBOX_TEXT_FRAME_MAX_SECONDS
         self.flush_chars = settings.GLASSBOX_TEXT_FLUSH_CHARS
 
     async def add(self, content: str) -> None:
         self.text += content
-        wait = self.last_frame + self.window - asyncio.get_running_loop().time()
+        window = frame_window(self.window, self.widest, registry.texts_streaming())
+        wait = self.last_frame + window - asyncio.get_running_loop().time()
         if wait <= 0:
             await self.send()
         elif self.flush_task is None:
