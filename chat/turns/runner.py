@@ -102,9 +102,8 @@ def frame_window(base: float, widest: float, streaming: int) -> float:
     """How long one answer's text gathers before it is sent as a frame, while this process
     streams `streaming` answers. Each frame costs the process the same whatever it carries
     (the layer, every socket's viewer, Daphne's framing), and a reader cannot tell 30 ms
-    from 150 ms apart: under load the frames grow instead of the process's work."""
-    if streaming <= FRAMES_AT_BASE:
-        return base
+    from 150 ms apart: under load the frames grow instead of the process's work. Up to
+    FRAMES_AT_BASE answers the product is at most `base`, so `base` it stays."""
     return max(base, min(widest, base * streaming / FRAMES_AT_BASE))
 
 

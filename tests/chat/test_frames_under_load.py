@@ -59,7 +59,11 @@ async def test_a_busy_process_sends_an_answer_in_wider_frames_whole_and_in_order
     settings.GLASSBOX_TEXT_FRAME_SECONDS = 0.03
     settings.GLASSBOX_TEXT_FRAME_MAX_SECONDS = 0.25
     settings.GLASSBOX_DEMO_DELAY = 0.005  # a token every 5 ms: a fast model
-    window = frame_window(0.03, 0.25, registry.texts_streaming() + 1)
+    window = frame_window(
+        settings.GLASSBOX_TEXT_FRAME_SECONDS,
+        settings.GLASSBOX_TEXT_FRAME_MAX_SECONDS,
+        registry.texts_streaming() + 1,  # the test's own answer among them
+    )
     assert window == pytest.approx(0.15, abs=0.01)
     socket = await open_socket(alice_conversation, alice, as_json=True)
     began = time.monotonic()
