@@ -30,7 +30,7 @@ import time
 
 from project import heap
 from project.env import env_int
-from project.unused import HIGHLIGHTING, TLS, leave_out, speaks_tls
+from project.unused import HIGHLIGHTING, TLS, WAMP_AUTH, leave_out, load_on_use, speaks_tls
 
 APPLICATION = "project.asgi:application"
 
@@ -75,8 +75,10 @@ def serve(daphne_args: list[str]) -> int:
     leave_out(HIGHLIGHTING)
     if not speaks_tls(daphne_args):
         leave_out(TLS)
-    from project import paced_checks, prompt_writes
+    load_on_use(WAMP_AUTH)  # after TLS: its package's imports would load pyOpenSSL
+    from project import debug_lines, paced_checks, prompt_writes
 
+    debug_lines.install()
     prompt_writes.install()
     paced_checks.install()
     heap.keep()

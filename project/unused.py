@@ -5,10 +5,12 @@ model fields, which loads psycopg and libpq (about 9 MiB a process), even on SQL
 loads pyOpenSSL and with it cryptography's OpenSSL bindings (about 6 MiB) for TLS, which a
 Daphne serving plain TCP behind a proxy never speaks. A None in `sys.modules` makes such an
 import fail as if the package were not installed; both libraries have a fallback for that,
-and nothing else in such a process imports them."""
+and nothing else in such a process imports them. A module a library imports without such a
+fallback, but never calls here, is loaded on first use instead (`load_on_use`)."""
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 
 POSTGRES_FIELDS = "django.contrib.postgres.fields"
@@ -21,12 +23,34 @@ DRF_EXTRAS = ("requests", "pygments")
 # click is installed (the dev tools bring it), and formats them whether debug lines are
 # logged or not: four styled strings a frame. Without click they are plain text.
 HIGHLIGHTING = "click"
+# Autobahn's Twisted package imports its WAMP support, whose authenticators import
+# cryptography's primitives (about 6 MiB a process, bench/idle_memory.py): Daphne speaks
+# plain WebSocket and never authenticates a WAMP session. It loads on first use.
+WAMP_AUTH = "autobahn.wamp.auth"
 
 
 def leave_out(*modules: str) -> None:
     """Call before the libraries that would import them; one already imported stays."""
     for module in modules:
         sys.modules.setdefault(module, None)  # type: ignore[arg-type]
+
+
+def load_on_use(*modules: str) -> None:
+    """Each module runs when something first uses it, not when it is imported (importlib's
+    LazyLoader). Call before the libraries that import them; one already imported stays."""
+    for name in modules:
+        if name in sys.modules or (spec := importlib.util.find_spec(name)) is None:
+            continue
+        loader = spec.loader
+        assert loader is not None
+        spec.loader = importlib.util.LazyLoader(loader)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+        # Seen on its package too, so `from package import module` finds it there instead
+        # of importing it again, which would read its spec and run it.
+        parent, _, child = name.rpartition(".")
+        setattr(sys.modules[parent], child, module)
 
 
 def let_in(*modules: str) -> None:

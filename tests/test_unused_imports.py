@@ -1,10 +1,11 @@
 """A server leaves out what its configuration never uses (project.unused): psycopg on SQLite,
-the TLS stack when it serves plain TCP, DRF's optional requests and Pygments, and the click
-that Autobahn would colour every frame's debug line with; the model's SDK (with aiohttp) waits
-for a socket or a turn, jsonschema and RE2 for the first schema checked; Redis's client only
-comes with its channel layer. TLS still works
-when an endpoint asks for it, the trace exporter still finds requests, and the server runs on
-asyncio's own loop when uvloop is turned off."""
+the TLS stack when it serves plain TCP, DRF's optional requests and Pygments, the click that
+Autobahn would colour every frame's debug line with, and cryptography (Autobahn's WAMP
+authenticators and the secrets' key each load it on first use); the model's SDK (with
+aiohttp) waits for a socket or a turn, jsonschema and RE2 for the first schema checked;
+Redis's client only comes with its channel layer. TLS still works when an endpoint asks for
+it, the trace exporter still finds requests, and the server runs on asyncio's own loop when
+uvloop is turned off."""
 
 from __future__ import annotations
 
@@ -68,6 +69,23 @@ def test_a_plain_server_on_sqlite_loads_neither_psycopg_nor_the_tls_stack(tmp_pa
     assert "openai" not in packages and "aiohttp" not in packages  # for a socket or a turn
     assert "jsonschema" not in packages and "re2" not in packages  # for a schema to check
     assert "autobahn.util" in packages and "click.termui" not in packages
+    # Autobahn's WAMP authenticators wait for a WAMP session, and the secrets' key for a
+    # secret: nothing loads cryptography.
+    assert "autobahn.twisted.wamp" in packages and "cryptography" not in packages
+
+
+def test_wamp_authentication_left_for_its_first_use_still_works_when_used():
+    program = (
+        "import sys; from project.unused import TLS, WAMP_AUTH, leave_out, load_on_use;"
+        "leave_out(TLS); load_on_use(WAMP_AUTH); import autobahn.twisted.websocket;"
+        "before = 'cryptography' in sys.modules;"
+        "from autobahn.wamp import auth; key = auth.derive_key('secret', 'salt');"
+        "print(before, 'cryptography' in sys.modules, len(key))"
+    )
+    said = subprocess.run(
+        [sys.executable, "-c", program], cwd=ROOT, capture_output=True, text=True
+    )
+    assert said.stdout.split() == ["False", "True", "44"], said.stderr
 
 
 def test_an_application_that_has_started_and_warmed_holds_nothing_that_waits_for_use():

@@ -8,10 +8,13 @@ from __future__ import annotations
 import base64
 import hashlib
 from functools import cache
+from typing import TYPE_CHECKING
 
-from cryptography.fernet import Fernet, InvalidToken
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
+
+if TYPE_CHECKING:
+    from cryptography.fernet import Fernet
 
 DEMO_MODEL = "glassbox-demo"
 MISSING = (
@@ -36,6 +39,10 @@ def _may_fall_back() -> bool:
 
 @cache
 def _fernet(key: str, secret_key: str, fall_back: bool) -> Fernet:
+    # cryptography (about 6 MiB) is loaded by the first secret sealed or read, not with
+    # every process that imports this module.
+    from cryptography.fernet import Fernet
+
     if not key:
         if not fall_back:
             raise ImproperlyConfigured(MISSING)
@@ -54,6 +61,8 @@ def seal(text: str) -> str:
 
 
 def unseal(sealed: str) -> str:
+    from cryptography.fernet import InvalidToken
+
     try:
         return token_key().decrypt(sealed.encode("ascii")).decode()
     except InvalidToken:
