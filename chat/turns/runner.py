@@ -94,16 +94,19 @@ def _stop_asked(feed_id: int) -> bool:
 
 
 # Up to this many answers streaming in one process, each gets a frame per base window; past
-# it the window grows with their number (to its cap).
-FRAMES_AT_BASE = 20
+# it the window grows with their number (to its cap), so the process sends about this many
+# text frames per base window in all (10 per 30 ms: 330 a second) however many answers
+# stream: 20 gave 25.4 ms of CPU a turn at 100 sessions, 10 gave 23.5 (three alternating
+# runs each, ../shared/peer-bench), the text still moving four times a second at the cap.
+FRAMES_AT_BASE = 10
 
 
 def frame_window(base: float, widest: float, streaming: int) -> float:
     """How long one answer's text gathers before it is sent as a frame, while this process
     streams `streaming` answers. Each frame costs the process the same whatever it carries
-    (the layer, every socket's viewer, Daphne's framing), and a reader cannot tell 30 ms
-    from 150 ms apart: under load the frames grow instead of the process's work. Up to
-    FRAMES_AT_BASE answers the product is at most `base`, so `base` it stays."""
+    (the layer, every socket's viewer, Daphne's framing), and text that moves four times a
+    second still reads as streaming: under load the frames grow instead of the process's
+    work. Up to FRAMES_AT_BASE answers the product is at most `base`, so `base` it stays."""
     return max(base, min(widest, base * streaming / FRAMES_AT_BASE))
 
 
