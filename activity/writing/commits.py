@@ -5,7 +5,12 @@ logs. A turn that needs its rows on disk now (a tool call before its tool runs, 
 end) asks for a commit at once; whatever the other turns have pending rides along.
 
 If that one transaction fails, each turn's part is tried in a transaction of its own, so one
-turn's bad write never holds back another's; what could not be written stays pending."""
+turn's bad write never holds back another's; what could not be written stays pending.
+
+A commit takes the shares of the turns that said they have something new (`touch`) and of
+those waiting for a write, not of every running turn: each turn's write-ahead wakes the
+writer at once, so asking all of them made a turn's writes cost in proportion to the turns
+running beside it (py-spy, 100 to 300 sessions arriving over seconds)."""
 
 from __future__ import annotations
 
@@ -45,7 +50,9 @@ class Member(Protocol):
     feed: ActivityFeed
 
     def take(self) -> Part:
-        """Its pending share, handed over: the recorder starts a new one."""
+        """Its pending share, handed over: the recorder starts a new one. Asked only of a
+        member that touched the writer since its last share was taken, or that asked for a
+        write."""
 
     def written(self, part: Part) -> None:
         """Told once its share is on disk."""
@@ -84,6 +91,8 @@ class GroupCommit:
 
     def __init__(self) -> None:
         self.members: dict[Member, None] = {}
+        # The members with something new since their share was last taken.
+        self.touched: dict[Member, None] = {}
         self.requests: dict[Member, list[Request]] = {}
         self.wake = asyncio.Event()
         self.task: asyncio.Task[None] | None = None
@@ -91,10 +100,17 @@ class GroupCommit:
 
     def join(self, recorder: Member) -> None:
         self.members[recorder] = None
+        self.touched[recorder] = None  # whatever it had pending before it joined
         self._start()
 
     def leave(self, recorder: Member) -> None:
         self.members.pop(recorder, None)
+        self.touched.pop(recorder, None)
+
+    def touch(self, recorder: Member) -> None:
+        """`recorder` has something new to write: the next commit takes its share."""
+        if recorder in self.members:
+            self.touched[recorder] = None
 
     def write(
         self, recorder: Member, also: Callable[[], Any] | None, at_once: bool
@@ -143,7 +159,8 @@ class GroupCommit:
 
     def _parts(self) -> Iterable[Part]:
         requests, self.requests = self.requests, {}
-        for recorder in {**self.members, **dict.fromkeys(requests)}:
+        touched, self.touched = self.touched, {}
+        for recorder in {**touched, **dict.fromkeys(requests)}:
             part = recorder.take()
             part.requests = requests.get(recorder, [])
             yield part
@@ -186,6 +203,7 @@ class GroupCommit:
             self.failing = True
             logger.warning("the group commit failed; what it held stays pending", exc_info=exc)
         for part in parts:
+            self.touch(part.recorder)  # tried again at the next commit
             for request in part.requests:
                 if not request.future.done():
                     request.future.set_exception(exc)

@@ -27,7 +27,7 @@ from activity.presenting.presentation import Summary, refused_calls
 from activity.recording.chain import CLOSED_CALL_FIELDS, GENESIS, closing, text_digest
 from activity.recording.events import ModelCallDone, RecordedEvent, ToolCall, ToolResult, with_seq
 from activity.usage import ModelPrice, call_cost, totals
-from activity.writing.commits import Part, Rider, group_commit
+from activity.writing.commits import GroupCommit, Part, Rider, group_commit
 from activity.writing.feeds import sealed_rows
 
 # The places of a feed's `cost` column.
@@ -49,16 +49,26 @@ class FeedRecorder:
         self.pending_calls: list[ModelCall] = []
         # Rows the turn keeps up to date (its answer text), written with each commit.
         self.riders: list[Rider] = []
+        # The group commit it has joined, told of each new thing to write.
+        self.writer: GroupCommit | None = None
 
     def join(self, *riders: Rider) -> None:
         """From now on what is pending is written at each group commit, with `riders`."""
         self.riders += riders
-        group_commit().join(self)
+        self.writer = group_commit()
+        self.writer.join(self)
 
     def leave(self) -> None:
         """The turn writes its rows itself from now on (its pause, its end)."""
         self.riders = []
         group_commit().leave(self)
+        self.writer = None
+
+    def touch(self) -> None:
+        """Something new to write (an event, a model call, a rider's change): taken by the
+        next group commit, if the turn has joined one."""
+        if self.writer is not None:
+            self.writer.touch(self)
 
     async def load(self) -> None:
         """What a paused turn recorded before, so a resumed run numbers on and sums it all."""
@@ -82,6 +92,7 @@ class FeedRecorder:
         self.events.append(numbered)
         self.head = row.chain
         self.pending.append(row)
+        self.touch()
         return numbered
 
     def unsaved(self, before: int) -> list[RecordedEvent]:
@@ -107,6 +118,7 @@ class FeedRecorder:
                 tools_offered=list(call.tools_offered),
             )
         )
+        self.touch()
 
     def write[T](
         self, also: Callable[[], T] | None = None, *, at_once: bool = True

@@ -131,6 +131,7 @@ class AnswerText:
 
     async def add(self, content: str) -> None:
         self.text += content
+        self.recorder.touch()
         window = frame_window(self.window, self.widest, registry.texts_streaming())
         wait = self.last_frame + window - asyncio.get_running_loop().time()
         if wait <= 0:

@@ -1,5 +1,7 @@
 """What a running turn has shown is on disk within the group commit's window, and one
-commit carries every turn's rows without one turn's failure holding back another's."""
+commit carries every turn's rows without one turn's failure holding back another's; a
+commit asks only the turns with something new for their share, and what a failed one held
+is written by the next."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import json
 
 import pytest
 from asgiref.sync import sync_to_async
+from django.db import OperationalError
 
 from activity.models import ActivityEvent
 from activity.recording.events import Status
@@ -118,6 +121,72 @@ async def test_a_turn_whose_write_fails_does_not_hold_back_another_turns_lines(
     assert not fine.pending and len(failing.pending) == 1
     on_disk = ActivityEvent.objects.values_list("feed_id", flat=True)
     assert [feed async for feed in on_disk] == [fine.feed.pk]
+
+
+class Counted:
+    """A running turn with nothing new, counting how often the writer asks for its share."""
+
+    def __init__(self, feed) -> None:
+        self.feed = feed
+        self.asked = 0
+
+    def take(self) -> commits.Part:
+        self.asked += 1
+        return commits.Part(self, [], [], None, [])
+
+    def written(self, part: commits.Part) -> None:
+        pass
+
+
+async def test_a_turns_write_asks_none_of_the_other_running_turns_for_their_share(
+    settings, alice, alice_conversation
+):
+    settings.GLASSBOX_COMMIT_SECONDS = 60  # only the writes asked for at once
+    writer = commits.GroupCommit()
+    asking = await turn_recorder(alice_conversation)
+    others = [Counted(asking.feed) for _ in range(100)]
+    for other in others:
+        writer.join(other)
+    try:
+        await writer.write(asking, None, at_once=True)  # each joined turn's first share
+        assert {other.asked for other in others} == {1}
+        for _ in range(3):  # a tool call's write-ahead, a pause, an end...
+            await writer.write(asking, None, at_once=True)
+        assert {other.asked for other in others} == {1}
+        writer.touch(others[7])  # one of them has something new
+        await writer.write(asking, None, at_once=True)
+        assert [other.asked for other in others].count(2) == 1 and others[7].asked == 2
+    finally:
+        for other in others:
+            writer.leave(other)
+        assert writer.task is not None
+        writer.task.cancel()
+
+
+async def test_what_a_failed_commit_held_is_written_by_the_next_unasked(
+    settings, monkeypatch, alice, alice_conversation
+):
+    settings.GLASSBOX_COMMIT_SECONDS = 0.05
+    recorder = await turn_recorder(alice_conversation)
+    write_all = commits._write_all
+    failures = [OperationalError("the database is away")]
+
+    def once_away(parts):
+        if failures:
+            raise failures.pop()
+        return write_all(parts)
+
+    monkeypatch.setattr(commits, "_write_all", once_away)
+    recorder.join()
+    try:
+        await recorder.number(Status(icon="🔍", message="Searching…", state="in_progress"))
+        async with asyncio.timeout(BOUND):
+            while recorder.pending:  # noqa: ASYNC110 - the timed commits are awaited
+                await asyncio.sleep(0.01)
+    finally:
+        recorder.leave()
+    assert not failures  # the first commit failed, a later one wrote the line
+    assert await ActivityEvent.objects.filter(feed_id=recorder.feed.pk).acount() == 1
 
 
 @pytest.mark.parametrize("first", ["turn", "writer"])
