@@ -18,7 +18,7 @@ import asyncio
 import contextlib
 import logging
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -157,13 +157,27 @@ class GroupCommit:
             for request in requests:
                 request.future.cancel()
 
-    def _parts(self) -> Iterable[Part]:
+    def _parts(self) -> list[Part]:
         requests, self.requests = self.requests, {}
         touched, self.touched = self.touched, {}
+        parts = []
         for recorder in {**touched, **dict.fromkeys(requests)}:
-            part = recorder.take()
-            part.requests = requests.get(recorder, [])
-            yield part
+            waiting = requests.get(recorder, [])
+            try:
+                part = recorder.take()
+            except Exception as exc:
+                # One turn's share that cannot be taken holds back no other's; what it has
+                # stays pending for its next change or write.
+                logger.warning(
+                    "a turn's share of the group commit could not be taken", exc_info=exc
+                )
+                for request in waiting:
+                    if not request.future.done():
+                        request.future.set_exception(exc)
+                continue
+            part.requests = waiting
+            parts.append(part)
+        return parts
 
     async def _commit(self, parts: list[Part]) -> None:
         try:

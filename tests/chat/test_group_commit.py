@@ -1,7 +1,7 @@
 """What a running turn has shown is on disk within the group commit's window, and one
 commit carries every turn's rows without one turn's failure holding back another's; a
-commit asks only the turns with something new for their share, and what a failed one held
-is written by the next."""
+commit asks only the turns with something new for their share, a share that cannot be
+taken holds back no other, and what a failed commit held is written by the next."""
 
 from __future__ import annotations
 
@@ -159,6 +159,37 @@ async def test_a_turns_write_asks_none_of_the_other_running_turns_for_their_shar
     finally:
         for other in others:
             writer.leave(other)
+        assert writer.task is not None
+        writer.task.cancel()
+
+
+class Broken(Counted):
+    def take(self) -> commits.Part:
+        raise RuntimeError("a share that cannot be taken")
+
+
+async def test_a_share_that_cannot_be_taken_holds_back_no_other_turns_write(
+    settings, alice, alice_conversation
+):
+    settings.GLASSBOX_COMMIT_SECONDS = 60
+    writer = commits.GroupCommit()
+    asking = await turn_recorder(alice_conversation)
+    broken, other = Broken(asking.feed), Counted(asking.feed)
+    writer.join(broken)
+    writer.join(other)
+    try:
+        refused = writer.write(broken, None, at_once=True)
+        written = writer.write(asking, None, at_once=True)
+        with pytest.raises(RuntimeError, match="cannot be taken"):
+            await refused
+        await written
+        assert other.asked == 1
+        writer.touch(other)
+        await writer.write(asking, None, at_once=True)  # the writer still runs
+        assert other.asked == 2
+    finally:
+        writer.leave(broken)
+        writer.leave(other)
         assert writer.task is not None
         writer.task.cancel()
 
