@@ -20,6 +20,7 @@ from django.template import engines
 from django.template.loader import get_template
 from django.utils import translation
 
+from project import heap
 from project.languages import written_language
 
 logger = logging.getLogger("glassbox")
@@ -73,3 +74,4 @@ def _import(modules: tuple[str, ...]) -> None:
             importlib.import_module(name)
         except Exception:
             logger.exception("importing %s ahead failed; its first use imports it itself", name)
+    heap.adopt()
