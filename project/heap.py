@@ -32,17 +32,18 @@ THAW_GROWTH = 1.25
 # counted (adopt).
 _keeping = False
 _adopted = 0
-_adopting = threading.Lock()
+_adopting = threading.RLock()
+
+
+def _young() -> int:
+    """The objects of the three generations: what was made since the last freeze."""
+    return sum(len(gc.get_objects(generation)) for generation in range(3))
 
 
 def _take_adopted() -> int:
-    with _adopting:
-        return _take_adopted_locked()
-
-
-def _take_adopted_locked() -> int:
     global _adopted
-    taken, _adopted = _adopted, 0
+    with _adopting:
+        taken, _adopted = _adopted, 0
     return taken
 
 
@@ -51,7 +52,7 @@ class Keeper:
 
     def __init__(self) -> None:
         with _adopting:  # what was adopted so far is in the count read here
-            _take_adopted_locked()
+            _take_adopted()
             self.walked = self.frozen = gc.get_freeze_count()
 
     def refreeze(self) -> bool:
@@ -68,8 +69,7 @@ class Keeper:
             gc.freeze()
             self.walked = self.frozen = gc.get_freeze_count()
             return True
-        # The objects of the three generations: what was made since the last freeze.
-        self.frozen += sum(len(gc.get_objects(generation)) for generation in range(3))
+        self.frozen += _young()
         gc.freeze()
         return False
 
@@ -93,7 +93,7 @@ def adopt() -> None:
     if not _keeping:
         return
     with _adopting:
-        young = sum(len(gc.get_objects(generation)) for generation in range(3))
+        young = _young()
         gc.freeze()
         _adopted += young
 

@@ -61,8 +61,9 @@ class FeedRecorder:
     def leave(self) -> None:
         """The turn writes its rows itself from now on (its pause, its end)."""
         self.riders = []
-        group_commit().leave(self)
-        self.writer = None
+        if self.writer is not None:
+            self.writer.leave(self)
+            self.writer = None
 
     def touch(self) -> None:
         """Something new to write (an event, a model call, a rider's change): taken by the
