@@ -294,6 +294,9 @@ async def test_a_turn_silent_across_a_cut_its_follower_met_is_given_its_grace_fr
     from project import outages
 
     settings.GLASSBOX_HEARTBEAT_SECONDS = 2  # a grace of 8 s
+    # How long the follower tries its read: a read that keeps failing once the cut is over
+    # fails the test with its error, well within the test's own limit.
+    settings.GLASSBOX_TURN_TIMEOUT = 30
     await sync_to_async(connections.close_all)()
     conversation, answer_id = await sync_to_async(silent_turn)()
     # The database started longer ago than the grace: its start alone saves no turn.
@@ -305,13 +308,16 @@ async def test_a_turn_silent_across_a_cut_its_follower_met_is_given_its_grace_fr
     )
 
     before = outages.seen_down()
-    await sync_to_async(own_postgres.cut_off)()
+    # Cut and restored from a thread of its own: never queued behind the follower's read in
+    # the database thread.
+    await asyncio.to_thread(own_postgres.cut_off)
     recover = functools.partial(dead_turns_recover, conversation_id=conversation.pk)
     following = asyncio.create_task(read_again(answer_id, recover))
     # Until the follower's read failed (a read the cut did not fail ends the wait too).
-    while outages.seen_down() == before and not following.done():  # noqa: ASYNC110
-        await asyncio.sleep(0.01)
-    await sync_to_async(own_postgres.cut_off)(cut=False)
+    async with asyncio.timeout(30):
+        while outages.seen_down() == before and not following.done():  # noqa: ASYNC110
+            await asyncio.sleep(0.01)
+    await asyncio.to_thread(own_postgres.cut_off, cut=False)
     assert await following == 0
     assert (await Message.objects.aget(pk=answer_id)).state == "streaming"
     # Silent for the grace since the cut too (a grace of 4 ms, past): now it is dead.

@@ -8,6 +8,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -53,7 +54,8 @@ def _zygote() -> str:
     known = _zygotes.get(os.getpid())
     if known and known[0].poll() is None:
         return known[1]
-    path = str(Path(tempfile.mkdtemp(prefix="mcp-zygote-")) / "socket")
+    folder = tempfile.mkdtemp(prefix="mcp-zygote-")
+    path = str(Path(folder) / "socket")
     process = subprocess.Popen(
         [sys.executable, "-m", "tests.support.zygote", path], cwd=ROOT, stdin=subprocess.DEVNULL
     )
@@ -64,8 +66,13 @@ def _zygote() -> str:
             raise RuntimeError("the MCP servers' zygote did not start")
         time.sleep(0.01)
     _zygotes[os.getpid()] = (process, path)
-    atexit.register(process.kill)
+    atexit.register(_stop_zygote, process, folder)
     return path
+
+
+def _stop_zygote(process: subprocess.Popen, folder: str) -> None:
+    process.kill()
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 @contextlib.contextmanager

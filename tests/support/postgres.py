@@ -42,7 +42,8 @@ class PrivatePostgres:
     def cut_off(self, cut: bool = True) -> None:
         """As a failover or a network cut looks from this side (`cut=False` ends it): the
         database's connections are cut and no new one is let in, while the server, and its
-        start, stay as they were."""
+        start, stay as they were. Returns once every cut connection is gone: a backend told
+        to end serves on until it reads the signal, which a loaded machine delays."""
         import psycopg
 
         admin = f"postgres://glassbox@127.0.0.1:{self.port}/postgres"
@@ -50,7 +51,7 @@ class PrivatePostgres:
             connection.execute(f"ALTER DATABASE glassbox ALLOW_CONNECTIONS {str(not cut).lower()}")
             if cut:
                 connection.execute(
-                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                    "SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity"
                     " WHERE datname = 'glassbox'"
                 )
 
