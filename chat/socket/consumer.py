@@ -24,6 +24,7 @@ from project.languages import socket_language
 logger = logging.getLogger("glassbox.sockets")
 
 CLOSE_TOO_MANY = 4429
+CLOSE_SERVER_ERROR = 1011
 
 
 class ChatConsumer(WireSender):
@@ -60,10 +61,21 @@ class ChatConsumer(WireSender):
         await self.watch(user, self.conversation, also=cued)
         await self.accept(subprotocol=wire.subprotocol)
         turns.expect_questions()
-        self.screen = Screen(conversation_id=self.conversation.pk, send=self.send_text, wire=wire)
+        self.screen = Screen(
+            conversation_id=self.conversation.pk,
+            send=self.send_text,
+            wire=wire,
+            failed=self.follower_failed,
+        )
         if opening.running is not None:
             await self.screen.join(opening.running, self.prefs)
             await self.show_questions()
+
+    async def follower_failed(self) -> None:
+        """A turn this socket shows could not be followed: closed as a server error, which
+        clients (htmx's ws extension too) answer by reconnecting."""
+        if not self.ended:
+            await self.end(CLOSE_SERVER_ERROR)
 
     async def refuse(self, code: int) -> None:
         # Accept, then close with a 4xxx code: a refused handshake makes htmx retry forever.

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -14,6 +15,8 @@ from activity.recording.events import WireEvent
 from chat import turns
 from chat.models import Message
 from chat.socket.wires import SocketWire, TurnWire, encoded
+
+logger = logging.getLogger("glassbox.sockets")
 
 
 class Viewer:
@@ -26,11 +29,13 @@ class Viewer:
         after: turns.Position,
         send: Callable[[str], Awaitable[None]],
         ended: Callable[[int], object],
+        failed: Callable[[], Awaitable[None]],
     ) -> None:
         self.answer_id = answer_id
         self.wire = wire
         self.send = send
         self.ended = ended
+        self.failed = failed
         self.inbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         events = turns.follow_turn(
             answer_id, self.inbox, conversation_id=conversation_id, after=after
@@ -53,6 +58,15 @@ class Viewer:
         try:
             async for event in events:
                 await self._show(event)
+        except Exception:
+            # The follower gave up (the database away for longer than a turn may run): the
+            # socket closes as a server error, so that its client reconnects and is shown the
+            # turn as stored, instead of a turn that runs on for ever.
+            logger.exception(
+                "a socket could not follow turn %s; it closes for its client to reconnect",
+                self.answer_id,
+            )
+            await self.failed()
         finally:
             self.ended(self.answer_id)
             if self.timer is not None:
@@ -77,10 +91,12 @@ class Screen:
         conversation_id: uuid.UUID,
         send: Callable[[str], Awaitable[None]],
         wire: SocketWire,
+        failed: Callable[[], Awaitable[None]],
     ) -> None:
         self.conversation_id = conversation_id
         self.send = send
         self.wire = wire
+        self.failed = failed
         self.viewers: dict[int, Viewer] = {}
 
     def shows(self, answer_id: int) -> bool:
@@ -144,4 +160,5 @@ class Screen:
             after=after,
             send=self.send,
             ended=self._forget,
+            failed=self.failed,
         )

@@ -20,7 +20,7 @@ from activity.models import ActivityEvent, ActivityFeed
 from chat.knowledge.documents import DOCUMENTS
 from chat.models import Conversation, Document, Message
 from tests.support import QUESTION
-from tests.support.postgres import django_on, private_postgres
+from tests.support.postgres import django_on, migrated, private_postgres
 from tests.support.sockets import (
     ask,
     finish_turns,
@@ -33,12 +33,22 @@ from tests.support.sockets import (
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 
 
-@pytest.fixture
-def own_postgres(transactional_db):
+@pytest.fixture(scope="module")
+def postgres_server(django_db_blocker):
+    """One server for the module's outages: each test stops, starts or cuts it, and has a
+    database of its own on it (PrivatePostgres.renew)."""
     if connections["default"].vendor != "postgresql":
         pytest.skip("a database outage is tried on PostgreSQL (DATABASE_URL)")
-    with private_postgres() as server, django_on(server):
+    with django_db_blocker.unblock(), private_postgres() as server:
+        migrated(server)
         yield server
+
+
+@pytest.fixture
+def own_postgres(transactional_db, postgres_server):
+    postgres_server.renew()
+    with django_on(postgres_server):
+        yield postgres_server
 
 
 def seeded() -> Conversation:
@@ -253,6 +263,38 @@ async def test_open_sockets_hear_done_with_the_whole_answer_after_a_12_second_ou
     assert "".join(e["content"] for e in events if e["type"] == "text") == answer.content
     assert 'state-complete"' in frames[-1] or "state-complete " in frames[-1]
     assert "Ask me to go deeper into any of these." in frames[-1]
+    await sync_to_async(connections.close_all)()
+
+
+async def test_a_socket_that_cannot_follow_its_turn_closes_for_its_client_to_reconnect(
+    settings, gate, caplog, own_postgres
+):
+    """The database away for longer than a turn may run: the follower gives up, and the socket
+    closes as a server error, which clients answer by reconnecting (and are then shown the turn
+    as stored), instead of showing a turn that runs on for ever."""
+    settings.GLASSBOX_HEARTBEAT_SECONDS = 0.5  # quiet for 1 s: the follower reads
+    await sync_to_async(connections.close_all)()
+    conversation = await sync_to_async(seeded)()
+    held = gate(after=5, request=2)
+    socket = await open_socket(conversation, conversation.owner, as_json=True)
+    await ask(socket, QUESTION)
+    await held.reached.wait()
+    # How long the turn's end and its follower's reads are tried (the turn's own limit was
+    # read as it started).
+    settings.GLASSBOX_TURN_TIMEOUT = 1
+    await sync_to_async(own_postgres.stop)()
+    caplog.set_level(logging.WARNING, logger="glassbox")
+    held.open()
+    frames = []
+    async with asyncio.timeout(30):
+        while (output := await socket.receive_output(timeout=30))["type"] != "websocket.close":
+            frames.append(json.loads(output["text"]))
+    assert output["code"] == 1011
+    assert not any(frame["type"] == "done" for frame in frames)
+    said = [r.getMessage() for r in caplog.records if r.name == "glassbox.sockets"]
+    assert any("could not follow turn" in m and "reconnect" in m for m in said)
+    await sync_to_async(own_postgres.start)()
+    await finish_turns()
     await sync_to_async(connections.close_all)()
 
 
