@@ -15,6 +15,7 @@ from activity.recording.events import WireEvent
 from chat import turns
 from chat.models import Message
 from chat.socket.wires import SocketWire, TurnWire, encoded
+from project.outages import DATABASE_DOWN
 
 logger = logging.getLogger("glassbox.sockets")
 
@@ -58,12 +59,19 @@ class Viewer:
         try:
             async for event in events:
                 await self._show(event)
+        except DATABASE_DOWN:
+            # The follower gave up (the database away for longer than a turn may run; it
+            # logged why): the socket closes as a server error, for its client to reconnect,
+            # instead of showing a turn that runs on for ever.
+            logger.warning(
+                "a socket could not follow turn %s while the database was away; it closes "
+                "for its client to reconnect",
+                self.answer_id,
+            )
+            await self.failed()
         except Exception:
-            # The follower gave up (the database away for longer than a turn may run): the
-            # socket closes as a server error, so that its client reconnects and is shown the
-            # turn as stored, instead of a turn that runs on for ever.
             logger.exception(
-                "a socket could not follow turn %s; it closes for its client to reconnect",
+                "a socket could not show turn %s; it closes for its client to reconnect",
                 self.answer_id,
             )
             await self.failed()
@@ -98,6 +106,9 @@ class Screen:
         self.wire = wire
         self.failed = failed
         self.viewers: dict[int, Viewer] = {}
+        # Whether the socket stopped showing: a turn whose start or snapshot was on its way
+        # then is not followed.
+        self.closed = False
 
     def shows(self, answer_id: int) -> bool:
         return answer_id in self.viewers
@@ -145,6 +156,7 @@ class Screen:
 
     def close(self) -> None:
         """Stops every viewer; nothing delivered after is shown."""
+        self.closed = True
         for viewer in self.viewers.values():
             viewer.close()
         self.viewers.clear()
@@ -153,6 +165,8 @@ class Screen:
         self.viewers.pop(answer_id, None)
 
     def _view(self, answer_id: int, wire: TurnWire, after: turns.Position) -> None:
+        if self.closed:
+            return
         self.viewers[answer_id] = Viewer(
             answer_id=answer_id,
             conversation_id=self.conversation_id,

@@ -25,11 +25,14 @@ class PrivatePostgres:
     port: int
     as_owner: list[str]
 
-    def _ctl(self, *args: str) -> None:
-        subprocess.run(
+    def _ctl(self, *args: str, check: bool = True) -> int:
+        return subprocess.run(
             [*self.as_owner, str(self.bin / "pg_ctl"), "-D", str(self.data), "-w", *args],
-            check=True, capture_output=True,
-        )  # fmt: skip
+            check=check, capture_output=True,
+        ).returncode  # fmt: skip
+
+    def running(self) -> bool:
+        return self._ctl("status", check=False) == 0
 
     def start(self) -> None:
         options = f"-p {self.port} -k {self.data} -c listen_addresses=127.0.0.1 -c fsync=off"
@@ -49,10 +52,12 @@ class PrivatePostgres:
         with psycopg.connect(self.admin, autocommit=True) as connection:
             connection.execute(f"ALTER DATABASE glassbox ALLOW_CONNECTIONS {str(not cut).lower()}")
             if cut:
-                connection.execute(
+                ended = connection.execute(
                     "SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity"
                     " WHERE datname = 'glassbox'"
-                )
+                ).fetchall()
+                if not all(gone for (gone,) in ended):
+                    raise RuntimeError("a cut connection was still there after 10 s")
 
     def renew(self) -> None:
         """Started if a test left it stopped, and the `glassbox` database made anew from the
@@ -60,11 +65,7 @@ class PrivatePostgres:
         whatever a test wrote or cut is gone."""
         import psycopg
 
-        status = subprocess.run(
-            [*self.as_owner, str(self.bin / "pg_ctl"), "-D", str(self.data), "status"],
-            capture_output=True,
-        )
-        if status.returncode != 0:
+        if not self.running():
             self.start()
         with psycopg.connect(self.admin, autocommit=True) as connection:
             connection.execute("DROP DATABASE IF EXISTS glassbox WITH (FORCE)")
@@ -151,6 +152,6 @@ def migrated(server: PrivatePostgres) -> None:
     import psycopg
 
     with django_on(server):
-        pass
+        pass  # django_on migrates the database it points Django at
     with psycopg.connect(server.admin, autocommit=True) as connection:
         connection.execute(f"CREATE DATABASE {MIGRATED} TEMPLATE glassbox")
