@@ -82,3 +82,42 @@ def test_every_frame_type_a_program_can_get_is_declared_in_the_api_docs():
     declared = set(re.findall(r"^\| `(\w+)` \|", table, re.MULTILINE)) - {"type"}
     # The turn's events, the `label` of progress mode, and the socket's question cards.
     assert declared == {*WIRE_TYPES, "label", "questions"}
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.asyncio
+async def test_a_screen_closed_while_a_snapshot_was_on_its_way_follows_no_turn(
+    alice, alice_conversation, knowledge_base, gate
+):
+    """A socket ends (its right gone, its follower failed) while it was reading a turn to
+    show: the turn is not followed for a socket that shows nothing more."""
+    from activity.preferences.feed_prefs import FeedPrefs
+    from chat.models import Message
+    from chat.socket.viewer import Screen
+    from chat.socket.wires import ProgramSocketWire
+
+    held = gate(after=2)
+    socket = await open_socket(alice_conversation, alice, as_json=True)
+    await socket.send_to(text_data=json.dumps({"message": "How do I negotiate my salary?"}))
+    await held.reached.wait()
+    answer = await Message.objects.aget(role="assistant")
+    sent: list[str] = []
+
+    async def send(text: str) -> None:
+        sent.append(text)
+
+    async def failed() -> None:
+        raise AssertionError("nothing failed")
+
+    screen = Screen(
+        conversation_id=alice_conversation.pk, send=send, wire=ProgramSocketWire(), failed=failed
+    )
+    joining = asyncio.create_task(screen.join(answer.pk, FeedPrefs()))
+    await asyncio.sleep(0)  # the snapshot is on its way
+    screen.close()
+    await joining
+    assert not screen.shows(answer.pk)
+    held.open()
+    await json_until_done(socket)
+    await finish_all()
+    await socket.disconnect()
