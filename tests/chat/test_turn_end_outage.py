@@ -60,16 +60,24 @@ def seeded() -> Conversation:
     return Conversation.objects.create(owner=alice)
 
 
-async def test_a_turn_whose_end_meets_a_database_restart_is_kept_whole_and_followers_hear_done(
-    settings, gate, caplog, own_postgres
-):
-    settings.GLASSBOX_HEARTBEAT_SECONDS = 60  # the end's retries, not a beat, are tried here
-    await sync_to_async(connections.close_all)()  # the database thread's, to the test database
+async def asked_and_held(gate):
+    """A fresh conversation's question over a program's socket, its turn held at the gate
+    five chunks into its second request to the model; the conversation, the gate, the
+    socket."""
+    await sync_to_async(connections.close_all)()  # the database thread's, to this database
     conversation = await sync_to_async(seeded)()
     held = gate(after=5, request=2)
     socket = await open_socket(conversation, conversation.owner, as_json=True)
     await ask(socket, QUESTION)
     await held.reached.wait()
+    return conversation, held, socket
+
+
+async def test_a_turn_whose_end_meets_a_database_restart_is_kept_whole_and_followers_hear_done(
+    settings, gate, caplog, own_postgres
+):
+    settings.GLASSBOX_HEARTBEAT_SECONDS = 60  # the end's retries, not a beat, are tried here
+    _, held, socket = await asked_and_held(gate)
     await sync_to_async(own_postgres.stop)()
     caplog.set_level(logging.WARNING, logger="glassbox.turns")
     held.open()  # the turn streams on and reaches its end while the database is away
@@ -141,12 +149,7 @@ async def test_a_turn_that_cannot_write_its_end_is_recovered_with_what_it_held_n
 
     settings.GLASSBOX_TURN_TIMEOUT = 3  # also how long the end is tried
     settings.GLASSBOX_HEARTBEAT_SECONDS = 0.05  # silent for 0.2 s: taken for dead
-    await sync_to_async(connections.close_all)()
-    conversation = await sync_to_async(seeded)()
-    held = gate(after=5, request=2)
-    socket = await open_socket(conversation, conversation.owner, as_json=True)
-    await ask(socket, QUESTION)
-    await held.reached.wait()
+    conversation, held, socket = await asked_and_held(gate)
     await sync_to_async(own_postgres.stop)()
     caplog.set_level(logging.WARNING, logger="glassbox.turns")
     held.open()
@@ -276,12 +279,7 @@ async def test_a_socket_that_cannot_follow_its_turn_closes_for_its_client_to_rec
     from chat.turns.recovery import dead_turns_recover
 
     settings.GLASSBOX_HEARTBEAT_SECONDS = 0.5  # quiet for 1 s: the follower reads
-    await sync_to_async(connections.close_all)()
-    conversation = await sync_to_async(seeded)()
-    held = gate(after=5, request=2)
-    socket = await open_socket(conversation, conversation.owner, as_json=True)
-    await ask(socket, QUESTION)
-    await held.reached.wait()
+    conversation, held, socket = await asked_and_held(gate)
     # How long the turn's end and its follower's reads are tried (the turn's own limit was
     # read as it started).
     settings.GLASSBOX_TURN_TIMEOUT = 1
