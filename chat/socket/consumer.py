@@ -72,8 +72,8 @@ class ChatConsumer(WireSender):
             await self.show_questions()
 
     async def follower_failed(self) -> None:
-        """A turn this socket shows could not be followed: closed as a server error, which
-        clients (htmx's ws extension too) answer by reconnecting."""
+        """A turn this socket shows could not be followed or shown: closed as a server
+        error, which clients (htmx's ws extension too) answer by reconnecting."""
         if not self.ended:
             await self.end(CLOSE_SERVER_ERROR)
 
