@@ -38,9 +38,12 @@ _adopted = 0
 _adopting = threading.RLock()
 
 
-def _young() -> int:
-    """The objects of the three generations: what was made since the last freeze."""
-    return sum(len(gc.get_objects(generation)) for generation in range(3))
+def _freeze_young() -> int:
+    """Freezes the objects of the three generations (what was made since the last freeze);
+    how many they were."""
+    young = sum(len(gc.get_objects(generation)) for generation in range(3))
+    gc.freeze()
+    return young
 
 
 def _take_adopted() -> int:
@@ -72,8 +75,7 @@ class Keeper:
             gc.freeze()
             self.walked = self.frozen = gc.get_freeze_count()
             return True
-        self.frozen += _young()
-        gc.freeze()
+        self.frozen += _freeze_young()
         return False
 
 
@@ -96,9 +98,7 @@ def adopt() -> None:
     if not _keeping:
         return
     with _adopting:
-        young = _young()
-        gc.freeze()
-        _adopted += young
+        _adopted += _freeze_young()
 
 
 def keep() -> None:

@@ -59,20 +59,17 @@ class Viewer:
         try:
             async for event in events:
                 await self._show(event)
-        except DATABASE_DOWN:
-            # The follower gave up (the database away for longer than a turn may run; it
-            # logged why): the socket closes as a server error, for its client to reconnect,
-            # instead of showing a turn that runs on for ever.
-            logger.warning(
-                "a socket could not follow turn %s while the database was away; it closes "
-                "for its client to reconnect",
+        except Exception as problem:
+            # The socket closes as a server error, for its client to reconnect, instead of
+            # showing a turn that runs on for ever. A follower that gave up (the database
+            # away for longer than a turn may run) has logged why already.
+            away = isinstance(problem, DATABASE_DOWN)
+            logger.log(
+                logging.WARNING if away else logging.ERROR,
+                "a socket could not %s turn %s; it closes for its client to reconnect",
+                "follow" if away else "show",
                 self.answer_id,
-            )
-            await self.failed()
-        except Exception:
-            logger.exception(
-                "a socket could not show turn %s; it closes for its client to reconnect",
-                self.answer_id,
+                exc_info=None if away else problem,
             )
             await self.failed()
         finally:
