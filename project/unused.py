@@ -6,12 +6,21 @@ loads pyOpenSSL and with it cryptography's OpenSSL bindings (about 6 MiB) for TL
 Daphne serving plain TCP behind a proxy never speaks. A None in `sys.modules` makes such an
 import fail as if the package were not installed; both libraries have a fallback for that,
 and nothing else in such a process imports them. A module a library imports without such a
-fallback, but never calls here, is loaded on first use instead (`load_on_use`)."""
+fallback, but never calls here, is loaded on first use instead (`load_on_use`); a package
+whose `__init__` imports every module in it, of which a process uses a few, runs that
+`__init__` only when a name it alone provides is asked for (`defer_init`)."""
 
 from __future__ import annotations
 
+import importlib
+import importlib.abc
+import importlib.machinery
 import importlib.util
 import sys
+import threading
+from importlib.machinery import ModuleSpec
+from types import ModuleType
+from typing import Any
 
 POSTGRES_FIELDS = "django.contrib.postgres.fields"
 TLS = "OpenSSL"
@@ -27,6 +36,13 @@ HIGHLIGHTING = "click"
 # cryptography's primitives (about 6 MiB a process, bench/idle_memory.py): Daphne speaks
 # plain WebSocket and never authenticates a WAMP session. It loads on first use.
 WAMP_AUTH = "autobahn.wamp.auth"
+# The model's SDK imports its types package, and with it a pydantic model or TypedDict of
+# every API's every object (about 470 modules, 9 MiB a process: more than all of a turn's
+# own state at 100 sessions). Glassbox sends its requests through the SDK's client and reads
+# the streams as JSON (chat.agent.chunks): the SDK's own imports need a few dozen of them.
+SDK_TYPES = ("openai.types", "openai.types.responses")
+
+_running = threading.RLock()
 
 
 def leave_out(*modules: str) -> None:
@@ -51,6 +67,60 @@ def load_on_use(*modules: str) -> None:
         # of importing it again, which would read its spec and run it.
         parent, _, child = name.rpartition(".")
         setattr(sys.modules[parent], child, module)
+
+
+def defer_init(*packages: str) -> None:
+    """Each package imports, and its modules do, without its `__init__` running: that runs
+    when a name is asked of the package that is not one of its modules (a class its
+    `__init__` imports, `__all__`). Call before anything imports the packages; one already
+    imported stays."""
+    waiting = {name for name in packages if name not in sys.modules}
+    if waiting:
+        sys.meta_path.insert(0, _DeferredInits(waiting))
+
+
+class _DeferredInits(importlib.abc.MetaPathFinder):
+    def __init__(self, packages: set[str]) -> None:
+        self.packages = packages
+
+    def find_spec(self, name: str, path: Any, target: Any = None) -> ModuleSpec | None:
+        if name not in self.packages:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        if spec is None or spec.loader is None or spec.submodule_search_locations is None:
+            return None
+        spec.loader = _InitOnUse(spec.loader)
+        return spec
+
+
+class _InitOnUse(importlib.abc.Loader):
+    """Imports the package as an empty module with its path, so its modules import; its
+    `__init__` runs, in that module, when it is first asked for a name it lacks."""
+
+    def __init__(self, loader: importlib.abc.Loader) -> None:
+        self.loader = loader
+
+    def create_module(self, spec: ModuleSpec) -> ModuleType | None:
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module: ModuleType) -> None:
+        loader = self.loader
+
+        def __getattr__(attribute: str) -> Any:
+            with _running:
+                if module.__dict__.get("__getattr__") is __getattr__:
+                    if not attribute.startswith("__") and _has_module(module, attribute):
+                        return importlib.import_module(f"{module.__name__}.{attribute}")
+                    del module.__dict__["__getattr__"]
+                    loader.exec_module(module)
+            return object.__getattribute__(module, attribute)
+
+        module.__getattr__ = __getattr__  # type: ignore[method-assign]
+
+
+def _has_module(package: ModuleType, name: str) -> bool:
+    name = f"{package.__name__}.{name}"
+    return importlib.machinery.PathFinder.find_spec(name, package.__path__) is not None
 
 
 def let_in(*modules: str) -> None:

@@ -9,6 +9,8 @@ uvloop is turned off."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 import os
 import re
 import ssl
@@ -19,6 +21,7 @@ import urllib.request
 import pytest
 
 from tests.support.certificates import self_signed
+from tests.support.live_questions import live_socket
 from tests.support.ports import free_port
 from tests.support.servers import ROOT, login, serve
 
@@ -72,6 +75,62 @@ def test_a_plain_server_on_sqlite_loads_neither_psycopg_nor_the_tls_stack(tmp_pa
     # Autobahn's WAMP authenticators wait for a WAMP session, and the secrets' key for a
     # secret: nothing loads cryptography.
     assert "autobahn.twisted.wamp" in packages and "cryptography" not in packages
+
+
+async def answer_over(server, conversation: str, cookies: str, question: str) -> str:
+    """A question asked over a live server's JSON socket; the text of its answer."""
+    async with live_socket(server, conversation, cookies) as socket:
+        await socket.send(json.dumps({"message": question}))
+        text = []
+        async with asyncio.timeout(60):
+            while (event := json.loads(await socket.recv()))["type"] != "done":
+                if event["type"] == "text":
+                    text.append(event["content"])
+    return "".join(text)
+
+
+def test_a_served_turn_loads_the_models_sdk_without_its_types_of_every_api(tmp_path):
+    with serve(tmp_path, PYTHONPROFILEIMPORTTIME="1") as server:
+        conversation, cookies = login(server.url)
+        answer = asyncio.run(answer_over(server, conversation, cookies, "What is the salary?"))
+        log = server.said()
+    modules = set(re.findall(r"\|\s+([\w.]+)$", log, re.MULTILINE))
+    assert "salary" in answer.lower()  # asked and answered through the SDK's client
+    assert {"openai._client", "openai._exceptions", "openai.types.chat"} <= modules
+    # The types package's and the Responses API's `__init__`s import 470 modules between
+    # them, of which the SDK's client needs a few.
+    assert not {"openai.types.batch", "openai.types.responses.web_search_tool"} & modules
+    assert len([module for module in modules if module.startswith("openai.")]) < 200
+
+
+DEFERRED_SDK_TYPES = """
+import sys
+from project.unused import SDK_TYPES, defer_init
+defer_init(*SDK_TYPES)
+import openai
+from openai.types.responses import function_tool_param
+print("init ran:", "openai.types.batch" in sys.modules)
+print("module alone:", "openai.types.responses.web_search_tool" not in sys.modules)
+from openai.types import Batch
+print("a name of the package:", Batch.__module__)
+print("a package on its parent:", openai.types.responses.ResponseStreamEvent is not None)
+namespace = {}
+exec("from openai.types.responses import *", namespace)
+print("star:", "ResponseTextDeltaEvent" in namespace)
+"""
+
+
+def test_a_deferred_package_runs_its_init_for_a_name_only_it_provides():
+    said = subprocess.run(
+        [sys.executable, "-c", DEFERRED_SDK_TYPES], cwd=ROOT, capture_output=True, text=True
+    )
+    assert said.stdout.splitlines() == [
+        "init ran: False",
+        "module alone: True",
+        "a name of the package: openai.types.batch",
+        "a package on its parent: True",
+        "star: True",
+    ], said.stderr
 
 
 def test_wamp_authentication_left_for_its_first_use_still_works_when_used():
