@@ -2,7 +2,8 @@
 the TLS stack when it serves plain TCP, DRF's optional requests and Pygments, the click that
 Autobahn would colour every frame's debug line with, and cryptography (Autobahn's WAMP
 authenticators and the secrets' key each load it on first use); the model's SDK (with
-aiohttp) waits for a socket or a turn, jsonschema and RE2 for the first schema checked;
+aiohttp) waits for a socket or a turn, and loads without its types of every API;
+jsonschema and RE2 wait for the first schema checked;
 Redis's client only comes with its channel layer. TLS still works when an endpoint asks for
 it, the trace exporter still finds requests, and the server runs on asyncio's own loop when
 uvloop is turned off."""

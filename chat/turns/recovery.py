@@ -13,20 +13,24 @@ The policy, stated once:
   restart, whoever judges) and the last time this process found it unreachable (a failover
   or a network cut too, project.outages);
 - the check runs when a conversation is opened (page, socket or API), when a new turn is
-  blocked by a running one or by the user's limit of running turns, and when a follower goes
-  quiet; never at import time.
+  blocked by a running one or by the user's limit of running turns, when a follower goes
+  quiet, and, for a turn whose runner here gave up writing its end, every QUIET_BEATS beats
+  until it is closed (by this process, with what it held, or by another); never at import
+  time.
 Only one process closes a turn (the state check in the UPDATE), and every follower is told."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
 from datetime import timedelta
 from typing import Any, Protocol
 
 from asgiref.sync import async_to_sync
+from channels.db import database_sync_to_async
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import DatabaseError, connection, transaction
 from django.db.models import DateTimeField, Func, Max
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
@@ -110,6 +114,50 @@ def dead_turns_recover(
                 recovered += 1
                 _tell_clients(answer, last_seq=seq)
     return recovered
+
+
+# Held here only so that the loop does not collect them while they wait (asyncio keeps weak
+# references to its tasks).
+_settling: set[asyncio.Task[None]] = set()
+
+
+def settle_given_up(answer_id: int, conversation_id: uuid.UUID) -> None:
+    """For a runner of this process that gave up writing its turn's end (the database was
+    away for longer than it waited): once the database answers and the turn's grace is over,
+    the turn is closed here with what this process held, or, if another process closed it
+    first, what it held is let go. Nothing else may be there to ask: the turn's conversation
+    may have no follower here, and another process may have recovered it."""
+    task = asyncio.get_running_loop().create_task(_settled(answer_id, conversation_id))
+    _settling.add(task)
+    task.add_done_callback(_settling.discard)
+
+
+async def all_settled() -> None:
+    """Waits until this process holds no turn that its runner gave up (tests)."""
+    while _settling:
+        await asyncio.gather(*_settling, return_exceptions=True)
+        await asyncio.sleep(0)  # the done callbacks that forget them
+
+
+async def _settled(answer_id: int, conversation_id: uuid.UUID) -> None:
+    while registry.holds(answer_id):
+        await asyncio.sleep(quiet_seconds())
+        try:
+            await database_sync_to_async(_settle)(answer_id, conversation_id)
+        except DatabaseError:
+            logger.debug("turn %s is still held here: the database is away", answer_id)
+        except Exception:
+            logger.exception("could not settle turn %s, which this process holds", answer_id)
+            return
+
+
+def _settle(answer_id: int, conversation_id: uuid.UUID) -> None:
+    if Message.objects.filter(pk=answer_id, state=Message.State.STREAMING).exists():
+        dead_turns_recover(conversation_id=conversation_id)
+    else:
+        # Closed elsewhere (or a paused turn, which recovery leaves waiting): nobody will
+        # write what was held here.
+        registry.released(answer_id)
 
 
 class DatabaseStarted(Func):

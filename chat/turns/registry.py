@@ -190,6 +190,11 @@ def given_up(answer_id: int) -> bool:
     return answer_id not in _tasks and answer_id in _feeds and answer_id in _texts
 
 
+def holds(answer_id: int) -> bool:
+    """Whether this process holds any of the turn's text or events (running or given up)."""
+    return answer_id in _feeds or answer_id in _texts
+
+
 def released(answer_id: int) -> Held | None:
     """What this process held of a turn whose runner is over without writing its end (its
     end's commit failed), taken once: whoever closes the turn writes it."""

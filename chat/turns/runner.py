@@ -54,7 +54,7 @@ from chat.turns import deps, registry
 from chat.turns.broadcast import send_conversations_changed, send_turn_event
 from chat.turns.history import amodel_history
 from chat.turns.policy import agent_policy
-from chat.turns.recovery import lost
+from chat.turns.recovery import lost, settle_given_up
 from chat.turns.sampling import sampling_model
 from project.outages import while_down
 
@@ -429,6 +429,7 @@ async def _finish(
         # Released: its text and events stay in the registry, and whoever recovers the turn
         # in this process writes them (chat.turns.recovery), rather than an empty interruption.
         logger.error("turn %s could not write its end", answer.pk, exc_info=True)
+        settle_given_up(answer.pk, answer.conversation_id)
         return
     text.stored = len(content)
     # Only now: a follower that joins in between reads the whole text from here or there.

@@ -1,15 +1,19 @@
 from __future__ import annotations
 
+import asyncio
+from dataclasses import dataclass, field
 from datetime import timedelta
 
 import pytest
+from asgiref.sync import sync_to_async
 from django.utils import timezone
 
 from activity.models import ActivityEvent, ActivityFeed
 from activity.recording.chain import GENESIS, link
 from chat.models import Conversation, Message
+from chat.turns import registry
 from chat.turns.admission import TurnRejected, admit
-from chat.turns.recovery import dead_turns_recover
+from chat.turns.recovery import all_settled, dead_turns_recover, settle_given_up
 from tests.support.rows import answer_feed_id
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -100,3 +104,58 @@ def test_turns_of_a_dead_process_stop_counting_against_the_limit(settings, alice
     turn = admit(conversation=Conversation.objects.create(owner=alice), text="Still there?")
     assert turn.answer.state == Message.State.STREAMING
     assert Message.objects.filter(state=Message.State.INTERRUPTED).count() == 2
+
+
+@dataclass
+class HeldText:
+    text: str
+
+
+@dataclass
+class HeldFeed:
+    pending: list = field(default_factory=list)
+    pending_calls: list = field(default_factory=list)
+    last_seq: int = 1
+
+
+@pytest.mark.asyncio
+async def test_a_turn_given_up_here_is_closed_here_with_what_it_held_once_the_database_answers(
+    settings, alice_conversation
+):
+    """Its runner could not write its end and nobody follows it here: the process itself
+    closes it with the text it held (ahead of the database), not as an empty interruption
+    left to another process, and holds nothing of it after."""
+    settings.GLASSBOX_HEARTBEAT_SECONDS = 0.01
+    answer = await sync_to_async(stalled_turn)(alice_conversation, silent_for=60)
+    registry.text_started(answer.pk, HeldText("Partial answer, and the rest"), HeldFeed())
+    try:
+        streaming = registry.texts_streaming()
+        settle_given_up(answer.pk, alice_conversation.pk)
+        async with asyncio.timeout(10):
+            await all_settled()
+        assert not registry.holds(answer.pk)
+    finally:
+        registry.released(answer.pk)
+    await answer.arefresh_from_db()
+    assert (answer.state, answer.content) == ("interrupted", "Partial answer, and the rest")
+    assert registry.texts_streaming() == streaming - 1  # its frames no longer widen others'
+
+
+@pytest.mark.asyncio
+async def test_a_turn_given_up_here_that_another_process_closed_is_let_go(
+    settings, alice_conversation
+):
+    settings.GLASSBOX_HEARTBEAT_SECONDS = 0.01
+    answer = await sync_to_async(stalled_turn)(alice_conversation, silent_for=60)
+    assert await sync_to_async(dead_turns_recover)(conversation_id=alice_conversation.pk) == 1
+    registry.text_started(answer.pk, HeldText("Partial answer, and the rest"), HeldFeed())
+    try:
+        settle_given_up(answer.pk, alice_conversation.pk)
+        async with asyncio.timeout(10):
+            await all_settled()
+        assert not registry.holds(answer.pk)
+    finally:
+        registry.released(answer.pk)
+    await answer.arefresh_from_db()
+    # As the other process closed it: nothing written over its close.
+    assert (answer.state, answer.content) == ("interrupted", "Partial answer")

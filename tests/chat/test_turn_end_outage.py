@@ -13,12 +13,13 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.contrib.auth import get_user_model
 from django.db import connections
-from django.db.models import Max
 from django.utils import timezone
 
 from activity.models import ActivityEvent, ActivityFeed
 from chat.knowledge.documents import DOCUMENTS
 from chat.models import Conversation, Document, Message
+from chat.turns import registry
+from chat.turns.recovery import all_settled
 from tests.support import QUESTION
 from tests.support.postgres import django_on, migrated, private_postgres
 from tests.support.sockets import (
@@ -125,27 +126,19 @@ def silent_turn() -> tuple[Conversation, int]:
     return conversation, answer_id
 
 
-def silent_and_back(conversation_id) -> tuple[float, float]:
-    """Seconds since the conversation's streaming turn was last heard of, and since the
-    database started."""
-    from chat.turns.recovery import DatabaseStarted
-
-    answer = (
-        Message.objects.filter(conversation_id=conversation_id, state="streaming")
-        .annotate(last_event=Max("feed__events__created_at"), started=DatabaseStarted())
-        .select_related("feed")
-        .get()
-    )
-    feed = answer.answer_feed
-    heard = max(t for t in (feed.started_at, feed.heartbeat_at, answer.last_event) if t)
-    now = timezone.now()
-    return (now - heard).total_seconds(), (now - answer.started).total_seconds()
+async def settled_here(conversation: Conversation) -> Message:
+    """The conversation's answer once this process, whose runner gave up writing its end,
+    has closed it and holds nothing of it."""
+    async with asyncio.timeout(20):
+        await all_settled()
+    answer = await Message.objects.aget(conversation=conversation, role="assistant")
+    assert not registry.holds(answer.pk)
+    return answer
 
 
 async def test_a_turn_that_cannot_write_its_end_is_recovered_with_what_it_held_not_empty(
     settings, gate, caplog, own_postgres
 ):
-    from chat.turns.recovery import GRACE_BEATS, dead_turns_recover
 
     settings.GLASSBOX_TURN_TIMEOUT = 3  # also how long the end is tried
     settings.GLASSBOX_HEARTBEAT_SECONDS = 0.05  # silent for 0.2 s: taken for dead
@@ -164,15 +157,11 @@ async def test_a_turn_that_cannot_write_its_end_is_recovered_with_what_it_held_n
     await finish_turns()  # the runner gave up: the turn is released
     await sync_to_async(own_postgres.start)()
     await sync_to_async(connections.close_all)()
-    # A grace between the turn's silence (since before the outage) and the database's return
-    # (just now): the restart alone would spare the turn, and only its runner's having given
-    # up here (chat.turns.registry.given_up) closes it now.
-    silent, back = await sync_to_async(silent_and_back)(conversation.pk)
-    settings.GLASSBOX_HEARTBEAT_SECONDS = (silent + back) / 2 / GRACE_BEATS
-    assert await sync_to_async(dead_turns_recover)(conversation_id=conversation.pk) == 1
+    # Nobody asks: the process that gave up closes the turn itself once the database is
+    # back, though the restart would spare the turn's silence (chat.turns.registry.given_up).
+    answer = await settled_here(conversation)
     await socket.disconnect()
 
-    answer = await Message.objects.aget(role="assistant")
     streamed = "".join(e["content"] for e in events if e["type"] == "text")
     # Everything it held, not only what the follower had read when the runner gave up.
     assert answer.state == "interrupted" and answer.content.startswith(streamed)
@@ -276,7 +265,6 @@ async def test_a_socket_that_cannot_follow_its_turn_closes_for_its_client_to_rec
     """The database away for longer than a turn may run: the follower gives up, and the socket
     closes as a server error, which clients answer by reconnecting, instead of showing a turn
     that runs on for ever."""
-    from chat.turns.recovery import dead_turns_recover
 
     settings.GLASSBOX_HEARTBEAT_SECONDS = 0.5  # quiet for 1 s: the follower reads
     conversation, held, socket = await asked_and_held(gate)
@@ -296,11 +284,11 @@ async def test_a_socket_that_cannot_follow_its_turn_closes_for_its_client_to_rec
     assert any("could not follow turn" in m and "reconnect" in m for m in said)
     await sync_to_async(own_postgres.start)()
     await finish_turns()
-    # Its runner gave up: the turn is closed with what it held (and this process lets go of
-    # it, which the next test's answer, of the same id in a fresh database, would be taken for).
-    await sync_to_async(connections.close_all)()
-    settings.GLASSBOX_HEARTBEAT_SECONDS = 0.001  # silent for longer than its grace, whatever
-    assert await sync_to_async(dead_turns_recover)(conversation_id=conversation.pk) == 1
+    # Its runner gave up: the process closes the turn with what it held once the database is
+    # back, and lets go of it (the next test's answer, of the same id in a fresh database,
+    # would be taken for it).
+    answer = await settled_here(conversation)
+    assert answer.state == "interrupted" and answer.content
     await sync_to_async(connections.close_all)()
 
 
