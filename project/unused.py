@@ -42,8 +42,6 @@ WAMP_AUTH = "autobahn.wamp.auth"
 # the streams as JSON (chat.agent.chunks): the SDK's own imports need a few dozen of them.
 SDK_TYPES = ("openai.types", "openai.types.responses")
 
-_running = threading.RLock()
-
 
 def leave_out(*modules: str) -> None:
     """Call before the libraries that would import them; one already imported stays."""
@@ -105,16 +103,31 @@ class _InitOnUse(importlib.abc.Loader):
 
     def exec_module(self, module: ModuleType) -> None:
         loader = self.loader
+        # Its own: a thread may import a module of another package while this one's
+        # `__init__` runs.
+        running = threading.RLock()
 
         def __getattr__(attribute: str) -> Any:
-            with _running:
-                if module.__dict__.get("__getattr__") is __getattr__:
-                    if not attribute.startswith("__") and _has_module(module, attribute):
-                        return importlib.import_module(f"{module.__name__}.{attribute}")
-                    del module.__dict__["__getattr__"]
-                    loader.exec_module(module)
+            if not attribute.startswith("__") and _has_module(module, attribute):
+                return importlib.import_module(f"{module.__name__}.{attribute}")
+            # Another thread waits here while the `__init__` runs, as for any import; the
+            # thread running it (the `__init__` asking for a name it has not bound yet) gets
+            # what a module that is still importing gives.
+            with running:
+                if module.__dict__.get("__getattr__") is __getattr__ and not running_here:
+                    running_here.append(True)
+                    try:
+                        loader.exec_module(module)
+                    except Exception as problem:
+                        raise ImportError(f"{module.__name__} failed to import") from problem
+                    else:
+                        if module.__dict__.get("__getattr__") is __getattr__:
+                            del module.__dict__["__getattr__"]  # not one its `__init__` made
+                    finally:
+                        running_here.clear()
             return object.__getattribute__(module, attribute)
 
+        running_here: list[bool] = []
         module.__getattr__ = __getattr__  # type: ignore[method-assign]
 
 

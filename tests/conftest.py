@@ -222,10 +222,12 @@ def turns_end_with_their_test(request):
 @pytest_asyncio.fixture
 async def _turns_stopped_at_the_end():
     from chat.agent.client import close_clients
+    from chat.turns.recovery import stop_settling
     from tests.support.sockets import stop_turns_left_running
 
     yield
     await stop_turns_left_running()
+    await stop_settling()
     await close_clients()
 
 

@@ -134,6 +134,76 @@ def test_a_deferred_package_runs_its_init_for_a_name_only_it_provides():
     ], said.stderr
 
 
+SLOW_INIT = """
+import deferred_gate
+from .sub import VALUE
+deferred_gate.started.set()
+deferred_gate.proceed.wait(30)
+if deferred_gate.fail:
+    raise RuntimeError("broken")
+NAME = VALUE
+"""
+GATE = "import threading\nstarted, proceed = threading.Event(), threading.Event()\nfail = False\n"
+
+
+@pytest.fixture
+def deferred_package(tmp_path, monkeypatch):
+    """A package whose `__init__` waits at a gate, deferred; the package's name and the gate."""
+    import importlib
+
+    from project.unused import defer_init
+
+    package = tmp_path / "deferred_package"
+    package.mkdir()
+    (package / "__init__.py").write_text(SLOW_INIT)
+    (package / "sub.py").write_text("VALUE = 42\n")
+    (tmp_path / "deferred_gate.py").write_text(GATE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(sys, "meta_path", list(sys.meta_path))
+    for name in ("deferred_package", "deferred_package.sub", "deferred_gate"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    defer_init("deferred_package")
+    return importlib.import_module("deferred_package"), importlib.import_module("deferred_gate")
+
+
+def test_a_thread_asking_while_a_deferred_init_runs_waits_for_it(deferred_package):
+    import threading
+
+    package, gate = deferred_package
+    assert package.sub.VALUE == 42 and not gate.started.is_set()  # a module: no `__init__`
+    got: dict[str, object] = {}
+
+    def ask(who: str) -> None:
+        try:
+            got[who] = package.NAME
+        except Exception as problem:
+            got[who] = problem
+
+    first = threading.Thread(target=ask, args=("first",))
+    first.start()
+    assert gate.started.wait(10)  # the first thread runs the `__init__`
+    second = threading.Thread(target=ask, args=("second",))
+    second.start()
+    second.join(0.5)
+    assert second.is_alive()  # waiting, not told there is no such name
+    gate.proceed.set()
+    first.join(10)
+    second.join(10)
+    assert got == {"first": 42, "second": 42}
+
+
+def test_a_deferred_init_that_fails_says_so_each_time_it_is_asked(deferred_package):
+    package, gate = deferred_package
+    gate.fail = True
+    gate.proceed.set()
+    for _ in range(2):
+        with pytest.raises(ImportError, match="deferred_package failed") as failed:
+            package.NAME  # noqa: B018
+        assert str(failed.value.__cause__) == "broken"
+    gate.fail = False
+    assert package.NAME == 42
+
+
 def test_wamp_authentication_left_for_its_first_use_still_works_when_used():
     program = (
         "import sys; from project.unused import TLS, WAMP_AUTH, leave_out, load_on_use;"

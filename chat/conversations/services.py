@@ -172,7 +172,7 @@ def answer_end(*, answer_id: int, content: str, state: str, opened: str) -> bool
 def answer_interrupt(*, answer_id: int, held: Callable[[], str | None]) -> str | None:
     """Closes a streaming answer whose process died; the text it ends with, or None when
     another process closed it first. `held` gives what this process still held of its
-    text (chat.turns.registry.released), kept when it is longer than what was written."""
+    text (chat.turns.registry.given_up_with), kept when it is longer than what was written."""
     # Only one process may close a turn: the state check makes the update the lock.
     closed = Message.objects.filter(pk=answer_id, state=Message.State.STREAMING).update(
         state=Message.State.INTERRUPTED

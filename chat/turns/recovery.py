@@ -22,6 +22,7 @@ Only one process closes a turn (the state check in the UPDATE), and every follow
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import uuid
 from datetime import timedelta
@@ -30,7 +31,7 @@ from typing import Any, Protocol
 from asgiref.sync import async_to_sync
 from channels.db import database_sync_to_async
 from django.conf import settings
-from django.db import DatabaseError, connection, transaction
+from django.db import connection, transaction
 from django.db.models import DateTimeField, Func, Max
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
@@ -42,7 +43,7 @@ from chat.conversations.services import answer_interrupt
 from chat.models import Conversation, Message
 from chat.turns import registry
 from chat.turns.broadcast import send_turn_event
-from project.outages import seen_down
+from project.outages import DATABASE_DOWN, seen_down
 
 logger = logging.getLogger("glassbox.recovery")
 
@@ -116,9 +117,9 @@ def dead_turns_recover(
     return recovered
 
 
-# Held here only so that the loop does not collect them while they wait (asyncio keeps weak
-# references to its tasks).
-_settling: set[asyncio.Task[None]] = set()
+# Each settling task and its turn: held so that the loop does not collect the tasks while
+# they wait (asyncio keeps weak references), and for tests to wait for or stop them.
+_settling: dict[asyncio.Task[None], int] = {}
 
 
 def settle_given_up(answer_id: int, conversation_id: uuid.UUID) -> None:
@@ -127,16 +128,39 @@ def settle_given_up(answer_id: int, conversation_id: uuid.UUID) -> None:
     the turn is closed here with what this process held, or, if another process closed it
     first, what it held is let go. Nothing else may be there to ask: the turn's conversation
     may have no follower here, and another process may have recovered it."""
-    task = asyncio.get_running_loop().create_task(_settled(answer_id, conversation_id))
-    _settling.add(task)
-    task.add_done_callback(_settling.discard)
+    if not registry.holds(answer_id):
+        return
+    # In a context of its own, not the caller's (a request's, say), as it outlives it.
+    task = asyncio.get_running_loop().create_task(
+        _settled(answer_id, conversation_id), context=contextvars.Context()
+    )
+    _settling[task] = answer_id
+    task.add_done_callback(_forget)
+
+
+def _forget(task: asyncio.Task[None]) -> None:
+    _settling.pop(task, None)
+
+
+def _of_this_loop() -> list[asyncio.Task[None]]:
+    loop = asyncio.get_running_loop()
+    return [task for task in _settling if task.get_loop() is loop]
 
 
 async def all_settled() -> None:
-    """Waits until this process holds no turn that its runner gave up (tests)."""
-    while _settling:
-        await asyncio.gather(*_settling, return_exceptions=True)
+    """Waits until every settling task of this loop has ended (tests)."""
+    while tasks := _of_this_loop():
+        await asyncio.gather(*tasks, return_exceptions=True)
         await asyncio.sleep(0)  # the done callbacks that forget them
+
+
+async def stop_settling() -> None:
+    """Stops this loop's settling tasks and lets go of what their turns held (the end of a
+    test, whose database goes with it)."""
+    for task in (tasks := _of_this_loop()):
+        task.cancel()
+        registry.released(_settling[task])
+    await asyncio.gather(*tasks, return_exceptions=True)
 
 
 async def _settled(answer_id: int, conversation_id: uuid.UUID) -> None:
@@ -144,10 +168,12 @@ async def _settled(answer_id: int, conversation_id: uuid.UUID) -> None:
         await asyncio.sleep(quiet_seconds())
         try:
             await database_sync_to_async(_settle)(answer_id, conversation_id)
-        except DatabaseError:
+        except DATABASE_DOWN:
             logger.debug("turn %s is still held here: the database is away", answer_id)
         except Exception:
-            logger.exception("could not settle turn %s, which this process holds", answer_id)
+            # Not the database's absence: trying again every beat would fail the same way.
+            logger.exception("could not close turn %s, held here: letting go of it", answer_id)
+            registry.released(answer_id)
             return
 
 
@@ -188,10 +214,12 @@ def _held_text(answer: Message, feed_id: int) -> str | None:
     longer than it waited) left its events, model calls and text here: its events and calls
     are written now and its text handed to the answer's close, so the turn is closed with
     what it had, not as an empty interruption."""
-    held = registry.released(answer.pk)
+    held = registry.given_up_with(answer.pk)
     if held is None:
         return None
     feeds.keep_held(feed_id, held.events, held.calls)
+    # Let go of once stored: a rollback (the database away again) leaves it for the next try.
+    transaction.on_commit(lambda: registry.released(answer.pk))
     return held.text
 
 

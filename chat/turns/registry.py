@@ -195,15 +195,27 @@ def holds(answer_id: int) -> bool:
     return answer_id in _feeds or answer_id in _texts
 
 
-def released(answer_id: int) -> Held | None:
-    """What this process held of a turn whose runner is over without writing its end (its
-    end's commit failed), taken once: whoever closes the turn writes it."""
+def given_up_with(answer_id: int) -> Held | None:
+    """What this process holds of a turn whose runner is over without writing its end (its
+    end's commit failed), still held: whoever closes the turn writes it, then lets go of it
+    (`released`)."""
     if answer_id in _tasks:
         return None  # still running: its runner writes it
-    feed, text = _feeds.pop(answer_id, None), _texts.pop(answer_id, None)
+    feed, text = _feeds.get(answer_id), _texts.get(answer_id)
     if feed is None or text is None:
         return None
     return Held(feed.pending[:], feed.pending_calls[:], text.text)
+
+
+def released(answer_id: int) -> Held | None:
+    """What this process held of a turn whose runner is over without writing its end,
+    taken once: nothing of it is held here after."""
+    held = given_up_with(answer_id)
+    if answer_id not in _tasks:
+        _feeds.pop(answer_id, None)
+        _texts.pop(answer_id, None)
+        _progress.pop(answer_id, None)
+    return held
 
 
 async def finish_all() -> None:

@@ -6,6 +6,7 @@ from datetime import timedelta
 
 import pytest
 from asgiref.sync import sync_to_async
+from django.db import OperationalError
 from django.utils import timezone
 
 from activity.models import ActivityEvent, ActivityFeed
@@ -159,3 +160,32 @@ async def test_a_turn_given_up_here_that_another_process_closed_is_let_go(
     await answer.arefresh_from_db()
     # As the other process closed it: nothing written over its close.
     assert (answer.state, answer.content) == ("interrupted", "Partial answer")
+
+
+def test_a_recovery_rolled_back_keeps_what_was_held_here_for_the_next(
+    alice_conversation, monkeypatch
+):
+    """The database away again as the turn is closed: the close is rolled back, and what
+    this process held is still there for the next try, not lost with it."""
+    from activity.writing import feeds
+
+    answer = stalled_turn(alice_conversation, silent_for=60)
+    registry.text_started(answer.pk, HeldText("Partial answer, and the rest"), HeldFeed())
+    interrupt = feeds.interrupt
+
+    def away_again(*args, **kwargs):
+        raise OperationalError("server closed the connection unexpectedly")
+
+    try:
+        monkeypatch.setattr(feeds, "interrupt", away_again)
+        with pytest.raises(OperationalError):
+            dead_turns_recover(conversation_id=alice_conversation.pk)
+        assert registry.holds(answer.pk)
+        assert Message.objects.get(pk=answer.pk).state == "streaming"
+        monkeypatch.setattr(feeds, "interrupt", interrupt)
+        assert dead_turns_recover(conversation_id=alice_conversation.pk) == 1
+        assert not registry.holds(answer.pk)
+    finally:
+        registry.released(answer.pk)
+    answer.refresh_from_db()
+    assert (answer.state, answer.content) == ("interrupted", "Partial answer, and the rest")

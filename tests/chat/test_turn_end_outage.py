@@ -155,12 +155,12 @@ async def test_a_turn_that_cannot_write_its_end_is_recovered_with_what_it_held_n
             if not await socket.receive_nothing(timeout=0.05):
                 events.append(json.loads(await socket.receive_from()))
     await finish_turns()  # the runner gave up: the turn is released
+    await socket.disconnect()  # its follower, which would recover it too
     await sync_to_async(own_postgres.start)()
     await sync_to_async(connections.close_all)()
     # Nobody asks: the process that gave up closes the turn itself once the database is
     # back, though the restart would spare the turn's silence (chat.turns.registry.given_up).
     answer = await settled_here(conversation)
-    await socket.disconnect()
 
     streamed = "".join(e["content"] for e in events if e["type"] == "text")
     # Everything it held, not only what the follower had read when the runner gave up.
