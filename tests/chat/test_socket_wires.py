@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import re
 import uuid
 from pathlib import Path
@@ -121,3 +122,38 @@ async def test_a_screen_closed_while_a_snapshot_was_on_its_way_follows_no_turn(
     await json_until_done(socket)
     await finish_all()
     await socket.disconnect()
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.asyncio
+async def test_a_socket_that_cannot_show_its_turn_closes_for_its_client_to_reconnect(
+    alice, alice_conversation, knowledge_base, monkeypatch, caplog
+):
+    """A frame that cannot be drawn (a bug, not the database): the socket closes as a server
+    error, which clients answer by reconnecting, the error is logged with its traceback, and
+    the turn goes on for whoever else shows it."""
+    from activity.recording.events import Status
+    from chat.models import Message
+    from chat.socket.wires import ProgramTurnWire
+
+    frames = ProgramTurnWire.frames
+
+    def drawn(self, event):
+        if isinstance(event, Status):
+            raise RuntimeError("a frame that cannot be drawn")
+        return frames(self, event)
+
+    monkeypatch.setattr(ProgramTurnWire, "frames", drawn)
+    caplog.set_level(logging.WARNING, logger="glassbox.sockets")
+    socket = await open_socket(alice_conversation, alice, as_json=True)
+    await socket.send_to(text_data=json.dumps({"message": "How do I negotiate my salary?"}))
+    async with asyncio.timeout(10):
+        while (output := await socket.receive_output(timeout=10))["type"] != "websocket.close":
+            assert json.loads(output["text"])["type"] != "status"
+    assert output["code"] == 1011
+    [said] = [r for r in caplog.records if "could not show turn" in r.getMessage()]
+    assert said.levelno == logging.ERROR and "reconnect" in said.getMessage()
+    assert said.exc_info is not None and str(said.exc_info[1]) == "a frame that cannot be drawn"
+    await finish_all()
+    answer = await Message.objects.aget(role="assistant")
+    assert answer.state == "complete" and answer.content
