@@ -37,8 +37,8 @@ HIGHLIGHTING = "click"
 # plain WebSocket and never authenticates a WAMP session. It loads on first use.
 WAMP_AUTH = "autobahn.wamp.auth"
 # The model's SDK imports its types package, and with it a pydantic model or TypedDict of
-# every API's every object (about 470 modules, 9 MiB a process: more than all of a turn's
-# own state at 100 sessions). Glassbox sends its requests through the SDK's client and reads
+# every API's every object (about 470 modules, 9 MiB a process: about what 100 running
+# turns hold). Glassbox sends its requests through the SDK's client and reads
 # the streams as JSON (chat.agent.chunks): the SDK's own imports need a few dozen of them.
 SDK_TYPES = ("openai.types", "openai.types.responses")
 
