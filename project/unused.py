@@ -106,6 +106,8 @@ class _InitOnUse(importlib.abc.Loader):
         # Its own: a thread may import a module of another package while this one's
         # `__init__` runs.
         running = threading.RLock()
+        # Set while the `__init__` runs, for the thread running it.
+        running_here: list[bool] = []
 
         def __getattr__(attribute: str) -> Any:
             if not attribute.startswith("__") and _has_module(module, attribute):
@@ -127,7 +129,6 @@ class _InitOnUse(importlib.abc.Loader):
                         running_here.clear()
             return object.__getattribute__(module, attribute)
 
-        running_here: list[bool] = []
         module.__getattr__ = __getattr__  # type: ignore[method-assign]
 
 

@@ -148,7 +148,7 @@ GATE = "import threading\nstarted, proceed = threading.Event(), threading.Event(
 
 @pytest.fixture
 def deferred_package(tmp_path, monkeypatch):
-    """A package whose `__init__` waits at a gate, deferred; the package's name and the gate."""
+    """A package whose `__init__` waits at a gate, deferred; the package and the gate."""
     import importlib
 
     from project.unused import defer_init

@@ -199,11 +199,9 @@ def given_up_with(answer_id: int) -> Held | None:
     """What this process holds of a turn whose runner is over without writing its end (its
     end's commit failed), still held: whoever closes the turn writes it, then lets go of it
     (`released`)."""
-    if answer_id in _tasks:
-        return None  # still running: its runner writes it
-    feed, text = _feeds.get(answer_id), _texts.get(answer_id)
-    if feed is None or text is None:
-        return None
+    if not given_up(answer_id):
+        return None  # still running (its runner writes it), or nothing held
+    feed, text = _feeds[answer_id], _texts[answer_id]
     return Held(feed.pending[:], feed.pending_calls[:], text.text)
 
 

@@ -139,7 +139,6 @@ async def settled_here(conversation: Conversation) -> Message:
 async def test_a_turn_that_cannot_write_its_end_is_recovered_with_what_it_held_not_empty(
     settings, gate, caplog, own_postgres
 ):
-
     settings.GLASSBOX_TURN_TIMEOUT = 3  # also how long the end is tried
     settings.GLASSBOX_HEARTBEAT_SECONDS = 0.05  # silent for 0.2 s: taken for dead
     conversation, held, socket = await asked_and_held(gate)
@@ -265,7 +264,6 @@ async def test_a_socket_that_cannot_follow_its_turn_closes_for_its_client_to_rec
     """The database away for longer than a turn may run: the follower gives up, and the socket
     closes as a server error, which clients answer by reconnecting, instead of showing a turn
     that runs on for ever."""
-
     settings.GLASSBOX_HEARTBEAT_SECONDS = 0.5  # quiet for 1 s: the follower reads
     conversation, held, socket = await asked_and_held(gate)
     # How long the turn's end and its follower's reads are tried (the turn's own limit was
