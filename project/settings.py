@@ -433,6 +433,8 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # The views' annotations wait for the first schema built (project.openapi.documented).
+    "PREPROCESSING_HOOKS": ["project.openapi.document_views"],
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "project.openapi.add_error_responses",

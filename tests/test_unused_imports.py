@@ -3,7 +3,8 @@ the TLS stack when it serves plain TCP, DRF's optional requests and Pygments, th
 Autobahn would colour every frame's debug line with, and cryptography (Autobahn's WAMP
 authenticators and the secrets' key each load it on first use); the model's SDK (with
 aiohttp) waits for a socket or a turn, and loads without its types of every API;
-jsonschema and RE2 wait for the first schema checked;
+jsonschema and RE2 wait for the first schema checked; the API's schema generator (with
+Django's test client) waits for the schema's page;
 Redis's client only comes with its channel layer. TLS still works when an endpoint asks for
 it, the trace exporter still finds requests, and the server runs on asyncio's own loop when
 uvloop is turned off."""
@@ -72,6 +73,10 @@ def test_a_plain_server_on_sqlite_loads_neither_psycopg_nor_the_tls_stack(tmp_pa
     assert "ag_ui.core" not in packages  # its models wait for an AG-UI stream
     assert "openai" not in packages and "aiohttp" not in packages  # for a socket or a turn
     assert "jsonschema" not in packages and "re2" not in packages  # for a schema to check
+    # The login made a conversation through the API: its views' schema annotations, and the
+    # generator with Django's test client, wait for the API's schema to be asked for.
+    assert "chat.api.views" in packages
+    assert "drf_spectacular.openapi" not in packages and "django.test" not in packages
     assert "autobahn.util" in packages and "click.termui" not in packages
     # Autobahn's WAMP authenticators wait for a WAMP session, and the secrets' key for a
     # secret: nothing loads cryptography.

@@ -12,7 +12,7 @@ from django.shortcuts import get_object_or_404
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter
 from rest_framework import generics, serializers
 from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.request import Request
@@ -33,6 +33,7 @@ from activity.preferences.feed_prefs import FeedPrefs
 from activity.recording.events import SCORE_NOTE_LIMIT, to_json
 from activity.selectors import events_by_feed, feeds_filtered, feeds_visible_to
 from activity.writing.labels import LabelRefused, label_call
+from project.openapi import documented
 
 # Parameters whose empty value would mean nothing (a date, an id, a choice).
 NOT_EMPTY = {"since", "until", "conversation", "state", "format"}
@@ -171,7 +172,7 @@ def _when(params: Any, name: str) -> Any:
     return parsed
 
 
-@extend_schema(parameters=FEED_FILTERS)
+@documented(parameters=FEED_FILTERS)
 class FeedList(generics.ListAPIView):
     serializer_class = FeedSerializer
     pagination_class = NewestFeedsFirst
@@ -208,7 +209,7 @@ class FeedDetail(generics.RetrieveAPIView):
         return data
 
 
-@extend_schema(
+@documented(
     parameters=[
         OpenApiParameter("format", str, enum=list(FORMATS), default="ndjson"),
         *FEED_FILTERS,
@@ -245,7 +246,7 @@ class LabelRequestSerializer(serializers.Serializer):
 LABEL_FIELDS = {"call_id", "label", "note"}
 
 
-@extend_schema(
+@documented(
     request=LabelRequestSerializer,
     responses={201: OpenApiTypes.OBJECT},
     description=(

@@ -12,7 +12,7 @@ from typing import Any
 from asgiref.sync import async_to_sync
 from django.http import StreamingHttpResponse
 from django.shortcuts import get_object_or_404
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter
 from rest_framework.exceptions import ValidationError
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
@@ -24,6 +24,7 @@ from chat.api.standards import ui_stream
 from chat.api.views import conversations_owned
 from chat.models import Conversation, Message
 from chat.turns.wires import BadEventId, Cursor, Wire
+from project.openapi import documented
 
 
 async def _check_sent(after: Cursor, answer_id: int, wire: Wire) -> None:
@@ -131,7 +132,7 @@ STREAM_PARAMETERS = [
 ]
 
 
-@extend_schema(
+@documented(
     responses={(200, "text/event-stream"): SSE_FRAME},
     parameters=STREAM_PARAMETERS,
     description=(
@@ -149,7 +150,7 @@ class AguiStream(_StandardStreamView):
     make_wire = staticmethod(_agui_wire)
 
 
-@extend_schema(
+@documented(
     responses={(200, "text/event-stream"): SSE_FRAME},
     parameters=STREAM_PARAMETERS,
     description=(

@@ -12,7 +12,7 @@ from django.http import StreamingHttpResponse
 from django.shortcuts import get_object_or_404
 from django.utils.dateparse import parse_datetime
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter
 from rest_framework import generics
 from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.renderers import BaseRenderer, JSONRenderer
@@ -48,6 +48,7 @@ from chat.models import Conversation, Message, ToolApproval
 from chat.turns import actions
 from chat.turns.datasets import DatasetFilters, adataset_lines
 from chat.turns.recovery import dead_turns_recover
+from project.openapi import documented
 from project.text_rules import unstorable
 
 
@@ -81,7 +82,7 @@ class ConversationList(generics.ListCreateAPIView):
 
 
 class ConversationDetail(APIView):
-    @extend_schema(responses=ConversationDetailSerializer)
+    @documented(responses=ConversationDetailSerializer)
     def get(self, request: Request, conversation_id: Any) -> Response:
         conversation = get_object_or_404(conversations_owned(request.user), pk=conversation_id)
         # Opening a conversation closes a turn whose process died.
@@ -100,7 +101,7 @@ class EventStreamRenderer(BaseRenderer):
         return sse(to_json(Error(first_error(data)))).encode()
 
 
-@extend_schema(
+@documented(
     request=TurnRequestSerializer,
     responses={
         (200, "application/json"): MessageSerializer,
@@ -154,7 +155,7 @@ class TurnCreate(APIView):
         return StreamingHttpResponse(_answer(conversation, turn), content_type="application/json")
 
 
-@extend_schema(
+@documented(
     request=ApprovalRequestSerializer,
     responses=DecisionSerializer,
     parameters=[
@@ -175,7 +176,7 @@ class TurnCreate(APIView):
 class ApprovalDecide(APIView):
     parser_classes = [RequestParser]
 
-    @extend_schema(
+    @documented(
         request=None,
         responses=ApprovalReceiptSerializer,
         description=(
@@ -208,7 +209,7 @@ class ApprovalDecide(APIView):
         return Response(to_json(decision))
 
 
-@extend_schema(
+@documented(
     request=FeedbackRequestSerializer,
     responses={201: ScoreSerializer},
     description=(
@@ -282,7 +283,7 @@ def dataset_filters(params: Any) -> DatasetFilters:
     )
 
 
-@extend_schema(
+@documented(
     parameters=[
         OpenApiParameter("format", str, enum=["jsonl"], description="Only jsonl."),
         OpenApiParameter("since", OpenApiTypes.DATETIME, description="Scored from."),
@@ -314,7 +315,7 @@ async def _answer(conversation: Conversation, turn: turns.StartedTurn) -> AsyncI
     yield JSONRenderer().render(MessageSerializer(answer).data)
 
 
-@extend_schema(
+@documented(
     responses=InboxItemSerializer(many=True),
     description=(
         "Everything that waits for you across your conversations (tool calls to approve), "

@@ -377,6 +377,22 @@ def test_a_body_that_is_not_json_is_refused(client, alice):
     assert not Conversation.objects.exists()
 
 
+def test_the_views_annotations_show_in_the_schema_once_however_often_it_is_built(client, alice):
+    client.force_login(alice)
+
+    def built() -> dict:
+        return json.loads(
+            client.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").content
+        )
+
+    first = built()
+    dataset = first["paths"]["/api/feeds/dataset/"]["get"]
+    names = [parameter["name"] for parameter in dataset["parameters"]]
+    assert sorted(names) == ["format", "label", "rating", "since", "tool", "until"]
+    assert set(dataset["responses"]["200"]["content"]) == {"application/jsonl"}
+    assert built() == first
+
+
 def test_the_schema_says_how_each_operation_fails(client, alice):
     client.force_login(alice)
     schema = json.loads(
