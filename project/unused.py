@@ -41,6 +41,11 @@ WAMP_AUTH = "autobahn.wamp.auth"
 # turns hold). Glassbox sends its requests through the SDK's client and reads
 # the streams as JSON (chat.agent.chunks): the SDK's own imports need a few dozen of them.
 SDK_TYPES = ("openai.types", "openai.types.responses")
+# The SDK's HTTP library imports its own transport's package to make a TLS context: its
+# connection pools, HTTP/2, SOCKS and trio support (1.9 MiB a process). Glassbox's provider
+# client sends through aiohttp and makes that context from the package's TLS module alone
+# (chat.agent.provider_http).
+SDK_TRANSPORT = "httpcore2"
 
 
 def leave_out(*modules: str) -> None:
