@@ -23,8 +23,10 @@ import urllib.request
 import pytest
 
 from tests.support.certificates import self_signed
+from tests.support.fakes import text_response
 from tests.support.live_questions import live_socket
 from tests.support.ports import free_port
+from tests.support.provider_server import scripted_provider
 from tests.support.servers import ROOT, login, serve
 
 pytestmark = [pytest.mark.server, pytest.mark.own_site]
@@ -107,6 +109,32 @@ def test_a_served_turn_loads_the_models_sdk_without_its_types_of_every_api(tmp_p
     # them, of which the SDK's client needs a few.
     assert not {"openai.types.batch", "openai.types.responses.web_search_tool"} & modules
     assert len([module for module in modules if module.startswith("openai.")]) < 200
+    # The demo model searched the knowledge base for it, a built-in tool's call, made without
+    # OpenTelemetry's API: only an MCP server's requests carry a span (chat.agent.traceparent).
+    assert "opentelemetry.trace" not in modules
+
+
+def test_a_turn_from_a_real_provider_is_read_without_the_sdk_transports_package(tmp_path):
+    with (
+        scripted_provider([text_response("Negotiate with figures.")]) as provider,
+        serve(
+            tmp_path,
+            PYTHONPROFILEIMPORTTIME="1",
+            OPENAI_API_KEY="test",
+            OPENAI_BASE_URL=provider.url,
+            GLASSBOX_MODEL="test-model",
+        ) as server,
+    ):
+        conversation, cookies = login(server.url)
+        answer = asyncio.run(answer_over(server, conversation, cookies, "How?"))
+        log = server.said()
+    modules = set(re.findall(r"\|\s+([\w.]+)$", log, re.MULTILINE))
+    assert answer == "Negotiate with figures."
+    # Sent by the SDK's aiohttp client, with the TLS context its HTTP library would make,
+    # made from that library's transport package's TLS module alone: not its pools, HTTP/2,
+    # SOCKS or trio support.
+    assert {"openai._vendor.httpx_aiohttp.transport", "httpcore2._ssl"} <= modules
+    assert not {"httpcore2._api", "h2.connection", "socksio"} & modules
 
 
 DEFERRED_SDK_TYPES = """

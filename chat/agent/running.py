@@ -108,9 +108,13 @@ async def run_call(
     (ToolCall) is the caller's to record before this starts: see the_call."""
     progress = Progress()
     tool = registry.get(call.name)
-    logs = Logs(call.call_id, getattr(tool, "server", ""))
+    server = getattr(tool, "server", "")
+    logs = Logs(call.call_id, server)
     task_context = report_progress_to(progress.report, logs)
-    trace_call(task_context, call.call_id)
+    if server:
+        # Only an MCP server's requests carry the span (chat.agent.traceparent): a built-in
+        # tool's call needs neither it nor OpenTelemetry's API (1 MiB a process).
+        trace_call(task_context, call.call_id)
     task = asyncio.create_task(
         run_tool(registry, call, context, time_limit, progress, together), context=task_context
     )
