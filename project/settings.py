@@ -22,7 +22,14 @@ from project.env import (
     env_str,
 )
 from project.otel import traces_protocol
-from project.unused import POSTGRES_FIELDS, SDK_TRANSPORT, SDK_TYPES, defer_init, leave_out
+from project.unused import (
+    POSTGRES_FIELDS,
+    SDK_PACKAGES,
+    SDK_TRANSPORT,
+    SDK_TYPES,
+    defer_init,
+    leave_out,
+)
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -121,7 +128,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     }
     leave_out(POSTGRES_FIELDS)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
-defer_init(*SDK_TYPES, SDK_TRANSPORT)
+defer_init(*SDK_PACKAGES, *SDK_TYPES, SDK_TRANSPORT)
 
 REDIS_URL = env_str("REDIS_URL", "")
 # Messages a socket's channel holds before the layer drops more (clients recover from drops;

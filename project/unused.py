@@ -41,6 +41,10 @@ WAMP_AUTH = "autobahn.wamp.auth"
 # turns hold). Glassbox sends its requests through the SDK's client and reads
 # the streams as JSON (chat.agent.chunks): the SDK's own imports need a few dozen of them.
 SDK_TYPES = ("openai.types", "openai.types.responses")
+# The SDK's package and its helpers' package: their `__init__`s import the helpers for
+# every API (Azure's and Bedrock's clients, pydantic tools, the chat types they are built
+# on; about 90 modules, 2 MiB a process). Glassbox imports the client from its module.
+SDK_PACKAGES = ("openai", "openai.lib")
 # The SDK's HTTP library imports its own transport's package to make a TLS context: its
 # connection pools, HTTP/2, SOCKS and trio support (1.9 MiB a process). Glassbox's provider
 # client sends through aiohttp and makes that context from the package's TLS module alone

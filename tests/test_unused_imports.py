@@ -104,11 +104,13 @@ def test_a_served_turn_loads_the_models_sdk_without_its_types_of_every_api(tmp_p
         log = server.said()
     modules = set(re.findall(r"\|\s+([\w.]+)$", log, re.MULTILINE))
     assert "salary" in answer.lower()  # asked and answered through the SDK's client
-    assert {"openai._client", "openai._exceptions", "openai.types.chat"} <= modules
+    assert {"openai._client", "openai._base_client"} <= modules
     # The types package's and the Responses API's `__init__`s import 470 modules between
-    # them, of which the SDK's client needs a few.
+    # them, of which the SDK's client needs a few; the package's own `__init__` would import
+    # its helpers for every API's tools, and the chat types they are built on.
     assert not {"openai.types.batch", "openai.types.responses.web_search_tool"} & modules
-    assert len([module for module in modules if module.startswith("openai.")]) < 200
+    assert not {"openai.lib._tools", "openai.lib.azure", "openai.types.chat"} & modules
+    assert len([module for module in modules if module.startswith("openai.")]) < 100
     # The demo model searched the knowledge base for it, a built-in tool's call, made without
     # OpenTelemetry's API: only an MCP server's requests carry a span (chat.agent.traceparent).
     assert "opentelemetry.trace" not in modules
@@ -135,6 +137,35 @@ def test_a_turn_from_a_real_provider_is_read_without_the_sdk_transports_package(
     # SOCKS or trio support.
     assert {"openai._vendor.httpx_aiohttp.transport", "httpcore2._ssl"} <= modules
     assert not {"httpcore2._api", "h2.connection", "socksio"} & modules
+
+
+def test_a_provider_that_cannot_be_reached_is_said_so_by_the_sdks_deferred_package(tmp_path):
+    # Nothing listens on the port: the SDK raises its own error, a name of its package,
+    # whose `__init__` runs then, once.
+    unreachable = f"http://127.0.0.1:{free_port()}/v1"
+    with serve(
+        tmp_path,
+        PYTHONPROFILEIMPORTTIME="1",
+        OPENAI_API_KEY="test",
+        OPENAI_BASE_URL=unreachable,
+        GLASSBOX_MODEL="test-model",
+        GLASSBOX_PROVIDER_RETRIES="0",
+    ) as server:
+        conversation, cookies = login(server.url)
+
+        async def events() -> list[dict]:
+            async with live_socket(server, conversation, cookies) as socket:
+                await socket.send(json.dumps({"message": "How?"}))
+                seen = [json.loads(await socket.recv())]
+                while seen[-1]["type"] != "done":
+                    seen.append(json.loads(await asyncio.wait_for(socket.recv(), 60)))
+                return seen
+
+        seen = asyncio.run(events())
+        modules = set(re.findall(r"\|\s+([\w.]+)$", server.said(), re.MULTILINE))
+    assert seen[-1]["state"] == "failed"
+    assert "could not reach the model provider" in json.dumps(seen).lower()
+    assert "openai.lib._tools" in modules
 
 
 DEFERRED_SDK_TYPES = """

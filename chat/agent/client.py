@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 # What a client is made with, imported by make_client: the turn pipeline may import it ahead
 # (chat.turns.deps.expect_questions).
-SDK = "openai"
+SDK = "chat.agent.provider_http"
 
 # One client per event loop and configuration: building one creates an SSL context, which
 # profiling showed to be most of a turn's CPU time when every turn made its own.
@@ -77,9 +77,7 @@ def _new_client(
     # The SDK (with aiohttp and pydantic's models of every API type, about 30 MiB) is
     # imported with the first client, not with the server: a process that never serves a
     # turn never loads it.
-    from openai import AsyncOpenAI
-
-    from chat.agent.provider_http import ProviderHttpClient
+    from chat.agent.provider_http import AsyncOpenAI, ProviderHttpClient
 
     timeout = httpx2.Timeout(provider.read_timeout, connect=provider.connect_timeout)
     if provider.is_demo:

@@ -1,5 +1,9 @@
-"""The HTTP client a real provider is reached through. Its own module: the SDK's client it
-extends is imported with it, when the first client is made (chat.agent.client)."""
+"""The model's SDK as a turn uses it: its client, and the HTTP client a real provider is
+reached through. Its own module, imported when the first client is made (chat.agent.client)
+or ahead of it (chat.turns.deps.expect_questions).
+
+The SDK's classes are imported from their own modules: the package's `__init__`, deferred
+(project.unused.SDK_PACKAGES), would import its helpers for every API's tools and types."""
 
 from __future__ import annotations
 
@@ -7,9 +11,12 @@ from typing import Any
 
 import httpx2
 from httpcore2._ssl import default_ssl_context
-from openai import DefaultAioHttpClient
+from openai._base_client import DefaultAioHttpClient
+from openai._client import AsyncOpenAI
 
 from chat.agent.faults import NamedFaults
+
+__all__ = ["AsyncOpenAI", "ProviderHttpClient"]
 
 
 class ProviderHttpClient(DefaultAioHttpClient):
