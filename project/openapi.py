@@ -20,7 +20,8 @@ _documenting = threading.Lock()
 def documented(**options: Any) -> Callable[[T], T]:
     """drf-spectacular's `extend_schema`, applied when a schema is first built. Applied as
     a view is defined, it loads the schema generator, and with it DRF's and Django's test
-    clients (3 MiB), into every process that serves a request."""
+    clients (3 MiB), into every process that serves a request. Outermost on a method: a
+    decorator around it would copy its attributes before the annotation sets them."""
 
     def note(view: T) -> T:
         _undocumented.append((view, options))
@@ -37,8 +38,10 @@ def document_views(endpoints: list[Any], **kwargs: Any) -> list[Any]:
 
     with _documenting:
         while _undocumented:
-            view, options = _undocumented.pop(0)
+            view, options = _undocumented[0]
+            # Let go of only once applied: an annotation that fails fails every build.
             extend_schema(**options)(view)
+            _undocumented.pop(0)
     return endpoints
 
 

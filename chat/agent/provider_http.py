@@ -27,7 +27,8 @@ class ProviderHttpClient(DefaultAioHttpClient):
         # The TLS context httpx2 would make (the system's CAs, or SSL_CERT_FILE and
         # SSL_CERT_DIR), made here so that httpx2 does not import the rest of its transport's
         # package to reach it (project.unused.SDK_TRANSPORT).
-        kwargs.setdefault("verify", default_ssl_context())
+        if "verify" not in kwargs:
+            kwargs["verify"] = default_ssl_context(_trust_env=kwargs.get("trust_env", True))
         super().__init__(**kwargs)
 
     def _init_transport(self, *args: Any, **kwargs: Any) -> httpx2.AsyncBaseTransport:

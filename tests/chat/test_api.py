@@ -377,7 +377,7 @@ def test_a_body_that_is_not_json_is_refused(client, alice):
     assert not Conversation.objects.exists()
 
 
-def test_the_views_annotations_show_in_the_schema_once_however_often_it_is_built(client, alice):
+def test_the_views_annotations_show_in_the_schema_each_time_it_is_built(client, alice):
     client.force_login(alice)
 
     def built() -> dict:

@@ -155,3 +155,13 @@ def test_an_https_proxy_from_the_environment_tunnels_to_the_provider(
         answer = ask(alice_conversation, url, settings)
     assert (answer.state, answer.content) == (Message.State.COMPLETE, "Hello")
     assert proxy.targets == [f"CONNECT {url.removeprefix('https://').removesuffix('/v1')}"]
+
+
+def test_the_provider_clients_tls_context_follows_what_it_is_given(monkeypatch):
+    from chat.agent.provider_http import ProviderHttpClient
+
+    monkeypatch.setenv("SSL_CERT_FILE", "/nonexistent/glassbox-ca.pem")
+    with pytest.raises(FileNotFoundError):
+        ProviderHttpClient()  # the environment's certificates, as httpx2 reads them
+    # A context given, or one made without the environment when told, reads none of it.
+    assert ProviderHttpClient(verify=False) and ProviderHttpClient(trust_env=False)
