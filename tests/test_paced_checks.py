@@ -1,10 +1,11 @@
-"""Daphne's walk over its connections (pings due, timeouts) runs in slices the event loop
-serves other work between (project.paced_checks), and still reaches every socket, walk after
-walk, in a real Daphne."""
+"""Daphne's walks over its connections (pings due, timeouts; finished applications) run in
+slices the event loop serves other work between (project.paced_checks), and still reach every
+socket, walk after walk, in a real Daphne."""
 
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 
 import aiohttp
@@ -84,3 +85,55 @@ def test_every_one_of_hundreds_of_quiet_sockets_is_pinged_walk_after_walk(tmp_pa
         conversation, cookies = login(server.url)
         seen = asyncio.run(quiet_sockets(server.url, conversation, cookies))
     assert seen == [2] * count
+
+
+class Connection:
+    def __init__(self) -> None:
+        self.handled: list[BaseException] = []
+
+    def handle_exception(self, exception: BaseException) -> None:
+        self.handled.append(exception)
+
+
+class Server:
+    application_close_timeout = 10
+
+    def __init__(self) -> None:
+        self.connections: dict[Connection, dict] = {}
+        self.stopped = False
+
+    def stop(self) -> None:
+        self.stopped = True
+
+
+def test_each_connections_application_is_reaped_as_daphne_reaps_it(caplog):
+    from project.paced_checks import _reap
+
+    loop = asyncio.new_event_loop()
+    server = Server()
+    running, failed, finished, outlived = (Connection() for _ in range(4))
+    applications: dict[Connection, asyncio.Future] = {}
+    for protocol in (running, failed, finished, outlived):
+        applications[protocol] = loop.create_future()
+        server.connections[protocol] = {"application_instance": applications[protocol]}
+    problem = RuntimeError("the consumer broke")
+    applications[failed].set_exception(problem)
+    applications[finished].set_result(None)
+    server.connections[finished]["disconnected"] = time.time()
+    server.connections[outlived]["disconnected"] = time.time() - 11
+
+    for protocol in list(server.connections):
+        _reap(server, protocol)
+
+    # Still running: kept as it is.
+    assert server.connections[running] == {"application_instance": applications[running]}
+    # Failed while connected: logged, the connection told (it closes), the application let go.
+    assert failed.handled == [problem] and server.connections[failed] == {}
+    assert "Exception inside application: the consumer broke" in caplog.text
+    # Finished after its connection closed: forgotten.
+    assert finished not in server.connections
+    # Outlived its closed connection by the close timeout: cancelled, reaped on the next walk.
+    assert applications[outlived].cancelled() and "took too long to shut down" in caplog.text
+    _reap(server, outlived)
+    assert outlived not in server.connections and not server.stopped
+    loop.close()
