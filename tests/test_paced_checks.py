@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import aiohttp
 import pytest
@@ -89,51 +90,108 @@ def test_every_one_of_hundreds_of_quiet_sockets_is_pinged_walk_after_walk(tmp_pa
 
 class Connection:
     def __init__(self) -> None:
-        self.handled: list[BaseException] = []
+        self.handled: list[str] = []
 
     def handle_exception(self, exception: BaseException) -> None:
-        self.handled.append(exception)
+        self.handled.append(repr(exception))
 
 
 class Server:
     application_close_timeout = 10
+    application_checker = None  # what Daphne's check schedules next
 
     def __init__(self) -> None:
         self.connections: dict[Connection, dict] = {}
-        self.stopped = False
+        self.stopped = 0
 
     def stop(self) -> None:
-        self.stopped = True
+        self.stopped += 1
 
 
-def test_each_connections_application_is_reaped_as_daphne_reaps_it(caplog):
+def applications(loop: asyncio.AbstractEventLoop) -> list[asyncio.Future | None]:
+    """One of each state an application may be in when a walk finds it."""
+
+    async def waiting() -> None:
+        await asyncio.Event().wait()
+
+    cancelling = loop.create_task(waiting())
+    loop.run_until_complete(asyncio.sleep(0))  # started: cancelled, it is not done yet
+    states: list[asyncio.Future | None] = [None, loop.create_future(), cancelling]
+    for outcome in ("result", RuntimeError("broke"), KeyboardInterrupt(), "cancelled"):
+        future = loop.create_future()
+        if outcome == "result":
+            future.set_result(None)
+        elif outcome == "cancelled":
+            future.cancel()
+        else:
+            future.set_exception(outcome)  # type: ignore[arg-type]
+        states.append(future)
+    return states
+
+
+def walked(check, loop, monkeypatch) -> tuple[list, list, int, list]:
+    """Every state of an application beside every state of its connection, checked by
+    `check(server)`: what is left of the connections, what each was told, the stops."""
+    server = Server()
+    connections: list[Connection] = []
+    futures = applications(loop)
+    for application in futures:
+        for closed in (None, time.time() - 1, time.time() - 11):
+            connection = Connection()
+            details: dict = {}
+            if application is not None:
+                details["application_instance"] = application
+            if closed is not None:
+                details["disconnected"] = closed
+            server.connections[connection] = details
+            connections.append(connection)
+    check(server)
+    left = [sorted(server.connections.get(c, {"gone": 1})) for c in connections]
+    told = [c.handled for c in connections]
+    cancelled = [f and getattr(f, "cancelling", f.cancelled)() for f in futures]
+    return left, told, server.stopped, cancelled
+
+
+def test_each_connections_application_is_reaped_as_daphne_reaps_it(monkeypatch):
+    """Compared with Daphne's own check, over every state of an application and its
+    connection: the same connections left, told of their application's failure, cancelled
+    and stops asked."""
+    from daphne import server as daphne
+
     from project.paced_checks import _reap
 
-    loop = asyncio.new_event_loop()
-    server = Server()
-    running, failed, finished, outlived = (Connection() for _ in range(4))
-    applications: dict[Connection, asyncio.Future] = {}
-    for protocol in (running, failed, finished, outlived):
-        applications[protocol] = loop.create_future()
-        server.connections[protocol] = {"application_instance": applications[protocol]}
-    problem = RuntimeError("the consumer broke")
-    applications[failed].set_exception(problem)
-    applications[finished].set_result(None)
-    server.connections[finished]["disconnected"] = time.time()
-    server.connections[outlived]["disconnected"] = time.time() - 11
+    # Daphne's check schedules its next walk: not here.
+    monkeypatch.setattr(daphne, "reactor", SimpleNamespace(callLater=lambda *call: None))
+    ours, theirs = asyncio.new_event_loop(), asyncio.new_event_loop()
 
-    for protocol in list(server.connections):
-        _reap(server, protocol)
+    def reaped_here(server: Server) -> None:
+        for protocol in list(server.connections):
+            _reap(server, protocol)
 
-    # Still running: kept as it is.
-    assert server.connections[running] == {"application_instance": applications[running]}
-    # Failed while connected: logged, the connection told (it closes), the application let go.
-    assert failed.handled == [problem] and server.connections[failed] == {}
-    assert "Exception inside application: the consumer broke" in caplog.text
-    # Finished after its connection closed: forgotten.
-    assert finished not in server.connections
-    # Outlived its closed connection by the close timeout: cancelled, reaped on the next walk.
-    assert applications[outlived].cancelled() and "took too long to shut down" in caplog.text
-    _reap(server, outlived)
-    assert outlived not in server.connections and not server.stopped
-    loop.close()
+    daphnes = daphne.Server.application_checker
+    assert daphnes.__module__ == "daphne.server"  # its own, not the one installed to serve
+
+    def reaped_by_daphne(server: Server) -> None:
+        daphnes(server)
+
+    here = walked(reaped_here, ours, monkeypatch)
+    assert here == walked(reaped_by_daphne, theirs, monkeypatch)
+    left, told, stopped, cancelled = here
+    assert ["gone"] in left and ["application_instance"] in left and [] in left
+    assert ["RuntimeError('broke')"] in told and stopped == 3 and cancelled[2] == 1
+    for loop in (ours, theirs):
+        loop.run_until_complete(asyncio.sleep(0))  # the cancelled task ends
+        loop.close()
+
+
+def test_an_application_walk_reaches_every_slice_with_its_check():
+    checked: list[int] = []
+    scheduled: list[tuple] = []
+    walked: list[bool] = []
+    protocols = list(range(2 * SLICE + 10))
+    walk(protocols, set(protocols), lambda _d, *call: scheduled.append(call),
+         lambda: walked.append(True), check=checked.append)  # fmt: skip
+    while scheduled:
+        function, *args = scheduled.pop()
+        function(*args)
+    assert checked == protocols and walked == [True]
