@@ -3,7 +3,7 @@ own as the server starts: the first question held the loop 150 to 300 ms compili
 templates a turn draws, reading the translation catalogues and loading the language
 identifier, in every process, so its first asker (and every socket beside it) waited.
 
-What only a turn needs and is large (the provider's SDK, about 30 MiB) is not built as the
+What only a turn needs and is large (the provider's SDK, about 16 MiB) is not built as the
 server starts, so that a process nobody asks anything holds none of it: it is imported on a
 thread of its own once a question is likely (`import_aside`, when a socket opens)."""
 
