@@ -39,26 +39,27 @@ def install() -> None:
 
 
 def _timeout_checker(server: Any) -> None:
+    _walk_connections(server, _check_timeouts, EVERY_SECONDS, "timeout_checker")
+
+
+def _application_checker(server: Any) -> None:
+    reap = functools.partial(_reap, server)
+    _walk_connections(server, reap, APPLICATIONS_EVERY_SECONDS, "application_checker")
+
+
+def _walk_connections(
+    server: Any, check: Callable[[Any], None], every: float, checker: str
+) -> None:
+    """One walk of `server`'s connections with `check`; the server's `checker` again
+    `every` seconds after its last slice, as Daphne's own follows its one step."""
     from twisted.internet import reactor as installed
 
     reactor: Any = installed  # typed as the module, the installed reactor at run time
 
     def again() -> None:
-        reactor.callLater(EVERY_SECONDS, server.timeout_checker)
+        reactor.callLater(every, getattr(server, checker))
 
-    walk(list(server.connections), server.connections, reactor.callLater, again)
-
-
-def _application_checker(server: Any) -> None:
-    from twisted.internet import reactor as installed
-
-    reactor: Any = installed
-
-    def again() -> None:
-        reactor.callLater(APPLICATIONS_EVERY_SECONDS, server.application_checker)
-
-    reap = functools.partial(_reap, server)
-    walk(list(server.connections), server.connections, reactor.callLater, again, check=reap)
+    walk(list(server.connections), server.connections, reactor.callLater, again, check=check)
 
 
 def _reap(server: Any, protocol: Any) -> None:

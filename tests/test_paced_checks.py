@@ -5,6 +5,7 @@ socket, walk after walk, in a real Daphne."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -91,6 +92,10 @@ def test_every_one_of_hundreds_of_quiet_sockets_is_pinged_walk_after_walk(tmp_pa
 class Connection:
     def __init__(self) -> None:
         self.handled: list[str] = []
+        self.timed = False
+
+    def check_timeouts(self) -> None:
+        self.timed = True
 
     def handle_exception(self, exception: BaseException) -> None:
         self.handled.append(repr(exception))
@@ -195,3 +200,30 @@ def test_an_application_walk_reaches_every_slice_with_its_check():
         function, *args = scheduled.pop()
         function(*args)
     assert checked == protocols and walked == [True]
+
+
+def test_each_check_walks_every_connection_and_comes_again_after_its_interval(monkeypatch):
+    import twisted.internet
+
+    from project import paced_checks
+
+    later: list[tuple] = []
+    fake = SimpleNamespace(callLater=lambda delay, *call: later.append((delay, *call)))
+    monkeypatch.setattr(twisted.internet, "reactor", fake, raising=False)
+    for checker, every in (("timeout_checker", 2.0), ("application_checker", 1.0)):
+        server = Server()
+        connections = [Connection() for _ in range(SLICE + 1)]  # two slices
+        for connection in connections:
+            server.connections[connection] = {"disconnected": 1}  # closed, its application over
+        check = functools.partial(getattr(paced_checks, f"_{checker}"), server)
+        setattr(server, checker, check)
+        check()
+        while later and later[-1][0] == 0:  # the walk's next slice, on the loop's next turn
+            _, function, *args = later.pop()
+            function(*args)
+        assert later == [(every, check)]  # then the check again, once
+        later.clear()
+        if checker == "timeout_checker":
+            assert all(connection.timed for connection in connections)
+        else:
+            assert not server.connections  # every one forgotten

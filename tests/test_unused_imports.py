@@ -45,6 +45,11 @@ WAITING_FOR_USE = (
 )
 
 
+def imported(log: str) -> set[str]:
+    """The modules named by a server's `-X importtime` lines."""
+    return set(re.findall(r"\|\s+([\w.]+)$", log, re.MULTILINE))
+
+
 def imported_by_a_visit(work, **settings: str) -> set[str]:
     """The modules a server imported while it served a visit (a page, a login and the chat
     page), from its `-X importtime` lines. A module left out shows up too, as a failed
@@ -62,7 +67,7 @@ def imported_by_a_visit(work, **settings: str) -> set[str]:
     ) as server:
         login(server.url)
         log = server.said()
-    return set(re.findall(r"\|\s+([\w.]+)$", log, re.MULTILINE))
+    return imported(log)
 
 
 def test_a_plain_server_on_sqlite_loads_neither_psycopg_nor_the_tls_stack(tmp_path):
@@ -102,7 +107,7 @@ def test_a_served_turn_loads_the_models_sdk_without_its_types_of_every_api(tmp_p
         conversation, cookies = login(server.url)
         answer = asyncio.run(answer_over(server, conversation, cookies, "What is the salary?"))
         log = server.said()
-    modules = set(re.findall(r"\|\s+([\w.]+)$", log, re.MULTILINE))
+    modules = imported(log)
     assert "salary" in answer.lower()  # asked and answered through the SDK's client
     assert {"openai._client", "openai._base_client"} <= modules
     # The types package's and the Responses API's `__init__`s import 470 modules between
@@ -130,7 +135,7 @@ def test_a_turn_from_a_real_provider_is_read_without_the_sdk_transports_package(
         conversation, cookies = login(server.url)
         answer = asyncio.run(answer_over(server, conversation, cookies, "How?"))
         log = server.said()
-    modules = set(re.findall(r"\|\s+([\w.]+)$", log, re.MULTILINE))
+    modules = imported(log)
     assert answer == "Negotiate with figures."
     # Sent by the SDK's aiohttp client, with the TLS context its HTTP library would make,
     # made from that library's transport package's TLS module alone: not its pools, HTTP/2,
@@ -162,7 +167,7 @@ def test_a_provider_that_cannot_be_reached_is_said_so_by_the_sdks_deferred_packa
                 return seen
 
         seen = asyncio.run(events())
-        modules = set(re.findall(r"\|\s+([\w.]+)$", server.said(), re.MULTILINE))
+        modules = imported(server.said())
     assert seen[-1]["state"] == "failed"
     assert "could not reach the model provider" in json.dumps(seen).lower()
     assert "openai.lib._tools" in modules
