@@ -13,7 +13,7 @@ from types import SimpleNamespace
 import aiohttp
 import pytest
 
-from project.paced_checks import SLICE, walk
+from project.paced_checks import BUDGET_SECONDS, SLICE, walk
 from tests.support.servers import login, serve
 
 
@@ -40,7 +40,8 @@ def test_a_walk_checks_one_slice_a_loop_turn_and_skips_what_closed_meanwhile():
         assert delay == 0  # the loop's next turn, after what is ready now
         function(*args)
 
-    walk(protocols, still_open, call_later, lambda: walked.append(True))
+    # Time stands still: no slice spends its budget.
+    walk(protocols, still_open, call_later, lambda: walked.append(True), clock=lambda: 0.0)
     assert checked == protocols[:SLICE] and not walked
 
     next_slice()
@@ -187,6 +188,31 @@ def test_each_connections_application_is_reaped_as_daphne_reaps_it(monkeypatch):
     for loop in (ours, theirs):
         loop.run_until_complete(asyncio.sleep(0))  # the cancelled task ends
         loop.close()
+
+
+def test_a_slice_whose_checks_take_its_budget_lets_the_loop_run_and_the_walk_goes_on():
+    now = [0.0]
+    each = BUDGET_SECONDS * 0.3  # a check that sends a ping
+
+    def ping(protocol: int) -> None:
+        checked.append(protocol)
+        now[0] += each
+
+    checked: list[int] = []
+    scheduled: list[tuple] = []
+    walked: list[bool] = []
+    protocols = list(range(10))
+    still_open = set(protocols) - {1}  # closed meanwhile: not checked, no time taken
+    walk(protocols, still_open, lambda _d, *call: scheduled.append(call),
+         lambda: walked.append(True), check=ping, clock=lambda: now[0])  # fmt: skip
+    assert checked == [0, 2, 3, 4] and not walked  # the fourth check passes the budget
+
+    slices = 1
+    while scheduled:
+        function, *args = scheduled.pop()
+        function(*args)
+        slices += 1
+    assert checked == [0, *range(2, 10)] and walked == [True] and slices == 3
 
 
 def test_an_application_walk_reaches_every_slice_with_its_check():
