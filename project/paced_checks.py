@@ -9,12 +9,12 @@ connections a step and lets the loop run in between; the next walk starts 2 s af
 slice, as Daphne's own does after its one step.
 
 A slice also ends once it has taken BUDGET_SECONDS: a due ping is a frame built and written
-at once (about 0.15 ms), so a slice of 200 sockets that all came due held the loop 25-95 ms,
+at once (about 0.15 ms), so a slice of 200 sockets that all came due held the loop up to 34 ms,
 and with 5,000 quiet sockets such a slice came every 2 s while their pings were due. The
 first status of a turn asked then waited for it (bench/quiet_sockets.py). A check of a socket
 with nothing due is a few microseconds: such slices still take SLICE at a time.
 
-Its check of the applications is walked so too: every second Daphne reaps the finished
+Daphne's check of the applications is walked so too: every second Daphne reaps the finished
 application of each connection, in one step over all of them that also made a tuple of
 each, a collection's worth. With 5,000 quiet sockets that step took 8 ms (median) to 30 ms,
 once a second, and the first status of a turn asked then waited for it."""

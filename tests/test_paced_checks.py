@@ -55,7 +55,7 @@ def test_a_walk_checks_one_slice_a_loop_turn_and_skips_what_closed_meanwhile():
 @pytest.mark.server
 @pytest.mark.own_site  # Daphne's walk, over a SQLite site of its own
 def test_every_one_of_hundreds_of_quiet_sockets_is_pinged_walk_after_walk(tmp_path: Path):
-    count = SLICE + 50  # two slices a walk
+    count = SLICE + 50  # more than one slice a walk
 
     async def quiet_sockets(url: str, conversation: str, cookies: str) -> list[int]:
         address = url.replace("http", "ws") + f"/ws/c/{conversation}/"
@@ -238,7 +238,7 @@ def test_each_check_walks_every_connection_and_comes_again_after_its_interval(mo
     monkeypatch.setattr(twisted.internet, "reactor", fake, raising=False)
     for checker, every in (("timeout_checker", 2.0), ("application_checker", 1.0)):
         server = Server()
-        connections = [Connection() for _ in range(SLICE + 1)]  # two slices
+        connections = [Connection() for _ in range(SLICE + 1)]  # more than one slice
         for connection in connections:
             server.connections[connection] = {"disconnected": 1}  # closed, its application over
         check = functools.partial(getattr(paced_checks, f"_{checker}"), server)
