@@ -46,25 +46,25 @@ def install() -> None:
 
 
 def _timeout_checker(server: Any) -> None:
-    _walk_connections(server, _check_timeouts, EVERY_SECONDS, "timeout_checker")
+    _walk_connections(server, _check_timeouts, EVERY_SECONDS, server.timeout_checker)
 
 
 def _application_checker(server: Any) -> None:
     reap = functools.partial(_reap, server)
-    _walk_connections(server, reap, APPLICATIONS_EVERY_SECONDS, "application_checker")
+    _walk_connections(server, reap, APPLICATIONS_EVERY_SECONDS, server.application_checker)
 
 
 def _walk_connections(
-    server: Any, check: Callable[[Any], None], every: float, checker: str
+    server: Any, check: Callable[[Any], None], every: float, checker: Callable[[], None]
 ) -> None:
-    """One walk of `server`'s connections with `check`; the server's `checker` again
-    `every` seconds after its last slice, as Daphne's own follows its one step."""
+    """One walk of `server`'s connections with `check`; `checker` again `every` seconds
+    after its last slice, as Daphne's own follows its one step."""
     from twisted.internet import reactor as installed
 
     reactor: Any = installed  # typed as the module, the installed reactor at run time
 
     def again() -> None:
-        reactor.callLater(every, getattr(server, checker))
+        reactor.callLater(every, checker)
 
     walk(list(server.connections), server.connections, reactor.callLater, again, check=check)
 

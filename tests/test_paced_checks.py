@@ -135,7 +135,7 @@ def applications(loop: asyncio.AbstractEventLoop) -> list[asyncio.Future | None]
     return states
 
 
-def walked(check, loop, monkeypatch) -> tuple[list, list, int, list]:
+def walked(check, loop) -> tuple[list, list, int, list]:
     """Every state of an application beside every state of its connection, checked by
     `check(server)`: what is left of the connections, what each was told, the stops."""
     server = Server()
@@ -177,11 +177,8 @@ def test_each_connections_application_is_reaped_as_daphne_reaps_it(monkeypatch):
     daphnes = daphne.Server.application_checker
     assert daphnes.__module__ == "daphne.server"  # its own, not the one installed to serve
 
-    def reaped_by_daphne(server: Server) -> None:
-        daphnes(server)
-
-    here = walked(reaped_here, ours, monkeypatch)
-    assert here == walked(reaped_by_daphne, theirs, monkeypatch)
+    here = walked(reaped_here, ours)
+    assert here == walked(daphnes, theirs)
     left, told, stopped, cancelled = here
     assert ["gone"] in left and ["application_instance"] in left and [] in left
     assert ["RuntimeError('broke')"] in told and stopped == 3 and cancelled[2] == 1

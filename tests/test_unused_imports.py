@@ -90,16 +90,21 @@ def test_a_plain_server_on_sqlite_loads_neither_psycopg_nor_the_tls_stack(tmp_pa
     assert "autobahn.twisted.wamp" in packages and "cryptography" not in packages
 
 
-async def answer_over(server, conversation: str, cookies: str, question: str) -> str:
-    """A question asked over a live server's JSON socket; the text of its answer."""
+async def turn_over(server, conversation: str, cookies: str, question: str) -> list[dict]:
+    """A question asked over a live server's JSON socket; its turn's events, to `done`."""
     async with live_socket(server, conversation, cookies) as socket:
         await socket.send(json.dumps({"message": question}))
-        text = []
         async with asyncio.timeout(60):
-            while (event := json.loads(await socket.recv()))["type"] != "done":
-                if event["type"] == "text":
-                    text.append(event["content"])
-    return "".join(text)
+            events = [json.loads(await socket.recv())]
+            while events[-1]["type"] != "done":
+                events.append(json.loads(await socket.recv()))
+    return events
+
+
+async def answer_over(server, conversation: str, cookies: str, question: str) -> str:
+    """The text of the answer to a question asked as `turn_over` asks it."""
+    events = await turn_over(server, conversation, cookies, question)
+    return "".join(event["content"] for event in events if event["type"] == "text")
 
 
 def test_a_served_turn_loads_the_models_sdk_without_its_types_of_every_api(tmp_path):
@@ -157,16 +162,7 @@ def test_a_provider_that_cannot_be_reached_is_said_so_by_the_sdks_deferred_packa
         GLASSBOX_PROVIDER_RETRIES="0",
     ) as server:
         conversation, cookies = login(server.url)
-
-        async def events() -> list[dict]:
-            async with live_socket(server, conversation, cookies) as socket:
-                await socket.send(json.dumps({"message": "How?"}))
-                seen = [json.loads(await socket.recv())]
-                while seen[-1]["type"] != "done":
-                    seen.append(json.loads(await asyncio.wait_for(socket.recv(), 60)))
-                return seen
-
-        seen = asyncio.run(events())
+        seen = asyncio.run(turn_over(server, conversation, cookies, "How?"))
         modules = imported(server.said())
     assert seen[-1]["state"] == "failed"
     assert "could not reach the model provider" in json.dumps(seen).lower()
